@@ -1,0 +1,40 @@
+"""Compute accounting.
+
+Training compute C ≈ 6·N·D FLOPs: forward 2·N·D, backward 4·N·D (Kaplan et al. 2020, §2.1).
+With attention, per token (PaLM, Chowdhery et al. 2022, App. B; nanoGPT's ``estimate_mfu``)::
+
+    flops_per_token = 6·N + 12·n_layer·n_head·d_head·seq_len = 6·N + 12·n_layer·d_model·seq_len
+
+Budgets are in FLOPs throughout (not PF-days: 1 PF-day = 1e15 · 86 400 FLOPs = 8.64e19 FLOPs).
+"""
+from __future__ import annotations
+
+import math
+
+from scaling.errors import ConfigError
+
+PF_DAY_FLOPS = 1e15 * 86_400
+
+
+def flops_6nd(n_params: float, tokens: float) -> float:
+    """C = 6·N·D."""
+    return 6.0 * n_params * tokens
+
+
+def flops_per_token_with_attention(n_params: float, n_layer: int, d_model: int, seq_len: int) -> float:
+    """6·N + 12·n_layer·d_model·seq_len (PaLM App. B)."""
+    return 6.0 * n_params + 12.0 * n_layer * d_model * seq_len
+
+
+def tokens_for_budget(budget_flops: float, n_params: float) -> float:
+    """D = C / (6·N): the tokens a budget of C FLOPs buys a model of N parameters."""
+    if not (math.isfinite(budget_flops) and budget_flops > 0):
+        raise ConfigError(f"budget: {budget_flops!r} is not valid; it must be a positive number of FLOPs, e.g. 1e12")
+    if not (math.isfinite(n_params) and n_params > 0):
+        raise ConfigError(f"parameter count {n_params!r} is not valid; it must be positive")
+    return budget_flops / (6.0 * n_params)
+
+
+def steps_for_budget(budget_flops: float, n_params: float, tokens_per_step: int) -> int:
+    """Optimizer steps that spend the budget, rounded to the nearest whole step (at least 0)."""
+    return max(0, round(tokens_for_budget(budget_flops, n_params) / tokens_per_step))

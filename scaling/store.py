@@ -1,0 +1,260 @@
+"""The results store: one directory per sweep, one atomic JSON record per run.
+
+Layout (docs/CONTRACTS.md)::
+
+    STORE/runs/<run_id>/record.json   the source of truth, written atomically
+    STORE/runs/<run_id>/config.yaml   the resolved config
+    STORE/runs/<run_id>/ckpt.pt       the last checkpoint of an unfinished run
+    STORE/runs/<run_id>/.lock         held (flock) while a process trains the run
+    STORE/table.csv, STORE/curves.csv derived tables, rebuilt from the records
+
+A run's identity is a hash of the parts of its resolved config that change its result (shape,
+budget, data, optimizer, training settings, seed); launching the same run again is a no-op.
+This module imports no torch: the analysis and the sweeper read the store through it.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA = 1
+RECORD = "record.json"
+STATUSES = ("completed", "failed")
+REQUIRED_KEYS = ("schema", "run_id", "status", "params", "params_non_embedding", "tokens", "flops", "val_loss")
+
+# Columns of table.csv, in order; everything else in a record stays in record.json.
+TABLE_COLUMNS = [
+    "run_id", "sweep", "status", "reason", "budget_flops", "flops", "flops_attention", "param_count",
+    "params", "params_non_embedding", "tokens", "steps", "batch_size", "seq_len", "shape", "n_layer",
+    "d_model", "n_head", "vocab_size", "lr", "val_loss", "val_bpb", "train_loss", "seed", "corpus",
+    "corpus_fingerprint", "entropy_rate", "wall_time_s", "tokens_per_s", "flops_per_s", "device",
+    "threads", "code_version", "started_at", "finished_at",
+]
+CURVE_COLUMNS = ["run_id", "step", "tokens", "flops", "train_loss", "val_loss", "lr"]
+
+
+def run_id(identity: dict[str, Any]) -> str:
+    """12 hex characters of sha256 over the canonical JSON of a run's identity."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# ---------------------------------------------------------------- atomic writes
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part:
+    a temporary file in the same directory, fsync, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=False, default=_json_default, allow_nan=True) + "\n")
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy / torch scalars
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
+
+
+# ---------------------------------------------------------------- per-run paths and locks
+@dataclass(frozen=True)
+class RunPaths:
+    store: Path
+    run_id: str
+
+    @property
+    def dir(self) -> Path:
+        return Path(self.store) / "runs" / self.run_id
+
+    @property
+    def record(self) -> Path:
+        return self.dir / RECORD
+
+    @property
+    def config(self) -> Path:
+        return self.dir / "config.yaml"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.dir / "ckpt.pt"
+
+    @property
+    def lock(self) -> Path:
+        return self.dir / ".lock"
+
+
+@contextlib.contextmanager
+def run_lock(paths: RunPaths) -> Iterator[bool]:
+    """Hold an exclusive, non-blocking flock on the run while it trains.
+
+    Yields True when this process owns the run, False when another process is training it now
+    (two sweeps launched into one store never train the same run twice). The kernel releases the
+    lock if the process dies, so a killed run never leaves a stale lock."""
+    paths.dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def is_locked(paths: RunPaths) -> bool:
+    """True when some process holds the run's lock (it is training now)."""
+    if not paths.lock.exists():
+        return False
+    fd = os.open(paths.lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- records
+class RecordProblem(Exception):
+    """A record file that cannot be used; the message names the path and the reason."""
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """Read and check one record; raise RecordProblem naming the path and what is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise RecordProblem(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not text.strip():
+        raise RecordProblem(f"{path}: empty file")
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordProblem(f"{path}: not valid JSON ({err.msg} at line {err.lineno}); truncated or garbled") from None
+    if not isinstance(rec, dict):
+        raise RecordProblem(f"{path}: expected a JSON object, found {type(rec).__name__}")
+    if rec.get("schema") != SCHEMA:
+        raise RecordProblem(f"{path}: schema {rec.get('schema')!r} is not supported (this version reads schema {SCHEMA})")
+    missing = [k for k in REQUIRED_KEYS if k not in rec]
+    if missing:
+        raise RecordProblem(f"{path}: missing keys {', '.join(missing)}")
+    if rec["status"] not in STATUSES:
+        raise RecordProblem(f"{path}: status {rec['status']!r} is not one of {', '.join(STATUSES)}")
+    if rec["run_id"] != path.parent.name:
+        raise RecordProblem(f"{path}: its run_id {rec['run_id']!r} does not match its directory {path.parent.name!r}")
+    return rec
+
+
+def iter_records(store: Path) -> Iterator[tuple[Path, dict[str, Any] | None, str | None]]:
+    """Yield (path, record or None, problem or None) for every record file under STORE/runs."""
+    runs = Path(store) / "runs"
+    if not runs.is_dir():
+        return
+    for path in sorted(runs.glob(f"*/{RECORD}")):
+        try:
+            yield path, read_record(path), None
+        except RecordProblem as err:
+            yield path, None, str(err)
+
+
+@dataclass
+class StoreTable:
+    """What the analysis reads: one row per usable record, the loss curves, and the skipped files."""
+
+    runs: Any  # pandas.DataFrame with TABLE_COLUMNS
+    curves: Any  # pandas.DataFrame with CURVE_COLUMNS
+    problems: list[str] = field(default_factory=list)
+
+
+def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
+    row = {k: rec.get(k) for k in TABLE_COLUMNS}
+    for k in ("reason", "sweep", "corpus", "corpus_fingerprint", "code_version", "shape", "device"):
+        row[k] = "" if row[k] is None else row[k]
+    if row["entropy_rate"] is None:
+        row["entropy_rate"] = math.nan
+    return row
+
+
+def read_store(store: Path) -> StoreTable:
+    """Read every record of a store into tables. Unreadable, foreign or old-schema records are
+    skipped and listed in ``problems`` (each naming its path); the others are all read."""
+    import pandas as pd
+
+    store = Path(store)
+    if not store.exists():
+        from scaling.errors import DataError
+        raise DataError(f"results store {str(store)!r} does not exist; give a sweep's directory (e.g. results/quick) or a CSV/Parquet file")
+    rows, curves, problems = [], [], []
+    for _path, rec, problem in iter_records(store):
+        if problem:
+            problems.append(problem)
+            continue
+        rows.append(_flat_row(rec))
+        for point in rec.get("curve") or []:
+            curves.append({"run_id": rec["run_id"], **{k: point.get(k) for k in CURVE_COLUMNS[1:]}})
+    return StoreTable(pd.DataFrame(rows, columns=TABLE_COLUMNS),
+                      pd.DataFrame(curves, columns=CURVE_COLUMNS), problems)
+
+
+def write_tables(store: Path) -> StoreTable:
+    """Rebuild STORE/table.csv and STORE/curves.csv from the records (atomically) and return them."""
+    table = read_store(store)
+    atomic_write_text(Path(store) / "table.csv", table.runs.to_csv(index=False))
+    atomic_write_text(Path(store) / "curves.csv", table.curves.to_csv(index=False))
+    return table
+
+
+def run_state(paths: RunPaths) -> str:
+    """One of: completed, failed, running (locked by a live process), partial (checkpoint, no
+    record), corrupt (a record that cannot be read), new."""
+    if paths.record.exists():
+        try:
+            return read_record(paths.record)["status"]
+        except RecordProblem:
+            return "corrupt"
+    if is_locked(paths):
+        return "running"
+    if paths.checkpoint.exists():
+        return "partial"
+    return "new"
