@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from scaling.errors import ConfigError
 
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config tree (conf/model/ is the ladder)
 ASPECT_RATIO = 32  # d_model / n_layer
 HEAD_DIM = 32
 MAX_LAYERS = 24    # d768, ~1.7e8 non-embedding parameters: the top of the GPU ladder
@@ -81,6 +83,16 @@ def nearest_shape(target_params: float, *, kind: str = "non_embedding", vocab_si
 
     best = min(range(1, MAX_LAYERS + 1), key=lambda L: abs(math.log(count(L) / target_params)))
     return shape_for_depth(best, vocab_size, seq_len)
+
+
+def ladder_lr(name: str) -> float:
+    """The peak learning rate stored with a ladder shape in conf/model/<name>.yaml."""
+    import yaml
+
+    path = CONF_DIR / "model" / f"{name}.yaml"
+    if not path.exists():
+        raise ConfigError(f"model: no ladder file {str(path)!r}; valid names are the files in {CONF_DIR / 'model'}")
+    return float(yaml.safe_load(path.read_text())["lr"])
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,125 @@
+"""Experiment tracking behind a small interface: wandb, or nothing.
+
+The results store is the source of truth; wandb is a mirror for people who use its UI. So tracking
+must never block or fail a run: with no API key configured it runs offline (PITFALLS.md: a
+non-interactive ``wandb.init`` with no key fails at once), every wandb call is guarded, and a wandb
+failure mid-run disables tracking for the rest of the run with one warning.
+"""
+from __future__ import annotations
+
+import argparse
+import netrc
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from scaling.errors import UserError
+
+
+class Tracker:
+    """No-op tracker (``tracking=none``) and the interface the trainer uses."""
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        pass
+
+    def summary(self, values: dict[str, Any]) -> None:
+        pass
+
+    def finish(self, failed: bool = False) -> None:
+        pass
+
+
+def wandb_logged_in() -> bool:
+    """True when an API key is configured (env var or ~/.netrc entry for the wandb host)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai").split("://")[-1].split("/")[0]
+    try:
+        return netrc.netrc().authenticators(host) is not None
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        return False
+
+
+def resolve_mode(mode: str) -> str:
+    """auto -> WANDB_MODE if set, else online when logged in, else offline."""
+    if mode != "auto":
+        return mode
+    env = os.environ.get("WANDB_MODE")
+    if env in ("online", "offline", "disabled", "dryrun"):
+        return "offline" if env == "dryrun" else env
+    return "online" if wandb_logged_in() else "offline"
+
+
+class WandbTracker(Tracker):
+    def __init__(self, run: Any):
+        self._run = run
+
+    def _guard(self, what: str, fn, *args, **kwargs) -> None:
+        if self._run is None:
+            return
+        try:
+            fn(*args, **kwargs)
+        except Exception as err:  # tracking must never fail a run
+            warnings.warn(f"wandb {what} failed ({type(err).__name__}: {err}); tracking is off for the rest of this run; "
+                          "the local record is unaffected", stacklevel=2)
+            self._run = None
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        self._guard("log", lambda: self._run.log(metrics, step=step))
+
+    def summary(self, values: dict[str, Any]) -> None:
+        self._guard("summary", lambda: self._run.summary.update(values))
+
+    def finish(self, failed: bool = False) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            try:
+                run.finish(exit_code=1 if failed else 0)
+            except Exception as err:
+                warnings.warn(f"wandb finish failed ({type(err).__name__}: {err}); the local record is unaffected", stacklevel=2)
+
+
+def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir: Path, run_id: str) -> Tracker:
+    """A tracker for one run: wandb (online or offline) or the no-op one."""
+    if tracking_cfg.backend == "none":
+        return Tracker()
+    mode = resolve_mode(tracking_cfg.mode)
+    if mode == "disabled":
+        return Tracker()
+    try:
+        import wandb
+
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run = wandb.init(
+            project=tracking_cfg.project, entity=tracking_cfg.entity, group=group or None, name=name,
+            id=run_id, resume="allow", tags=list(tracking_cfg.tags), config=config, dir=str(run_dir),
+            mode=mode, reinit="finish_previous",
+            settings=wandb.Settings(init_timeout=30, silent=True, x_disable_machine_info=True,
+                                    console="off", x_disable_stats=True),
+        )
+        return WandbTracker(run)
+    except Exception as err:
+        warnings.warn(f"wandb could not start ({type(err).__name__}: {err}); training continues without it", stacklevel=2)
+        return Tracker()
+
+
+def sync_main(argv: list[str]) -> int:
+    """`scaling sync STORE`: upload a store's offline wandb runs (needs `wandb login`)."""
+    parser = argparse.ArgumentParser(prog="scaling sync", description=sync_main.__doc__)
+    parser.add_argument("store", help="a results-store directory, e.g. results/quick")
+    args = parser.parse_args(argv)
+    store = Path(args.store)
+    if not store.is_dir():
+        raise UserError(f"store {str(store)!r} is not a directory; give a sweep's results directory, e.g. results/quick")
+    offline = sorted(store.glob("runs/*/wandb/wandb/offline-run-*"))
+    if not offline:
+        print(f"no offline wandb runs under {store}")
+        return 0
+    if not wandb_logged_in():
+        raise UserError("wandb: no API key configured; run `wandb login` (or set WANDB_API_KEY) and retry")
+    wandb_cli = Path(sys.executable).with_name("wandb")
+    print(f"syncing {len(offline)} offline runs from {store}")
+    return subprocess.call([str(wandb_cli), "sync", *map(str, offline)])
