@@ -14,7 +14,7 @@ from scaling.errors import UserError
 VERBS: dict[str, tuple[str, str]] = {
     "train": ("scaling.train_app:main", "train one model for a FLOP budget (a Hydra app: scaling train budget=1e12 model=d64)"),
     "sweep": ("scaling.sweep_app:main", "run a sweep from sweeps/ (Hydra multirun over budgets x shapes)"),
-    "status": ("scaling.sweep_app:status_main", "show a sweep's progress: done, running, failed, skipped, FLOPs, ETA"),
+    "status": ("scaling.progress:status_main", "show a sweep's progress: done, running, failed, skipped, FLOPs, ETA"),
     "sync": ("scaling.tracking:sync_main", "upload a sweep's offline wandb runs (needs `wandb login`)"),
     "shapes": ("scaling.shapes:main", "list the model ladder, or the shape nearest a target parameter count"),
     "fit": ("analysis.cli:fit_main", "fit scaling laws (Chinchilla approaches 1-3) with bootstrap intervals"),

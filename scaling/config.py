@@ -45,6 +45,7 @@ class TrainConfig:
     batch_size: int = 16          # sequences per optimizer step
     seq_len: int = 128            # context length in tokens (also the position-embedding size)
     min_steps: int = 100          # a budget that buys fewer optimizer steps is refused
+    allow_repeat: bool = False    # allow D beyond the corpus's training split (data seen more than once)
     eval_tokens: int = 32768      # size of the fixed held-out evaluation set, tokens
     evals: int = 8                # held-out evaluations per run, evenly spaced (the last at the end)
     log_points: int = 32          # points of the training-loss curve kept in the record

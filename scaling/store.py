@@ -237,6 +237,17 @@ def read_store(store: Path) -> StoreTable:
                       pd.DataFrame(curves, columns=CURVE_COLUMNS), problems)
 
 
+def set_aside(path: Path, why: str) -> Path:
+    """Rename a record that will be replaced (corrupt, or an errored attempt) so nothing is lost:
+    ``record.json`` -> ``record.json.<why>-<UTC time>``."""
+    from datetime import datetime, timezone
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    target = path.with_name(f"{path.name}.{why}-{stamp}")
+    os.replace(path, target)
+    return target
+
+
 def write_tables(store: Path) -> StoreTable:
     """Rebuild STORE/table.csv and STORE/curves.csv from the records (atomically) and return them."""
     table = read_store(store)
@@ -246,13 +257,17 @@ def write_tables(store: Path) -> StoreTable:
 
 
 def run_state(paths: RunPaths) -> str:
-    """One of: completed, failed, running (locked by a live process), partial (checkpoint, no
-    record), corrupt (a record that cannot be read), new."""
+    """One of: completed, failed (diverged: final), errored (failed by an error that may be
+    transient: retried on relaunch), running (locked by a live process), partial (checkpoint, no
+    record), corrupt (a record that cannot be read: set aside and retried), new."""
     if paths.record.exists():
         try:
-            return read_record(paths.record)["status"]
+            rec = read_record(paths.record)
         except RecordProblem:
             return "corrupt"
+        if rec["status"] == "failed" and str(rec.get("reason", "")).startswith("error:"):
+            return "errored"
+        return rec["status"]
     if is_locked(paths):
         return "running"
     if paths.checkpoint.exists():

@@ -1,0 +1,1 @@
+"""Hydra plugin: puts conf/ and sweeps/ on the config search path."""

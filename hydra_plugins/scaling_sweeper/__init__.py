@@ -1,0 +1,1 @@
+"""Hydra plugin: the IsoFLOP sweeper (budgets x shapes, planned and filtered before launch)."""

@@ -1,0 +1,113 @@
+"""Planning a run: everything that follows from its config by arithmetic, with no torch and no data.
+
+The sweeper plans every job before launching any (to drop impossible combinations and skip
+finished runs); the trainer plans its own run the same way, so both agree on the run id.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from scaling import data as data_lib
+from scaling.config import validate
+from scaling.errors import ConfigError
+from scaling.flops import flops_6nd, flops_per_token_with_attention
+from scaling.shapes import ModelShape, ladder_lr, nearest_shape, param_counts
+from scaling.store import run_id
+
+# Config sections that do not change a run's result, so are not part of its identity.
+NOT_IDENTITY = ("tracking", "store", "sweep", "hydra")
+NOT_IDENTITY_TRAIN = ("device", "threads", "concurrent_runs", "checkpoint_interval_s", "compile")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything about a run that follows from its config by arithmetic alone."""
+
+    run_id: str
+    budget: float              # requested C
+    shape: ModelShape
+    params: int                # total
+    params_non_embedding: int
+    n_budget: int              # the N that defines D (per cfg.param_count)
+    lr: float
+    steps: int
+    tokens_per_step: int
+    tokens: int                # D actually trained on = steps · tokens_per_step
+    flops: float               # 6·N·D actual
+    flops_attention: float
+    warmup_steps: int
+
+    @property
+    def run_name(self) -> str:
+        """Budget and shape, e.g. ``C1e12-d64`` (used for wandb runs and logs)."""
+        return f"C{self.budget:.3g}-{self.shape.name}".replace("e+", "e")
+
+
+def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
+    """The model shape and its peak learning rate (optim.lr overrides the shape's own)."""
+    m, t = cfg.model, cfg.train
+    vocab = data_lib.vocab_size_of(cfg.data)
+    if m.name == "nearest":
+        if m.target_params is None:
+            raise ConfigError("model.target_params: missing; model=nearest needs a target, e.g. model.target_params=3e5")
+        shape = nearest_shape(m.target_params, kind=cfg.param_count, vocab_size=vocab, seq_len=t.seq_len)
+        lr = ladder_lr(shape.name)
+    else:
+        shape = ModelShape(n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, vocab_size=vocab,
+                           seq_len=t.seq_len, name=m.name)
+        lr = float(m.lr)
+    if cfg.optim.lr is not None:
+        lr = float(cfg.optim.lr)
+    return shape, lr
+
+
+def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
+    """The parts of the resolved config that determine a run's result."""
+    c = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+         for k, v in cfg.items() if k not in NOT_IDENTITY}
+    for key in NOT_IDENTITY_TRAIN:
+        c["train"].pop(key, None)
+    c["model"] = {"n_layer": shape.n_layer, "d_model": shape.d_model, "n_head": shape.n_head, "lr": lr}
+    c["budget"] = float(c["budget"])
+    return c
+
+
+def plan_run(cfg: DictConfig) -> RunPlan:
+    """Validate the config and work out the run without touching data or torch tensors.
+
+    D = C / (6·N), rounded to a whole number of optimizer steps; the recorded C is 6·N·D of the
+    tokens actually trained on. Raises ConfigError when the budget buys fewer than train.min_steps."""
+    validate(cfg)
+    shape, lr = resolve_shape(cfg)
+    counts = param_counts(shape)
+    n_budget = counts[cfg.param_count]
+    tokens_per_step = cfg.train.batch_size * cfg.train.seq_len
+    steps = round(cfg.budget / (6.0 * n_budget) / tokens_per_step)
+    if steps < cfg.train.min_steps:
+        min_budget = 6.0 * n_budget * tokens_per_step * cfg.train.min_steps
+        raise ConfigError(
+            f"budget: {cfg.budget:.3g} FLOPs buys model {shape.name} (N={n_budget:,}) only {steps} optimizer steps of "
+            f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g} "
+            f"or a smaller model")
+    tokens = steps * tokens_per_step
+    return RunPlan(
+        run_id=run_id(identity(cfg, shape, lr)), budget=float(cfg.budget), shape=shape, params=counts["total"],
+        params_non_embedding=counts["non_embedding"], n_budget=n_budget, lr=lr, steps=steps,
+        tokens_per_step=tokens_per_step, tokens=tokens, flops=flops_6nd(n_budget, tokens),
+        flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,
+        warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
+    )
+
+
+def lr_at(step: int, plan: RunPlan, min_lr_ratio: float) -> float:
+    """Linear warmup to the peak, then cosine decay reaching peak·min_lr_ratio exactly at the last
+    step (step = plan.steps − 1): the schedule's length equals the run's (Chinchilla App. B)."""
+    if step < plan.warmup_steps:
+        return plan.lr * (step + 1) / plan.warmup_steps
+    decay_steps = max(1, plan.steps - 1 - plan.warmup_steps)
+    progress = min(1.0, (step - plan.warmup_steps) / decay_steps)
+    return plan.lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))

@@ -1,0 +1,291 @@
+"""`train(cfg) -> record`: one model, one FLOP budget, one atomic record.
+
+Reads top to bottom:
+  1. plan      — shape, parameter counts, D = C/(6N) rounded to whole steps, run id (no compute)
+  2. claim     — lock the run in the store; a finished run is a no-op, a partial one resumes
+  3. set up    — corpus, device, threads, model, optimizer, fixed evaluation set, tracker
+  4. loop      — warmup + cosine schedule of exactly `steps` steps; divergence and SIGTERM checks;
+                 held-out evaluations; periodic checkpoints
+  5. record    — final held-out loss, curve, throughput; written atomically; checkpoint removed
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from scaling import data as data_lib
+from scaling.errors import ConfigError
+from scaling.model import GPT
+from scaling.plan import RunPlan, lr_at, plan_run
+from scaling.store import (SCHEMA, RunPaths, atomic_write_bytes, atomic_write_json, atomic_write_text, read_record,
+                           run_lock, run_state, set_aside)
+from scaling.tracking import start_tracker
+
+# ---------------------------------------------------------------- helpers
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The git commit of the code (with -dirty when it has uncommitted changes), else the package version."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                                text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        from scaling import __version__
+        return f"scaling-{__version__}"
+
+
+def pick_device(name: str) -> torch.device:
+    if name != "auto":
+        if name.startswith("cuda") and not torch.cuda.is_available():
+            raise ConfigError(f"train.device: {name!r} is not available on this machine (no CUDA); valid: auto, cpu")
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def set_threads(t) -> int:
+    """Torch CPU threads: explicit, or cores // concurrent runs (never oversubscribe: PITFALLS.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = t.threads or max(1, cores // t.concurrent_runs)
+    torch.set_num_threads(threads)
+    return threads
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Diverged(Exception):
+    pass
+
+
+class Preempted(Exception):
+    pass
+
+
+@torch.no_grad()
+def evaluate(model: GPT, eval_x: torch.Tensor, autocast, batch: int) -> float:
+    """Mean held-out cross-entropy (nats per token) over the fixed evaluation set."""
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, eval_x.size(0), batch):
+        chunk = eval_x[i:i + batch]
+        with autocast():
+            _, loss = model(chunk[:, :-1], chunk[:, 1:])
+        total += loss.item() * chunk.size(0)
+        count += chunk.size(0)
+    model.train()
+    return total / count
+
+
+def make_optimizer(model: GPT, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices (2-D weights) only, as nanoGPT."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    kwargs = {"fused": True} if next(model.parameters()).is_cuda else {"foreach": True}
+    return torch.optim.AdamW(groups, lr=lr, betas=(cfg.optim.beta1, cfg.optim.beta2), eps=cfg.optim.eps, **kwargs)
+
+
+# ---------------------------------------------------------------- the run
+def train(cfg: DictConfig, *, log=print) -> dict[str, Any] | None:
+    """Train one run to its budget and return its record (None if another process owns the run)."""
+    # 1. plan: every config error surfaces here, before data or compute
+    plan = plan_run(cfg)
+    corpus_meta = data_lib.check_source(cfg.data)  # a missing file fails now, not after set-up
+    paths = RunPaths(Path(cfg.store), plan.run_id)
+
+    # 2. claim
+    with run_lock(paths) as owned:
+        if not owned:
+            log(f"[{plan.run_id}] {plan.run_name}: another process is training this run; skipping")
+            return None
+        state = run_state(paths)
+        if state in ("completed", "failed"):
+            rec = read_record(paths.record)
+            log(f"[{plan.run_id}] {plan.run_name}: already {rec['status']} (val loss {rec['val_loss']:.4f}); nothing to do")
+            return rec
+        if state in ("corrupt", "errored"):
+            kept = set_aside(paths.record, state)
+            log(f"[{plan.run_id}] {plan.run_name}: previous record was {state}; kept as {kept.name}, training again")
+        atomic_write_text(paths.config, OmegaConf.to_yaml(cfg, resolve=True))
+        return _train_owned(cfg, plan, paths, corpus_meta, log)
+
+
+def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, corpus_meta, log) -> dict[str, Any]:
+    t_start = time.perf_counter()
+    started_at = now_iso()
+    t = cfg.train
+
+    # 3. set up
+    corpus = data_lib.load_corpus(cfg.data)
+    if corpus.vocab_size != plan.shape.vocab_size:
+        raise ConfigError(f"data: corpus vocab {corpus.vocab_size} differs from the model's {plan.shape.vocab_size}")
+    device = pick_device(t.device)
+    threads = set_threads(t)
+    use_bf16 = t.precision == "bf16" or (t.precision == "auto" and device.type == "cuda")
+
+    def autocast():
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+    torch.manual_seed(cfg.seed)
+    model = GPT(plan.shape).to(device)
+    assert model.num_params() == plan.params and model.num_params(True) == plan.params_non_embedding
+    optimizer = make_optimizer(model, cfg, plan.lr)
+    step_fn = torch.compile(model) if t.compile else model
+    eval_x = torch.from_numpy(data_lib.eval_set(corpus, t.seq_len, t.eval_tokens)).to(device)
+
+    start_step, curve, train_time, loss_start = 0, [], 0.0, None
+    if paths.checkpoint.exists():
+        ckpt = torch.load(paths.checkpoint, map_location=device, weights_only=False)
+        if ckpt.get("run_id") == plan.run_id:
+            model.load_state_dict(ckpt["model"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            start_step, curve, train_time, loss_start = ckpt["step"], ckpt["curve"], ckpt["train_time"], ckpt["loss_start"]
+            log(f"[{plan.run_id}] resuming from checkpoint at step {start_step}/{plan.steps}")
+        else:
+            log(f"[{plan.run_id}] ignoring a checkpoint of another run ({ckpt.get('run_id')!r})")
+
+    group = cfg.sweep or "single"
+    tracker = start_tracker(cfg.tracking, name=plan.run_name, group=group, run_id=f"{group}-{plan.run_id}",
+                            config={**OmegaConf.to_container(cfg, resolve=True), "run_id": plan.run_id,
+                                    "params": plan.params, "params_non_embedding": plan.params_non_embedding,
+                                    "tokens": plan.tokens, "flops": plan.flops},
+                            run_dir=paths.dir / "wandb")
+    log(f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
+        f"{plan.steps} steps, lr {plan.lr:g}, {device.type}, {threads} thread(s)")
+
+    # SIGTERM (a cluster's preemption): finish the current step, checkpoint, exit.
+    preempt = {"flag": False}
+    previous_handler = signal.signal(signal.SIGTERM, lambda *_: preempt.__setitem__("flag", True)) \
+        if _main_thread() else None
+
+    log_every = max(1, plan.steps // t.log_points)
+    eval_steps = {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
+    eval_batch = max(1, min(64, t.batch_size * 4))
+    status, reason, val_loss = "completed", "", math.nan
+    window_sum, window_n, ema = 0.0, 0, None
+    last_ckpt = time.perf_counter()
+
+    def save_checkpoint(step: int) -> None:
+        buf = io.BytesIO()
+        torch.save({"run_id": plan.run_id, "step": step, "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(), "curve": curve, "train_time": train_time,
+                    "loss_start": loss_start}, buf)
+        atomic_write_bytes(paths.checkpoint, buf.getvalue())
+
+    # 4. loop
+    try:
+        for step in range(start_step, plan.steps):
+            t0 = time.perf_counter()
+            lr = lr_at(step, plan, cfg.optim.min_lr_ratio)
+            for group_ in optimizer.param_groups:
+                group_["lr"] = lr
+            batch = torch.from_numpy(data_lib.train_batch(corpus, step, t.batch_size, t.seq_len, cfg.seed)).to(device)
+            with autocast():
+                _, loss = step_fn(batch[:, :-1], batch[:, 1:])
+            loss.backward()
+            if cfg.optim.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            loss_value = loss.item()
+            train_time += time.perf_counter() - t0
+
+            # divergence: a non-finite loss, or a smoothed loss far above where it started
+            if not math.isfinite(loss_value):
+                raise Diverged(f"diverged: training loss {loss_value} at step {step}")
+            loss_start = loss_value if loss_start is None else loss_start
+            ema = loss_value if ema is None else 0.9 * ema + 0.1 * loss_value
+            if step >= 10 and ema > t.divergence_factor * loss_start:
+                raise Diverged(f"diverged: smoothed training loss {ema:.3f} at step {step} exceeds "
+                               f"{t.divergence_factor}x its start ({loss_start:.3f})")
+            window_sum, window_n = window_sum + loss_value, window_n + 1
+
+            is_eval = step in eval_steps
+            if is_eval or (step + 1) % log_every == 0:
+                point = {"step": step + 1, "tokens": (step + 1) * plan.tokens_per_step,
+                         "flops": plan.flops * (step + 1) / plan.steps, "train_loss": window_sum / window_n,
+                         "val_loss": evaluate(model, eval_x, autocast, eval_batch) if is_eval else math.nan, "lr": lr}
+                if is_eval and not math.isfinite(point["val_loss"]):
+                    raise Diverged(f"diverged: held-out loss {point['val_loss']} at step {step + 1}")
+                curve.append(point)
+                window_sum, window_n = 0.0, 0
+                tracker.log({k: v for k, v in point.items() if k != "step" and math.isfinite(v)}, step=step + 1)
+                if is_eval:
+                    val_loss = point["val_loss"]
+                    log(f"[{plan.run_id}] step {step + 1}/{plan.steps}  train {point['train_loss']:.4f}  val {val_loss:.4f}")
+
+            if preempt["flag"]:
+                save_checkpoint(step + 1)
+                raise Preempted(f"SIGTERM at step {step + 1}/{plan.steps}; checkpoint saved, relaunch to resume")
+            if t.checkpoint_interval_s and time.perf_counter() - last_ckpt > t.checkpoint_interval_s and step + 1 < plan.steps:
+                save_checkpoint(step + 1)
+                last_ckpt = time.perf_counter()
+    except Diverged as err:
+        status, reason = "failed", str(err)
+        log(f"[{plan.run_id}] {reason}; recorded as failed")
+    except Preempted as err:
+        log(f"[{plan.run_id}] preempted: {err}")
+        tracker.finish(failed=True)
+        raise SystemExit(143)
+    except Exception as err:  # an error (out of memory, a bug): recorded, retried on relaunch
+        import traceback
+        traceback.print_exc()
+        status, reason = "failed", f"error: {type(err).__name__}: {err}"
+        log(f"[{plan.run_id}] {reason}; recorded as failed (a relaunch retries it)")
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
+
+    # 5. record
+    trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
+    record = {
+        "schema": SCHEMA, "run_id": plan.run_id, "sweep": cfg.sweep, "status": status, "reason": reason,
+        "budget_flops": float(cfg.budget), "flops": plan.flops, "flops_attention": plan.flops_attention,
+        "param_count": cfg.param_count, "params": plan.params, "params_non_embedding": plan.params_non_embedding,
+        "tokens": plan.tokens, "steps": plan.steps, "batch_size": t.batch_size, "seq_len": t.seq_len,
+        "shape": plan.shape.name, "n_layer": plan.shape.n_layer, "d_model": plan.shape.d_model,
+        "n_head": plan.shape.n_head, "vocab_size": plan.shape.vocab_size, "lr": plan.lr,
+        "val_loss": val_loss, "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
+        "train_loss": curve[-1]["train_loss"] if curve else math.nan, "seed": cfg.seed,
+        "corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint,
+        "entropy_rate": corpus.entropy_rate if corpus.entropy_rate is not None else math.nan,
+        "wall_time_s": time.perf_counter() - t_start, "tokens_per_s": trained_tokens / max(train_time, 1e-9),
+        "flops_per_s": plan.flops_attention / plan.tokens * trained_tokens / max(train_time, 1e-9),
+        "device": str(device), "threads": threads, "host": socket.gethostname(), "code_version": code_version(),
+        "torch_version": torch.__version__, "started_at": started_at, "finished_at": now_iso(),
+        "corpus_description": corpus.description, "config": OmegaConf.to_container(cfg, resolve=True), "curve": curve,
+    }
+    atomic_write_json(paths.record, record)
+    paths.checkpoint.unlink(missing_ok=True)
+    tracker.summary({k: record[k] for k in ("status", "val_loss", "val_bpb", "train_loss", "tokens", "flops",
+                                              "params", "params_non_embedding", "tokens_per_s", "flops_per_s")})
+    tracker.finish(failed=status != "completed")
+    log(f"[{plan.run_id}] {status}: val loss {val_loss:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
+        f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s")
+    return record
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
