@@ -38,7 +38,7 @@ from scaling.errors import ConfigError, DataError
 from scaling.store import atomic_write_bytes
 
 FILE_SEPARATOR = 0x1C  # ASCII "file separator" joins stdlib files; it occurs in no stdlib source outside test/
-CACHE_FORMAT = 1       # bump when the layout or meaning of cached entries changes
+CACHE_FORMAT = 2       # bump when the layout or meaning of cached entries changes
 _HASH_CHUNK = 1 << 24  # elements hashed at a time, to bound memory on huge .bin files
 
 # Every key of every source with its default: conf/data/*.yaml mirror these (tests/test_data.py
@@ -67,6 +67,18 @@ class Corpus:
     entropy_rate: float | None  # true entropy rate in nats/token (synthetic), else None
     bytes_per_token: float      # 1.0 for byte tokens; NaN for a .bin without data.bytes_per_token
     description: str            # one line for reports: origin and sizes
+    context_entropies: tuple[float, ...] | None = None  # synthetic: H(X_t | t symbols before), t = 0..order
+
+    def loss_floor(self, seq_len: int) -> float | None:
+        """The lowest expected held-out loss (nats/token) any model can reach on windows of
+        `seq_len` targets of this corpus, when known (synthetic), else None. It exceeds the
+        entropy rate h because the first targets of a window have fewer than `order` symbols of
+        context: floor = (1/T) sum_{t=1..T} H_min(t, order), i.e. h + (H_1 + ... + H_{k-1} -
+        (k-1) h) / T. Compare a fitted irreducible loss E with this, at the run's seq_len."""
+        if self.context_entropies is None:
+            return None
+        order = len(self.context_entropies) - 1
+        return sum(self.context_entropies[min(t, order)] for t in range(1, seq_len + 1)) / seq_len
 
 
 # ---------------------------------------------------------------- config checking
@@ -322,7 +334,8 @@ def _load_synthetic(cfg: dict) -> Corpus:
         chain = markov.random_markov_chain(cfg["vocab_size"], cfg["order"], cfg["concentration"], cfg["seed"])
         train = markov.sample_stream(chain, cfg["train_tokens"], [cfg["seed"], 1])
         val = markov.sample_stream(chain, cfg["val_tokens"], [cfg["seed"], 2])
-        meta = {"fingerprint": fingerprint(split, train, val), "entropy_rate": chain.entropy_rate}
+        meta = {"fingerprint": fingerprint(split, train, val), "entropy_rate": chain.entropy_rate,
+                "context_entropies": chain.context_entropies()}
         return meta, {"train": train, "val": val}
 
     meta, arrays = _cached({"split": split}, build)
@@ -331,7 +344,7 @@ def _load_synthetic(cfg: dict) -> Corpus:
                    f"{cfg['concentration']}) rows, seed {cfg['seed']}: entropy rate {meta['entropy_rate']:.4f} "
                    f"nats/token; train {_millions(len(train))} / val {_millions(len(val))} tokens")
     return Corpus("synthetic", train, val, cfg["vocab_size"], meta["fingerprint"], meta["entropy_rate"],
-                  1.0, description)
+                  1.0, description, tuple(meta["context_entropies"]))
 
 
 def _tail_split(tokens: np.ndarray, val_fraction: float, path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -48,6 +48,19 @@ class MarkovChain:
     def vocab_size(self) -> int:
         return self.transition.shape[1]
 
+    def context_entropies(self) -> list[float]:
+        """[H(X_t | X_0 .. X_{t-1}) for t = 0 .. order] in nats, for the stationary chain: the best
+        expected loss on a symbol that has only t symbols of context (as at the start of a
+        model's window); the last entry is h. Each is H(last t symbols, next) - H(last t symbols),
+        from the joint pi(s) P(y|s) with the oldest order - t symbols summed out."""
+        vocab, order = self.vocab_size, self.order
+        joint = self.stationary[:, None] * self.transition
+        entropies = []
+        for t in range(order + 1):
+            recent = joint.reshape(vocab ** (order - t), vocab ** (t + 1)).sum(axis=0)
+            entropies.append(_entropy(recent) - _entropy(recent.reshape(vocab**t, vocab).sum(axis=1)))
+        return entropies
+
 
 def random_markov_chain(vocab_size: int, order: int, concentration: float, seed: int) -> MarkovChain:
     """Draw each context's row from Dirichlet(concentration * 1_V) with a seeded generator, then
@@ -82,11 +95,19 @@ def stationary_distribution(transition: np.ndarray, order: int) -> np.ndarray:
     )
 
 
-def entropy_rate(transition: np.ndarray, stationary: np.ndarray) -> float:
-    """h = sum_s pi(s) H(P(.|s)) in nats, with 0 ln 0 = 0."""
+def _plogp(p: np.ndarray) -> np.ndarray:
+    """p ln p elementwise, with 0 ln 0 = 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(transition > 0, transition * np.log(transition), 0.0)
-    return float(-(stationary @ plogp.sum(axis=1)))
+        return np.where(p > 0, p * np.log(p), 0.0)
+
+
+def _entropy(p: np.ndarray) -> float:
+    return float(-_plogp(p).sum())
+
+
+def entropy_rate(transition: np.ndarray, stationary: np.ndarray) -> float:
+    """h = sum_s pi(s) H(P(.|s)) in nats."""
+    return float(-(stationary @ _plogp(transition).sum(axis=1)))
 
 
 def alias_tables(transition: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

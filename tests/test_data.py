@@ -194,6 +194,22 @@ def test_synthetic_entropy_rate_matches_the_plug_in_estimate():
     miller_madow = (nonzero.sum() - (counts.sum(axis=1) > 0).sum()) / (2 * n)
     assert corpus.entropy_rate == pytest.approx(plug_in + miller_madow, abs=5e-3)
     assert 0.3 < corpus.entropy_rate < np.log(4)
+    # with less context: H(X) and H(X_t | X_{t-1}) from the same counts, marginalised
+    by_pair = counts.reshape(4, 4, 4)  # (x_{t-2}, x_{t-1}, x_t)
+    for t, cells in ((0, by_pair.sum(axis=(0, 1))[None, :]), (1, by_pair.sum(axis=0))):
+        p_cell, p_context = cells / n, cells.sum(axis=1) / n
+        estimate = -(p_cell * np.log(p_cell)).sum() + (p_context * np.log(p_context)).sum()
+        assert corpus.context_entropies[t] == pytest.approx(estimate, abs=5e-3)
+    assert corpus.context_entropies[2] == pytest.approx(corpus.entropy_rate, abs=1e-12)
+
+
+def test_loss_floor_adds_the_cost_of_a_window_start():
+    corpus = load_corpus(small_synthetic())
+    h, h0, h1 = corpus.entropy_rate, *corpus.context_entropies[:2]
+    assert h0 > h1 > h  # less context, more surprise
+    assert corpus.loss_floor(128) == pytest.approx(h + (h1 - h) / 128, abs=1e-12)
+    assert corpus.loss_floor(1) == pytest.approx(h1)
+    assert counting_corpus().loss_floor(128) is None
 
 
 def test_default_synthetic_entropy_rate_matches_the_sampled_surprisal():
