@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean slurm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.
+slurm:
+	bash scripts/slurm-up.sh
 
 clean:
 	rm -rf $(VENV) results outputs multirun
