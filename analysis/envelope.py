@@ -1,0 +1,156 @@
+"""Approach 1: the envelope of the training curves (Hoffmann et al. 2022, §3.1).
+
+Every curve point (compute C = 6·N·tokens so far, loss) of every run is placed on a log-compute
+grid of `BINS_PER_DECADE` bins per decade; in each bin the lowest loss over all runs is an
+envelope point, and the run that reached it gives N_opt and D_opt = C/(6·N_opt) at that compute.
+Fitted through the envelope (least squares on logs):
+    L(C) = A·C^(−α)          (no irreducible term)
+    L(C) = E + A·C^(−α)      (with one)
+    N_opt = k_N·C^a,  D_opt = k_D·C^b  with b = 1 − a, k_D = 1/(6·k_N) (C = 6·N·D exactly).
+(Published: a = 0.50, b = 0.50.) Only the compute range the runs' final points span is used:
+below it the envelope is made of early, warm-up points of the smallest runs.
+Without curves (a table of final losses), each run's final point is its only point.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights
+from analysis.powerlaws import fit_power_law_with_floor, log_linear_fit
+from analysis.results import Bootstrap, Estimate, EnvelopeFit, PowerLaw
+from analysis.table import RunTable
+from scaling.errors import DataError
+
+BINS_PER_DECADE = 10
+MIN_POINTS = 3  # envelope points for the two-parameter laws (the law with a floor needs 4)
+CHUNK = 64  # resamples processed at once (bounds memory: CHUNK × runs × bins)
+
+
+def fit_envelope(table: RunTable, *, bins_per_decade: int = BINS_PER_DECADE, resamples: int = 1000, seed: int = 0,
+                 level: float = 0.95) -> EnvelopeFit:
+    """Fit approach 1 to ``table`` and bootstrap it over runs (``resamples`` = 0: no intervals)."""
+    if bins_per_decade < 1:
+        raise DataError(f"--bins-per-decade {bins_per_decade} is not valid; give an integer >= 1")
+    grid = _EnvelopeGrid(table, bins_per_decade)
+    present = np.ones((1, grid.n_runs), bool)
+    compute, loss, winner = (v[0] for v in grid.envelope(present))
+    keep = np.isfinite(loss)
+    if keep.sum() < MIN_POINTS:
+        raise DataError(f"approach 1 needs at least {MIN_POINTS} envelope points (compute bins with a curve point); "
+                        f"{table.source!r} gives {int(keep.sum())}: the runs span too little compute")
+    compute, loss, winner = compute[keep], loss[keep], winner[keep].astype(int)
+    n = grid.run_n[winner]
+    if len(np.unique(n)) < 2:
+        raise DataError(f"approach 1: one model size (N = {n[0]:.4g}) is lowest at every compute, so N_opt(C) cannot "
+                        "be fitted; train sizes that win at different budgets")
+    laws = _fit_laws(compute, loss, n)
+    with_floor = fit_power_law_with_floor(compute, loss) if len(compute) > MIN_POINTS else None
+    point = _named(laws, with_floor)
+    boot = None
+    if resamples > 0:
+        with one_blas_thread():
+            samples, boot = _bootstrap(grid, with_floor, resamples, seed, level)
+        estimates = estimates_from_samples(point, samples, level)
+    else:
+        estimates = {k: Estimate(v) for k, v in point.items()}
+    residuals = {"loss_law": _log_residuals(laws["loss"], compute, loss),
+                 "n_opt_law": _log_residuals(laws["n_opt"], compute, n)}
+    if with_floor is not None:
+        residuals["loss_law_with_floor"] = _log_residuals(with_floor, compute, loss)
+    return EnvelopeFit(
+        compute=compute.tolist(), loss=loss.tolist(), n=n.tolist(), d=(compute / (6 * n)).tolist(),
+        run_id=[grid.run_ids[i] for i in winner], loss_law=laws["loss"], loss_law_with_floor=with_floor,
+        n_opt_law=laws["n_opt"], d_opt_law=laws["d_opt"], estimates=estimates, residuals=residuals,
+        diagnostics={"bins_per_decade": bins_per_decade, "envelope_points": int(len(compute)),
+                     "curve_points": grid.n_points, "from_curves": grid.from_curves,
+                     "points_used": "training curves" if grid.from_curves else
+                     "final points only (the source has no loss curves)",
+                     "compute_range": [grid.lowest, grid.highest],
+                     "loss_law_with_floor": "fitted" if with_floor is not None else
+                     f"not fitted (needs more than {MIN_POINTS} envelope points, or did not converge)"},
+        fitted_compute_max=float(table.runs["C"].max()), bootstrap=boot)
+
+
+class _EnvelopeGrid:
+    """Per run and compute bin, the lowest loss the run reached in the bin (∞ where none)."""
+
+    def __init__(self, table: RunTable, bins_per_decade: int):
+        runs = table.runs
+        self.from_curves = table.curves is not None
+        points = table.curves if self.from_curves else runs[["run_id", "N", "C", "loss"]]
+        self.lowest, self.highest = float(runs["C"].min()), float(runs["C"].max())
+        span = (points["C"] >= self.lowest * (1 - 1e-9)) & (points["C"] <= self.highest * (1 + 1e-9))
+        points = points[span]
+        self.n_points = int(len(points))
+        self.run_ids = runs["run_id"].tolist()
+        self.n_runs = len(self.run_ids)
+        self.run_n = runs["N"].to_numpy()
+        row = pd.Series(np.arange(self.n_runs), index=runs["run_id"]).reindex(points["run_id"]).to_numpy()
+        bins = np.floor(np.log10(points["C"].to_numpy()) * bins_per_decade).astype(int)
+        bins -= bins.min()
+        n_bins = int(bins.max()) + 1
+        self.loss = np.full((self.n_runs, n_bins), np.inf)
+        self.compute = np.full((self.n_runs, n_bins), np.nan)
+        cells = pd.DataFrame({"row": row, "bin": bins, "loss": points["loss"].to_numpy(), "C": points["C"].to_numpy()})
+        lowest = cells.loc[cells.groupby(["row", "bin"])["loss"].idxmin()]
+        self.loss[lowest["row"], lowest["bin"]] = lowest["loss"]
+        self.compute[lowest["row"], lowest["bin"]] = lowest["C"]
+
+    def envelope(self, present: np.ndarray):
+        """For each row of ``present`` (resamples × runs, bool): per bin the envelope's compute,
+        loss (NaN for bins no drawn run reaches) and the index of the winning run."""
+        masked = np.where(present[:, :, None], self.loss[None], np.inf)
+        winner = np.argmin(masked, axis=1)
+        loss = np.take_along_axis(masked, winner[:, None, :], axis=1)[:, 0, :]
+        compute = self.compute[winner, np.arange(self.loss.shape[1])[None, :]]
+        empty = ~np.isfinite(loss)
+        return np.where(empty, np.nan, compute), np.where(empty, np.nan, loss), np.where(empty, -1, winner)
+
+
+def _fit_laws(compute, loss, n) -> dict[str, PowerLaw]:
+    log_c = np.log(compute)
+    k_loss, p_loss = log_linear_fit(log_c, np.log(loss))
+    k_n, a = log_linear_fit(log_c, np.log(n))
+    n_law = PowerLaw(float(np.exp(k_n)), float(a))
+    return {"loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)), "n_opt": n_law,
+            "d_opt": PowerLaw(1.0 / (6.0 * n_law.coefficient), 1.0 - n_law.exponent)}
+
+
+def _named(laws: dict[str, PowerLaw], with_floor: PowerLaw | None) -> dict[str, float]:
+    out = {"a": laws["n_opt"].exponent, "b": laws["d_opt"].exponent, "N_coefficient": laws["n_opt"].coefficient,
+           "D_coefficient": laws["d_opt"].coefficient, "loss_A": laws["loss"].coefficient,
+           "loss_alpha": -laws["loss"].exponent}
+    if with_floor is not None:
+        out.update(floor_E=with_floor.floor, floor_A=with_floor.coefficient, floor_alpha=-with_floor.exponent)
+    return out
+
+
+def _log_residuals(law: PowerLaw, x, y) -> list[float]:
+    return (np.log(y) - np.log(law(x))).tolist()
+
+
+def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int, seed: int, level: float):
+    """Resample runs (their whole curves), rebuild the envelope and refit every law."""
+    rng = np.random.default_rng(seed)
+    present = resample_weights(rng, grid.n_runs, resamples) > 0
+    kept: dict[str, list[float]] = {}
+    failed = 0
+    for lo in range(0, resamples, CHUNK):
+        compute, loss, winner = grid.envelope(present[lo:lo + CHUNK])
+        for c_row, l_row, w_row in zip(compute, loss, winner):
+            keep = np.isfinite(l_row)
+            c, l, n = c_row[keep], l_row[keep], grid.run_n[w_row[keep]]
+            if keep.sum() < MIN_POINTS or len(np.unique(n)) < 2:
+                failed += 1
+                continue
+            floor_law = fit_power_law_with_floor(c, l, start=with_floor) if with_floor is not None else None
+            if with_floor is not None and floor_law is None:
+                failed += 1
+                continue
+            for name, value in _named(_fit_laws(c, l, n), floor_law).items():
+                kept.setdefault(name, []).append(value)
+    samples = {k: np.array(v) for k, v in kept.items()}
+    return samples, Bootstrap(resamples=resamples, failed=failed, level=level, seed=seed,
+                              samples={k: v.tolist() for k, v in samples.items()},
+                              notes=["runs resampled with their whole loss curves"])

@@ -1,0 +1,52 @@
+"""Run the three approaches of Hoffmann et al. 2022 on one `RunTable` and gather a `FitReport`.
+
+    from analysis.table import load_runs
+    from analysis.fit import fit_all
+    report = fit_all(load_runs("results/quick"), approaches=(1, 2, 3), resamples=1000, seed=0)
+    report.parametric.estimates["alpha"]        # Estimate(value, lower, upper)
+    report.save("fit.json")                     # FitReport.load("fit.json") gives it back
+
+Approach 1: `analysis.envelope`; 2: `analysis.isoflop`; 3: `analysis.parametric`;
+validation (refit without the largest budget): `analysis.validation`.
+"""
+from __future__ import annotations
+
+from analysis.envelope import BINS_PER_DECADE, fit_envelope
+from analysis.isoflop import fit_isoflop
+from analysis.parametric import fit_parametric
+from analysis.results import FitReport
+from analysis.table import RunTable
+from analysis.validation import validate_isoflop, validate_parametric
+from scaling.errors import DataError
+
+APPROACHES = (1, 2, 3)
+
+
+def fit_all(table: RunTable, approaches=APPROACHES, *, resamples: int = 1000, seed: int = 0, level: float = 0.95,
+            bins_per_decade: int = BINS_PER_DECADE, validate: bool = True) -> FitReport:
+    """Fit each approach in ``approaches``. With one approach asked for, its DataError propagates;
+    with several, an approach the data cannot support is skipped and the reason recorded in
+    ``report.skipped`` (and all failing is an error)."""
+    report = FitReport(source=table.source, n_kind=table.n_kind, runs=len(table), warnings=list(table.warnings),
+                       notes=list(table.notes))
+    for approach in approaches:
+        try:
+            if approach == 1:
+                report.envelope = fit_envelope(table, bins_per_decade=bins_per_decade, resamples=resamples,
+                                               seed=seed, level=level)
+            elif approach == 2:
+                report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
+                if validate:
+                    report.isoflop.validation = validate_isoflop(
+                        table, {p.budget: p.n_opt for p in report.isoflop.profiles})
+            else:
+                report.parametric = fit_parametric(table, resamples=resamples, seed=seed, level=level)
+                if validate:
+                    report.parametric.validation = validate_parametric(table)
+        except DataError as err:
+            if len(approaches) == 1:
+                raise
+            report.skipped[str(approach)] = str(err)
+    if not report.fits:
+        raise DataError("no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items()))
+    return report

@@ -1,0 +1,275 @@
+"""Compute-optimal allocation: for a budget C, the N and D that minimise loss under C = 6·N·D.
+
+A law is either a published preset (`PRESETS`) or a saved fit (`law_from_fit`). Every allocation
+printed satisfies 6·N·D = C: N comes from the law and D = C/(6·N). When the law carries bootstrap
+samples, each sample gives its own N (and loss), and the intervals are their percentiles.
+
+Also: the inverse (the smallest budget whose optimal loss reaches a target, for laws that predict
+loss) and the data-limited case (D capped: the budget is best spent at D = cap, N = C/(6·cap),
+because at fixed C the loss falls towards the unconstrained optimum and the cap blocks the way).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis import laws
+from analysis.results import Estimate, FitReport, ParametricFit
+from scaling.errors import UserError
+
+EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (seed text §14.9.5)
+LOG10_BUDGET_RANGE = (0.0, 60.0)  # where the inverse looks for a budget, in log10 FLOPs
+
+
+@dataclass
+class Allocation:
+    """One answer of `scaling optimal`. ``loss`` is None when the law does not predict loss."""
+
+    law: str
+    budget: Estimate
+    n: Estimate
+    d: Estimate
+    tokens_per_parameter: Estimate
+    loss: Estimate | None
+    n_kind: str
+    extrapolation: bool
+    level: float
+    target_loss: float | None = None
+    max_tokens: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        out = {"law": self.law, "budget_flops": self.budget.value, "N": self.n.as_json(), "D": self.d.as_json(),
+               "tokens_per_parameter": self.tokens_per_parameter.as_json(),
+               "loss": None if self.loss is None else self.loss.as_json(),
+               "six_N_D": 6.0 * self.n.value * self.d.value, "n_kind": self.n_kind,
+               "extrapolation": self.extrapolation, "level": self.level, "notes": self.notes}
+        if self.target_loss is not None:
+            out.update(target_loss=self.target_loss, budget_interval=self.budget.interval)
+        if self.max_tokens is not None:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+
+class Law:
+    """Base of the allocation laws. Subclasses define, for parameters ``p`` (a dict of floats, or
+    of arrays holding one bootstrap sample per element): ``_n_opt(p, C)``, and optionally
+    ``_frontier_loss(p, C)`` (the loss at the optimum) and ``_loss(p, N, D)`` (at any point)."""
+
+    predicts_loss = False
+
+    def __init__(self, name: str, params: dict[str, float], samples: dict[str, np.ndarray] | None = None,
+                 n_kind: str = "total", fitted_compute_max: float | None = None, level: float = 0.95,
+                 notes: list[str] | None = None):
+        self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
+        self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
+        self.fitted_compute_max = fitted_compute_max
+        self.notes = list(notes or [])
+
+    def _n_opt(self, p, compute):
+        raise NotImplementedError
+
+    def _frontier_loss(self, p, compute):
+        return None
+
+    def _loss(self, p, n, d):
+        return None
+
+    # ------------------------------------------------------------ answers
+    def allocate(self, budget: float) -> Allocation:
+        """N_opt, D_opt = C/(6·N_opt), D/N and the loss at the optimum, with intervals."""
+        n = Estimate.from_samples(float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget),
+                                  self.level)
+        loss = self._estimate(self._frontier_loss, budget) if self.predicts_loss else None
+        return self._allocation(Estimate(budget), n, loss)
+
+    def budget_for_loss(self, target: float) -> Allocation:
+        """The smallest budget whose compute-optimal loss is ``target``, and its allocation."""
+        if not self.predicts_loss:
+            raise UserError(f"law {self.name!r} does not predict loss, so --target-loss cannot be answered; use "
+                            "chinchilla-parametric, kaplan, or a fit with approach 3 or 1")
+        if not (np.isfinite(target) and target > 0):
+            raise UserError(f"--target-loss {target!r} is not valid; give a loss in nats per token > 0")
+        central = self._solve_budget(self.params, np.array([target]))[0]
+        if not np.isfinite(central):
+            lowest = float(self._frontier_loss(self.params, 10.0 ** LOG10_BUDGET_RANGE[1]))
+            raise UserError(f"--target-loss {target:g} is not reachable with law {self.name!r}: its loss only falls to "
+                            f"{lowest:.4g} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs (the irreducible loss bounds it); "
+                            "give a higher target")
+        budget = Estimate(central)
+        if self.samples is not None:
+            draws = self._solve_budget(self.samples, np.full(self._sample_count(), target))
+            budget = Estimate.from_samples(central, draws, self.level)
+            if np.isnan(draws).any():
+                self.notes.append(f"{int(np.isnan(draws).sum())} bootstrap samples never reach the target loss")
+        allocation = self.allocate(central)
+        allocation.budget, allocation.target_loss = budget, target
+        return allocation
+
+    def capped(self, budget: float, max_tokens: float) -> Allocation:
+        """Best allocation of ``budget`` when D may not exceed ``max_tokens``."""
+        free = self.allocate(budget)
+        if free.d.value <= max_tokens:
+            free.max_tokens = max_tokens
+            free.notes.append(f"the token cap {max_tokens:.4g} does not bind: D_opt = {free.d.value:.4g} is below it")
+            return free
+        n = budget / (6.0 * max_tokens)
+        loss = None
+        if self._loss(self.params, n, max_tokens) is not None:
+            loss = Estimate.from_samples(float(self._loss(self.params, n, max_tokens)),
+                                         self._on_samples(self._loss, n, max_tokens), self.level)
+        allocation = self._allocation(Estimate(budget), Estimate(n), loss)
+        allocation.max_tokens = max_tokens
+        allocation.notes.append(f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum "
+                                f"D_opt = {free.d.value:.4g}); the budget buys N = C/(6·D) = {n:.4g}")
+        if loss is None and self.predicts_loss:
+            allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
+        elif loss is not None:
+            unconstrained = float(self._loss(self.params, free.n.value, free.d.value))
+            allocation.notes.append(f"loss {loss.value:.4g} against {unconstrained:.4g} at the unconstrained optimum "
+                                    "(same law)")
+        return allocation
+
+    # ------------------------------------------------------------ helpers
+    def _sample_count(self) -> int:
+        return len(next(iter(self.samples.values())))
+
+    def _on_samples(self, fn, *args):
+        """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer)."""
+        values = None if self.samples is None else fn(self.samples, *args)
+        return None if values is None else np.asarray(values, float)
+
+    def _estimate(self, fn, *args) -> Estimate:
+        return Estimate.from_samples(float(fn(self.params, *args)), self._on_samples(fn, *args), self.level)
+
+    def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
+        c = budget.value
+        # D = C/(6N) and D/N = C/(6N²) fall as N grows: N's interval maps onto theirs reversed.
+        d, ratio = Estimate(c / (6.0 * n.value)), Estimate(c / (6.0 * n.value ** 2))
+        if n.upper is not None:
+            d.lower, d.upper = c / (6.0 * n.upper), c / (6.0 * n.lower)
+            ratio.lower, ratio.upper = c / (6.0 * n.upper ** 2), c / (6.0 * n.lower ** 2)
+        extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
+        notes = list(self.notes)
+        if extrapolation:
+            notes.append(f"extrapolation: {c:.3g} FLOPs is {c / self.fitted_compute_max:.3g}x the largest fitted run "
+                         f"({self.fitted_compute_max:.3g} FLOPs); beyond 10x a prediction is speculation")
+        return Allocation(law=self.name, budget=budget, n=n, d=d, tokens_per_parameter=ratio, loss=loss,
+                          n_kind=self.n_kind, extrapolation=bool(extrapolation), level=self.level, notes=notes)
+
+    def _solve_budget(self, p, targets: np.ndarray) -> np.ndarray:
+        """Bisection in log10 C (vectorised over samples): frontier loss falls as C grows."""
+        lo = np.full(targets.shape, LOG10_BUDGET_RANGE[0])
+        hi = np.full(targets.shape, LOG10_BUDGET_RANGE[1])
+        with np.errstate(all="ignore"):
+            reachable = np.asarray(self._frontier_loss(p, 10.0 ** hi)) <= targets
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                above = np.asarray(self._frontier_loss(p, 10.0 ** mid)) > targets
+                lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        return np.where(reachable, 10.0 ** hi, np.nan)
+
+
+class ParametricLaw(Law):
+    """L(N, D) = E + A/N^α + B/D^β with its closed-form optimum (`laws.chinchilla_allocation`)."""
+
+    predicts_loss = True
+
+    def _n_opt(self, p, compute):
+        return laws.chinchilla_allocation(compute, p["A"], p["B"], p["alpha"], p["beta"])[0]
+
+    def _frontier_loss(self, p, compute):
+        n, d = laws.chinchilla_allocation(compute, p["A"], p["B"], p["alpha"], p["beta"])
+        return self._loss(p, n, d)
+
+    def _loss(self, p, n, d):
+        return laws.chinchilla_loss(n, d, p["E"], p["A"], p["B"], p["alpha"], p["beta"])
+
+
+class PowerLawAllocation(Law):
+    """N_opt = N_coefficient·C^a; when the law has one, loss on the frontier
+    L(C) = loss_E + loss_A·C^(−loss_alpha); ``point_loss`` (N, D) → L for the capped case."""
+
+    def __init__(self, *args, point_loss=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.predicts_loss = "loss_A" in self.params
+        self.point_loss = point_loss
+
+    def _n_opt(self, p, compute):
+        return laws.power_law(compute, p["N_coefficient"], p["a"])
+
+    def _frontier_loss(self, p, compute):
+        return laws.power_law(compute, p["loss_A"], -p["loss_alpha"], p.get("loss_E", 0.0))
+
+    def _loss(self, p, n, d):
+        return None if self.point_loss is None or p is not self.params else self.point_loss(n, d)
+
+
+# ---------------------------------------------------------------- presets (REFERENCE.md)
+def _chinchilla() -> Law:
+    return PowerLawAllocation(
+        "chinchilla", {"N_coefficient": 120.0 ** -0.5, "a": 0.5},
+        notes=["Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C/120), D_opt = 20·N_opt; "
+               "this rule predicts no loss"])
+
+
+def _chinchilla_parametric() -> Law:
+    return ParametricLaw(
+        "chinchilla-parametric", {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28},
+        notes=["Hoffmann et al. 2022, approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28, "
+               "N_opt = G·(C/6)^0.46 with G = (αA/(βB))^(1/(α+β))"])
+
+
+# Kaplan et al. 2020: Table 6 N_opt = 1.3e9·C_min^0.73 and Eq. 1.3 L = (C_c/C_min)^0.050, C_c = 3.1e8,
+# both with C in PF-days; Eq. 1.5 (with Table 5 constants) for a loss off the frontier.
+KAPLAN = {"N_e": 1.3e9, "p_N": 0.73, "C_c_pf_days": 3.1e8, "alpha_C": 0.050,
+          "N_c": 8.8e13, "D_c": 5.4e13, "alpha_N": 0.076, "alpha_D": 0.095}
+
+
+def _kaplan() -> Law:
+    k = KAPLAN
+    pf = laws.FLOPS_PER_PF_DAY
+    return PowerLawAllocation(
+        "kaplan",
+        {"N_coefficient": k["N_e"] * pf ** -k["p_N"], "a": k["p_N"],
+         "loss_A": (k["C_c_pf_days"] * pf) ** k["alpha_C"], "loss_alpha": k["alpha_C"]},
+        n_kind="non_embedding",
+        point_loss=lambda n, d: laws.kaplan_joint_loss(n, d, k["N_c"], k["D_c"], k["alpha_N"], k["alpha_D"]),
+        notes=["Kaplan et al. 2020: N counts non-embedding parameters; their compute unit is the PF-day "
+               f"(1 PF-day = {pf:.3g} FLOPs), converted here: N_opt = 1.3e9·(C/PF-day)^0.73 (Table 6), "
+               "loss on the frontier (3.1e8 PF-days / C)^0.050 (Eq. 1.3)"])
+
+
+PRESETS = {"chinchilla": _chinchilla, "chinchilla-parametric": _chinchilla_parametric, "kaplan": _kaplan}
+
+
+def law_from_fit(report: FitReport, label: str, approach: int | None = None, level: float | None = None) -> Law:
+    """The allocation law of a saved fit: approach 3 when present (it also predicts loss at any
+    N, D), else 2, else 1 — or the one asked for. Bootstrap samples become intervals."""
+    fits = {f.approach: f for f in report.fits}
+    if approach is not None and approach not in fits:
+        raise UserError(f"{label} holds no approach {approach} fit (it has: {', '.join(map(str, sorted(fits))) or 'none'})")
+    if not fits:
+        raise UserError(f"{label} holds no fit")
+    fit = fits[approach if approach is not None else max(fits)]
+    boot = fit.bootstrap
+    level = level if level is not None else (boot.level if boot else 0.95)
+    common = dict(n_kind=report.n_kind, fitted_compute_max=fit.fitted_compute_max, level=level,
+                  notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"])
+    samples = boot.samples if boot and boot.samples else None
+    if isinstance(fit, ParametricFit):
+        return ParametricLaw(f"{label} (approach 3)", fit.params, samples, **common)
+    params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
+    names = {"N_coefficient": "N_coefficient", "a": "a"}
+    if fit.approach == 1:
+        floor = fit.loss_law_with_floor
+        if floor is not None:
+            params.update(loss_E=floor.floor, loss_A=floor.coefficient, loss_alpha=-floor.exponent)
+            names.update(loss_E="floor_E", loss_A="floor_A", loss_alpha="floor_alpha")
+        else:
+            params.update(loss_A=fit.loss_law.coefficient, loss_alpha=-fit.loss_law.exponent)
+            names.update(loss_A="loss_A", loss_alpha="loss_alpha")
+    if samples is not None:
+        samples = {ours: samples[theirs] for ours, theirs in names.items()}
+    return PowerLawAllocation(f"{label} (approach {fit.approach})", params, samples, **common)

@@ -1,0 +1,279 @@
+"""Result objects of the fits: estimates with intervals, the points used, residuals, diagnostics.
+
+Every object here is a plain dataclass that saves to JSON and loads back unchanged
+(``FitReport.save`` / ``FitReport.load``). They carry what a plot or a report needs: the points
+each fit used, callable fitted curves (`PowerLaw`, `Parabola`, `ParametricFit.predict`), the
+intervals and the bootstrap samples (so predictions can carry intervals too).
+"""
+from __future__ import annotations
+
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis import laws
+from scaling.errors import DataError
+
+SCHEMA = 1
+
+
+# ---------------------------------------------------------------- building blocks
+@dataclass
+class Estimate:
+    """A fitted value and, when a bootstrap ran, its percentile interval [lower, upper]."""
+
+    value: float
+    lower: float | None = None
+    upper: float | None = None
+
+    @classmethod
+    def from_samples(cls, value: float, samples, level: float) -> Estimate:
+        """Percentile interval at ``level`` (e.g. 0.95 → 2.5th and 97.5th percentiles)."""
+        samples = np.asarray(samples, dtype=float)
+        samples = samples[np.isfinite(samples)]
+        if samples.size < 2:
+            return cls(float(value))
+        tail = 50.0 * (1.0 - level)
+        lower, upper = np.percentile(samples, [tail, 100.0 - tail])
+        return cls(float(value), float(lower), float(upper))
+
+    @property
+    def interval(self) -> list[float] | None:
+        return None if self.lower is None else [self.lower, self.upper]
+
+    def as_json(self) -> dict:
+        return {"estimate": self.value, "interval": self.interval}
+
+
+@dataclass
+class PowerLaw:
+    """y = floor + coefficient · x^exponent (`analysis.laws.power_law`), callable on arrays."""
+
+    coefficient: float
+    exponent: float
+    floor: float = 0.0
+
+    def __call__(self, x):
+        return laws.power_law(np.asarray(x, dtype=float), self.coefficient, self.exponent, self.floor)
+
+    def inverse(self, y):
+        """x such that law(x) = y: x = ((y − floor)/coefficient)^(1/exponent); NaN where y ≤ floor."""
+        excess = np.asarray(y, dtype=float) - self.floor
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(excess > 0, np.power(excess / self.coefficient, 1.0 / self.exponent), np.nan)
+
+
+@dataclass
+class Bootstrap:
+    """How the intervals were made: ``resamples`` requested, ``failed`` of them unusable (fit did
+    not converge or data degenerate), percentile intervals at ``level``; ``samples`` holds each
+    successful resample's parameters by name (for propagating intervals to predictions)."""
+
+    resamples: int
+    failed: int
+    level: float
+    seed: int
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- approach 1
+@dataclass
+class EnvelopeFit:
+    """Approach 1 (Hoffmann et al. 2022, §3.1): the lowest loss reached at each compute.
+
+    Envelope points (``compute``, ``loss``, with the ``n``/``d``/``run_id`` of the run that reached
+    each) come from binning all curve points on a log-compute grid and keeping each bin's minimum.
+    Fitted through them: ``loss_law`` L = A·C^(−α), ``loss_law_with_floor`` L = E + A·C^(−α),
+    ``n_opt_law`` N_opt = k_N·C^a and ``d_opt_law`` D_opt = k_D·C^b.
+    ``residuals[name]`` are log(observed) − log(fitted) per envelope point.
+    """
+
+    compute: list[float]
+    loss: list[float]
+    n: list[float]
+    d: list[float]
+    run_id: list[str]
+    loss_law: PowerLaw
+    loss_law_with_floor: PowerLaw | None
+    n_opt_law: PowerLaw
+    d_opt_law: PowerLaw
+    estimates: dict[str, Estimate]
+    residuals: dict[str, list[float]]
+    diagnostics: dict[str, Any]
+    fitted_compute_max: float
+    bootstrap: Bootstrap | None = None
+    approach: int = 1
+
+
+# ---------------------------------------------------------------- approach 2
+@dataclass
+class Parabola:
+    """One IsoFLOP profile: loss ≈ c0 + c1·u + c2·u², u = ln N − center, over one budget's runs.
+
+    Its minimum is N_opt = exp(center − c1/(2·c2)) with D_opt = compute/(6·N_opt);
+    ``inside_range`` says whether N_opt lies within the sizes trained at this budget.
+    """
+
+    budget: float
+    compute: float
+    center: float
+    coefficients: list[float]
+    n: list[float]
+    loss: list[float]
+    run_id: list[str]
+    n_opt: float
+    d_opt: float
+    loss_opt: float
+    inside_range: bool
+    residuals: list[float]
+    n_opt_interval: list[float] | None = None
+
+    def __call__(self, n):
+        u = np.log(np.asarray(n, dtype=float)) - self.center
+        c0, c1, c2 = self.coefficients
+        return c0 + c1 * u + c2 * u * u
+
+
+@dataclass
+class IsoFLOPFit:
+    """Approach 2 (Hoffmann et al. 2022, §3.2): per budget a parabola of loss against ln N,
+    its minimum N_opt(C), then N_opt = k_N·C^a and D_opt = k_D·C^b through the minima.
+    ``dropped`` lists budgets that could not give a minimum, and why."""
+
+    profiles: list[Parabola]
+    dropped: list[str]
+    n_opt_law: PowerLaw
+    d_opt_law: PowerLaw
+    estimates: dict[str, Estimate]
+    residuals: dict[str, list[float]]
+    diagnostics: dict[str, Any]
+    fitted_compute_max: float
+    bootstrap: Bootstrap | None = None
+    validation: dict[str, Any] | None = None
+    approach: int = 2
+
+
+# ---------------------------------------------------------------- approach 3
+PARAMETRIC_NAMES = ("E", "A", "B", "alpha", "beta")
+
+
+@dataclass
+class ParametricFit:
+    """Approach 3 (Hoffmann et al. 2022, §3.3): L(N, D) = E + A/N^α + B/D^β fitted by a Huber
+    loss (δ = ``huber_delta``) on log-loss, summed over runs (``objective`` at the optimum).
+
+    ``estimates`` holds E, A, B, alpha, beta and the allocation exponents a = β/(α+β),
+    b = α/(α+β) and prefactor G (see `analysis.laws.chinchilla_allocation`).
+    ``residuals`` are predicted − observed log-loss per run; ``convergence`` reports the optimizer
+    (status, gradient norm, starts tried and how many reached the optimum).
+    """
+
+    n: list[float]
+    d: list[float]
+    loss: list[float]
+    run_id: list[str]
+    estimates: dict[str, Estimate]
+    residuals: list[float]
+    objective: float
+    huber_delta: float
+    convergence: dict[str, Any]
+    fitted_compute_max: float
+    bootstrap: Bootstrap | None = None
+    validation: dict[str, Any] | None = None
+    approach: int = 3
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {name: self.estimates[name].value for name in PARAMETRIC_NAMES}
+
+    def predict(self, n, d):
+        """Predicted loss L(N, D) at the fitted parameters."""
+        return laws.chinchilla_loss(np.asarray(n, dtype=float), np.asarray(d, dtype=float), **self.params)
+
+
+# ---------------------------------------------------------------- a whole `scaling fit`
+@dataclass
+class FitReport:
+    """Everything one `scaling fit` produced: the approaches that ran, those skipped and why,
+    and how the input was read (``warnings``: exclusions, skipped files; ``notes``: column use)."""
+
+    source: str
+    n_kind: str
+    runs: int
+    warnings: list[str]
+    notes: list[str]
+    envelope: EnvelopeFit | None = None
+    isoflop: IsoFLOPFit | None = None
+    parametric: ParametricFit | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+    schema: int = SCHEMA
+
+    @property
+    def fits(self) -> list:
+        return [f for f in (self.envelope, self.isoflop, self.parametric) if f is not None]
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(to_jsonable(self), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> FitReport:
+        """Read a saved report; an unreadable or foreign file raises one DataError line."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as err:
+            raise DataError(f"cannot read fit file {str(path)!r}: {err.strerror or err}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise DataError(f"fit file {str(path)!r} is not valid JSON ({err})") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA or "source" not in data:
+            raise DataError(f"{str(path)!r} is not a fit file written by `scaling fit --out` (schema {SCHEMA})")
+        try:
+            return from_jsonable(cls, data)
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError(f"fit file {str(path)!r} is incomplete or damaged ({type(err).__name__}: {err})") from None
+
+
+# ---------------------------------------------------------------- JSON codec for the dataclasses above
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses → dicts, numpy → Python; non-finite floats → None (strict JSON)."""
+    if is_dataclass(obj):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
+def from_jsonable(tp: Any, data: Any) -> Any:
+    """Rebuild a value of type ``tp`` (a dataclass above, or a container of them) from JSON."""
+    if data is None:
+        return math.nan if tp is float else None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [t for t in typing.get_args(tp) if t is not type(None)]
+        return from_jsonable(inner[0], data)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [from_jsonable(item, v) for v in data]
+    if origin is dict:
+        _, value_type = typing.get_args(tp)
+        return {k: from_jsonable(value_type, v) for k, v in data.items()}
+    if is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: from_jsonable(hints[f.name], data[f.name]) for f in fields(tp) if f.name in data})
+    if tp is float:
+        return float(data)
+    return data

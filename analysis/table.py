@@ -1,0 +1,315 @@
+"""From a source of runs to a checked `RunTable`: one row per usable run with N, D, C and loss.
+
+Sources (``load_runs``):
+  * a results store directory (docs/CONTRACTS.md), read with ``scaling.store.read_store``;
+  * a CSV or Parquet file with one row per run (columns mapped by `ColumnMap`);
+  * ``wandb:ENTITY/PROJECT`` (online only; see `analysis.wandb_source`).
+
+Rules, applied the same way to every source:
+  * rows whose ``status`` is not "completed" are excluded, and a warning names them and why;
+  * runs from different corpora (``corpus_fingerprint``) are refused unless allowed;
+  * N, D and loss must be finite and positive; the first bad value is reported with its column,
+    row and run;
+  * D = C/(6N) when D is absent, and C = 6·N·D always (Kaplan et al. 2020, §2.1): a C column
+    that disagrees is noted, and arithmetic wins;
+  * runs are grouped into compute budgets: by the requested ``budget_flops`` when present, else
+    by clustering C values that agree within `BUDGET_TOLERANCE`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scaling.errors import DataError, UserError
+
+N_KINDS = ("total", "non_embedding")
+BUDGET_TOLERANCE = 0.05  # runs whose C agree within 5% belong to one budget (when no budget column)
+MAX_LISTED = 5  # how many excluded runs a warning names before "and k more"
+
+# Column names tried, in order, when the user names none. The first of each is the store's own.
+FALLBACK_COLUMNS = {
+    "n": {"total": ("params", "N", "n", "n_params", "num_params", "parameters"),
+          "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n")},
+    "d": ("tokens", "D", "d", "n_tokens", "num_tokens"),
+    "c": ("flops", "C", "c", "compute", "FLOPs"),
+    "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
+}
+OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column"}
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which source columns hold N, D, C and the loss; None means "try the usual names".
+
+    ``n_kind`` chooses the parameter count when the source has both: "total" (Chinchilla's
+    convention, column ``params``) or "non_embedding" (Kaplan's, ``params_non_embedding``).
+    """
+
+    n: str | None = None
+    d: str | None = None
+    c: str | None = None
+    loss: str | None = None
+    n_kind: str = "total"
+
+    def __post_init__(self):
+        if self.n_kind not in N_KINDS:
+            raise UserError(f"--n-kind {self.n_kind!r} is not valid; use one of: {', '.join(N_KINDS)}")
+
+
+@dataclass
+class RunTable:
+    """Checked runs, ready to fit.
+
+    runs:   one row per run: run_id, N, D, C (= 6·N·D), loss, budget (the compute budget the run
+            belongs to, in FLOPs: the requested budget, or the geometric mean of a cluster).
+    curves: loss curves, one row per evaluation: run_id, N, C (= 6·N·tokens so far), loss; None
+            when the source has final losses only.
+    source: where the runs came from.  n_kind: which parameter count N is.
+    warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
+    """
+
+    runs: pd.DataFrame
+    curves: pd.DataFrame | None
+    source: str
+    n_kind: str = "total"
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    @property
+    def budgets(self) -> np.ndarray:
+        """The distinct compute budgets, ascending (FLOPs)."""
+        return np.sort(self.runs["budget"].unique())
+
+    def without_budget(self, budget: float) -> RunTable:
+        """The same table less the runs (and curves) of one budget: for hold-out validation."""
+        keep = self.runs["budget"] != budget
+        runs = self.runs[keep].reset_index(drop=True)
+        curves = None if self.curves is None else self.curves[self.curves["run_id"].isin(runs["run_id"])]
+        return replace(self, runs=runs, curves=curves, warnings=[], notes=[])
+
+
+# ---------------------------------------------------------------- entry point
+def load_runs(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> RunTable:
+    """Read ``source`` (store directory, CSV/Parquet file, or ``wandb:ENTITY/PROJECT``) and check it.
+
+    Raises `scaling.errors.DataError` with one line naming the file, column, row and value when
+    the input cannot be used.
+    """
+    source = str(source)
+    warnings: list[str] = []
+    curves = None
+    if source.startswith("wandb:"):
+        from analysis.wandb_source import read_wandb_runs
+        frame = read_wandb_runs(source[len("wandb:"):])
+    else:
+        path = Path(source)
+        if path.is_dir():
+            frame, curves, warnings = _read_store(path)
+        else:
+            frame = read_table_file(path)
+    return table_from_frame(frame, source, columns, curves=curves, warnings=warnings,
+                            allow_mixed_corpora=allow_mixed_corpora)
+
+
+def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    from scaling.store import read_store
+
+    store = read_store(path)
+    warnings = [f"skipped {problem}" for problem in store.problems]
+    if store.runs.empty:
+        raise DataError(f"results store {str(path)!r} holds no readable run records under {str(path / 'runs')!r}"
+                        + (f" ({len(store.problems)} skipped)" if store.problems else ""))
+    return store.runs, store.curves, warnings
+
+
+def read_table_file(path: Path) -> pd.DataFrame:
+    """Read a CSV (or TSV) or Parquet file of runs; any failure becomes one DataError line."""
+    if not path.exists():
+        raise DataError(f"{str(path)!r} does not exist; give a results store directory, a .csv/.parquet file "
+                        "or wandb:ENTITY/PROJECT")
+    suffix = path.suffix.lower()
+    kind = "Parquet" if suffix in (".parquet", ".pq") else "CSV"
+    try:
+        if kind == "Parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except Exception as err:  # pandas/pyarrow raise many types; the user needs the file and the reason
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DataError(f"cannot read {str(path)!r} as {kind}: {reason}") from None
+
+
+# ---------------------------------------------------------------- checking
+def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = ColumnMap(), *,
+                     curves: pd.DataFrame | None = None, warnings: list[str] | None = None,
+                     allow_mixed_corpora: bool = False) -> RunTable:
+    """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules)."""
+    warnings = list(warnings or [])
+    notes: list[str] = []
+    frame = frame.reset_index(drop=True)
+    if frame.empty:
+        raise DataError(f"{source!r} holds no runs (the table is empty)")
+    run_ids = _run_ids(frame)
+    frame = _drop_incomplete(frame, run_ids, warnings)
+    run_ids = _run_ids(frame)
+    _check_single_corpus(frame, source, allow_mixed_corpora, notes)
+
+    n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
+    loss_col = _pick_column(frame, "loss", columns.loss, source)
+    d_col = _pick_column(frame, "d", columns.d, source, required=False)
+    c_col = _pick_column(frame, "c", columns.c, source, required=False)
+    if d_col is None and c_col is None:
+        raise DataError(f"{source!r} has neither a token count D nor a compute C column (tried "
+                        f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
+                        f"or --c-column. Columns present: {', '.join(map(str, frame.columns))}")
+
+    n = _positive_column(frame, n_col, run_ids, "parameter counts N")
+    loss = _positive_column(frame, loss_col, run_ids, "losses")
+    c_given = None if c_col is None else _positive_column(frame, c_col, run_ids, "compute values C (FLOPs)")
+    if d_col is not None:
+        d = _positive_column(frame, d_col, run_ids, "token counts D")
+    else:
+        d = c_given / (6.0 * n)
+        notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
+    compute = 6.0 * n * d
+    if c_given is not None and d_col is not None:
+        _note_compute_mismatch(c_given, compute, c_col, notes)
+    notes.append(f"N = column {n_col!r} ({columns.n_kind if n_col in _n_names(columns.n_kind) else 'as named'}),"
+                 f" loss = column {loss_col!r}, C = 6·N·D")
+
+    runs = pd.DataFrame({"run_id": run_ids, "N": n, "D": d, "C": compute, "loss": loss})
+    runs["budget"] = _budgets(frame, runs["C"].to_numpy(), notes)
+    return RunTable(runs=runs, curves=_curves(curves, runs, loss_col, notes), source=source,
+                    n_kind=columns.n_kind, warnings=warnings, notes=notes)
+
+
+def _run_ids(frame: pd.DataFrame) -> pd.Series:
+    if "run_id" in frame.columns:
+        return frame["run_id"].astype(str)
+    return pd.Series([f"row{i + 1}" for i in range(len(frame))], index=frame.index)
+
+
+def _row_label(frame_index: int, run_ids: pd.Series) -> str:
+    label = f"row {frame_index + 1}"
+    run = str(run_ids.iloc[frame_index])
+    return label if run == f"row{frame_index + 1}" else f"{label} (run {run})"
+
+
+def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> pd.DataFrame:
+    if "status" not in frame.columns:
+        return frame
+    done = frame["status"].astype(str).str.strip().str.lower() == "completed"
+    if done.all():
+        return frame
+    reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
+    listed = [f"{run_ids[i]} ({frame['status'][i]}{': ' + reasons[i] if reasons[i] else ''})"
+              for i in frame.index[~done]]
+    more = f", and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else ""
+    warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: "
+                    f"{', '.join(listed[:MAX_LISTED])}{more}")
+    kept = frame[done].reset_index(drop=True)
+    if kept.empty:
+        raise DataError(f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete")
+    return kept
+
+
+def _check_single_corpus(frame: pd.DataFrame, source: str, allow_mixed: bool, notes: list[str]) -> None:
+    column = next((c for c in ("corpus_fingerprint", "corpus") if c in frame.columns), None)
+    if column is None:
+        return
+    counts = frame[column].fillna("").astype(str).value_counts()
+    counts = counts[counts.index != ""]
+    if len(counts) <= 1:
+        return
+    listing = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
+    if not allow_mixed:
+        raise DataError(f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}); fit one corpus at "
+                        "a time, or pass --allow-mixed-corpora if they are meant to be pooled")
+    notes.append(f"pooling runs from {len(counts)} corpora as asked ({column}: {listing})")
+
+
+def _n_names(n_kind: str) -> tuple[str, ...]:
+    return FALLBACK_COLUMNS["n"][n_kind]
+
+
+def _pick_column(frame: pd.DataFrame, role: str, named: str | None, source: str, n_kind: str = "total",
+                 required: bool = True) -> str | None:
+    present = ", ".join(map(str, frame.columns))
+    if named is not None:
+        if named not in frame.columns:
+            raise DataError(f"{OPTION_OF[role]} {named!r}: no such column in {source!r}; columns present: {present}")
+        return named
+    candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
+    found = next((c for c in candidates if c in frame.columns), None)
+    if found is None and required:
+        raise DataError(f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
+                        f"name it with {OPTION_OF[role]}. Columns present: {present}")
+    return found
+
+
+def _positive_column(frame: pd.DataFrame, column: str, run_ids: pd.Series, what: str) -> np.ndarray:
+    """The column as float64; the first value that is not a finite positive number is an error."""
+    raw = frame[column]
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | (values <= 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        shown = raw.iloc[i]
+        more = f" ({int(bad.sum()) - 1} more bad values)" if bad.sum() > 1 else ""
+        raise DataError(f"column {column!r}, {_row_label(i, run_ids)}: value {shown!r} is not usable; {what} must be "
+                        f"finite numbers > 0{more}")
+    return values
+
+
+def _note_compute_mismatch(c_given: np.ndarray, compute: np.ndarray, c_col: str, notes: list[str]) -> None:
+    worst = float(np.max(np.abs(c_given / compute - 1.0)))
+    if worst > 0.02:
+        notes.append(f"column {c_col!r} differs from 6·N·D by up to {worst:.0%}; the analysis uses C = 6·N·D")
+
+
+def _budgets(frame: pd.DataFrame, compute: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Each run's budget: the requested ``budget_flops`` when present, else a cluster of C."""
+    if "budget_flops" in frame.columns:
+        requested = pd.to_numeric(frame["budget_flops"], errors="coerce").to_numpy(dtype=float)
+        if np.all(np.isfinite(requested) & (requested > 0)):
+            return requested
+        notes.append("column 'budget_flops' has missing values: budgets are clustered from C instead")
+    return cluster_budgets(compute, BUDGET_TOLERANCE)
+
+
+def cluster_budgets(compute: np.ndarray, tolerance: float) -> np.ndarray:
+    """Group C values: sorted ascending, a value opens a new group when it exceeds the group's
+    smallest member by more than ``tolerance`` (relative). Each run gets its group's geometric
+    mean, so runs planned for one budget that differ by rounding share one budget."""
+    order = np.argsort(compute)
+    labels = np.empty(len(compute))
+    start = 0
+    sorted_c = compute[order]
+    for i in range(1, len(sorted_c) + 1):
+        if i == len(sorted_c) or sorted_c[i] > sorted_c[start] * (1.0 + tolerance):
+            labels[order[start:i]] = np.exp(np.mean(np.log(sorted_c[start:i])))
+            start = i
+    return labels
+
+
+def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, notes: list[str]) -> pd.DataFrame | None:
+    """Curve points of the kept runs as run_id, N, C = 6·N·tokens, loss (finite, positive)."""
+    if curves is None or curves.empty:
+        return None
+    column = loss_col if loss_col in curves.columns else "val_loss"
+    merged = curves.merge(runs[["run_id", "N"]], on="run_id", how="inner")
+    tokens = pd.to_numeric(merged["tokens"], errors="coerce").to_numpy(dtype=float)
+    loss = pd.to_numeric(merged[column], errors="coerce").to_numpy(dtype=float)
+    usable = np.isfinite(tokens) & (tokens > 0) & np.isfinite(loss) & (loss > 0)
+    if not usable.any():
+        return None
+    if (~usable).sum():
+        notes.append(f"curves: {(~usable).sum()} points without a finite positive {column!r} or tokens were skipped")
+    n = merged["N"].to_numpy(dtype=float)[usable]
+    return pd.DataFrame({"run_id": merged["run_id"].to_numpy()[usable], "N": n,
+                         "C": 6.0 * n * tokens[usable], "loss": loss[usable]})

@@ -1,0 +1,61 @@
+"""Hold-out validation: refit without the largest budget and predict it (seed text §14.9.3, step 4).
+
+  * approach 3: predict the loss of every held-out run from the law fitted to the others;
+  * approach 2: predict N_opt at the held-out budget from the power law through the other
+    budgets' minima, against the minimum of the held-out budget's own parabola.
+Each returns a plain dict for the fit's ``validation`` field, or one saying why it was skipped.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.table import RunTable
+from scaling.errors import DataError
+
+
+def _held_out(table: RunTable) -> tuple[float, RunTable, RunTable]:
+    largest = float(table.budgets[-1])
+    held = table.runs[table.runs["budget"] == largest]
+    return largest, table.without_budget(largest), held
+
+
+def validate_parametric(table: RunTable) -> dict:
+    """Refit approach 3 without the largest budget; relative errors of the held-out runs' loss."""
+    from analysis.parametric import fit_parametric
+
+    if len(table.budgets) < 2:
+        return {"skipped": "needs at least 2 budgets"}
+    largest, rest, held = _held_out(table)
+    try:
+        fit = fit_parametric(rest, resamples=0)
+    except DataError as err:
+        return {"skipped": f"the runs below the largest budget cannot be fitted alone: {err}"}
+    predicted = fit.predict(held["N"].to_numpy(), held["D"].to_numpy())
+    error = predicted / held["loss"].to_numpy() - 1.0
+    return {"held_out_budget": largest, "held_out_runs": int(len(held)), "fitted_runs": int(len(rest)),
+            "extrapolation_factor": largest / float(rest.runs["C"].max()),
+            "loss_relative_error_mean_abs": float(np.mean(np.abs(error))),
+            "loss_relative_error_max_abs": float(np.max(np.abs(error))),
+            "runs": [{"run_id": r, "observed": float(o), "predicted": float(p)}
+                     for r, o, p in zip(held["run_id"], held["loss"], predicted)]}
+
+
+def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dict:
+    """Refit approach 2 without the largest budget; error of the predicted N_opt there.
+    ``observed_n_opt`` maps budget → N_opt from that budget's own parabola (the full fit)."""
+    from analysis.isoflop import fit_isoflop
+
+    largest, rest, held = _held_out(table)
+    if largest not in observed_n_opt:
+        return {"skipped": "the largest budget has no usable parabola"}
+    try:
+        fit = fit_isoflop(rest, resamples=0)
+    except DataError:
+        return {"skipped": "needs at least 3 budgets with a usable parabola (2 to fit, 1 to predict)"}
+    compute = float(np.exp(np.mean(np.log(held["C"].to_numpy()))))
+    predicted = float(fit.n_opt_law(compute))
+    observed = observed_n_opt[largest]
+    return {"held_out_budget": largest, "fitted_budgets": len(fit.profiles),
+            "extrapolation_factor": largest / float(max(p.budget for p in fit.profiles)),
+            "n_opt_observed": observed, "n_opt_predicted": predicted,
+            "n_opt_relative_error": predicted / observed - 1.0}
