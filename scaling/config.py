@@ -116,7 +116,8 @@ def validate(cfg) -> None:
     _require(o.name == "adamw", "optim.name", o.name, "valid: adamw")
     if o.lr is not None:
         positive("optim.lr", o.lr)
-    positive("model.lr", cfg.model.lr)
+    if cfg.model.name != "nearest":
+        positive("model.lr", cfg.model.lr)
     _require(0 <= o.beta1 < 1, "optim.beta1", o.beta1, "it must be in [0, 1)")
     _require(0 <= o.beta2 < 1, "optim.beta2", o.beta2, "it must be in [0, 1)")
     _require(o.weight_decay >= 0, "optim.weight_decay", o.weight_decay, "it must be >= 0")

@@ -52,7 +52,7 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
     m, t = cfg.model, cfg.train
     vocab = data_lib.vocab_size_of(cfg.data)
     if m.name == "nearest":
-        if m.target_params is None:
+        if OmegaConf.is_missing(m, "target_params") or m.target_params is None:
             raise ConfigError("model.target_params: missing; model=nearest needs a target, e.g. model.target_params=3e5")
         shape = nearest_shape(m.target_params, kind=cfg.param_count, vocab_size=vocab, seq_len=t.seq_len)
         lr = ladder_lr(shape.name)
@@ -94,8 +94,12 @@ def plan_run(cfg: DictConfig) -> RunPlan:
             f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g} "
             f"or a smaller model")
     tokens = steps * tokens_per_step
+    data_lib.check_source(cfg.data)  # a missing or malformed data file fails here, before any work
+    # A run's identity is its resolved config plus its corpus fingerprint (a cached read): the same
+    # config on another Python's stdlib is another run.
+    ident = {**identity(cfg, shape, lr), "corpus_fingerprint": data_lib.load_corpus(cfg.data).fingerprint}
     return RunPlan(
-        run_id=run_id(identity(cfg, shape, lr)), budget=float(cfg.budget), shape=shape, params=counts["total"],
+        run_id=run_id(ident), budget=float(cfg.budget), shape=shape, params=counts["total"],
         params_non_embedding=counts["non_embedding"], n_budget=n_budget, lr=lr, steps=steps,
         tokens_per_step=tokens_per_step, tokens=tokens, flops=flops_6nd(n_budget, tokens),
         flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,

@@ -35,7 +35,7 @@ TABLE_COLUMNS = [
     "run_id", "sweep", "status", "reason", "budget_flops", "flops", "flops_attention", "param_count",
     "params", "params_non_embedding", "tokens", "steps", "batch_size", "seq_len", "shape", "n_layer",
     "d_model", "n_head", "vocab_size", "lr", "val_loss", "val_bpb", "train_loss", "seed", "corpus",
-    "corpus_fingerprint", "entropy_rate", "wall_time_s", "tokens_per_s", "flops_per_s", "device",
+    "corpus_fingerprint", "entropy_rate", "loss_floor", "wall_time_s", "tokens_per_s", "flops_per_s", "device",
     "threads", "code_version", "started_at", "finished_at",
 ]
 CURVE_COLUMNS = ["run_id", "step", "tokens", "flops", "train_loss", "val_loss", "lr"]
@@ -211,8 +211,9 @@ def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
     row = {k: rec.get(k) for k in TABLE_COLUMNS}
     for k in ("reason", "sweep", "corpus", "corpus_fingerprint", "code_version", "shape", "device"):
         row[k] = "" if row[k] is None else row[k]
-    if row["entropy_rate"] is None:
-        row["entropy_rate"] = math.nan
+    for k in ("entropy_rate", "loss_floor"):
+        if row[k] is None:
+            row[k] = math.nan
     return row
 
 

@@ -70,6 +70,10 @@ def set_threads(t) -> int:
     return threads
 
 
+def nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -111,7 +115,6 @@ def train(cfg: DictConfig, *, log=print) -> dict[str, Any] | None:
     """Train one run to its budget and return its record (None if another process owns the run)."""
     # 1. plan: every config error surfaces here, before data or compute
     plan = plan_run(cfg)
-    corpus_meta = data_lib.check_source(cfg.data)  # a missing file fails now, not after set-up
     paths = RunPaths(Path(cfg.store), plan.run_id)
 
     # 2. claim
@@ -128,10 +131,10 @@ def train(cfg: DictConfig, *, log=print) -> dict[str, Any] | None:
             kept = set_aside(paths.record, state)
             log(f"[{plan.run_id}] {plan.run_name}: previous record was {state}; kept as {kept.name}, training again")
         atomic_write_text(paths.config, OmegaConf.to_yaml(cfg, resolve=True))
-        return _train_owned(cfg, plan, paths, corpus_meta, log)
+        return _train_owned(cfg, plan, paths, log)
 
 
-def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, corpus_meta, log) -> dict[str, Any]:
+def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[str, Any]:
     t_start = time.perf_counter()
     started_at = now_iso()
     t = cfg.train
@@ -269,7 +272,8 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, corpus_meta, l
         "val_loss": val_loss, "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan, "seed": cfg.seed,
         "corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint,
-        "entropy_rate": corpus.entropy_rate if corpus.entropy_rate is not None else math.nan,
+        "entropy_rate": nan_if_none(corpus.entropy_rate),
+        "loss_floor": nan_if_none(corpus.loss_floor(t.seq_len)),
         "wall_time_s": time.perf_counter() - t_start, "tokens_per_s": trained_tokens / max(train_time, 1e-9),
         "flops_per_s": plan.flops_attention / plan.tokens * trained_tokens / max(train_time, 1e-9),
         "device": str(device), "threads": threads, "host": socket.gethostname(), "code_version": code_version(),

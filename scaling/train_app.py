@@ -47,12 +47,9 @@ def compose_config(overrides: list[str], config_name: str = "config", extra_dir:
 
 
 def precheck(overrides: list[str]) -> None:
-    from scaling.train import plan_run
-    from scaling import data as data_lib
+    from scaling.plan import plan_run
 
-    cfg = compose_config([o for o in overrides if not o.startswith(HYDRA_FLAGS)])
-    plan_run(cfg)
-    data_lib.check_source(cfg.data)
+    plan_run(compose_config([o for o in overrides if not o.startswith(HYDRA_FLAGS)]))
 
 
 def run_task(cfg: DictConfig) -> float | None:

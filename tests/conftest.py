@@ -1,0 +1,39 @@
+"""Shared helpers: run the real `scaling` CLI in a subprocess, isolated from the user's setup."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCALING = str(Path(sys.executable).with_name("scaling"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path_factory):
+    """No network for wandb, a private corpus cache shared by the session's tests."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("SCALING_CACHE", str(tmp_path_factory.getbasetemp() / "corpus-cache"))
+
+
+def run_cli(*args, cwd=None, timeout=600, env=None, check=False):
+    """`scaling ARGS...` in a fresh process; returns CompletedProcess with text output."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([SCALING, *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"scaling {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def assert_one_line_error(proc, *must_contain):
+    """Bad input: exit 2, one `error:` line naming what is wrong, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    for text in must_contain:
+        assert text in errors[0], (text, errors[0])
+    return errors[0]

@@ -1,0 +1,96 @@
+"""The trainer end to end: a real run on the default corpus, the schedule, determinism, bad input."""
+import json
+import math
+import time
+
+import pytest
+
+from conftest import assert_one_line_error, run_cli
+from scaling.plan import lr_at, plan_run
+from scaling.store import read_store
+from scaling.train_app import compose_config
+
+FAST = ["tracking=none", "train.eval_tokens=8192", "train.evals=2"]
+
+
+def records(store):
+    return [json.loads(p.read_text()) for p in sorted(store.glob("runs/*/record.json"))]
+
+
+def test_smallest_shape_on_default_corpus_under_a_minute(tmp_path):
+    t0 = time.perf_counter()
+    proc = run_cli("train", "model=d32", f"store={tmp_path}", "tracking=none", check=True)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 60, f"took {elapsed:.1f} s"
+    (rec,) = records(tmp_path)
+    assert rec["status"] == "completed" and rec["corpus"] == "stdlib"
+    assert rec["val_loss"] < math.log(256), rec["val_loss"]
+    # the record describes itself: counts, D, C = 6ND, the attention-inclusive FLOPs, throughput
+    assert rec["flops"] == pytest.approx(6 * rec["params"] * rec["tokens"])
+    assert rec["flops_attention"] > rec["flops"]
+    assert rec["tokens"] == rec["steps"] * rec["batch_size"] * rec["seq_len"]
+    assert rec["flops"] == pytest.approx(rec["budget_flops"], rel=0.01)
+    for key in ("params_non_embedding", "val_bpb", "train_loss", "wall_time_s", "tokens_per_s", "flops_per_s",
+                "corpus_fingerprint", "code_version", "seed", "config", "curve"):
+        assert key in rec
+    assert rec["curve"][-1]["step"] == rec["steps"] and math.isfinite(rec["curve"][-1]["val_loss"])
+    table = read_store(tmp_path)
+    assert len(table.runs) == 1 and not table.problems
+
+
+def test_schedule_length_equals_run_length():
+    cfg = compose_config(["budget=1e11", "model=d32"])
+    plan = plan_run(cfg)
+    lrs = [lr_at(s, plan, cfg.optim.min_lr_ratio) for s in range(plan.steps)]
+    assert max(lrs) == pytest.approx(plan.lr)
+    assert lrs[plan.warmup_steps - 1] == pytest.approx(plan.lr)                  # warmup ends at the peak
+    assert lrs[-1] == pytest.approx(plan.lr * cfg.optim.min_lr_ratio)           # decay ends exactly at the last step
+    assert all(a >= b for a, b in zip(lrs[plan.warmup_steps:], lrs[plan.warmup_steps + 1:]))
+    assert plan.tokens == plan.steps * cfg.train.batch_size * cfg.train.seq_len
+
+
+def test_budget_defines_tokens_by_the_chosen_parameter_count():
+    total = plan_run(compose_config(["budget=1e12", "model=d64"]))
+    kaplan = plan_run(compose_config(["budget=1e12", "model=d64", "param_count=non_embedding"]))
+    assert total.n_budget == total.params and kaplan.n_budget == kaplan.params_non_embedding
+    assert kaplan.tokens > total.tokens
+    for p in (total, kaplan):
+        assert p.flops == pytest.approx(6 * p.n_budget * p.tokens)
+        assert p.flops == pytest.approx(1e12, rel=0.01)
+
+
+def test_same_seed_same_loss_different_seed_different_loss(tmp_path):
+    args = ["model=d32", "budget=3e10", "train.min_steps=10", *FAST]
+    for store, seed in (("a", 0), ("b", 0), ("c", 1)):
+        run_cli("train", *args, f"seed={seed}", f"store={tmp_path / store}", check=True)
+    a, b, c = (records(tmp_path / s)[0] for s in "abc")
+    assert a["val_loss"] == b["val_loss"] and a["curve"] == b["curve"]
+    assert a["run_id"] == b["run_id"] != c["run_id"]
+    assert c["val_loss"] != a["val_loss"]
+
+
+def test_rerun_is_a_no_op(tmp_path):
+    args = ["train", "model=d32", "budget=2e10", "train.min_steps=10", *FAST, f"store={tmp_path}"]
+    run_cli(*args, check=True)
+    first = (tmp_path / "runs").glob("*/record.json").__next__().read_text()
+    proc = run_cli(*args, check=True)
+    assert "nothing to do" in proc.stdout
+    assert (tmp_path / "runs").glob("*/record.json").__next__().read_text() == first
+
+
+@pytest.mark.parametrize("args, names", [
+    (["model=d33"], ["model/d33", "d32"]),                                   # unknown model name, lists valid ones
+    (["budget=1e8"], ["budget", "1e+08", "min_steps"]),                      # too small for min_steps
+    (["data=text", "data.path=/no/such/file.txt"], ["data.path", "/no/such/file.txt"]),
+    (["budget=-5"], ["budget", "-5", "positive"]),
+    (["budget=lots"], ["budget", "lots"]),                                   # non-numeric
+    (["learning_rate=3"], ["learning_rate"]),                                # unknown key
+    (["train.batch_size=0"], ["train.batch_size", "0", "positive"]),
+    (["optim.lr=-1e-3"], ["optim.lr", "-0.001"]),
+    (["param_count=embedding"], ["param_count", "embedding", "non_embedding"]),
+    (["model=nearest"], ["model.target_params"]),
+])
+def test_bad_input_is_one_clear_line(tmp_path, args, names):
+    proc = run_cli("train", *args, f"store={tmp_path}", "tracking=none", timeout=120)
+    assert_one_line_error(proc, *names)
+    assert not (tmp_path / "runs").exists(), "nothing may be written before the config is valid"
