@@ -14,24 +14,37 @@ case "${1:-}" in
     *) echo "slurm-down: unknown option '$1' (valid: --slurm-only)" >&2; exit 2 ;;
 esac
 
-# Stop the process named in a pidfile if it is still the expected program; SIGKILL after 15 s.
-stop_daemon() {  # pidfile, program name
-    local pidfile="$1" name="$2" pid i
-    [[ -f "$pidfile" ]] || return 0
-    pid="$(cat "$pidfile")"
-    [[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == "$name" ]] || return 0  # stale pidfile
-    kill -TERM "$pid"
-    for i in $(seq 150); do
-        [[ -d "/proc/$pid" ]] || { echo "slurm-down: stopped $name (pid $pid)"; return 0; }
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    echo "slurm-down: killed $name (pid $pid): still running 15 s after SIGTERM"
+# The pid in a pidfile if that process is still the expected program (else nothing: stale file).
+live_pid() {  # pidfile, program name
+    local pid
+    [[ -f "$1" ]] || return 0
+    pid="$(cat "$1")"
+    [[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == "$2" ]] && echo "$pid"
+    return 0
 }
 
-stop_daemon /run/slurmd.pid slurmd
-stop_daemon /run/slurmctld.pid slurmctld
-stop_daemon /run/slurmdbd.pid slurmdbd
+# Send SIGTERM to all the named daemons at once (each takes 2-3 s to exit), wait up to 15 s, SIGKILL.
+stop_daemons() {  # pidfile:name ...
+    local entry pidfile name pid i
+    local -A names=()
+    for entry in "$@"; do
+        IFS=: read -r pidfile name <<<"$entry"
+        pid="$(live_pid "$pidfile" "$name")"
+        [[ -n "$pid" ]] && kill -TERM "$pid" && names[$pid]="$name"
+    done
+    for i in $(seq 150); do
+        for pid in "${!names[@]}"; do
+            [[ -d "/proc/$pid" ]] || { echo "slurm-down: stopped ${names[$pid]} (pid $pid)"; unset "names[$pid]"; }
+        done
+        ((${#names[@]})) || return 0
+        sleep 0.1
+    done
+    for pid in "${!names[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+        echo "slurm-down: killed ${names[$pid]} (pid $pid): still running 15 s after SIGTERM"
+    done
+}
+
+stop_daemons /run/slurmd.pid:slurmd /run/slurmctld.pid:slurmctld /run/slurmdbd.pid:slurmdbd
 ((slurm_only)) && exit 0
-stop_daemon /run/mysqld/mysqld.pid mariadbd
-stop_daemon /run/munge/munged.pid munged
+stop_daemons /run/mysqld/mysqld.pid:mariadbd /run/munge/munged.pid:munged

@@ -19,9 +19,13 @@
 #   - Accounting (slurmdbd + MariaDB): submitit learns that a job ended without a result (cancelled,
 #     killed at its time limit, node failure) only from `sacct`. Without accounting, sacct answers
 #     "Slurm accounting storage is disabled" and a Hydra multirun waits forever for such a job.
-#   - ProctrackType=proctrack/linuxproc, TaskPlugin=task/none: no cgroup management, which needs
-#     systemd or a writable cgroup tree; cgroup.conf names CgroupPlugin=cgroup/v1 for machines
-#     where slurmd's autodetection fails (with this VM's hybrid v1 mounts it also starts without).
+#   - ProctrackType=proctrack/linuxproc: no cgroup management, which needs systemd or a writable
+#     cgroup tree; cgroup.conf names CgroupPlugin=cgroup/v1 for machines where slurmd's
+#     autodetection fails (with this VM's hybrid v1 mounts it also starts without).
+#   - TaskPlugin=task/affinity (sched_setaffinity, no cgroups; task/none also starts): each job is
+#     pinned to the CPUs it was given, as on a real cluster, so a job that sizes its thread pool
+#     from os.sched_getaffinity (the trainer does) uses 1 thread in a 1-CPU job; under task/none
+#     every job sees all CPUs and two jobs oversubscribe them.
 #   - munge's directories and key owned by the munge user, key mode 0400 (munged refuses otherwise).
 #   - CR_CPU_Memory with DefMemPerCPU: a CPU is the unit of allocation, so two 1-CPU jobs run side
 #     by side; without DefMemPerCPU a job that does not ask for memory gets all of the node's.
@@ -65,12 +69,109 @@ slurm_answers() {
         && node_usable && accounting_answers
 }
 
+# --- Configuration files: their text, whether they are current, writing them ------------------
+real_memory_mb() {
+    # MemTotal minus max(512 MiB, 5%): slurmd marks a node invalid if RealMemory exceeds what it finds.
+    awk '/^MemTotal:/ { mb = int($2 / 1024); margin = mb * 0.05; if (margin < 512) margin = 512;
+                        print int(mb - margin) }' /proc/meminfo
+}
+
+slurm_conf() {
+    cat <<EOF
+# Written by scripts/slurm-up.sh: a single-node SLURM for tests and local sweeps.
+ClusterName=$CLUSTER
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmUser=root
+AuthType=auth/munge
+StateSaveLocation=$STATE_DIR
+SlurmdSpoolDir=$SPOOL_DIR
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=$LOG_DIR/slurmctld.log
+SlurmdLogFile=$LOG_DIR/slurmd.log
+# No cgroup management: track processes through /proc; pin each task to its CPUs (sched_setaffinity).
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+MpiDefault=none
+# A CPU is the unit of allocation (two 1-CPU jobs run side by side); a job that does not ask for
+# memory gets DefMemPerCPU MB per CPU.
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU_Memory
+DefMemPerCPU=1024
+# A node that was down returns by itself when slurmd registers with a valid configuration.
+ReturnToService=2
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+# Accounting through slurmdbd, so sacct (which submitit polls) answers; usage sampled from /proc.
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+JobAcctGatherType=jobacct_gather/linux
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$(real_memory_mb) State=UNKNOWN
+PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+}
+
+slurmdbd_conf() {
+    cat <<EOF
+# Written by scripts/slurm-up.sh. MariaDB as root through its unix socket (unix_socket auth).
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+SlurmUser=root
+LogFile=$LOG_DIR/slurmdbd.log
+PidFile=/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=root
+StorageLoc=slurm_acct_db
+EOF
+}
+
+cgroup_conf() {
+    cat <<EOF
+# Written by scripts/slurm-up.sh. Jobs are tracked through /proc (proctrack/linuxproc); naming the
+# plugin keeps slurmd from depending on autodetecting this machine's cgroup mounts.
+CgroupPlugin=cgroup/v1
+EOF
+}
+
+# Configuration file -> its text and mode.
+CONF_FILES=(slurm.conf:slurm_conf:644 slurmdbd.conf:slurmdbd_conf:600 cgroup.conf:cgroup_conf:644)
+
+# True when every configuration file holds what this script would write (slurmdbd.conf, readable
+# by root only, is compared when readable).
+config_current() {
+    local entry file text
+    for entry in "${CONF_FILES[@]}"; do
+        IFS=: read -r file text _ <<<"$entry"
+        [[ ! -e "$CONF_DIR/$file" || -r "$CONF_DIR/$file" ]] || continue
+        cmp -s <("$text") "$CONF_DIR/$file" || return 1
+    done
+}
+
+write_config() {
+    local entry file text mode tmp
+    install -d -m 0755 "$CONF_DIR" "$LOG_DIR" "$SPOOL_DIR"
+    install -d -m 0700 "$STATE_DIR"
+    for entry in "${CONF_FILES[@]}"; do
+        IFS=: read -r file text mode <<<"$entry"
+        tmp="$(mktemp "$CONF_DIR/$file.XXXXXX")"
+        "$text" >"$tmp"
+        chmod "$mode" "$tmp"
+        mv "$tmp" "$CONF_DIR/$file"
+    done
+}
+
 # --- 0. Already up? ------------------------------------------------------------------------------
-if slurm_answers; then
+if slurm_answers && config_current; then
     say "already up: node $NODE is $(node_state) in partition $PARTITION, accounting on ($(elapsed "$T0") s)"
     exit 0
 fi
-[[ "$(id -u)" == 0 ]] || die "SLURM is not answering here and starting it needs root (running as $(id -un)): sudo bash $0"
+[[ "$(id -u)" == 0 ]] || die "SLURM is not answering here, or runs with another configuration than this script writes; (re)starting it needs root (running as $(id -un)): sudo bash $0"
 command -v apt-get >/dev/null 2>&1 || die "apt-get not found: this script installs SLURM from Debian's packages only"
 
 # --- 1. Packages ---------------------------------------------------------------------------------
@@ -129,81 +230,7 @@ start_mariadb() {
     wait_for mariadb_answers || { show_log "$LOG_DIR/mariadbd.log"; die "mariadbd not answering after ${TIMEOUT_S} s"; }
 }
 
-# --- 3. Configuration ----------------------------------------------------------------------------
-real_memory_mb() {
-    # MemTotal minus max(512 MiB, 5%): slurmd marks a node invalid if RealMemory exceeds what it finds.
-    awk '/^MemTotal:/ { mb = int($2 / 1024); margin = mb * 0.05; if (margin < 512) margin = 512;
-                        print int(mb - margin) }' /proc/meminfo
-}
-
-write_file() {  # path, mode; content on stdin
-    local tmp
-    tmp="$(mktemp "$1.XXXXXX")"
-    cat >"$tmp"
-    chmod "$2" "$tmp"
-    mv "$tmp" "$1"
-}
-
-write_config() {
-    install -d -m 0755 "$CONF_DIR" "$LOG_DIR" "$SPOOL_DIR"
-    install -d -m 0700 "$STATE_DIR"
-    write_file "$CONF_DIR/slurm.conf" 644 <<EOF
-# Written by scripts/slurm-up.sh: a single-node SLURM for tests and local sweeps.
-ClusterName=$CLUSTER
-SlurmctldHost=$NODE(127.0.0.1)
-SlurmUser=root
-AuthType=auth/munge
-StateSaveLocation=$STATE_DIR
-SlurmdSpoolDir=$SPOOL_DIR
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
-SlurmctldLogFile=$LOG_DIR/slurmctld.log
-SlurmdLogFile=$LOG_DIR/slurmd.log
-# No cgroup management: track processes through /proc, no task binding.
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-# A CPU is the unit of allocation (two 1-CPU jobs run side by side); a job that does not ask for
-# memory gets DefMemPerCPU MB per CPU.
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU_Memory
-DefMemPerCPU=1024
-# A node that was down returns by itself when slurmd registers with a valid configuration.
-ReturnToService=2
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
-KillWait=5
-MinJobAge=300
-# Accounting through slurmdbd, so sacct (which submitit polls) answers; usage sampled from /proc.
-AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-JobAcctGatherType=jobacct_gather/linux
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$(real_memory_mb) State=UNKNOWN
-PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
-EOF
-    write_file "$CONF_DIR/slurmdbd.conf" 600 <<EOF
-# Written by scripts/slurm-up.sh. MariaDB as root through its unix socket (unix_socket auth).
-AuthType=auth/munge
-DbdHost=localhost
-DbdAddr=127.0.0.1
-SlurmUser=root
-LogFile=$LOG_DIR/slurmdbd.log
-PidFile=/run/slurmdbd.pid
-StorageType=accounting_storage/mysql
-StorageHost=localhost
-StorageUser=root
-StorageLoc=slurm_acct_db
-EOF
-    write_file "$CONF_DIR/cgroup.conf" 644 <<EOF
-# Written by scripts/slurm-up.sh. Jobs are tracked through /proc (proctrack/linuxproc); naming the
-# plugin keeps slurmd from depending on autodetecting this machine's cgroup mounts.
-CgroupPlugin=cgroup/v1
-EOF
-}
-
-# --- 4. SLURM daemons ----------------------------------------------------------------------------
+# --- 3. SLURM daemons ----------------------------------------------------------------------------
 start_slurm() {
     # Daemons left from an earlier start may hold an older configuration: restart them.
     bash "$HERE/slurm-down.sh" --slurm-only >/dev/null
@@ -244,6 +271,7 @@ check_ready() {
 
 install_packages
 t=$(date +%s.%N); start_munge; start_mariadb; say "munged and mariadbd answering ($(elapsed "$t") s)"
+config_current || say "writing $CONF_DIR/{slurm,slurmdbd,cgroup}.conf"
 write_config
 t=$(date +%s.%N); start_slurm; check_ready
 say "slurmdbd, slurmctld, slurmd up; node $NODE $(node_state) in partition $PARTITION ($(elapsed "$t") s)"
