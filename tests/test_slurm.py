@@ -120,6 +120,8 @@ def test_hydra_multirun_runs_through_slurm(slurm, tmp_path):
         assert env["SLURM_JOB_PARTITION"] == PARTITION
         assert env["SLURM_CPUS_PER_TASK"] == "1"
         assert env["OMP_NUM_THREADS"] == "1"  # the preset's `setup` lines reached the job
+    # SLURM pinned each 1-CPU job to one CPU (task/affinity): what the trainer sizes its threads by.
+    assert [r["cpus_visible"] for r in results] == [1] * JOBS
 
     # The two 1-CPU jobs ran side by side: each saw both jobs started before it finished.
     assert [r["peers_started"] for r in results] == [JOBS] * JOBS

@@ -2,7 +2,7 @@
 
 Each job writes `<out_dir>/result_<index>.json` atomically (tmp + fsync + os.replace, as the
 results store does) with what proves where it ran: the SLURM variables of its environment, its
-thread settings, its host, and whether `peers` jobs were running at the same time.
+thread settings, the CPUs it may run on, its host, and whether `peers` jobs ran at the same time.
 
     python tests/slurm_app/app.py --multirun hydra/launcher=submitit_slurm out_dir=/tmp/r index=0,1
 """
@@ -59,6 +59,7 @@ def main(cfg: DictConfig) -> dict:
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
         "peers_started": peers_started,
+        "cpus_visible": len(os.sched_getaffinity(0)),
         "environment": {key: os.environ.get(key) for key in JOB_ENVIRONMENT_KEYS},
     }
     write_json_atomic(out_dir / f"result_{cfg.index}.json", result)
