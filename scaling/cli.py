@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `scaling ... | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
 """Model shapes as plain data: the named ladder and the aspect-ratio rule behind it.
 
-The rule (one rule for every shape in ``conf/model/``)::
+The rule (one rule for every shape in ``conf/model/``; widths are multiples of the head size)::
 
-    d_model = 32 · n_layer,  d_head = 32  (so n_head = n_layer)
+    n_layer = max(1, floor(d_model / 32 + 1/2))      aspect ratio d_model / n_layer ≈ 32
+    d_head  = 16 below d_model 128, 32 below 512, 64 from 512 up;  n_head = d_model / d_head
+    lr      = 4e-3 · sqrt(32 / d_model)              peak learning rate (smaller models take larger steps)
 
-It keeps the aspect ratio d_model / n_layer = 32 fixed, so one number (the depth) names a shape,
-and non-embedding parameters grow as 12·d²·L ≈ 12 288·L³. Kaplan et al. (2020, §3.1) found loss
-depends only weakly on the aspect ratio over a wide range, so a fixed ratio is a fair one-dimensional
-ladder. ``d<width>`` names the shape (``d128`` = 4 layers × 128 wide). The per-shape peak learning
-rate lives beside the shape in its YAML file (smaller models tolerate larger rates; Porian et al.
-2024 found per-size tuning matters at small scale).
+Kaplan et al. (2020, §3.1) found loss depends only weakly on the aspect ratio over a wide range, so
+a fixed ratio gives a fair one-dimensional ladder; steps of 16 in width keep neighbouring shapes
+within about 2× in parameters even at the small end, which IsoFLOP profiles at CPU-sized budgets
+need. ``d<width>`` names a shape (``d128`` = 4 layers × 128 wide). The learning rate is written into
+each ladder file, so it can be tuned per size (Porian et al. 2024: per-size tuning matters at small
+scale). Non-embedding parameters grow as 12·d²·L.
 
 This module imports no torch, so sweeps and the analysis can reason about shapes cheaply.
 """
@@ -23,9 +25,9 @@ from pathlib import Path
 from scaling.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config tree (conf/model/ is the ladder)
-ASPECT_RATIO = 32  # d_model / n_layer
-HEAD_DIM = 32
-MAX_LAYERS = 24    # d768, ~1.7e8 non-embedding parameters: the top of the GPU ladder
+ASPECT_RATIO = 32   # d_model / n_layer, rounded
+WIDTH_STEP = 16
+MAX_WIDTH = 768     # d768: 24 layers, ~1.7e8 non-embedding parameters, the top of the GPU ladder
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,28 @@ class ModelShape:
                 f"valid n_head values are the divisors of {self.d_model}")
 
 
-def shape_for_depth(n_layer: int, vocab_size: int = 256, seq_len: int = 128) -> ModelShape:
-    """The ladder's shape of a given depth under the aspect-ratio rule."""
-    d = ASPECT_RATIO * n_layer
-    return ModelShape(n_layer=n_layer, d_model=d, n_head=d // HEAD_DIM, vocab_size=vocab_size,
-                      seq_len=seq_len, name=f"d{d}")
+def head_dim(d_model: int) -> int:
+    return 16 if d_model < 128 else 32 if d_model < 512 else 64
+
+
+def shape_for_width(d_model: int, vocab_size: int = 256, seq_len: int = 128) -> ModelShape:
+    """The ladder's shape of a given width under the aspect-ratio rule (width a multiple of 16)."""
+    if d_model not in ladder_widths():
+        raise ConfigError(f"d_model: {d_model} is not on the ladder; valid: multiples of its head size "
+                          f"(16 below 128, 32 below 512, 64 above) from {2 * WIDTH_STEP} to {MAX_WIDTH}")
+    n_layer = max(1, math.floor(d_model / ASPECT_RATIO + 0.5))
+    return ModelShape(n_layer=n_layer, d_model=d_model, n_head=d_model // head_dim(d_model),
+                      vocab_size=vocab_size, seq_len=seq_len, name=f"d{d_model}")
+
+
+def ladder_widths() -> list[int]:
+    """Every width the rule allows: multiples of the head size, 32 … 768."""
+    return [d for d in range(2 * WIDTH_STEP, MAX_WIDTH + 1, WIDTH_STEP) if d % head_dim(d) == 0]
+
+
+def default_lr(d_model: int) -> float:
+    """4e-3 · sqrt(32 / d_model), rounded to 2 significant digits."""
+    return float(f"{4e-3 * math.sqrt(32 / d_model):.2g}")
 
 
 def non_embedding_params(n_layer: int, d_model: int) -> int:
@@ -63,7 +82,14 @@ def non_embedding_params(n_layer: int, d_model: int) -> int:
 
 
 def total_params(n_layer: int, d_model: int, vocab_size: int, seq_len: int) -> int:
+    """non_embedding + V·d + T·d (token and position embeddings; the output head is tied)."""
     return non_embedding_params(n_layer, d_model) + (vocab_size + seq_len) * d_model
+
+
+def param_counts(shape: ModelShape) -> dict[str, int]:
+    """Closed-form parameter counts ``{"total": ..., "non_embedding": ...}`` of `scaling.model.GPT`."""
+    return {"total": total_params(shape.n_layer, shape.d_model, shape.vocab_size, shape.seq_len),
+            "non_embedding": non_embedding_params(shape.n_layer, shape.d_model)}
 
 
 def nearest_shape(target_params: float, *, kind: str = "non_embedding", vocab_size: int = 256,
@@ -75,23 +101,18 @@ def nearest_shape(target_params: float, *, kind: str = "non_embedding", vocab_si
     if kind not in ("non_embedding", "total"):
         raise ConfigError(f"param_count: {kind!r} is not valid; valid: total, non_embedding")
 
-    def count(L: int) -> int:
-        s = shape_for_depth(L, vocab_size, seq_len)
-        if kind == "total":
-            return total_params(L, s.d_model, vocab_size, seq_len)
-        return non_embedding_params(L, s.d_model)
-
-    best = min(range(1, MAX_LAYERS + 1), key=lambda L: abs(math.log(count(L) / target_params)))
-    return shape_for_depth(best, vocab_size, seq_len)
+    shapes = [shape_for_width(d, vocab_size, seq_len) for d in ladder_widths()]
+    return min(shapes, key=lambda s: abs(math.log(param_counts(s)[kind] / target_params)))
 
 
 def ladder_lr(name: str) -> float:
-    """The peak learning rate stored with a ladder shape in conf/model/<name>.yaml."""
+    """The peak learning rate stored with a ladder shape in conf/model/<name>.yaml (the rule's
+    value for a width that has no file)."""
     import yaml
 
     path = CONF_DIR / "model" / f"{name}.yaml"
     if not path.exists():
-        raise ConfigError(f"model: no ladder file {str(path)!r}; valid names are the files in {CONF_DIR / 'model'}")
+        return default_lr(int(name[1:]))
     return float(yaml.safe_load(path.read_text())["lr"])
 
 
@@ -105,7 +126,8 @@ def main(argv: list[str]) -> int:
     if args.nearest is not None:
         shapes = [nearest_shape(args.nearest, kind=args.kind, seq_len=args.seq_len)]
     else:
-        shapes = [shape_for_depth(L, seq_len=args.seq_len) for L in range(1, MAX_LAYERS + 1)]
+        names = sorted((p.stem for p in (CONF_DIR / "model").glob("d*.yaml")), key=lambda n: int(n[1:]))
+        shapes = [shape_for_width(int(n[1:]), seq_len=args.seq_len) for n in names]
     print(f"{'name':<6} {'n_layer':>7} {'d_model':>7} {'n_head':>6} {'non-emb N':>11} {'total N':>11}")
     for s in shapes:
         print(f"{s.name:<6} {s.n_layer:>7} {s.d_model:>7} {s.n_head:>6} "

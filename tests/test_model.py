@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 from scaling.flops import PF_DAY_FLOPS, flops_6nd, flops_per_token_with_attention, tokens_for_budget
 from scaling.model import GPT, param_counts
-from scaling.shapes import MAX_LAYERS, ModelShape, nearest_shape, non_embedding_params, shape_for_depth
+from scaling.shapes import MAX_WIDTH, ModelShape, default_lr, nearest_shape, non_embedding_params, shape_for_width
 from scaling.shapes import CONF_DIR
 
 LADDER = sorted(p.stem for p in (CONF_DIR / "model").glob("d*.yaml"))
@@ -23,7 +23,9 @@ def test_closed_form_counts_equal_built_model(name):
     assert counts["total"] == sum(p.numel() for p in model.parameters())
     assert counts["non_embedding"] == counts["total"] - model.wte.weight.numel() - model.wpe.weight.numel()
     assert counts["non_embedding"] == non_embedding_params(shape.n_layer, shape.d_model)
-    assert m.d_model == 32 * m.n_layer and m.n_head == m.n_layer, "ladder files follow the aspect-ratio rule"
+    rule = shape_for_width(m.d_model)
+    assert (m.n_layer, m.n_head, m.name) == (rule.n_layer, rule.n_head, rule.name), "ladder files follow the rule"
+    assert m.lr == default_lr(m.d_model)
 
 
 def test_ladder_spans_more_than_100x_and_trains_on_cpu():
@@ -61,17 +63,22 @@ def test_table3_obeys_6nd(n, c, d):
     assert tokens_for_budget(c, n) == pytest.approx(d, rel=0.05)
 
 
+def test_ladder_neighbours_are_close_at_the_small_end():
+    counts = [param_counts(shape_for_width(d))["total"] for d in (32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256)]
+    assert all(1 < b / a < 3.1 for a, b in zip(counts, counts[1:]))
+
+
 def test_nearest_shape():
-    assert nearest_shape(7.9e5).name == "d128"      # 786,944 non-embedding parameters
+    assert nearest_shape(7.9e5).name == "d128"      # 793,344 non-embedding parameters
     assert nearest_shape(1.0).name == "d32"
-    assert nearest_shape(1e12).n_layer == MAX_LAYERS
-    total_128 = param_counts(shape_for_depth(4))["total"]
+    assert nearest_shape(1e12).d_model == MAX_WIDTH
+    total_128 = param_counts(shape_for_width(128))["total"]
     assert nearest_shape(total_128, kind="total").name == "d128"
 
 
 def test_forward_loss_is_near_uniform_at_init():
     torch.manual_seed(0)
-    model = GPT(shape_for_depth(2))
+    model = GPT(shape_for_width(64))
     x = torch.randint(0, 256, (4, 129))
     _, loss = model(x[:, :-1], x[:, 1:])
     assert abs(loss.item() - math.log(256)) < 0.1
@@ -79,7 +86,7 @@ def test_forward_loss_is_near_uniform_at_init():
 
 def test_attention_is_causal():
     torch.manual_seed(0)
-    model = GPT(shape_for_depth(2)).eval()
+    model = GPT(shape_for_width(64)).eval()
     x = torch.randint(0, 256, (1, 32))
     y = x.clone()
     y[0, 20:] = (y[0, 20:] + 1) % 256  # change only the future of position 19
