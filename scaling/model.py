@@ -23,16 +23,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from scaling.shapes import ModelShape
+from scaling.shapes import ModelShape, param_counts  # the closed forms above, torch-free
 
 __all__ = ["GPT", "ModelShape", "param_counts"]
-
-
-def param_counts(shape: ModelShape) -> dict[str, int]:
-    """Closed-form parameter counts: ``{"total": ..., "non_embedding": ...}`` (see module docstring)."""
-    d, L, V, T = shape.d_model, shape.n_layer, shape.vocab_size, shape.seq_len
-    non_embedding = L * (12 * d * d + 13 * d) + 2 * d
-    return {"total": non_embedding + V * d + T * d, "non_embedding": non_embedding}
 
 
 class CausalSelfAttention(nn.Module):

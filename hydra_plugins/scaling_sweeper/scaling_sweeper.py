@@ -38,7 +38,7 @@ class ScalingSweeperConf:
     _target_: str = "hydra_plugins.scaling_sweeper.scaling_sweeper.ScalingSweeper"
     budgets: List[float] = field(default_factory=list)   # FLOP budgets C
     models: List[str] = field(default_factory=list)      # ladder names (conf/model/*.yaml), tried at every budget
-    grid: Dict[str, List[str]] = field(default_factory=dict)  # optional per-budget shapes: {"1e12": [d32, d64]}
+    grid: Any = field(default_factory=dict)  # optional per-budget shapes: {1e12: [d32, d64], 3e12: [...]}
     tokens_per_param: List[float] = field(default_factory=lambda: [0.5, 2000.0])  # keep D/N inside [lo, hi]
     params: Dict[str, str] = field(default_factory=dict)  # extra swept keys, as the basic sweeper: {seed: "0,1"}
     max_batch_size: Optional[int] = None                 # launch in chunks of this many jobs (None: all at once)
