@@ -16,7 +16,19 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The demo: the quick sweep (2 single-threaded runs at a time), the fits, the figures, the report.
+demo: $(STAMP)
+	$(VENV)/bin/scaling sweep quick hydra/launcher=joblib
+	$(VENV)/bin/scaling fit results/quick --approach all --bootstrap 1000 --json > results/quick/fit.json
+	$(VENV)/bin/scaling fit results/quick --approach all
+	$(VENV)/bin/scaling plot results/quick --out reports/quick
+	$(VENV)/bin/scaling report results/quick --out reports/quick/report.html
+	@echo "report: reports/quick/report.html (and report.md beside it)"
+
+# The tests. In CI (CI=true, as root) a single-node SLURM is installed and started first, so the
+# SLURM test runs for real; elsewhere it is skipped unless SLURM is already up.
 test: $(STAMP)
+	@if [ -n "$$CI" ] && [ "$$(id -u)" = 0 ]; then bash scripts/slurm-up.sh; fi
 	$(PY) -m pytest -q
 
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.
