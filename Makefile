@@ -19,8 +19,8 @@ install: $(STAMP)
 # The demo: the quick sweep (2 single-threaded runs at a time), the fits, the figures, the report.
 demo: $(STAMP)
 	$(VENV)/bin/scaling sweep quick hydra/launcher=joblib
-	$(VENV)/bin/scaling fit results/quick --approach all --bootstrap 1000 --json > results/quick/fit.json
-	$(VENV)/bin/scaling fit results/quick --approach all
+	$(VENV)/bin/scaling fit results/quick --approach all --bootstrap 1000 --out results/quick/fit.json
+	$(VENV)/bin/scaling optimal --budget 1e15 --law results/quick/fit.json
 	$(VENV)/bin/scaling plot results/quick --out reports/quick
 	$(VENV)/bin/scaling report results/quick --out reports/quick/report.html
 	@echo "report: reports/quick/report.html (and report.md beside it)"
