@@ -25,14 +25,14 @@ live_pid() {  # pidfile, program name
 
 # Send SIGTERM to all the named daemons at once (each takes 2-3 s to exit), wait up to 15 s, SIGKILL.
 stop_daemons() {  # pidfile:name ...
-    local entry pidfile name pid i
+    local entry pidfile name pid
     local -A names=()
     for entry in "$@"; do
         IFS=: read -r pidfile name <<<"$entry"
         pid="$(live_pid "$pidfile" "$name")"
         [[ -n "$pid" ]] && kill -TERM "$pid" && names[$pid]="$name"
     done
-    for i in $(seq 150); do
+    for _ in $(seq 150); do
         for pid in "${!names[@]}"; do
             [[ -d "/proc/$pid" ]] || { echo "slurm-down: stopped ${names[$pid]} (pid $pid)"; unset "names[$pid]"; }
         done

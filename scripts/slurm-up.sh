@@ -258,6 +258,7 @@ check_ready() {
         die "node $NODE not usable after ${TIMEOUT_S} s (state: '$(node_state)')"
     fi
     local out job_id host
+    # shellcheck disable=SC2016  # expanded by the job's shell, not here
     out="$(timeout "$TIMEOUT_S" srun -N1 -n1 bash -c 'echo "$SLURM_JOB_ID $(hostname)"' 2>&1)" \
         || die "node $NODE is $(node_state) but srun -N1 -n1 failed: $out"
     read -r job_id host <<<"$out"
