@@ -267,10 +267,10 @@ def optimal_main(argv: list[str]) -> int:
     args = _parse(optimal_parser(), argv)
     if isinstance(args, int):
         return args
-    if (args.budget is None) == (args.target_loss is None):
-        raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
     if args.max_tokens is not None and args.budget is None:
         raise UserError("scaling optimal: --max-tokens needs --budget")
+    if (args.budget is None) == (args.target_loss is None):
+        raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
     law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
     if args.target_loss is not None:
         allocation = law.budget_for_loss(args.target_loss)

@@ -259,9 +259,10 @@ def _positive_column(frame: pd.DataFrame, column: str, run_ids: pd.Series, what:
     bad = ~np.isfinite(values) | (values <= 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        shown = raw.iloc[i]
+        value = raw.iloc[i]
+        shown = repr(value) if isinstance(value, str) else str(value.item() if hasattr(value, "item") else value)
         more = f" ({int(bad.sum()) - 1} more bad values)" if bad.sum() > 1 else ""
-        raise DataError(f"column {column!r}, {_row_label(i, run_ids)}: value {shown!r} is not usable; {what} must be "
+        raise DataError(f"column {column!r}, {_row_label(i, run_ids)}: value {shown} is not usable; {what} must be "
                         f"finite numbers > 0{more}")
     return values
 

@@ -1,0 +1,80 @@
+"""Approaches 1 (envelope of loss curves) and 2 (IsoFLOP parabolas) against known truth. (~3 s)"""
+import numpy as np
+import pytest
+
+from analysis.envelope import fit_envelope
+from analysis.laws import chinchilla_allocation
+from analysis.isoflop import fit_isoflop, parabola_coefficients
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from analysis.table import table_from_frame
+from analysis.validation import validate_isoflop
+from scaling.errors import DataError
+
+A_TRUE = 0.28 / 0.62  # beta/(alpha+beta) of the published law: N_opt ~ C^0.4516
+
+
+def _runs(sizes=15, budgets=5, spread=1.0, noise=0.005, seed=0):
+    return isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 22, budgets), sizes, spread_decades=spread, noise=noise, seed=seed)
+
+
+def test_parabola_coefficients_are_exact_on_a_parabola_and_nan_when_degenerate():
+    u = np.array([[-1.0, 0.0, 1.0, 2.0], [0.5, 0.5, 0.5, 1.0]])
+    y = 2.0 - 0.5 * u + 0.25 * u * u
+    coefficients = parabola_coefficients(u, y)
+    np.testing.assert_allclose(coefficients[0], [2.0, -0.5, 0.25], atol=1e-12)
+    assert np.isnan(coefficients[1]).all()  # two distinct sizes cannot make a parabola
+
+
+def test_approach_2_recovers_the_allocation_exponents():
+    # 75 runs, 0.5% noise, sizes over N_opt x 10^(+-1). Over seeds 0-19 the worst |a - 0.4516| was 0.012.
+    fit = fit_isoflop(table_from_frame(_runs(), "synthetic"), resamples=300, seed=0)
+    a, b = fit.estimates["a"], fit.estimates["b"]
+    assert a.value == pytest.approx(A_TRUE, abs=0.02)
+    assert b.value == pytest.approx(1 - A_TRUE, abs=0.02)
+    assert a.lower < A_TRUE < a.upper and b.lower < 1 - A_TRUE < b.upper
+    assert fit.bootstrap.failed == 0 and len(fit.profiles) == 5
+    # Each budget's minimum sits near the law's N_opt: the parabola itself is 3.7% off on noise-free
+    # data (loss is not exactly quadratic in ln N over +-1 decade), the 0.5% noise moves it ~10% more.
+    for p in fit.profiles:
+        n_true = chinchilla_allocation(p.compute, *(CHINCHILLA_LAW[k] for k in ("A", "B", "alpha", "beta")))[0]
+        assert p.n_opt == pytest.approx(n_true, rel=0.15)
+        assert p.inside_range and 6 * p.n_opt * p.d_opt == pytest.approx(p.compute)
+        assert p.n_opt_interval[0] < p.n_opt < p.n_opt_interval[1]
+        assert p(p.n_opt) == pytest.approx(p.loss_opt)
+
+
+def test_approach_2_validation_predicts_the_held_out_budget():
+    table = table_from_frame(_runs(), "synthetic")
+    fit = fit_isoflop(table, resamples=0)
+    check = validate_isoflop(table, {p.budget: p.n_opt for p in fit.profiles})
+    assert check["held_out_budget"] == pytest.approx(1e22) and check["fitted_budgets"] == 4
+    assert abs(check["n_opt_relative_error"]) < 0.1
+
+
+def test_approach_2_needs_two_budgets_and_says_what_it_found():
+    one_budget = _runs(budgets=1)
+    with pytest.raises(DataError, match=r"at least 2 budgets.*has 1 budget\(s\): 1e\+18 FLOPs \(15 sizes\)"):
+        fit_isoflop(table_from_frame(one_budget, "one.csv"), resamples=0)
+
+
+def test_approach_1_recovers_the_frontier_from_loss_curves():
+    runs = _runs(sizes=15)
+    table = table_from_frame(runs, "synthetic", curves=loss_curves(runs, CHINCHILLA_LAW, 30, noise=0.005, seed=1))
+    fit = fit_envelope(table, resamples=200, seed=0)
+    # The envelope of these curves is exactly the law's compute-optimal frontier, so the frontier's
+    # N_opt exponent (0.4516) and its loss floor E = 1.69 come back.
+    assert fit.diagnostics["from_curves"] and fit.diagnostics["envelope_points"] >= 30
+    assert fit.estimates["a"].value == pytest.approx(A_TRUE, abs=0.03)
+    assert fit.estimates["floor_E"].value == pytest.approx(CHINCHILLA_LAW["E"], rel=0.03)
+    assert fit.estimates["a"].value + fit.estimates["b"].value == pytest.approx(1.0)
+    e = fit.estimates["floor_E"]
+    assert e.lower < CHINCHILLA_LAW["E"] < e.upper
+    np.testing.assert_allclose(6 * np.array(fit.n) * np.array(fit.d), fit.compute)
+    assert max(abs(r) for r in fit.residuals["loss_law_with_floor"]) < 0.02
+
+
+def test_approach_1_without_curves_uses_final_points_and_says_so():
+    fit = fit_envelope(table_from_frame(_runs(), "final.csv"), resamples=0)
+    assert fit.diagnostics["points_used"] == "final points only (the source has no loss curves)"
+    assert fit.diagnostics["envelope_points"] == 5  # one per budget: its best run
+    assert fit.estimates["a"].value == pytest.approx(A_TRUE, abs=0.05)
