@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,12 @@ HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at t
 
 class _Parser(argparse.ArgumentParser):
     """argparse whose errors are one-line UserErrors instead of usage text and exit(2)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse takes "-1e21" for an option (its pattern knows -1 and -.5, not exponents), so
+        # `--budget -1e21` said "expected one argument"; as a value it reaches the check that names it.
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
     def error(self, message):
         raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
@@ -236,7 +243,8 @@ def _render_validation(v: dict | None, kind: str) -> str:
         return "  validation: not run"
     if "skipped" in v:
         return f"  validation: skipped ({v['skipped']})"
-    where = f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond the rest)"
+    where = (f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond "
+             f"the rest{', an EXTRAPOLATION' if v['extrapolation'] else ''})")
     if kind == "loss":
         return (f"  validation: {where}: loss of its {v['held_out_runs']} runs predicted within "
                 f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst")

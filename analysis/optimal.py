@@ -97,14 +97,13 @@ class Law:
             raise UserError(f"--target-loss {target:g} is not reachable with law {self.name!r}: its loss only falls to "
                             f"{lowest:.4g} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs (the irreducible loss bounds it); "
                             "give a higher target")
-        budget = Estimate(central)
+        allocation = self.allocate(central)
+        allocation.budget, allocation.target_loss = Estimate(central), target
         if self.samples is not None:
             draws = self._solve_budget(self.samples, np.full(self._sample_count(), target))
-            budget = Estimate.from_samples(central, draws, self.level)
+            allocation.budget = Estimate.from_samples(central, draws, self.level)
             if np.isnan(draws).any():
-                self.notes.append(f"{int(np.isnan(draws).sum())} bootstrap samples never reach the target loss")
-        allocation = self.allocate(central)
-        allocation.budget, allocation.target_loss = budget, target
+                allocation.notes.append(f"{int(np.isnan(draws).sum())} bootstrap samples never reach the target loss")
         return allocation
 
     def capped(self, budget: float, max_tokens: float) -> Allocation:

@@ -154,9 +154,9 @@ def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = Colu
     frame = frame.reset_index(drop=True)
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
-    run_ids = _run_ids(frame)
+    run_ids = _run_ids(frame)  # rows keep their position in the source (row k = index k - 1)
     frame = _drop_incomplete(frame, run_ids, warnings)
-    run_ids = _run_ids(frame)
+    run_ids = run_ids[frame.index]
     _check_single_corpus(frame, source, allow_mixed_corpora, notes)
 
     n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
@@ -182,7 +182,7 @@ def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = Colu
     notes.append(f"N = column {n_col!r} ({columns.n_kind if n_col in _n_names(columns.n_kind) else 'as named'}),"
                  f" loss = column {loss_col!r}, C = 6·N·D")
 
-    runs = pd.DataFrame({"run_id": run_ids, "N": n, "D": d, "C": compute, "loss": loss})
+    runs = pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
     runs["budget"] = _budgets(frame, runs["C"].to_numpy(), notes)
     return RunTable(runs=runs, curves=_curves(curves, runs, loss_col, notes), source=source,
                     n_kind=columns.n_kind, warnings=warnings, notes=notes)
@@ -194,10 +194,11 @@ def _run_ids(frame: pd.DataFrame) -> pd.Series:
     return pd.Series([f"row{i + 1}" for i in range(len(frame))], index=frame.index)
 
 
-def _row_label(frame_index: int, run_ids: pd.Series) -> str:
-    label = f"row {frame_index + 1}"
-    run = str(run_ids.iloc[frame_index])
-    return label if run == f"row{frame_index + 1}" else f"{label} (run {run})"
+def _row_label(position: int, run_ids: pd.Series) -> str:
+    """'row k' (k counts data rows of the source from 1) and the run id when the source has one."""
+    row = int(run_ids.index[position]) + 1
+    run = str(run_ids.iloc[position])
+    return f"row {row}" if run == f"row{row}" else f"row {row} (run {run})"
 
 
 def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> pd.DataFrame:
@@ -212,7 +213,7 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     more = f", and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else ""
     warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: "
                     f"{', '.join(listed[:MAX_LISTED])}{more}")
-    kept = frame[done].reset_index(drop=True)
+    kept = frame[done]
     if kept.empty:
         raise DataError(f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete")
     return kept

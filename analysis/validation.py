@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.optimal import EXTRAPOLATION_FACTOR
 from analysis.table import RunTable
 from scaling.errors import DataError
 
@@ -32,8 +33,9 @@ def validate_parametric(table: RunTable) -> dict:
         return {"skipped": f"the runs below the largest budget cannot be fitted alone: {err}"}
     predicted = fit.predict(held["N"].to_numpy(), held["D"].to_numpy())
     error = predicted / held["loss"].to_numpy() - 1.0
+    factor = largest / float(rest.runs["C"].max())
     return {"held_out_budget": largest, "held_out_runs": int(len(held)), "fitted_runs": int(len(rest)),
-            "extrapolation_factor": largest / float(rest.runs["C"].max()),
+            "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR,
             "loss_relative_error_mean_abs": float(np.mean(np.abs(error))),
             "loss_relative_error_max_abs": float(np.max(np.abs(error))),
             "runs": [{"run_id": r, "observed": float(o), "predicted": float(p)}
@@ -55,7 +57,8 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     compute = float(np.exp(np.mean(np.log(held["C"].to_numpy()))))
     predicted = float(fit.n_opt_law(compute))
     observed = observed_n_opt[largest]
+    factor = largest / float(max(p.budget for p in fit.profiles))
     return {"held_out_budget": largest, "fitted_budgets": len(fit.profiles),
-            "extrapolation_factor": largest / float(max(p.budget for p in fit.profiles)),
+            "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR,
             "n_opt_observed": observed, "n_opt_predicted": predicted,
             "n_opt_relative_error": predicted / observed - 1.0}

@@ -237,3 +237,12 @@ def test_the_analysis_never_imports_torch():
     code = ("import sys, analysis.cli, analysis.fit, analysis.optimal, analysis.table; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+def test_rows_are_counted_in_the_source_even_after_failed_runs_are_dropped(capsys, csv, runs):
+    frame = _with(runs, 1, "status", "failed")
+    frame = _with(frame, 4, "tokens", 0)
+    code, out, err = run_cli(capsys, "fit", csv(frame))
+    assert_one_line_error(code, err)
+    assert err.strip() == (f"error: column 'tokens', row 5 (run {runs.run_id[4]}): value 0.0 is not usable; "
+                           "token counts D must be finite numbers > 0")
