@@ -112,12 +112,15 @@ def fit_parser() -> argparse.ArgumentParser:
 
 
 def fit_main(argv: list[str]) -> int:
-    from analysis.fit import fit_all
-    from analysis.table import ColumnMap, load_runs
-
     args = _parse(fit_parser(), argv)
     if isinstance(args, int):
         return args
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise UserError(f"--out {args.out!r}: directory {str(Path(args.out).parent)!r} does not exist")
+    # scipy and pandas are imported once the arguments are known to be good
+    from analysis.fit import fit_all
+    from analysis.table import ColumnMap, load_runs
+
     columns = ColumnMap(n=args.n_column, d=args.d_column, c=args.c_column, loss=args.loss_column, n_kind=args.n_kind)
     table = load_runs(args.source, columns, allow_mixed_corpora=args.allow_mixed_corpora)
     _tell(table.warnings, "warning")

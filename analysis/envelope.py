@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights
 from analysis.powerlaws import fit_power_law_with_floor, log_linear_fit
-from analysis.results import Bootstrap, Estimate, EnvelopeFit, PowerLaw
+from analysis.results import Bootstrap, EnvelopeFit, Estimate, PowerLaw
 from analysis.table import RunTable
 from scaling.errors import DataError
 
@@ -140,15 +140,15 @@ def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int,
         compute, loss, winner = grid.envelope(present[lo:lo + CHUNK])
         for c_row, l_row, w_row in zip(compute, loss, winner):
             keep = np.isfinite(l_row)
-            c, l, n = c_row[keep], l_row[keep], grid.run_n[w_row[keep]]
+            compute, loss, n = c_row[keep], l_row[keep], grid.run_n[w_row[keep]]
             if keep.sum() < MIN_POINTS or len(np.unique(n)) < 2:
                 failed += 1
                 continue
-            floor_law = fit_power_law_with_floor(c, l, start=with_floor) if with_floor is not None else None
+            floor_law = fit_power_law_with_floor(compute, loss, start=with_floor) if with_floor is not None else None
             if with_floor is not None and floor_law is None:
                 failed += 1
                 continue
-            for name, value in _named(_fit_laws(c, l, n), floor_law).items():
+            for name, value in _named(_fit_laws(compute, loss, n), floor_law).items():
                 kept.setdefault(name, []).append(value)
     samples = {k: np.array(v) for k, v in kept.items()}
     return samples, Bootstrap(resamples=resamples, failed=failed, level=level, seed=seed,

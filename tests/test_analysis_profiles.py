@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from analysis.envelope import fit_envelope
-from analysis.laws import chinchilla_allocation
 from analysis.isoflop import fit_isoflop, parabola_coefficients
+from analysis.laws import chinchilla_allocation
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from analysis.table import table_from_frame
 from analysis.validation import validate_isoflop
