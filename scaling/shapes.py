@@ -3,7 +3,7 @@
 The rule (one rule for every shape in ``conf/model/``; widths are multiples of the head size)::
 
     n_layer = max(1, floor(d_model / 32 + 1/2))      aspect ratio d_model / n_layer ≈ 32
-    d_head  = 16 below d_model 128, 32 below 512, 64 from 512 up;  n_head = d_model / d_head
+    d_head  = 8 below d_model 32, 16 below 128, 32 below 512, 64 from 512 up;  n_head = d_model / d_head
     lr      = 4e-3 · sqrt(32 / d_model)              peak learning rate (smaller models take larger steps)
 
 Kaplan et al. (2020, §3.1) found loss depends only weakly on the aspect ratio over a wide range, so
@@ -26,7 +26,8 @@ from scaling.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config tree (conf/model/ is the ladder)
 ASPECT_RATIO = 32   # d_model / n_layer, rounded
-WIDTH_STEP = 16
+WIDTH_STEP = 8
+MIN_WIDTH = 16
 MAX_WIDTH = 768     # d768: 24 layers, ~1.7e8 non-embedding parameters, the top of the GPU ladder
 
 
@@ -53,22 +54,22 @@ class ModelShape:
 
 
 def head_dim(d_model: int) -> int:
-    return 16 if d_model < 128 else 32 if d_model < 512 else 64
+    return 8 if d_model < 32 else 16 if d_model < 128 else 32 if d_model < 512 else 64
 
 
 def shape_for_width(d_model: int, vocab_size: int = 256, seq_len: int = 128) -> ModelShape:
     """The ladder's shape of a given width under the aspect-ratio rule (width a multiple of 16)."""
     if d_model not in ladder_widths():
         raise ConfigError(f"d_model: {d_model} is not on the ladder; valid: multiples of its head size "
-                          f"(16 below 128, 32 below 512, 64 above) from {2 * WIDTH_STEP} to {MAX_WIDTH}")
+                          f"(8 below 32, 16 below 128, 32 below 512, 64 above) from {MIN_WIDTH} to {MAX_WIDTH}")
     n_layer = max(1, math.floor(d_model / ASPECT_RATIO + 0.5))
     return ModelShape(n_layer=n_layer, d_model=d_model, n_head=d_model // head_dim(d_model),
                       vocab_size=vocab_size, seq_len=seq_len, name=f"d{d_model}")
 
 
 def ladder_widths() -> list[int]:
-    """Every width the rule allows: multiples of the head size, 32 … 768."""
-    return [d for d in range(2 * WIDTH_STEP, MAX_WIDTH + 1, WIDTH_STEP) if d % head_dim(d) == 0]
+    """Every width the rule allows: multiples of the head size, 16 … 768."""
+    return [d for d in range(MIN_WIDTH, MAX_WIDTH + 1, WIDTH_STEP) if d % head_dim(d) == 0]
 
 
 def default_lr(d_model: int) -> float:

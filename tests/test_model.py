@@ -64,13 +64,13 @@ def test_table3_obeys_6nd(n, c, d):
 
 
 def test_ladder_neighbours_are_close_at_the_small_end():
-    counts = [param_counts(shape_for_width(d))["total"] for d in (32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256)]
+    counts = [param_counts(shape_for_width(d))["total"] for d in (16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256)]
     assert all(1 < b / a < 3.1 for a, b in zip(counts, counts[1:]))
 
 
 def test_nearest_shape():
     assert nearest_shape(7.9e5).name == "d128"      # 793,344 non-embedding parameters
-    assert nearest_shape(1.0).name == "d32"
+    assert nearest_shape(1.0).name == "d16"
     assert nearest_shape(1e12).d_model == MAX_WIDTH
     total_128 = param_counts(shape_for_width(128))["total"]
     assert nearest_shape(total_128, kind="total").name == "d128"
