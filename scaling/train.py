@@ -103,6 +103,23 @@ def evaluate(model: GPT, eval_x: torch.Tensor, autocast, batch: int) -> float:
     return total / count
 
 
+def train_step(model: GPT, step_fn, optimizer: torch.optim.Optimizer, batch: torch.Tensor, lr: float,
+               grad_clip: float, autocast) -> float:
+    """One optimizer step on ``batch`` (int64 [B, T+1]: inputs [:, :-1], targets [:, 1:]) at learning
+    rate ``lr``, clipping the global gradient norm to ``grad_clip`` (0: no clipping); returns the
+    batch's training loss in nats per token. ``step_fn`` is the model or its compiled form."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    with autocast():
+        _, loss = step_fn(batch[:, :-1], batch[:, 1:])
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def make_optimizer(model: GPT, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
     """AdamW; weight decay on matrices (2-D weights) only, as nanoGPT."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -203,17 +220,8 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         for step in range(start_step, plan.steps):
             t0 = time.perf_counter()
             lr = lr_at(step, plan, cfg.optim.min_lr_ratio)
-            for group_ in optimizer.param_groups:
-                group_["lr"] = lr
             batch = torch.from_numpy(data_lib.train_batch(corpus, step, t.batch_size, t.seq_len, cfg.seed)).to(device)
-            with autocast():
-                _, loss = step_fn(batch[:, :-1], batch[:, 1:])
-            loss.backward()
-            if cfg.optim.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            loss_value = loss.item()
+            loss_value = train_step(model, step_fn, optimizer, batch, lr, cfg.optim.grad_clip, autocast)
             train_time += time.perf_counter() - t0
 
             # divergence: a non-finite loss, or a smoothed loss far above where it started
