@@ -42,9 +42,14 @@ class RunPlan:
     warmup_steps: int
 
     @property
+    def budget_label(self) -> str:
+        """The budget as in run names and wandb tags, e.g. ``C1e12``, ``C3e11``."""
+        return f"C{self.budget:.3g}".replace("e+", "e")
+
+    @property
     def run_name(self) -> str:
         """Budget and shape, e.g. ``C1e12-d64`` (used for wandb runs and logs)."""
-        return f"C{self.budget:.3g}-{self.shape.name}".replace("e+", "e")
+        return f"{self.budget_label}-{self.shape.name}"
 
 
 def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:

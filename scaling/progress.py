@@ -16,11 +16,13 @@ from scaling.errors import UserError
 from scaling.store import RunPaths, atomic_write_json, read_record, run_state
 
 MANIFEST = "sweep.json"
+DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken for a launch's
 
 
-def write_sweep_manifest(store: Path, name: str, jobs: list[dict], dropped: list[dict]) -> None:
+def write_sweep_manifest(store: Path, name: str, jobs: list[dict], dropped: list[dict],
+                         filename: str = MANIFEST) -> None:
     """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped one."""
-    atomic_write_json(Path(store) / MANIFEST, {
+    atomic_write_json(Path(store) / filename, {
         "sweep": name, "launched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "launched_at_unix": time.time(),
         "runs": [{"run_id": j["run_id"], "overrides": j["overrides"], "shape": j["plan"].shape.name,
@@ -31,6 +33,9 @@ def write_sweep_manifest(store: Path, name: str, jobs: list[dict], dropped: list
 
 
 def read_manifest(store: Path) -> dict:
+    if not Path(store).is_dir():
+        raise UserError(f"store {str(store)!r} is not a directory; give a sweep's results directory "
+                        "(the store=... of `scaling sweep`, e.g. results/quick)")
     path = Path(store) / MANIFEST
     if not path.exists():
         raise UserError(f"{path}: no sweep plan here; give a directory written by `scaling sweep` (e.g. results/quick)")
@@ -45,12 +50,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def _unix(iso: str | None) -> float | None:
+    try:
+        return datetime.fromisoformat(iso).timestamp() if iso else None
+    except ValueError:
+        return None
+
+
 def progress(store: Path) -> dict:
-    """Counts and FLOPs of the planned runs by state, and an ETA from this launch's pace."""
+    """Counts and FLOPs of the planned runs by state, and an ETA from this launch's pace:
+    ETA = elapsed · (FLOPs left) / (FLOPs finished since the launch). Once nothing is left to run,
+    elapsed is the launch's duration (to the last run's finish), not the time since the launch."""
     manifest = read_manifest(store)
     counts = {"completed": 0, "failed": 0, "running": 0, "pending": 0, "skipped": 0}
     flops_total = flops_done = flops_done_now = 0.0
-    failed = []
+    failed, last_finish = [], None
     for run in manifest["runs"]:
         flops_total += run["flops"]
         paths = RunPaths(Path(store), run["run_id"])
@@ -62,13 +76,18 @@ def progress(store: Path) -> dict:
             counts[state] += 1
             flops_done += run["flops"]
             flops_done_now += run["flops"]
+            record = read_record(paths.record)
+            finished = _unix(record.get("finished_at"))
+            last_finish = finished if last_finish is None or (finished or 0) > last_finish else last_finish
             if state == "failed":
-                failed.append(f"{run['run_id']} ({read_record(paths.record).get('reason', '')})")
+                failed.append(f"{run['run_id']} ({record.get('reason', '')})")
         elif state == "running":
             counts["running"] += 1
         else:
             counts["pending"] += 1
-    elapsed = time.time() - manifest.get("launched_at_unix", time.time())
+    launched = manifest.get("launched_at_unix", time.time())
+    done = counts["running"] + counts["pending"] == 0
+    elapsed = (last_finish if done and last_finish else time.time()) - launched
     remaining = flops_total - flops_done
     eta = elapsed * remaining / flops_done_now if flops_done_now > 0 else None
     return {"sweep": manifest["sweep"], "planned": len(manifest["runs"]), "dropped": len(manifest["dropped"]),
@@ -83,7 +102,9 @@ def format_progress(store: Path, final: bool = False) -> str:
     line = (f"[{p['sweep'] or 'sweep'}] {p['completed'] + p['failed'] + p['skipped']}/{p['planned']} runs done "
             f"({p['completed']} completed, {p['failed']} failed, {p['skipped']} skipped as already done), "
             f"{p['running']} running, {p['pending']} pending; {p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs "
-            f"({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}")
+            f"({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
+            + (f"; {p['dropped']} combination{'s' * (p['dropped'] != 1)} dropped at planning (see sweep.json)"
+               if p["dropped"] else ""))
     if final and p["failed_runs"]:
         line += "\n  failed: " + "; ".join(p["failed_runs"])
     return line

@@ -12,25 +12,28 @@ sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
 4. writes ``STORE/sweep.json`` (the plan), launches the rest through whichever Hydra launcher is
    configured (basic, joblib, submitit_local, submitit_slurm), largest first, with torch threads per
    job set so that concurrent jobs never oversubscribe the cores; then rebuilds ``STORE/table.csv``.
+
+``hydra.sweeper.dry_run=true`` stops after step 3: it lists the planned runs (N, D, D/N, C = 6ND)
+and writes them to ``STORE/sweep.dry-run.json``, launching nothing.
+
+A bad sweep setting (a budget that is not a number, an unknown model) is one ``error:`` line and exit
+status 2, before anything is written. Combinations that make no sense are dropped, not errors; a
+sweep whose every combination is dropped is an error.
 """
 
 import itertools
-import logging
+import math
 import os
 import sys
-import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,6 +45,7 @@ class ScalingSweeperConf:
     tokens_per_param: List[float] = field(default_factory=lambda: [0.5, 2000.0])  # keep D/N inside [lo, hi]
     params: Dict[str, str] = field(default_factory=dict)  # extra swept keys, as the basic sweeper: {seed: "0,1"}
     max_batch_size: Optional[int] = None                 # launch in chunks of this many jobs (None: all at once)
+    dry_run: bool = False                                # plan, list the runs, write STORE/sweep.dry-run.json; launch nothing
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -51,26 +55,75 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
+    return str(launcher_cfg.get("_target_", "")).endswith("submitit_launcher.LocalLauncher")
+
+
 def concurrency(launcher_cfg: DictConfig, n_jobs: int) -> int:
-    """How many jobs the configured launcher runs at once on this machine."""
+    """How many jobs the configured launcher runs at once on this machine; each job then trains
+    with cores // concurrency torch threads (train.concurrent_runs), so workers × threads <= cores.
+
+    joblib runs ``n_jobs`` workers (joblib's convention: -1 all cores, -2 all but one, ...);
+    submitit_local would start every job it is given at once, so the sweeper hands it at most one
+    job per core at a time (`launch_chunk_size`); basic runs one job after another; SLURM gives
+    each job its own CPUs (cpus_per_task), so each job may use every core it sees."""
     target = str(launcher_cfg.get("_target_", ""))
     if "Joblib" in target:
-        n = int(launcher_cfg.get("n_jobs", -1))
-        return max(1, min(n_jobs, _cores() if n in (-1, 0) else n))
-    if "LocalLauncher" in target:  # submitit_local starts every job at once
+        n = int(launcher_cfg.get("n_jobs", -1) or -1)
+        workers = _cores() + 1 + n if n < 0 else n
+        return max(1, min(n_jobs, workers))
+    if _is_submitit_local(launcher_cfg):
         return max(1, min(n_jobs, _cores()))
-    return 1  # basic (sequential) and SLURM (each job has its own cpus_per_task)
+    return 1
+
+
+def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: Optional[int]) -> int:
+    """Jobs per ``launcher.launch`` call. submitit_local starts all the jobs of one call at once and
+    has no ``array_parallelism`` (PITFALLS.md), so it gets ``n_parallel`` jobs per call (largest
+    first, so the jobs of a call are of similar length); the other launchers pace themselves and get
+    ``max_batch_size`` jobs per call (None: all)."""
+    if _is_submitit_local(launcher_cfg):
+        return min(n_parallel, max_batch_size or n_parallel)
+    return max_batch_size or 1 << 62
+
+
+def _budget(value: Any, key: str) -> float:
+    """A FLOP budget from a sweep setting, or ConfigError naming the key."""
+    from scaling.errors import ConfigError
+
+    try:
+        budget = float(value)
+    except (TypeError, ValueError):
+        budget = math.nan
+    if not (math.isfinite(budget) and budget > 0):
+        raise ConfigError(f"{key}: {value!r} is not a FLOP budget; it must be a positive number such as 1e12")
+    return budget
+
+
+def format_plan(jobs: List[dict]) -> str:
+    """The planned runs as a table: budget, shape, N (the count that set D), D, D/N, C = 6·N·D, state."""
+    lines = [f"  {'budget':>8} {'shape':>6} {'N':>12} {'D':>14} {'D/N':>7} {'C=6ND':>9}  state"]
+    for j in sorted(jobs, key=lambda j: (j["plan"].budget, j["plan"].n_budget)):
+        p = j["plan"]
+        lines.append(f"  {p.budget:>8.3g} {p.shape.name:>6} {p.n_budget:>12,} {p.tokens:>14,} "
+                     f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g}  {j['state']}")
+    lines.append(f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
+                 f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention")
+    return "\n".join(lines)
 
 
 class ScalingSweeper(Sweeper):
-    def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size):
+    def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False):
         super().__init__()
-        self.budgets = [float(b) for b in budgets]
+        # kept as given; checked by `check_settings` when the sweep starts (errors raised here would
+        # reach the user wrapped in Hydra's instantiation traceback)
+        self.budgets = list(budgets)
         self.models = list(models)
-        self.grid = {float(k): list(v) for k, v in (grid or {}).items()}
-        self.tokens_per_param = tuple(float(x) for x in tokens_per_param)
+        self.grid = grid
+        self.tokens_per_param = list(tokens_per_param)
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
+        self.dry_run = bool(dry_run)
         self.hydra_context: Optional[HydraContext] = None
         self.config: Optional[DictConfig] = None
         self.launcher = None
@@ -82,6 +135,29 @@ class ScalingSweeper(Sweeper):
         self.config = config
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config)
+
+    def check_settings(self) -> None:
+        """Budgets, grid and tokens_per_param as numbers, or ConfigError naming the bad setting."""
+        from scaling.errors import ConfigError
+
+        self.budgets = [_budget(b, "hydra.sweeper.budgets") for b in self.budgets]
+        grid = self.grid if self.grid is not None else {}
+        if not isinstance(grid, (dict, DictConfig)):
+            raise ConfigError(f"hydra.sweeper.grid: {grid!r} is not a mapping; write budget -> shapes, "
+                              "e.g. {1e12: [d32, d64], 3e12: [d64, d96]}")
+        self.grid = {}
+        for key, shapes in grid.items():
+            if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
+                raise ConfigError(f"hydra.sweeper.grid.{key}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
+            self.grid[_budget(key, f"hydra.sweeper.grid key {key!r}")] = list(shapes)
+        try:
+            lo, hi = (float(x) for x in self.tokens_per_param)
+        except (TypeError, ValueError):
+            lo = hi = math.nan
+        if not 0 <= lo < hi:
+            raise ConfigError(f"hydra.sweeper.tokens_per_param: {list(self.tokens_per_param)!r} is not a range; "
+                              "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]")
+        self.tokens_per_param = (lo, hi)
 
     # ------------------------------------------------------------ 1. expand
     def expand(self, arguments: List[str]) -> List[List[str]]:
@@ -95,7 +171,7 @@ class ScalingSweeper(Sweeper):
             else:
                 values = [override.get_value_element_as_str()]
             if key == "budget":
-                self.budgets, self.grid = [float(v) for v in values], {}
+                self.budgets, self.grid = [_budget(v, "budget") for v in values], {}
             elif key == "model":
                 self.models, self.grid = values, {}
             else:
@@ -107,13 +183,18 @@ class ScalingSweeper(Sweeper):
         if not pairs:
             from scaling.errors import ConfigError
             raise ConfigError("hydra.sweeper: no budgets × models to sweep; set hydra.sweeper.budgets and "
-                              "hydra.sweeper.models (or hydra.sweeper.grid) in the sweep file")
+                              "hydra.sweeper.models (or hydra.sweeper.grid) in the sweep file, or sweep both on the "
+                              "command line: budget=1e11,3e11 model=d32,d64 (either one replaces the grid)")
         return [pair + list(rest) for pair in pairs for rest in itertools.product(*axes.values())]
 
     # ------------------------------------------------------------ 2-3. plan
     def plan(self, jobs: List[List[str]]):
+        """Plan every job: (kept, dropped). Bad input in a job's config (a bad value, a missing or
+        malformed corpus) raises ConfigError/DataError naming the job; a budget too small for a
+        shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the job."""
+        from scaling.config import validate
         from scaling.errors import UserError
-        from scaling.plan import plan_run
+        from scaling.plan import plan_run, resolve_shape
         from scaling.store import RunPaths, run_state
         from scaling import data as data_lib
 
@@ -122,12 +203,25 @@ class ScalingSweeper(Sweeper):
         lo, hi = self.tokens_per_param
         for overrides in jobs:
             label = " ".join(overrides)
-            cfg = loader.load_sweep_config(master_config=self.config, sweep_overrides=list(overrides))
+            try:
+                cfg = loader.load_sweep_config(master_config=self.config, sweep_overrides=list(overrides))
+            except Exception as err:  # an unknown model name, a bad value in a swept key: bad input
+                from scaling.errors import ConfigError
+                from scaling.train_app import explain_compose_error
+                raise ConfigError(f"sweep job {label}: {explain_compose_error(err, list(overrides))}") from None
             with open_dict(cfg):
                 del cfg["hydra"]  # as in the job itself: its interpolations need a running job
+            data_key = OmegaConf.to_yaml(cfg.data)
+            try:  # bad input, not a combination to drop
+                validate(cfg)
+                resolve_shape(cfg)  # checks the data source's settings and files too
+                if data_key not in corpus_tokens:
+                    corpus_tokens[data_key] = len(data_lib.load_corpus(cfg.data).train)
+            except UserError as err:
+                raise type(err)(f"sweep job {label}: {err}") from None
             try:
                 plan = plan_run(cfg)
-            except UserError as err:
+            except UserError as err:  # the budget buys fewer than train.min_steps steps of this shape
                 dropped.append({"overrides": overrides, "reason": str(err)})
                 continue
             ratio = plan.tokens / plan.n_budget
@@ -135,14 +229,10 @@ class ScalingSweeper(Sweeper):
                 dropped.append({"overrides": overrides, "reason": f"{ratio:.3g} tokens per parameter is outside "
                                 f"hydra.sweeper.tokens_per_param [{lo:g}, {hi:g}]"})
                 continue
-            if not cfg.train.allow_repeat:
-                key = OmegaConf.to_yaml(cfg.data)
-                if key not in corpus_tokens:
-                    corpus_tokens[key] = len(data_lib.load_corpus(cfg.data).train)
-                if plan.tokens > corpus_tokens[key]:
-                    dropped.append({"overrides": overrides, "reason": f"needs {plan.tokens:,} tokens but the corpus's "
-                                    f"training split holds {corpus_tokens[key]:,} (set train.allow_repeat=true to repeat data)"})
-                    continue
+            if not cfg.train.allow_repeat and plan.tokens > corpus_tokens[data_key]:
+                dropped.append({"overrides": overrides, "reason": f"needs {plan.tokens:,} tokens but the corpus's "
+                                f"training split holds {corpus_tokens[data_key]:,} (set train.allow_repeat=true to repeat data)"})
+                continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
             kept.append({"overrides": overrides, "label": label, "run_id": plan.run_id, "plan": plan,
                          "state": state, "store": cfg.store})
@@ -150,15 +240,34 @@ class ScalingSweeper(Sweeper):
 
     # ------------------------------------------------------------ 4. launch
     def sweep(self, arguments: List[str]) -> Any:
-        from scaling.progress import write_sweep_manifest, format_progress
+        """Plan, report, launch. Bad sweep settings: one `error:` line on stderr and exit status 2
+        (Hydra would print a traceback for an exception raised here)."""
+        from scaling.errors import ConfigError, UserError
+
+        try:
+            self.check_settings()
+            jobs, dropped = self.plan(self.expand(arguments))
+            if not jobs:
+                for d in dropped:
+                    print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", file=sys.stderr, flush=True)
+                raise ConfigError(f"sweep {self.config.sweep or 'sweep'}: all {len(dropped)} combinations were dropped "
+                                  "(reasons above), nothing to run; change hydra.sweeper budgets/models/grid, "
+                                  "hydra.sweeper.tokens_per_param or train.min_steps")
+        except UserError as err:
+            print(f"error: {err}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        return self.launch_planned(jobs, dropped)
+
+    def launch_planned(self, jobs: List[dict], dropped: List[dict]) -> Any:
+        from scaling.progress import DRY_RUN_MANIFEST, MANIFEST, format_progress, write_sweep_manifest
         from scaling.store import write_tables
 
-        jobs, dropped = self.plan(self.expand(arguments))
         store = Path(self.config.store)
         to_run = [j for j in jobs if j["state"] in ("new", "partial", "corrupt", "errored")]
         busy = [j for j in jobs if j["state"] == "running"]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
-        write_sweep_manifest(store, self.config.sweep, jobs, dropped)
+        manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
+        write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
         name = self.config.sweep or "sweep"
         print(f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
@@ -168,6 +277,10 @@ class ScalingSweeper(Sweeper):
               + (f", {len(busy)} running in another process (left to it)" if busy else ""), flush=True)
         for d in dropped:
             print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
+        if self.dry_run:
+            print(format_plan(jobs), flush=True)
+            print(f"dry run (hydra.sweeper.dry_run=true): nothing launched; the plan is in {store / manifest}", flush=True)
+            return []
         if not to_run:
             write_tables(store)
             print(format_progress(store), flush=True)
@@ -181,7 +294,7 @@ class ScalingSweeper(Sweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        returns, size = [], self.max_batch_size or len(batch)
+        returns, size = [], launch_chunk_size(self.config.hydra.launcher, n_parallel, self.max_batch_size)
         for start in range(0, len(batch), size):
             chunk = batch[start:start + size]
             self.validate_batch_is_legal(chunk)
