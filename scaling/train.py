@@ -80,6 +80,29 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def load_checkpoint(paths: RunPaths, run_id: str, device: torch.device, log) -> dict[str, Any] | None:
+    """The run's last checkpoint, or None to train from step 0. A checkpoint that cannot be read
+    (truncated, garbled, written by an incompatible torch) is set aside as ``ckpt.pt.corrupt-<time>``
+    and named in the log, so that a relaunch trains the run again instead of failing every time."""
+    if not paths.checkpoint.exists():
+        return None
+    try:
+        ckpt = torch.load(paths.checkpoint, map_location=device, weights_only=False)
+        missing = {"run_id", "step", "model", "optimizer", "curve", "train_time", "loss_start"} - set(ckpt)
+        if missing:
+            raise ValueError(f"missing {', '.join(sorted(missing))}")
+    except Exception as err:  # torch.load raises many types for a damaged file
+        kept = set_aside(paths.checkpoint, "corrupt")
+        why = (str(err).strip().splitlines() or [""])[0]
+        log(f"[{run_id}] checkpoint {paths.checkpoint} cannot be read ({type(err).__name__}: {why}); "
+            f"kept as {kept.name}, training from step 0")
+        return None
+    if ckpt["run_id"] != run_id:
+        log(f"[{run_id}] ignoring a checkpoint of another run ({ckpt['run_id']!r})")
+        return None
+    return ckpt
+
+
 class Diverged(Exception):
     pass
 
@@ -177,15 +200,14 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     eval_x = torch.from_numpy(data_lib.eval_set(corpus, t.seq_len, t.eval_tokens)).to(device)
 
     start_step, curve, train_time, loss_start = 0, [], 0.0, None
-    if paths.checkpoint.exists():
-        ckpt = torch.load(paths.checkpoint, map_location=device, weights_only=False)
-        if ckpt.get("run_id") == plan.run_id:
-            model.load_state_dict(ckpt["model"])
-            optimizer.load_state_dict(ckpt["optimizer"])
-            start_step, curve, train_time, loss_start = ckpt["step"], ckpt["curve"], ckpt["train_time"], ckpt["loss_start"]
-            log(f"[{plan.run_id}] resuming from checkpoint at step {start_step}/{plan.steps}")
-        else:
-            log(f"[{plan.run_id}] ignoring a checkpoint of another run ({ckpt.get('run_id')!r})")
+    window_sum, window_n, ema = 0.0, 0, None  # the training loss since the last curve point; its moving average
+    ckpt = load_checkpoint(paths, plan.run_id, device, log)
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        start_step, curve, train_time, loss_start = ckpt["step"], ckpt["curve"], ckpt["train_time"], ckpt["loss_start"]
+        window_sum, window_n, ema = ckpt.get("window_sum", 0.0), ckpt.get("window_n", 0), ckpt.get("ema")
+        log(f"[{plan.run_id}] resuming from checkpoint at step {start_step}/{plan.steps}")
 
     group = cfg.sweep or "single"
     tracker = start_tracker(cfg.tracking, name=plan.run_name, group=group, run_id=f"{group}-{plan.run_id}",
@@ -205,14 +227,13 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     eval_steps = {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
     eval_batch = max(1, min(64, t.batch_size * 4))
     status, reason, val_loss = "completed", "", math.nan
-    window_sum, window_n, ema = 0.0, 0, None
     last_ckpt = time.perf_counter()
 
     def save_checkpoint(step: int) -> None:
         buf = io.BytesIO()
         torch.save({"run_id": plan.run_id, "step": step, "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(), "curve": curve, "train_time": train_time,
-                    "loss_start": loss_start}, buf)
+                    "loss_start": loss_start, "window_sum": window_sum, "window_n": window_n, "ema": ema}, buf)
         atomic_write_bytes(paths.checkpoint, buf.getvalue())
 
     # 4. loop
@@ -248,7 +269,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
                     val_loss = point["val_loss"]
                     log(f"[{plan.run_id}] step {step + 1}/{plan.steps}  train {point['train_loss']:.4f}  val {val_loss:.4f}")
 
-            if preempt["flag"]:
+            if preempt["flag"] and step + 1 < plan.steps:  # at the last step: finish and record first
                 save_checkpoint(step + 1)
                 raise Preempted(f"SIGTERM at step {step + 1}/{plan.steps}; checkpoint saved, relaunch to resume")
             if t.checkpoint_interval_s and time.perf_counter() - last_ckpt > t.checkpoint_interval_s and step + 1 < plan.steps:
@@ -297,6 +318,9 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     tracker.finish(failed=status != "completed")
     log(f"[{plan.run_id}] {status}: val loss {val_loss:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
         f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s")
+    if preempt["flag"]:
+        log(f"[{plan.run_id}] SIGTERM arrived during the last step: the run is recorded; exiting for the preemption")
+        raise SystemExit(143)
     return record
 
 
