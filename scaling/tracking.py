@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import netrc
 import os
+import socket
 import subprocess
 import sys
+import threading
 import warnings
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from scaling.errors import UserError
 
@@ -53,6 +57,29 @@ def resolve_mode(mode: str) -> str:
     return "online" if wandb_logged_in() else "offline"
 
 
+@lru_cache(maxsize=None)
+def server_reachable(base_url: str, timeout: float = 5.0) -> bool:
+    """Whether a TCP connection to the wandb server opens within ``timeout`` seconds, name lookup
+    included (in a thread, as a lookup ignores socket timeouts). Asked once per process before an
+    online run, so that a logged-in machine without network logs offline at once instead of
+    waiting out wandb's 30 s ``init_timeout`` on every run."""
+    url = urlsplit(base_url)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    reached = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((url.hostname, port), timeout=timeout).close()
+            reached.append(True)
+        except (OSError, ValueError):
+            pass
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(reached)
+
+
 class WandbTracker(Tracker):
     def __init__(self, run: Any):
         self._run = run
@@ -89,6 +116,11 @@ def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir:
     mode = resolve_mode(tracking_cfg.mode)
     if mode == "disabled":
         return Tracker()
+    base_url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    if mode == "online" and not server_reachable(base_url):
+        warnings.warn(f"wandb: {base_url} cannot be reached; this run logs offline under {run_dir} "
+                      "(upload later with `scaling sync STORE`)", stacklevel=2)
+        mode = "offline"
     try:
         import wandb
 
