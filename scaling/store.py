@@ -88,6 +88,21 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
 
 
+def check_writable_store(store: Path) -> None:
+    """Create the store directory if needed and check that a file can be written in it, so that a
+    store under a file, on a read-only disk or out of space is one line (ConfigError naming
+    ``store``) before Hydra or any run writes there. Leaves nothing behind but the directory."""
+    from scaling.errors import ConfigError
+
+    try:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=store):
+            pass
+    except OSError as err:
+        raise ConfigError(f"store: {str(store)!r} cannot be written ({err.strerror or err}); "
+                          "give a writable directory, e.g. store=results/NAME") from None
+
+
 # ---------------------------------------------------------------- per-run paths and locks
 @dataclass(frozen=True)
 class RunPaths:
