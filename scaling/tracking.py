@@ -17,7 +17,7 @@ import threading
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from scaling.errors import UserError
@@ -109,8 +109,16 @@ class WandbTracker(Tracker):
                 warnings.warn(f"wandb finish failed ({type(err).__name__}: {err}); the local record is unaffected", stacklevel=2)
 
 
-def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir: Path, run_id: str) -> Tracker:
-    """A tracker for one run: wandb (online or offline) or the no-op one."""
+def run_tags(own: Sequence[str], user: Sequence[str]) -> list[str]:
+    """The run's own tags (sweep, budget, shape) then the user's ``tracking.tags``; empty and repeated
+    ones dropped, order kept."""
+    return list(dict.fromkeys(str(t) for t in [*own, *user] if str(t)))
+
+
+def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir: Path, run_id: str,
+                  tags: Sequence[str] = ()) -> Tracker:
+    """A tracker for one run: wandb (online or offline) or the no-op one. ``tags`` (the run's sweep,
+    budget and shape) come first, then ``tracking.tags``."""
     if tracking_cfg.backend == "none":
         return Tracker()
     mode = resolve_mode(tracking_cfg.mode)
@@ -127,7 +135,7 @@ def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir:
         run_dir.mkdir(parents=True, exist_ok=True)
         run = wandb.init(
             project=tracking_cfg.project, entity=tracking_cfg.entity, group=group or None, name=name,
-            id=run_id, resume="allow", tags=list(tracking_cfg.tags), config=config, dir=str(run_dir),
+            id=run_id, resume="allow", tags=run_tags(tags, tracking_cfg.tags), config=config, dir=str(run_dir),
             mode=mode, reinit="finish_previous",
             settings=wandb.Settings(init_timeout=30, silent=True, x_disable_machine_info=True,
                                     console="off", x_disable_stats=True),

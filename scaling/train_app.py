@@ -6,6 +6,7 @@ naming the key and what is valid, before any compute is spent.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -17,7 +18,6 @@ import scaling.config  # noqa: F401  (registers the schema with Hydra's ConfigSt
 from scaling.errors import ConfigError, UserError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-HYDRA_FLAGS = ("-", "hydra.", "hydra/")
 
 
 def explain_compose_error(err: Exception, overrides: list[str]) -> str:
@@ -36,20 +36,75 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     return f"{text} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
 
 
-def compose_config(overrides: list[str], config_name: str = "config", extra_dir: str | None = None) -> DictConfig:
+def compose_config(overrides: list[str], config_name: str = "config", extra_dir: str | None = None,
+                   with_hydra: bool = False) -> DictConfig:
     """Compose the config as Hydra would (conf/ and sweeps/ are on the search path, plus
-    ``extra_dir`` for a sweep file kept elsewhere), raising ConfigError with one line on failure."""
+    ``extra_dir`` for a sweep file kept elsewhere), raising ConfigError with one line on failure.
+    ``with_hydra`` also composes (and so checks) the ``hydra`` section: launcher, sweeper."""
     try:
         with initialize_config_dir(config_dir=extra_dir or CONF_DIR, version_base="1.3"):
-            return compose(config_name=config_name, overrides=overrides)
+            return compose(config_name=config_name, overrides=overrides, return_hydra_config=with_hydra)
     except Exception as err:  # Hydra/OmegaConf raise many types; all are bad input here
         raise ConfigError(explain_compose_error(err, overrides)) from None
 
 
-def precheck(overrides: list[str]) -> None:
-    from scaling.plan import plan_run
+def parse_command_line(argv: list[str]) -> argparse.Namespace:
+    """Hydra's own reading of a command line: flags (--multirun, --cfg job, --config-name quick) and overrides."""
+    from hydra._internal.utils import get_args_parser
 
-    plan_run(compose_config([o for o in overrides if not o.startswith(HYDRA_FLAGS)]))
+    return get_args_parser().parse_args(argv)
+
+
+def only_shows(args: argparse.Namespace) -> bool:
+    """True when the command line asks Hydra to print something (config, help, info), not to run."""
+    return bool(args.cfg or args.info or args.help or args.hydra_help or args.shell_completion)
+
+
+def first_values(overrides: list[str]) -> list[str]:
+    """Each swept override (``budget=1e11,3e11``, ``seed=range(3)``) replaced by its first value, so
+    that one composition checks every key and every value's type before a multirun starts."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as err:
+        raise ConfigError(explain_compose_error(err, overrides)) from None
+    firsts = []
+    for override in parsed:
+        if not override.is_sweep_override():
+            firsts.append(override.input_line)
+            continue
+        try:  # glob(...) sweeps need the config loader to expand: left to Hydra
+            firsts.append(f"{override.get_key_element()}={next(iter(override.sweep_string_iterator()))}")
+        except Exception:
+            continue
+    return firsts
+
+
+def precheck(argv: list[str]) -> None:
+    """Before Hydra takes over: compose what the command line asks for, Hydra section included,
+    and plan a single run, so that an unknown key, a wrong type, an unknown launcher or model, or
+    an impossible budget is one line naming it (exit 2) instead of a traceback. A multirun is
+    composed with its swept keys' first values; its impossible combinations are the sweeper's to drop."""
+    from omegaconf import open_dict
+
+    from scaling.plan import plan_run
+    from scaling.store import check_writable_store
+
+    args = parse_command_line(argv)
+    if args.multirun and only_shows(args):
+        raise ConfigError("--cfg/--info cannot be combined with --multirun (Hydra shows the config of one job); "
+                          "drop --multirun")
+    if args.help or args.hydra_help or args.info or args.shell_completion or args.experimental_rerun or args.config_path:
+        return  # nothing to compose, or a config location only Hydra resolves
+    cfg = compose_config(first_values(args.overrides), config_name=args.config_name or "config",
+                         extra_dir=args.config_dir, with_hydra=True)
+    if not (args.multirun or args.cfg):
+        with open_dict(cfg):
+            del cfg["hydra"]
+        plan_run(cfg)
+    if not args.cfg:
+        check_writable_store(cfg.store)
 
 
 def run_task(cfg: DictConfig) -> float | None:
@@ -73,8 +128,7 @@ def hydra_main(cfg: DictConfig) -> float | None:
 
 
 def main(argv: list[str]) -> int:
-    if not any(a in ("--help", "-h", "--hydra-help", "--info") or a.startswith("--cfg") for a in argv):
-        precheck(argv)
+    precheck(argv)
     sys.argv = ["scaling train", *argv]
     hydra_main()
     return 0
