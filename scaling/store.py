@@ -72,6 +72,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.close(dfd)
 
 
+def remove_partial_writes(directory: Path) -> list[Path]:
+    """Delete the temporary files of atomic writes that never finished (``.<name>.<random>.tmp``, left
+    when a process is killed between writing and renaming: a checkpoint's can be gigabytes). Only the
+    process that holds the directory's run lock may call this. Returns what was removed."""
+    removed = []
+    for tmp in Path(directory).glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 

@@ -33,7 +33,7 @@ from scaling.errors import ConfigError
 from scaling.model import GPT
 from scaling.plan import RunPlan, lr_at, plan_run
 from scaling.store import (SCHEMA, RunPaths, atomic_write_bytes, atomic_write_json, atomic_write_text, read_record,
-                           run_lock, run_state, set_aside)
+                           remove_partial_writes, run_lock, run_state, set_aside)
 from scaling.tracking import start_tracker
 
 # ---------------------------------------------------------------- helpers
@@ -164,6 +164,7 @@ def train(cfg: DictConfig, *, log=print) -> dict[str, Any] | None:
         if not owned:
             log(f"[{plan.run_id}] {plan.run_name}: another process is training this run; skipping")
             return None
+        remove_partial_writes(paths.dir)  # of a process killed while writing here
         state = run_state(paths)
         if state in ("completed", "failed"):
             rec = read_record(paths.record)
