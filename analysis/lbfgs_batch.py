@@ -36,14 +36,14 @@ def minimize_batch(fg, x0: np.ndarray, gtol: float, memory: int = 10, max_iter: 
         if rows.size == 0:
             break
         direction = _two_loop(g[rows], s_hist[:, rows], y_hist[:, rows], rho[:, rows], it, memory)
-        slope = np.einsum("ij,ij->i", direction, g[rows])
+        slope = _dot(direction, g[rows])
         uphill = slope >= 0
         direction[uphill] = -g[rows][uphill]
-        slope[uphill] = -np.einsum("ij,ij->i", g[rows][uphill], g[rows][uphill])
+        slope[uphill] = -_dot(g[rows][uphill], g[rows][uphill])
         step, f_new, g_new, moved = _backtrack(fg, x[rows], f[rows], slope, direction, rows)
         s = step[:, None] * direction
         y = g_new - g[rows]
-        sy = np.einsum("ij,ij->i", s, y)
+        sy = _dot(s, y)
         slot = it % memory
         good = moved & (sy > 1e-300)
         s_hist[slot, rows], y_hist[slot, rows] = s, y
@@ -57,24 +57,29 @@ def minimize_batch(fg, x0: np.ndarray, gtol: float, memory: int = 10, max_iter: 
     return x, f, g, done
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of two (K, d) arrays."""
+    return (a * b).sum(axis=1)
+
+
 def _two_loop(g, s_hist, y_hist, rho, it, memory):
     """−H·g with H the L-BFGS inverse-Hessian estimate of each problem (Nocedal & Wright Alg. 7.4)."""
     order = [(it - 1 - j) % memory for j in range(min(it, memory))]  # newest first
     q = g.copy()
     alphas = []
     for slot in order:
-        a = rho[slot] * np.einsum("ij,ij->i", s_hist[slot], q)
+        a = rho[slot] * _dot(s_hist[slot], q)
         q -= a[:, None] * y_hist[slot]
         alphas.append(a)
     gamma, scaled = np.ones(len(g)), np.zeros(len(g), bool)
     for slot in order:  # initial H = (sᵀy/yᵀy)·I from the newest accepted pair
-        yy = np.einsum("ij,ij->i", y_hist[slot], y_hist[slot])
+        yy = _dot(y_hist[slot], y_hist[slot])
         fresh = (rho[slot] > 0) & ~scaled & (yy > 0)
         gamma = np.where(fresh, 1.0 / np.where(fresh, rho[slot] * yy, 1.0), gamma)
         scaled |= fresh
     r = gamma[:, None] * q
     for slot, a in zip(reversed(order), reversed(alphas)):
-        b = rho[slot] * np.einsum("ij,ij->i", y_hist[slot], r)
+        b = rho[slot] * _dot(y_hist[slot], r)
         r += (a - b)[:, None] * s_hist[slot]
     return -r
 

@@ -12,16 +12,17 @@ mean-reduced objective with default tolerances stops far from the optimum.
 How the optimum is found fast and reliably:
   1. the objective is evaluated, vectorised, on the 4,500-point grid of starts of Besiroglu et al.
      (their code: α, β ∈ {0, .5, …, 2}, e ∈ {−1, −.5, …, 1}, a, b ∈ {0, 5, …, 25});
-  2. L-BFGS-B with the analytic gradient runs from the `REFINED_STARTS` best grid points;
+  2. L-BFGS with the analytic gradient refines the `REFINED_STARTS` best grid points, all at once
+     (`analysis.lbfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances;
   3. ln N and ln D are centred (a' = a − α·mean ln N), an exact linear change of variables that
      removes most of the ill-conditioning between A and α, and between B and β.
 Bootstrap refits (`_bootstrap`) run all resamples together from the full-sample optimum, in
-coordinates whitened by the inverse Hessian there, with a vectorised L-BFGS (`analysis.lbfgs_batch`);
-any refit whose gradient did not vanish, or that a point of the grid beats, is redone by scipy's
-L-BFGS-B from several starts.
+coordinates whitened by the inverse Hessian there; a resample that did not converge, or that a
+point of the grid beats, is refitted again from its own best grid point.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 
@@ -43,17 +44,24 @@ START_GRID = {
     "alpha": np.arange(0.0, 2.5, 0.5),
     "beta": np.arange(0.0, 2.5, 0.5),
 }
-REFINED_STARTS = 16  # L-BFGS-B runs from this many of the best grid points
-LBFGS_OPTIONS = {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000, "maxfun": 20_000}
+REFINED_STARTS = 16  # the best grid points that L-BFGS refines (all at once), before scipy polishes the best
+LBFGS_OPTIONS = {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000, "maxfun": 20_000}  # the final polish
+BATCH_MAX_ITER = 3000  # iterations of the vectorised L-BFGS (flat valleys of small, noisy data need many)
 AGREE_RTOL = 1e-6  # starts whose optimum is within this relative distance of the best "agree"
-GRID_RESTARTS = 3  # a bootstrap refit the grid beats is retried from this many best grid points
 MIN_RUNS = len(PARAMETRIC_NAMES) + 1
 GRAD_TOL = 1e-6  # converged when max |gradient| <= GRAD_TOL · δ · runs (see _converged)
+# When the data show no irreducible loss the optimum runs off to E → 0 (e → −∞), where ∂F/∂e
+# vanishes. Bootstrap refits start with e no lower than ln(this fraction × smallest loss), so a
+# resample that does show a floor can still climb to it; estimates below it are reported as E ≈ 0.
+E_FLOOR_FRACTION = 1e-4
 
 
+@functools.cache
 def start_grid() -> np.ndarray:
-    """The 4,500 starting points as rows θ = (e, a, b, α, β)."""
-    return np.array(list(itertools.product(*START_GRID.values())))
+    """The 4,500 starting points as rows θ = (e, a, b, α, β) (read-only)."""
+    grid = np.array(list(itertools.product(*START_GRID.values())))
+    grid.flags.writeable = False
+    return grid
 
 
 class HuberLogLoss:
@@ -70,6 +78,7 @@ class HuberLogLoss:
         self.log_loss = np.log(loss)
         self.x_mean, self.y_mean = float(x.mean()), float(y.mean())
         self.xc, self.yc = x - self.x_mean, y - self.y_mean
+        self.e_floor = float(self.log_loss.min() + np.log(E_FLOOR_FRACTION))  # below: E indistinguishable from 0
 
     def to_centered(self, theta: np.ndarray) -> np.ndarray:
         theta = np.array(theta, dtype=float)
@@ -136,21 +145,43 @@ class HuberLogLoss:
         return self._predicted(self.to_centered(np.asarray(theta, float)[None]))[4][0] - self.log_loss
 
 
-def _minimize(objective: HuberLogLoss, theta_c: np.ndarray, weights: np.ndarray | None = None):
+def _minimize(objective: HuberLogLoss, theta_c: np.ndarray):
     """scipy's L-BFGS-B with the analytic gradient from θc: (θc, F, scipy's result, max |gradient|)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # overflow in far-off line-search trials
-        res = minimize(objective.value_and_grad, theta_c, args=(weights,), jac=True, method="L-BFGS-B",
-                       options=LBFGS_OPTIONS)
-    grad = objective.value_and_grad(res.x, weights)[1]
-    return res.x, float(res.fun), res, float(np.max(np.abs(grad)))
+        res = minimize(objective.value_and_grad, theta_c, jac=True, method="L-BFGS-B", options=LBFGS_OPTIONS)
+    return res.x, float(res.fun), res, float(np.max(np.abs(objective.value_and_grad(res.x)[1])))
+
+
+def _refine_batch(objective: HuberLogLoss, starts_c: np.ndarray, weights: np.ndarray | None = None,
+                  basis: np.ndarray | None = None):
+    """Vectorised L-BFGS from each row of ``starts_c`` (θc), row k weighted by ``weights[k]`` (or
+    unweighted); with ``basis`` L the search runs in z, θc = start + L·z. Returns θc (K, 5), F (K,)
+    and whether each converged (`_converged`)."""
+    basis = np.eye(starts_c.shape[1]) if basis is None else basis
+
+    def fg(z, rows):
+        f, g = objective.values_and_grads(starts_c[rows] + z @ basis.T, None if weights is None else weights[rows])
+        return f, g @ basis
+
+    tol = _grad_tol(objective)
+    # stop on the gradient in z, g_z = Lᵀ·g: max|g| <= ||L⁻ᵀ||_∞ · max|g_z| (max absolute row sum)
+    z_tol = tol / np.abs(np.linalg.inv(basis).T).sum(axis=1).max()
+    z, values, _, _ = minimize_batch(fg, np.zeros_like(starts_c), gtol=z_tol, max_iter=BATCH_MAX_ITER)
+    thetas = starts_c + z @ basis.T
+    grads = objective.values_and_grads(thetas, weights)[1]
+    return thetas, values, np.isfinite(values) & (np.max(np.abs(grads), axis=1) <= tol)
+
+
+def _grad_tol(objective: HuberLogLoss) -> float:
+    return GRAD_TOL * objective.delta * len(objective.log_loss)
 
 
 def _converged(objective: HuberLogLoss, grad_norm: float, value: float) -> bool:
     """The gradient vanishes: max |∂F/∂θc| <= `GRAD_TOL` · δ · runs. (The gradient sums one term of
     size <= δ·|ln N − mean| per run; at this tolerance the estimates sit within ~1e-5 relative
     of the exact optimum, far inside any interval.)"""
-    return bool(np.isfinite(value)) and grad_norm <= GRAD_TOL * objective.delta * len(objective.log_loss)
+    return bool(np.isfinite(value)) and grad_norm <= _grad_tol(objective)
 
 
 def _whitening_basis(objective: HuberLogLoss, theta_c: np.ndarray) -> np.ndarray | None:
@@ -203,23 +234,23 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     objective = HuberLogLoss(runs["N"].to_numpy(), runs["D"].to_numpy(), runs["loss"].to_numpy(), delta)
     grid = start_grid()
     grid_values = objective.grid_values(grid)
-    starts = grid[np.argsort(grid_values)[:refined_starts]]
-
-    outcomes = [_minimize(objective, objective.to_centered(s)) for s in starts]
-    values = np.array([o[1] for o in outcomes])
-    best = int(np.nanargmin(values))
-    theta_c, value, res, grad_norm = outcomes[best]
+    starts = objective.to_centered(grid[np.argsort(grid_values)[:refined_starts]])
+    refined, values, _ = _refine_batch(objective, starts)
+    theta_c, value, res, grad_norm = _minimize(objective, refined[int(np.nanargmin(values))])  # the polish
     converged = _converged(objective, grad_norm, value)
     agreeing = int(np.sum(np.abs(values - value) <= AGREE_RTOL * max(value, delta ** 2)))
     theta = objective.from_centered(theta_c)
     convergence = {
-        "converged": converged, "optimizer": "L-BFGS-B (analytic gradient)", "message": str(res.message),
-        "iterations": int(res.nit), "gradient_max_abs": grad_norm, "grid_starts": len(grid),
-        "refined_starts": len(starts), "starts_agreeing": agreeing,
+        "converged": converged, "message": str(res.message), "gradient_max_abs": grad_norm,
+        "optimizer": f"L-BFGS from the {len(starts)} best of {len(grid)} grid points, then scipy L-BFGS-B "
+                     "(analytic gradient)",
+        "grid_starts": len(grid), "refined_starts": len(starts), "starts_agreeing": agreeing,
         "best_grid_objective": float(grid_values.min()),
     }
     if not converged:
         convergence["warning"] = "the optimizer did not converge: treat the estimates with suspicion"
+    if theta_c[0] < objective.e_floor:
+        convergence["note"] = "E is indistinguishable from 0: these runs show no irreducible loss"
 
     point = _named(theta)
     boot = None
@@ -238,35 +269,27 @@ def _bootstrap(objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, r
                level: float) -> tuple[dict[str, np.ndarray], Bootstrap]:
     """Refit ``resamples`` resamples of the runs; return the samples by name and the summary.
 
-    All resamples are refitted together (`analysis.lbfgs_batch`) from the full-sample optimum, in
-    coordinates whitened by the inverse Hessian there. A resample is refitted again with scipy's
-    L-BFGS-B — from the optimum and from its own `GRID_RESTARTS` best grid points — when its
-    gradient did not vanish or when some grid point has a lower objective than the refit reached
-    (the grid's objective for every resample is one matrix product). Failed = still not converged.
+    All resamples are refitted together (`_refine_batch`) from the full-sample optimum (e raised
+    to the E floor if below it), in coordinates whitened by the inverse Hessian there. The grid's
+    objective for every resample is one matrix product: where a grid point beats the refit, or the
+    refit did not converge, the resample is refitted again from its own best grid point, and the
+    better converged optimum is kept. Failed = no start converged.
     """
     rng = np.random.default_rng(seed)
     weights = resample_weights(rng, len(objective.log_loss), resamples)
-    basis = _whitening_basis(objective, theta_c)
-    basis = np.eye(len(theta_c)) if basis is None else basis
-    tol = GRAD_TOL * objective.delta * len(objective.log_loss)
-
-    def whitened(z, rows):
-        f, g = objective.values_and_grads(theta_c + z @ basis.T, weights[rows])
-        return f, g @ basis
-
-    z, values, _, _ = minimize_batch(whitened, np.zeros((resamples, len(theta_c))), gtol=0.01 * tol)
-    thetas = theta_c + z @ basis.T
-    ok = np.max(np.abs(objective.values_and_grads(thetas, weights)[1]), axis=1) <= tol
+    start = theta_c.copy()
+    start[0] = max(start[0], objective.e_floor)
+    thetas, values, ok = _refine_batch(objective, np.tile(start, (resamples, 1)), weights,
+                                       _whitening_basis(objective, start))
     grid_values = objective.grid_values(grid, weights)  # (grid, resamples)
     retry = np.flatnonzero(~ok | (grid_values.min(axis=0) < values))
-    for k in retry:
-        starts = [theta_c] + [objective.to_centered(s) for s in grid[np.argsort(grid_values[:, k])[:GRID_RESTARTS]]]
-        for start in starts:
-            theta_k, value_k, _, grad_k = _minimize(objective, start, weights[k])
-            if _converged(objective, grad_k, value_k) and (not ok[k] or value_k < values[k]):
-                thetas[k], values[k], ok[k] = theta_k, value_k, True
+    if retry.size:
+        starts = objective.to_centered(grid[np.argmin(grid_values[:, retry], axis=0)])
+        again, again_values, again_ok = _refine_batch(objective, starts, weights[retry])
+        better = again_ok & (~ok[retry] | (again_values < values[retry]))
+        thetas[retry[better]], values[retry[better]], ok[retry[better]] = again[better], again_values[better], True
     named = [_named(objective.from_centered(t)) for t in thetas[ok]]
     samples = {name: np.array([s[name] for s in named]) for name in (named[0] if named else {})}
-    notes = [f"{len(retry)} resamples were refitted again by L-BFGS-B from {1 + GRID_RESTARTS} starts"] if len(retry) else []
+    notes = [f"{retry.size} resamples were refitted again from their best grid point"] if retry.size else []
     return samples, Bootstrap(resamples=resamples, failed=int((~ok).sum()), level=level, seed=seed,
                               samples={k: v.tolist() for k, v in samples.items()}, notes=notes)
