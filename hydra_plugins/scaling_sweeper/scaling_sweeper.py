@@ -101,12 +101,14 @@ def _budget(value: Any, key: str) -> float:
 
 
 def format_plan(jobs: List[dict]) -> str:
-    """The planned runs as a table: budget, shape, N (the count that set D), D, D/N, C = 6·N·D, state."""
-    lines = [f"  {'budget':>8} {'shape':>6} {'N':>12} {'D':>14} {'D/N':>7} {'C=6ND':>9}  state"]
+    """The planned runs as a table: budget, shape, N (the count that set D), D, D/N, C = 6·N·D, state,
+    run id, and the job's other swept overrides (seed=1, ...)."""
+    lines = [f"  {'budget':>8} {'shape':>6} {'N':>12} {'D':>14} {'D/N':>7} {'C=6ND':>9}  {'state':<9} run id"]
     for j in sorted(jobs, key=lambda j: (j["plan"].budget, j["plan"].n_budget)):
         p = j["plan"]
+        others = [o for o in j["overrides"] if not o.startswith(("budget=", "model=", "store="))]
         lines.append(f"  {p.budget:>8.3g} {p.shape.name:>6} {p.n_budget:>12,} {p.tokens:>14,} "
-                     f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g}  {j['state']}")
+                     f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g}  {j['state']:<9} {j['run_id']} {' '.join(others)}".rstrip())
     lines.append(f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
                  f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention")
     return "\n".join(lines)
