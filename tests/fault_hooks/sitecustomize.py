@@ -1,0 +1,39 @@
+"""Fault injection for the fault tests, active only in a subprocess started with this directory on
+PYTHONPATH and one of these variables set:
+
+  SCALING_FAULT_WANDB=log           `wandb.Run.log` works for its first call, then raises
+                                    `wandb.errors.CommError` on every call, as when wandb's service
+                                    or connection is lost mid-run (tests/test_faults_tracking.py).
+  SCALING_FAULT_SIGTERM_AT_STEP=S   the process sends itself SIGTERM when the trainer logs step S
+                                    to its tracker (`scaling.tracking.Tracker.log`, used when
+                                    tracking=none): a preemption at an exact step
+                                    (tests/test_faults_kill.py).
+"""
+import os
+import signal
+
+if os.environ.get("SCALING_FAULT_WANDB") == "log":
+    import wandb
+    from wandb.sdk import wandb_run
+
+    _real_log = wandb_run.Run.log
+    _calls = {"n": 0}
+
+    def _failing_log(self, *args, **kwargs):
+        _calls["n"] += 1
+        if _calls["n"] > 1:
+            raise wandb.errors.CommError("simulated by tests/fault_hooks: connection to wandb lost mid-run")
+        return _real_log(self, *args, **kwargs)
+
+    wandb_run.Run.log = _failing_log
+
+if os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP"):
+    from scaling import tracking
+
+    _sigterm_step = int(os.environ["SCALING_FAULT_SIGTERM_AT_STEP"])
+
+    def _log_then_preempt(self, metrics, step):
+        if step == _sigterm_step:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    tracking.Tracker.log = _log_then_preempt
