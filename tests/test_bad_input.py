@@ -1,0 +1,155 @@
+"""Bad input, across the verbs: each case is answered by one line `error: ...` naming what is wrong
+and what is valid, exit status 2, no traceback, and nothing already written is changed.
+
+The cases run against a real results store (the fault tests' reference sweep, copied) and files
+derived from it. Cases that fail before Hydra starts are run in this process through
+`scaling.cli.main`, the console script's own function (Hydra is made to fail the test if a case
+reaches it); the cases only the sweeper can detect, and one case per verb, run as real
+subprocesses. About 25 s on an idle 2-core machine, plus the reference sweep (~15 s) when this
+module runs alone.
+"""
+import json
+import math
+import shutil
+
+import pytest
+
+from conftest import assert_one_line_error, run_cli
+from faults_support import SWEEP, copy_store, reference_store, snapshot
+
+S = "{store}"  # placeholders, filled in from the `files` fixture
+
+TRAIN = [
+    ("unknown nested key", ["train.lr=3", f"store={S}"], ["train.lr", "not in 'TrainConfig'"]),
+    ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
+    ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
+    ("zero budget", ["budget=0", f"store={S}"], ["budget", "0.0", "positive number"]),
+    ("NaN budget", ["budget=nan", f"store={S}"], ["budget", "nan", "positive number"]),
+    ("impossible budget", ["model=d768", "budget=1e12", f"store={S}"],
+     ["budget", "d768", "0 optimizer steps", "train.min_steps", "use budget >="]),
+    ("value out of range", ["optim.beta2=1.5", f"store={S}"], ["optim.beta2", "1.5", "[0, 1)"]),
+    ("missing data file", ["data=bin", "data.path={workdir}/missing.bin", "data.vocab_size=256", f"store={S}"],
+     ["data.path", "missing.bin", "does not exist"]),
+    ("garbled data file", ["data=bin", "data.path={workdir}/odd.bin", "data.vocab_size=256", f"store={S}"],
+     ["data.path", "odd.bin", "1001 bytes", "data.dtype"]),
+    ("unwritable store", ["model=d32", "budget=4e10", "store={afile}/store"], ["store", "afile", "Not a directory",
+                                                                               "writable directory"]),
+]
+SWEEP_CASES = [
+    ("unknown sweep", ["nosuch"], ["sweep 'nosuch'", "no such sweep file", "tiny"]),
+    ("unknown key", [str(SWEEP), "lr=3", f"store={S}"], ["'lr'", "not in 'Config'"]),
+    ("unknown launcher", [str(SWEEP), "hydra/launcher=nosuch", f"store={S}"], ["hydra/launcher", "joblib", "basic"]),
+    ("wrong type", [str(SWEEP), "train.batch_size=big", f"store={S}"], ["train.batch_size", "big", "Integer"]),
+    ("unwritable store", [str(SWEEP), "store={afile}/store"], ["store", "Not a directory", "writable directory"]),
+]
+SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subprocesses
+    ("negative budget", [str(SWEEP), "budget=-1e10", f"store={S}"], ["budget", "-1", "positive number"]),
+    ("impossible budgets", [str(SWEEP), "budget=1e3", f"store={S}"],
+     ["all 2 combinations were dropped", "train.min_steps"]),
+    ("unknown model in a list", [str(SWEEP), "model=d32,d33", f"store={S}"], ["model=d33", "model/d33", "d48"]),
+]
+FIT = [
+    ("missing store", ["{workdir}/no-such-store"], ["no-such-store", "does not exist"]),
+    ("empty store", ["{empty}"], ["holds no readable run records"]),
+    ("NaN loss in a record", ["{nan_store}"], ["column 'val_loss'", "value nan", "finite numbers > 0", "(run "]),
+    ("negative loss in a table", ["{negative_csv}"], ["column 'val_loss'", "-1.5", "> 0"]),
+    ("missing column", ["{no_loss_csv}"], ["no column for loss", "--loss-column", "Columns present"]),
+    ("unknown column option", [S, "--loss-column", "bpb"], ["--loss-column 'bpb'", "no such column", "val_loss"]),
+    ("no completed run", ["{failed_store}"], ["no completed runs to fit", "6 runs"]),
+    ("too few points for the approach", [S, "--approach", "2"], ["approach 2 needs", "3 distinct", "(2 sizes)"]),
+    ("wrong type option", [S, "--bootstrap", "many"], ["--bootstrap", "'many'", "whole number"]),
+    ("unwritable output", [S, "--approach", "3", "--bootstrap", "0", "--out", "{afile}/fit.json"],
+     ["--out", "afile/fit.json", "directory"]),
+]
+OPTIMAL = [
+    ("negative budget", ["--budget", "-1e21"], ["--budget", "'-1e21'", "finite number > 0"]),
+    ("zero budget", ["--budget", "0"], ["--budget", "'0'", "finite number > 0"]),
+    ("unknown law", ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"], ["no-such-fit.json", "chinchilla"]),
+    ("not a fit file", ["--law", "{negative_csv}", "--budget", "1e21"], ["negative.csv", "not valid JSON"]),
+    ("approach missing from the fit", ["--law", "{fit}", "--approach", "2", "--budget", "1e21"],
+     ["no approach 2 fit", "it has: 3"]),
+    ("unreachable target loss", ["--law", "chinchilla-parametric", "--target-loss", "1.0"], ["not reachable", "1.69"]),
+    ("negative token cap", ["--budget", "1e21", "--max-tokens", "-5e9"], ["--max-tokens", "'-5e9'"]),
+    ("level out of range", ["--law", "{fit}", "--budget", "1e21", "--level", "7"],
+     ["--level", "'7'", "between 0 and 1"]),
+]
+STATUS = [("not a sweep store", ["{empty}"], ["sweep.json", "no sweep plan"])]
+
+IN_PROCESS = ([("train", *c) for c in TRAIN] + [("sweep", *c) for c in SWEEP_CASES] + [("fit", *c) for c in FIT]
+              + [("optimal", *c) for c in OPTIMAL] + [("status", *c) for c in STATUS])
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A real store and the bad files made from it; returns the placeholders' values."""
+    workdir = tmp_path_factory.mktemp("bad-input")
+    store = copy_store(reference_store(tmp_path_factory), workdir / "store")
+    nan_store = copy_store(store, workdir / "nan-store")
+    record = sorted(nan_store.glob("runs/*/record.json"))[2]
+    record.write_text(json.dumps({**json.loads(record.read_text()), "val_loss": math.nan}))
+    failed_store = copy_store(store, workdir / "failed-store")
+    for record in failed_store.glob("runs/*/record.json"):
+        rec = json.loads(record.read_text())
+        record.write_text(json.dumps({**rec, "status": "failed", "reason": "diverged: training loss nan at step 3"}))
+    table = (store / "table.csv").read_text().splitlines()
+    header = table[0].split(",")
+    loss = header.index("val_loss")
+    rows = [line.split(",") for line in table[1:]]
+    rows[1][loss] = "-1.5"
+    (workdir / "negative.csv").write_text("\n".join(",".join(r) for r in [header, *rows]) + "\n")
+    (workdir / "no-loss.csv").write_text("\n".join(",".join(c for i, c in enumerate(r) if i != loss)
+                                                   for r in [header, *rows]) + "\n")
+    (workdir / "odd.bin").write_bytes(bytes(range(256)) * 3 + bytes(233))  # 1001 bytes: not whole uint16s
+    (workdir / "afile").write_text("a file where a directory is expected\n")
+    (workdir / "empty").mkdir()
+    assert run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--out", workdir / "fit.json").returncode == 0
+    shutil.rmtree(store / "hydra", ignore_errors=True)
+    return {"workdir": workdir, "store": store, "nan_store": nan_store, "failed_store": failed_store,
+            "negative_csv": workdir / "negative.csv", "no_loss_csv": workdir / "no-loss.csv",
+            "afile": workdir / "afile", "empty": workdir / "empty", "fit": workdir / "fit.json"}
+
+
+def fill(argv, files):
+    return [a.format(**files) for a in argv]
+
+
+@pytest.fixture
+def no_hydra(monkeypatch):
+    """In-process cases must fail before Hydra starts (a run would start in the test process)."""
+    import scaling.train_app
+
+    def reached():
+        raise AssertionError("bad input reached Hydra")
+    monkeypatch.setattr(scaling.train_app, "hydra_main", reached)
+
+
+def test_the_table_covers_every_verb_with_enough_cases():
+    verbs = {verb for verb, *_ in IN_PROCESS}
+    assert verbs >= {"train", "sweep", "fit", "optimal"} and len(IN_PROCESS) + len(SWEEPER_CASES) >= 25
+
+
+@pytest.mark.parametrize("verb, case, argv, names", IN_PROCESS, ids=[f"{c[0]}: {c[1]}" for c in IN_PROCESS])
+def test_bad_input_is_one_line_and_changes_nothing(capfd, files, no_hydra, verb, case, argv, names):
+    from scaling.cli import main
+
+    before = snapshot(files["workdir"])
+    code = main([verb, *fill(argv, files)])
+    out, err = capfd.readouterr()
+    assert code == 2, (out, err)
+    assert "Traceback" not in out + err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, err
+    for name in fill(names, files):
+        assert name in errors[0], (name, errors[0])
+    assert snapshot(files["workdir"]) == before, "bad input changed a file that was already written"
+
+
+@pytest.mark.parametrize("verb, case, argv, names", [("sweep", *c) for c in SWEEPER_CASES] + [
+    ("train", *TRAIN[5]), ("fit", *FIT[2]), ("optimal", *OPTIMAL[0]),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_bad_input_in_a_real_process(files, verb, case, argv, names):
+    before = snapshot(files["workdir"])
+    proc = run_cli(verb, *fill(argv, files), timeout=120)
+    assert_one_line_error(proc, *fill(names, files))
+    shutil.rmtree(files["store"] / "hydra", ignore_errors=True)  # Hydra's own log of the aborted sweep
+    assert snapshot(files["workdir"]) == before, "bad input changed a file that was already written"

@@ -1,0 +1,108 @@
+"""Kills and preemption: a sweep killed at random points (SIGKILL) or preempted (SIGTERM) and
+relaunched ends with exactly the runs and losses of an uninterrupted sweep; finished runs are never
+trained again, interrupted ones resume from their checkpoint.
+
+The test sweep (tests/sweeps/faults.yaml, 6 runs) is deterministic: one torch thread per run, so a
+resumed run reproduces the uninterrupted run's losses and curve bit for bit. About 110 s on an idle
+2-core machine (the reference sweep ~15 s, each killed-and-relaunched sweep ~25-35 s).
+"""
+import random
+import signal
+import time
+
+import pytest
+
+from faults_support import (HOOKS, RESUMED, RUN_STARTED, Launch, assert_same_results, checkpoint_steps, fault_env,
+                            outcome, record_bytes, records, reference_store, run_sweep, set_aside_files, wait_until)
+
+
+def kill_at_a_random_point(launch: Launch, store, rng: random.Random, first: bool) -> None:
+    """SIGKILL the launch's whole process group at a seeded point: the first kill just after some run
+    wrote a checkpoint (so a resume is always exercised), later ones after the k-th run of this
+    launch started, or at a random time from launch (planning, setup, evaluation, record writing)."""
+    mode = "checkpoint" if first else rng.choice(["run", "run", "time"])
+    if mode == "checkpoint":
+        reached = wait_until(lambda: any(store.glob("runs/*/ckpt.pt")), launch)
+        delay = rng.uniform(0.0, 0.4)
+    elif mode == "run":
+        k = rng.randint(1, 3)
+        reached = wait_until(lambda: len(RUN_STARTED.findall(launch.output)) >= k, launch)
+        delay = rng.uniform(0.0, 1.5)
+    else:
+        reached, delay = True, rng.uniform(1.0, 8.0)
+    if reached:
+        time.sleep(delay)
+    launch.signal_group(signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, launcher, kills", [(0, "basic", 3), (1, "joblib", 2)])
+def test_sigkill_at_random_points_then_relaunch_equals_an_uninterrupted_sweep(tmp_path, tmp_path_factory, seed,
+                                                                               launcher, kills):
+    """Seeded kill points (seeds 0 and 1); joblib runs two jobs at once, so a kill hits two runs."""
+    reference = reference_store(tmp_path_factory)
+    rng = random.Random(seed)
+    store = tmp_path / "store"
+    overrides = ["hydra/launcher=joblib"] if launcher == "joblib" else []
+    finished: dict[str, bytes] = {}  # records present after a kill: must never change again
+    resumes = 0
+    for attempt in range(kills + 1):
+        checkpoints = checkpoint_steps(store) if store.exists() else {}
+        launch = Launch(store, tmp_path / f"launch{attempt}.log", *overrides)
+        if attempt < kills:
+            kill_at_a_random_point(launch, store, rng, first=attempt == 0)
+            launch.wait(60)
+            assert launch.group_is_gone(), "a process of the killed sweep survived it"
+        else:
+            assert launch.wait() == 0, launch.output[-3000:]
+        output = launch.output
+        started = set(RUN_STARTED.findall(output))
+        # no finished run is trained again ...
+        assert not started & set(finished), output[-3000:]
+        # ... and an interrupted one resumes from the step of its checkpoint
+        resumed = dict(RESUMED.findall(output))
+        for run_id in started & set(checkpoints):
+            assert resumed.get(run_id) == str(checkpoints[run_id]), (run_id, checkpoints, output[-3000:])
+            resumes += 1
+        now = record_bytes(store)
+        assert {k: now[k] for k in finished} == finished, "a finished record was rewritten"
+        finished = now
+    assert resumes >= 1, "no kill left a checkpoint to resume from"
+    assert_same_results(store, reference)
+    assert not set_aside_files(store)
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_exits_143_and_the_relaunch_resumes_to_the_same_result(tmp_path, tmp_path_factory):
+    reference = reference_store(tmp_path_factory)
+    store = tmp_path / "store"
+    budget = "budget=4e10"  # the two largest runs of the sweep
+    launch = Launch(store, tmp_path / "preempted.log", budget)
+    assert wait_until(lambda: any(store.glob("runs/*/ckpt.pt")), launch), launch.output[-3000:]
+    launch.signal_group(signal.SIGTERM)  # as a cluster preempting the job
+    assert launch.wait(60) == 143, launch.output[-3000:]
+    preempted = launch.output
+    ((run_id, step),) = checkpoint_steps(store).items()
+    assert f"[{run_id}] preempted: SIGTERM at step {step}/" in preempted
+    assert "checkpoint saved" in preempted and "Traceback" not in preempted
+    assert not (store / "runs" / run_id / "record.json").exists()
+
+    resumed = run_sweep(store, tmp_path / "resumed.log", budget)
+    assert f"[{run_id}] resuming from checkpoint at step {step}/" in resumed
+    assert_same_results(store, reference, runs=2)
+
+
+@pytest.mark.slow
+def test_sigterm_during_the_last_step_records_the_run_then_exits_143(tmp_path, tmp_path_factory):
+    """The trainer checks SIGTERM after each step; at the last one it writes the record first (a
+    checkpoint there used to resume into a 'completed' record with a NaN loss). The hook in
+    tests/fault_hooks sends SIGTERM from inside the run when it logs its last step (65 of 65)."""
+    reference = reference_store(tmp_path_factory)
+    store = tmp_path / "store"
+    env = fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_SIGTERM_AT_STEP="65")
+    launch = Launch(store, tmp_path / "last-step.log", "budget=1e10", "model=d32", env=env)
+    assert launch.wait(120) == 143, launch.output[-3000:]
+    assert "SIGTERM arrived during the last step: the run is recorded" in launch.output
+    ((run_id, rec),) = records(store).items()
+    assert rec["steps"] == 65 and outcome(rec) == outcome(records(reference)[run_id])
+    assert not list(store.glob("runs/*/ckpt.pt"))

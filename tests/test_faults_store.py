@@ -1,0 +1,155 @@
+"""The results store under faults: diverging runs, corrupt and foreign files, two sweeps writing into
+one store at once. Every case ends with the store read back and compared with an uninterrupted
+sweep (tests/sweeps/faults.yaml). About 45 s on an idle 2-core machine, plus the reference sweep
+(~15 s) when this module runs alone.
+"""
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from conftest import assert_one_line_error, run_cli
+from faults_support import (RUN_COMPLETED, RUN_STARTED, SWEEP, Launch, assert_same_results, copy_store, outcome,
+                            records, reference_store, run_sweep, set_aside_files, snapshot)
+from scaling.store import read_store
+
+
+@pytest.mark.slow
+def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_left_out_of_fits(tmp_path,
+                                                                                                tmp_path_factory):
+    reference = reference_store(tmp_path_factory)
+    store = copy_store(reference, tmp_path / "store")
+    # three runs in this order: loss NaN at once (lr 1e30), loss exploding (lr 30), a sane one
+    proc = run_cli("sweep", SWEEP, f"store={store}", "budget=1e10", "model=d32", "optim.lr=1e30,30,0.003",
+                   timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    new = {k: r for k, r in records(store).items() if k not in records(reference)}
+    by_lr = {r["lr"]: r for r in new.values()}
+    assert sorted(by_lr) == [0.003, 30, 1e30]
+    nan_run, exploding, sane = by_lr[1e30], by_lr[30], by_lr[0.003]
+    assert nan_run["status"] == "failed" and re.fullmatch(r"diverged: training loss nan at step \d+", nan_run["reason"])
+    assert exploding["status"] == "failed"
+    assert re.fullmatch(r"diverged: smoothed training loss \S+ at step \d+ exceeds 2\.0x its start \(\S+\)",
+                        exploding["reason"])
+    for failed in (nan_run, exploding):  # stopped early: no curve point past the step it diverged at
+        assert all(p["step"] < failed["steps"] for p in failed["curve"])
+    # the sweep went on after them, and its summary names both failures with their reasons
+    started = RUN_STARTED.findall(proc.stdout)
+    assert started.index(sane["run_id"]) > max(started.index(nan_run["run_id"]), started.index(exploding["run_id"]))
+    assert sane["status"] == "completed"
+    assert f"{nan_run['run_id']} ({nan_run['reason']})" in proc.stdout
+    assert f"{exploding['run_id']} ({exploding['reason']})" in proc.stdout
+
+    # a diverged run is final: relaunching does not train it again
+    again = run_cli("sweep", SWEEP, f"store={store}", "budget=1e10", "model=d32", "optim.lr=1e30,30,0.003")
+    assert again.returncode == 0 and "3 already finished (skipped)" in again.stdout
+    assert not RUN_STARTED.findall(again.stdout)
+
+    # fits use the completed runs only, and say which were left out and why
+    fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json", timeout=120)
+    assert fit.returncode == 0, fit.stderr
+    assert json.loads(fit.stdout)["runs"] == 7  # the 6 reference runs and the sane one
+    (warning,) = [line for line in fit.stderr.splitlines() if "did not complete" in line]
+    assert "excluded 2 of 9 runs" in warning
+    for failed in (nan_run, exploding):
+        assert f"{failed['run_id']} (failed: {failed['reason']})" in warning
+
+
+def damage(store, reference_records):
+    """Damage a copy of the reference store in every way the store must survive; return what was done.
+
+    The five cheapest runs: a truncated record, a garbled one, an empty one, one of an older schema,
+    and a run interrupted with an unreadable checkpoint (and the temporary file of a checkpoint write
+    that a kill cut short). Plus a record from another corpus (a copy of
+    the sixth run under another id and fingerprint), a garbled sweep.json and table.csv."""
+    cheapest = sorted(reference_records, key=lambda k: reference_records[k]["flops_attention"])
+    truncated, garbled, empty, old_schema, bad_checkpoint = cheapest[:5]
+    runs = store / "runs"
+    text = (runs / truncated / "record.json").read_text()
+    (runs / truncated / "record.json").write_text(text[: len(text) // 2])
+    text = (runs / garbled / "record.json").read_text()
+    (runs / garbled / "record.json").write_text(text[:200] + "\x00\x13garbage}{" + text[230:])
+    (runs / empty / "record.json").write_text("")
+    old = dict(reference_records[old_schema], schema=0)
+    (runs / old_schema / "record.json").write_text(json.dumps(old))
+    (runs / bad_checkpoint / "record.json").unlink()
+    (runs / bad_checkpoint / "ckpt.pt").write_bytes(b"PK\x03\x04 not a checkpoint")
+    (runs / bad_checkpoint / ".ckpt.pt.k9x2q1.tmp").write_bytes(b"PK\x03\x04 half a checkpoint")  # killed mid-write
+    foreign_id = "f0f0f0f0f0f0"
+    foreign = dict(reference_records[cheapest[5]], run_id=foreign_id, corpus="text", corpus_fingerprint="0123456789ab")
+    (runs / foreign_id).mkdir()
+    (runs / foreign_id / "record.json").write_text(json.dumps(foreign))
+    (store / "sweep.json").write_text('{"sweep": "faults", "runs": [')
+    (store / "table.csv").write_bytes(b"\xff\xfe\x00garbage\n\x00\x01")
+    return {"truncated": truncated, "garbled": garbled, "empty": empty, "old_schema": old_schema,
+            "bad_checkpoint": bad_checkpoint, "foreign": foreign_id}
+
+
+@pytest.mark.slow
+def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_repairs_the_store(tmp_path,
+                                                                                                  tmp_path_factory):
+    reference = reference_store(tmp_path_factory)
+    store = copy_store(reference, tmp_path / "store")
+    want = records(reference)
+    hurt = damage(store, want)
+    runs = store / "runs"
+
+    # reading: each bad record is named by its path with the reason; every other record is read
+    table = read_store(store)
+    expected = {"truncated": "not valid JSON", "garbled": "not valid JSON", "empty": "empty file",
+                "old_schema": "schema 0 is not supported"}
+    assert len(table.problems) == len(expected)
+    for kind, reason in expected.items():
+        path = str(runs / hurt[kind] / "record.json")
+        assert any(p.startswith(path) and reason in p for p in table.problems), (kind, table.problems)
+    intact = set(want) - {hurt[k] for k in (*expected, "bad_checkpoint")}
+    assert set(table.runs["run_id"]) == intact | {hurt["foreign"]}
+
+    # fitting: the foreign corpus is refused in one line; pooled on request, the skipped files are
+    # warnings naming their paths (and two runs are too few to fit: one line again)
+    before = snapshot(store)
+    assert_one_line_error(run_cli("fit", store, "--bootstrap", "0"), "mixes runs from 2 corpora", "0123456789ab",
+                          "--allow-mixed-corpora")
+    pooled = run_cli("fit", store, "--bootstrap", "0", "--allow-mixed-corpora")
+    assert_one_line_error(pooled, "no approach could be fitted")
+    for kind in expected:
+        assert f"warning: skipped {runs / hurt[kind] / 'record.json'}" in pooled.stderr
+    assert_one_line_error(run_cli("fit", store / "table.csv"), str(store / "table.csv"))
+    assert_one_line_error(run_cli("status", store), str(store / "sweep.json"))
+    assert snapshot(store) == before, "reading a damaged store changed it"
+
+    # relaunching: damaged records are set aside (kept, not deleted) and their runs trained again; the
+    # unreadable checkpoint is set aside and its run starts over; the foreign record is left alone
+    output = run_sweep(store, tmp_path / "relaunch.log")
+    assert "4 to retry" in output and "1 to resume" in output
+    checkpoint = re.escape(str(runs / hurt["bad_checkpoint"] / "ckpt.pt"))
+    assert re.search(rf"\[{hurt['bad_checkpoint']}\] checkpoint {checkpoint} cannot be read \(.+\); "
+                     r"kept as ckpt\.pt\.corrupt-\d+T\d+, training from step 0", output)
+    kept = {p.parent.name: p for p in set_aside_files(store)}
+    assert sorted(kept) == sorted(hurt[k] for k in (*expected, "bad_checkpoint"))
+    for kind in expected:
+        assert kept[hurt[kind]].read_bytes() == before[f"runs/{hurt[kind]}/record.json"]
+    assert kept[hurt["bad_checkpoint"]].read_bytes() == b"PK\x03\x04 not a checkpoint"
+    assert not list(runs.glob("*/.*.tmp")), "a partial write was left behind"
+    assert (runs / hurt["foreign"] / "record.json").read_bytes() == before[f"runs/{hurt['foreign']}/record.json"]
+    repaired = records(store)
+    foreign = repaired.pop(hurt["foreign"])
+    assert foreign["corpus"] == "text"
+    for run_id, rec in want.items():
+        assert outcome(repaired[run_id]) == outcome(rec), run_id
+    assert json.loads((store / "sweep.json").read_text())["sweep"] == "faults"
+    assert read_store(store).problems == []
+
+
+@pytest.mark.slow
+def test_two_sweeps_writing_into_one_store_at_once_train_every_run_exactly_once(tmp_path, tmp_path_factory):
+    reference = reference_store(tmp_path_factory)
+    store = tmp_path / "store"
+    launches = [Launch(store, tmp_path / f"sweep{i}.log") for i in (1, 2)]
+    for launch in launches:
+        assert launch.wait() == 0, launch.output[-3000:]
+    trained = Counter(run_id for launch in launches for run_id in RUN_COMPLETED.findall(launch.output))
+    assert sorted(trained) == sorted(records(reference)) and set(trained.values()) == {1}, trained
+    assert_same_results(store, reference)
+    assert not set_aside_files(store)
