@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from conftest import assert_one_line_error, run_cli
-from faults_support import (RUN_COMPLETED, RUN_STARTED, SWEEP, Launch, assert_same_results, copy_store, outcome,
-                            records, reference_store, run_sweep, set_aside_files, snapshot)
+from faults_support import (HOOKS, RUN_COMPLETED, RUN_STARTED, SWEEP, Launch, assert_same_results, copy_store,
+                            fault_env, outcome, records, reference_store, run_sweep, set_aside_files, snapshot)
 from scaling.store import read_store
 
 
@@ -54,6 +54,27 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     assert "excluded 2 of 9 runs" in warning
     for failed in (nan_run, exploding):
         assert f"{failed['run_id']} (failed: {failed['reason']})" in warning
+
+
+@pytest.mark.slow
+def test_a_run_failing_with_an_error_is_recorded_and_a_relaunch_trains_it_again(tmp_path, tmp_path_factory):
+    """An error is not a divergence (out of memory, a bug, a lost file system): the run is recorded
+    failed with "error: ..."; a relaunch keeps that record aside and trains the run again. The
+    error is a MemoryError at step 30 of 65, raised by tests/fault_hooks."""
+    reference = reference_store(tmp_path_factory)
+    store = tmp_path / "store"
+    one_run = ("budget=1e10", "model=d32")
+    run_sweep(store, tmp_path / "first.log", *one_run,
+              env=fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_ERROR_AT_STEP="30"))
+    ((run_id, errored),) = records(store).items()
+    assert errored["status"] == "failed"
+    assert errored["reason"] == "error: MemoryError: simulated by tests/fault_hooks: out of memory at step 30"
+
+    output = run_sweep(store, tmp_path / "second.log", *one_run)
+    assert "1 to retry" in output and f"[{run_id}] C1e10-d32: previous record was errored; kept as " in output
+    (kept,) = set_aside_files(store)
+    assert kept.name.startswith("record.json.errored-") and json.loads(kept.read_text()) == errored
+    assert outcome(records(store)[run_id]) == outcome(records(reference)[run_id])
 
 
 def damage(store, reference_records):

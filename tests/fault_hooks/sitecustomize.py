@@ -8,6 +8,8 @@ PYTHONPATH and one of these variables set:
                                     to its tracker (`scaling.tracking.Tracker.log`, used when
                                     tracking=none): a preemption at an exact step
                                     (tests/test_faults_kill.py).
+  SCALING_FAULT_ERROR_AT_STEP=S     the same hook raises MemoryError at step S: a run failing with
+                                    an error, not a divergence (tests/test_faults_store.py).
 """
 import os
 import signal
@@ -27,13 +29,16 @@ if os.environ.get("SCALING_FAULT_WANDB") == "log":
 
     wandb_run.Run.log = _failing_log
 
-if os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP"):
+if os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP") or os.environ.get("SCALING_FAULT_ERROR_AT_STEP"):
     from scaling import tracking
 
-    _sigterm_step = int(os.environ["SCALING_FAULT_SIGTERM_AT_STEP"])
+    _sigterm_step = int(os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP") or -1)
+    _error_step = int(os.environ.get("SCALING_FAULT_ERROR_AT_STEP") or -1)
 
-    def _log_then_preempt(self, metrics, step):
+    def _log_with_faults(self, metrics, step):
         if step == _sigterm_step:
             os.kill(os.getpid(), signal.SIGTERM)
+        if step == _error_step:
+            raise MemoryError(f"simulated by tests/fault_hooks: out of memory at step {step}")
 
-    tracking.Tracker.log = _log_then_preempt
+    tracking.Tracker.log = _log_with_faults
