@@ -229,8 +229,12 @@ def _check_single_corpus(frame: pd.DataFrame, source: str, allow_mixed: bool, no
         return
     listing = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
     if not allow_mixed:
-        raise DataError(f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}); fit one corpus at "
-                        "a time, or pass --allow-mixed-corpora if they are meant to be pooled")
+        # name the runs outside the largest corpus: in a store, runs/<run_id>/record.json
+        others = _run_ids(frame)[frame[column].fillna("").astype(str) != counts.index[0]].tolist()
+        more = f" and {len(others) - MAX_LISTED} more" if len(others) > MAX_LISTED else ""
+        raise DataError(f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}; runs outside the "
+                        f"largest: {', '.join(others[:MAX_LISTED])}{more}); fit one corpus at a time, or pass "
+                        "--allow-mixed-corpora if they are meant to be pooled")
     notes.append(f"pooling runs from {len(counts)} corpora as asked ({column}: {listing})")
 
 

@@ -131,7 +131,7 @@ def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_r
     # warnings naming their paths (and two runs are too few to fit: one line again)
     before = snapshot(store)
     assert_one_line_error(run_cli("fit", store, "--bootstrap", "0"), "mixes runs from 2 corpora", "0123456789ab",
-                          "--allow-mixed-corpora")
+                          f"runs outside the largest: {hurt['foreign']}", "--allow-mixed-corpora")
     pooled = run_cli("fit", store, "--bootstrap", "0", "--allow-mixed-corpora")
     assert_one_line_error(pooled, "no approach could be fitted")
     for kind in expected:
