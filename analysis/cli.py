@@ -1,4 +1,4 @@
-"""The analysis verbs of `scaling`: ``fit`` and ``optimal`` (``plot`` and ``report`` live beside them).
+"""The analysis verbs of `scaling`: ``fit``, ``optimal``, ``plot`` and ``report``.
 
 Each ``*_main(argv) -> int`` parses its arguments and calls plain functions. Bad input raises
 `scaling.errors.UserError` (argument errors included), which `scaling.cli.main` prints as one line
@@ -94,12 +94,25 @@ def fit_parser() -> argparse.ArgumentParser:
     p.add_argument("--approach", choices=["1", "2", "3", "all"], default="all",
                    help="1: envelope of loss curves; 2: IsoFLOP parabolas; 3: parametric L(N, D); all (default): "
                    "each the data supports")
-    p.add_argument("--bootstrap", type=_count, default=1000, metavar="K", help="bootstrap resamples (default 1000; 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    p.add_argument("--level", type=_level, default=0.95, help="confidence level of the intervals (default 0.95)")
+    add_fit_options(p, default_resamples=1000)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--out", metavar="FIT.json", help="save the full fit (points, residuals, bootstrap samples) for "
                    "`scaling optimal --law FIT.json`, plots and reports")
+    add_table_options(p)
+    return p
+
+
+def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
+    """--bootstrap, --seed, --level, --bins-per-decade: how `fit`, `plot` and `report` fit."""
+    p.add_argument("--bootstrap", type=_count, default=default_resamples, metavar="K",
+                   help=f"bootstrap resamples (default {default_resamples}; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--level", type=_level, default=0.95, help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--bins-per-decade", type=_count, default=10, help="compute bins per decade for approach 1 (default 10)")
+
+
+def add_table_options(p: argparse.ArgumentParser) -> None:
+    """The column mapping of a source of runs (see `column_map`), shared by `fit`, `plot` and `report`."""
     p.add_argument("--n-column", help="column holding N (default: params, else N, n, ...)")
     p.add_argument("--d-column", help="column holding D, tokens (default: tokens, else D, ...); D = C/(6N) if absent")
     p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
@@ -107,8 +120,12 @@ def fit_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-kind", choices=["total", "non_embedding"], default="total",
                    help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)")
     p.add_argument("--allow-mixed-corpora", action="store_true", help="pool runs trained on different corpora")
-    p.add_argument("--bins-per-decade", type=_count, default=10, help="compute bins per decade for approach 1 (default 10)")
-    return p
+
+
+def column_map(args: argparse.Namespace):
+    from analysis.table import ColumnMap
+
+    return ColumnMap(n=args.n_column, d=args.d_column, c=args.c_column, loss=args.loss_column, n_kind=args.n_kind)
 
 
 def fit_main(argv: list[str]) -> int:
@@ -119,10 +136,9 @@ def fit_main(argv: list[str]) -> int:
         raise UserError(f"--out {args.out!r}: directory {str(Path(args.out).parent)!r} does not exist")
     # scipy and pandas are imported once the arguments are known to be good
     from analysis.fit import fit_all
-    from analysis.table import ColumnMap, load_runs
+    from analysis.table import load_runs
 
-    columns = ColumnMap(n=args.n_column, d=args.d_column, c=args.c_column, loss=args.loss_column, n_kind=args.n_kind)
-    table = load_runs(args.source, columns, allow_mixed_corpora=args.allow_mixed_corpora)
+    table = load_runs(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
     _tell(table.warnings, "warning")
     approaches = (1, 2, 3) if args.approach == "all" else (int(args.approach),)
     report = fit_all(table, approaches, resamples=args.bootstrap, seed=args.seed, level=args.level,
@@ -198,8 +214,9 @@ def _render_parametric(fit) -> list[str]:
     lines += _rows(fit, [("E", "E"), ("A", "A"), ("B", "B"), ("alpha", "alpha"), ("beta", "beta"),
                          ("a", "a   (N_opt ~ C^a)"), ("b", "b   (D_opt ~ C^b)"), ("G", "G")])
     state = "converged" if c["converged"] else "NOT converged"
-    lines.append(f"  optimizer: {state} ({c['optimizer']}; {c['starts_agreeing']} of {c['refined_starts']} best grid "
-                 f"starts reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; objective {fit.objective:.6g})")
+    lines.append(f"  optimizer: {state} ({c['optimizer']}; {c['starts_agreeing']} of {c['refined_starts']} starts "
+                 f"reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; objective {fit.objective:.6g})")
+    lines += [f"  {key}: {c[key]}" for key in ("warning", "note") if key in c]
     lines.append(_render_bootstrap(fit.bootstrap))
     lines.append(_render_validation(fit.validation, "loss"))
     return lines
@@ -326,3 +343,134 @@ def render_allocation(a) -> str:
         lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")
     lines += [f"  note: {note}" for note in a.notes]
     return "\n".join(lines)
+
+
+# ================================================================= scaling plot / scaling report
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def _formats(text: str) -> list[str]:
+    formats = [f.strip().lower() for f in text.split(",") if f.strip()]
+    bad = [f for f in formats if f not in FIGURE_FORMATS]
+    if bad or not formats:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a comma-separated list of {', '.join(FIGURE_FORMATS)}")
+    return list(dict.fromkeys(formats))
+
+
+def _source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="a sweep's results store directory, a .csv/.parquet table of runs, or "
+                   "wandb:ENTITY/PROJECT (online)")
+    p.add_argument("--fit", metavar="FIT.json", help="use this saved fit (`scaling fit --out FIT.json`) instead of "
+                   "fitting again")
+    add_fit_options(p, default_resamples=200)
+    add_table_options(p)
+
+
+def plot_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="scaling plot", description="Write the log-log figures of a sweep or table of runs: loss against "
+                "compute, IsoFLOP profiles, compute-optimal N and D, the fitted L(N, D), residuals, training curves.")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for the figures (created if missing)")
+    p.add_argument("--format", type=_formats, default=["png"], metavar="FORMATS",
+                   help="comma-separated, from png, svg, pdf (default png)")
+    _source_options(p)
+    return p
+
+
+def report_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="scaling report", description="Write one self-contained HTML report of a sweep (figures embedded, "
+                "no network needed to view it) and its Markdown twin (NAME.md, figures in NAME-figures/).")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the report (its directory is created if missing)")
+    _source_options(p)
+    return p
+
+
+def check_output_dir(directory: Path, option: str) -> None:
+    """A directory we may create or write into: the nearest existing ancestor must be a writable
+    directory (nothing is created here: bad input must leave no trace)."""
+    import os
+
+    path = directory.absolute()
+    while not path.exists():
+        path = path.parent
+    if not path.is_dir():
+        raise UserError(f"{option}: {str(path)!r} is a file, not a directory; give a directory path")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"{option}: directory {str(path)!r} is not writable; give a directory you can write to")
+
+
+def _source_and_fit(args: argparse.Namespace, verb: str):
+    """(Source, FitReport or None, how it was fitted, warnings about the fit) for `plot` and `report`."""
+    from analysis.fit import fit_all
+    from analysis.report import fit_matches_source, read_source
+    from scaling.errors import DataError
+
+    source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
+    _tell(source.table.warnings, "warning")
+    if args.fit:
+        fit = FitReport.load(args.fit)
+        problems = fit_matches_source(fit, source.table, args.fit)
+        boot = next((f.bootstrap for f in fit.fits if f.bootstrap), None)
+        how = f"loaded from {args.fit} (a fit of {fit.source}, {fit.runs} runs; " + (
+            f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)")
+        return source, fit, how, problems
+    how = (f"fitted by `scaling {verb}`: approaches 1-3, {args.bootstrap} bootstrap resamples (seed {args.seed}), "
+           f"{args.level:.0%} intervals")
+    try:
+        fit = fit_all(source.table, (1, 2, 3), resamples=args.bootstrap, seed=args.seed, level=args.level,
+                      bins_per_decade=args.bins_per_decade)
+    except DataError as err:
+        return source, None, how, [str(err)]
+    return source, fit, how, []
+
+
+def _figures(source, fit) -> tuple[dict, dict[str, str]]:
+    from analysis.plots import make_figures
+
+    figures, missing = make_figures(source.table, fit)
+    _tell([f"not drawn: {name}: {why}" for name, why in missing.items()], "note")
+    if not figures:
+        raise UserError(f"nothing to plot from {source.table.source!r}: " + "; ".join(missing.values()))
+    return figures, missing
+
+
+def plot_main(argv: list[str]) -> int:
+    args = _parse(plot_parser(), argv)
+    if isinstance(args, int):
+        return args
+    out = Path(args.out)
+    check_output_dir(out, f"--out {args.out!r}")
+    from analysis.plots import figure_bytes
+    from analysis.report import write_readable
+
+    source, fit, _how, problems = _source_and_fit(args, "plot")
+    _tell(problems, "warning")
+    figures, _missing = _figures(source, fit)
+    rendered = {out / f"{name}.{fmt}": figure_bytes(fig, fmt) for name, fig in figures.items() for fmt in args.format}
+    for path, data in rendered.items():
+        write_readable(path, data)
+        print(path)
+    return 0
+
+
+def report_main(argv: list[str]) -> int:
+    args = _parse(report_parser(), argv)
+    if isinstance(args, int):
+        return args
+    out = Path(args.out)
+    if out.is_dir():
+        raise UserError(f"--out {args.out!r} is a directory; give an .html file name, e.g. {str(out / 'report.html')!r}")
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"--out {args.out!r}: give an .html file name (the Markdown twin is written beside it as .md)")
+    check_output_dir(out.parent, f"--out {args.out!r}")
+    from analysis.plots import figure_bytes
+    from analysis.report import report_blocks, write_report
+
+    source, fit, how, problems = _source_and_fit(args, "report")
+    _tell(problems, "warning")
+    figures, missing = _figures(source, fit)
+    pngs = {name: figure_bytes(fig, "png") for name, fig in figures.items()}
+    blocks = report_blocks(source, fit, pngs, missing, how_fitted=how, fit_problems=problems)
+    written = write_report(out, blocks, pngs)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(pngs)} figures embedded) and {written[-2]} "
+          f"(figures in {written[0].parent}/)")
+    return 0
