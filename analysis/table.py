@@ -311,11 +311,14 @@ def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, note
     merged = curves.merge(runs[["run_id", "N"]], on="run_id", how="inner")
     tokens = pd.to_numeric(merged["tokens"], errors="coerce").to_numpy(dtype=float)
     loss = pd.to_numeric(merged[column], errors="coerce").to_numpy(dtype=float)
-    usable = np.isfinite(tokens) & (tokens > 0) & np.isfinite(loss) & (loss > 0)
+    measured = ~np.isnan(loss)  # a curve row without this loss is a step where it was not evaluated
+    usable = measured & np.isfinite(tokens) & (tokens > 0) & np.isfinite(loss) & (loss > 0)
     if not usable.any():
         return None
-    if (~usable).sum():
-        notes.append(f"curves: {(~usable).sum()} points without a finite positive {column!r} or tokens were skipped")
+    if (measured & ~usable).any():
+        notes.append(f"curves: skipped {(measured & ~usable).sum()} points whose {column!r} or tokens are not finite "
+                     "positive numbers")
+    notes.append(f"curves: {usable.sum()} points of {column!r} from {merged.loc[usable, 'run_id'].nunique()} runs")
     n = merged["N"].to_numpy(dtype=float)[usable]
     return pd.DataFrame({"run_id": merged["run_id"].to_numpy()[usable], "N": n,
                          "C": 6.0 * n * tokens[usable], "loss": loss[usable]})
