@@ -31,6 +31,14 @@ test: $(STAMP)
 	@if [ -n "$$CI" ] && [ "$$(id -u)" = 0 ]; then bash scripts/slurm-up.sh; fi
 	$(PY) -m pytest -q
 
+# Benchmarks (not run by the tests; meaningful on a quiet machine): matmul peak, trainer MFU against
+# the textbook model, the quick sweep against its ideal, the approach-3 fit against the exhaustive grid.
+bench: $(STAMP)
+	$(PY) bench/bench_peak.py
+	$(PY) bench/bench_trainer.py
+	$(PY) bench/bench_sweep.py
+	$(PY) bench/bench_fit.py
+
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.
 slurm:
 	bash scripts/slurm-up.sh
