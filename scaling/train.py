@@ -103,6 +103,19 @@ def load_checkpoint(paths: RunPaths, run_id: str, device: torch.device, log) -> 
     return ckpt
 
 
+def exit_preempted():
+    """Exit with status 143 (128 + SIGTERM) after a preemption. In a launcher's worker process (joblib's
+    loky workers) SystemExit would only end the task, and the worker would start the sweep's next run
+    and outlive the sweep; so a worker process ends itself."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(143)
+    raise SystemExit(143)
+
+
 class Diverged(Exception):
     pass
 
@@ -285,7 +298,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     except Preempted as err:
         log(f"[{plan.run_id}] preempted: {err}")
         tracker.finish(failed=True)
-        raise SystemExit(143)
+        exit_preempted()
     except Exception as err:  # an error (out of memory, a bug): recorded, retried on relaunch
         import traceback
         traceback.print_exc()
@@ -324,7 +337,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s")
     if preempt["flag"]:
         log(f"[{plan.run_id}] SIGTERM arrived during the last step: the run is recorded; exiting for the preemption")
-        raise SystemExit(143)
+        exit_preempted()
     return record
 
 

@@ -20,6 +20,7 @@ HOOKS = ROOT / "tests" / "fault_hooks"  # sitecustomize.py: wandb and SIGTERM fa
 RUN_STARTED = re.compile(r"^\[([0-9a-f]{12})\] C\S+: N=", re.M)
 RUN_COMPLETED = re.compile(r"^\[([0-9a-f]{12})\] completed: val loss", re.M)
 RESUMED = re.compile(r"^\[([0-9a-f]{12})\] resuming from checkpoint at step (\d+)/", re.M)
+PREEMPTED = re.compile(r"^\[([0-9a-f]{12})\] preempted: SIGTERM at step (\d+)/\d+; checkpoint saved", re.M)
 
 # What a deterministic run must reproduce exactly, whether or not it was interrupted.
 OUTCOME_KEYS = ("status", "reason", "val_loss", "val_bpb", "train_loss", "steps", "tokens", "flops", "params",
@@ -155,6 +156,7 @@ def checkpoint_steps(store: Path) -> dict[str, int]:
     return {p.parent.name: torch.load(p, weights_only=False)["step"] for p in Path(store).glob("runs/*/ckpt.pt")}
 
 
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative path -> bytes): to check that nothing written was changed."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(Path(root).rglob("*")) if p.is_file()}
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file and directory under ``root`` (relative path -> bytes, None for a directory): to check
+    that nothing written was changed and nothing was added."""
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(Path(root).rglob("*"))}
