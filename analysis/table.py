@@ -157,7 +157,7 @@ def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = Colu
     run_ids = _run_ids(frame)  # rows keep their position in the source (row k = index k - 1)
     frame = _drop_incomplete(frame, run_ids, warnings)
     run_ids = run_ids[frame.index]
-    _check_single_corpus(frame, source, allow_mixed_corpora, notes)
+    _check_single_corpus(frame, run_ids, source, allow_mixed_corpora, notes)
 
     n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
     loss_col = _pick_column(frame, "loss", columns.loss, source)
@@ -219,7 +219,8 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     return kept
 
 
-def _check_single_corpus(frame: pd.DataFrame, source: str, allow_mixed: bool, notes: list[str]) -> None:
+def _check_single_corpus(frame: pd.DataFrame, run_ids: pd.Series, source: str, allow_mixed: bool,
+                         notes: list[str]) -> None:
     column = next((c for c in ("corpus_fingerprint", "corpus") if c in frame.columns), None)
     if column is None:
         return
@@ -230,7 +231,7 @@ def _check_single_corpus(frame: pd.DataFrame, source: str, allow_mixed: bool, no
     listing = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
     if not allow_mixed:
         # name the runs outside the largest corpus: in a store, runs/<run_id>/record.json
-        others = _run_ids(frame)[frame[column].fillna("").astype(str) != counts.index[0]].tolist()
+        others = run_ids[frame[column].fillna("").astype(str) != counts.index[0]].tolist()
         more = f" and {len(others) - MAX_LISTED} more" if len(others) > MAX_LISTED else ""
         raise DataError(f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}; runs outside the "
                         f"largest: {', '.join(others[:MAX_LISTED])}{more}); fit one corpus at a time, or pass "
