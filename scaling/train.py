@@ -228,6 +228,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
 
     group = cfg.sweep or "single"
     tracker = start_tracker(cfg.tracking, name=plan.run_name, group=group, run_id=f"{group}-{plan.run_id}",
+                            tags=[cfg.sweep, plan.budget_label, plan.shape.name],
                             config={**OmegaConf.to_container(cfg, resolve=True), "run_id": plan.run_id,
                                     "params": plan.params, "params_non_embedding": plan.params_non_embedding,
                                     "tokens": plan.tokens, "flops": plan.flops},

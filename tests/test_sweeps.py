@@ -1,0 +1,293 @@
+"""Sweeps end to end, through the real `scaling` CLI (each test in its own temporary store).
+
+- every file in sweeps/ composes and runs in a tiny mode (budgets, shapes and train settings
+  overridden to seconds of work), its records landing in the store with D = C / (6N);
+- the planned (dry-run) grids of the real sweep files keep the promises in their headers;
+- the plain-Hydra forms (`scaling train --multirun --config-name NAME`, `scaling sweep NAME --cfg job`);
+- combinations that make no sense are dropped before launch, each listed with its reason; bad sweep
+  settings are one `error:` line and exit 2, with nothing written;
+- launchers: joblib with 2 workers gives the basic launcher's records (same run ids, same losses up to
+  float tolerance), single-threaded and faster; submitit_local never runs more jobs than cores;
+- tracking on: one offline wandb run per run dir, grouped by sweep, tagged with sweep, budget, shape and
+  the user's tags; `scaling sync` without a login is one line; `scaling status` on a finished sweep.
+
+About 2 minutes on an idle 2-core machine (the joblib comparison ~25 s, submitit_local ~15 s, each
+tiny-mode sweep 5-8 s, each dry run or error case 2-4 s).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import ROOT, assert_one_line_error, run_cli
+from hydra_plugins.scaling_sweeper.scaling_sweeper import concurrency, launch_chunk_size
+from scaling.train_app import compose_config
+
+SWEEP_NAMES = sorted(p.stem for p in (ROOT / "sweeps").glob("*.yaml"))
+CORES = len(os.sched_getaffinity(0))
+
+# Tiny mode: d32 at seq_len 32 has N = 21,984 parameters (vocab 256); 2 x 32 = 64 tokens per step, so
+# budget 2e8 buys 24 steps and 4e8 buys 47: well under a second of training each. At these budgets
+# D/N is ~0.1, so the sweep files' tokens-per-parameter windows are opened too.
+TINY_TRAIN = ["train.seq_len=32", "train.batch_size=2", "train.min_steps=10", "train.eval_tokens=256",
+              "train.evals=1", "train.log_points=4", "train.compile=false", "train.checkpoint_interval_s=0",
+              "hydra.sweeper.tokens_per_param=[0,1e9]"]
+TINY = ["budget=2e8,4e8", "model=d32", *TINY_TRAIN, "tracking=none"]
+
+
+def nothing_written(store: Path) -> bool:
+    """No plan, no run: the store is absent or an empty directory (the CLI checks it is writable)."""
+    return not store.exists() or not any(store.iterdir())
+
+
+def records(store: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(store.glob("runs/*/record.json"))]
+
+
+def manifest(store: Path, filename: str = "sweep.json") -> dict:
+    return json.loads((store / filename).read_text())
+
+
+def sweep(*args, store: Path, check: bool = True, env: dict | None = None):
+    return run_cli("sweep", *args, f"store={store}", cwd=store.parent, check=check, env=env)
+
+
+@pytest.fixture(scope="module")
+def tiny_corpora(tmp_path_factory) -> dict[str, Path]:
+    """Small inputs for sweeps whose corpus is the user's: a nanoGPT-format directory (uint16
+    train.bin / val.bin, byte-valued ids) and a text file, both cut from this repository's source."""
+    root = tmp_path_factory.mktemp("corpora")
+    text = b"".join(p.read_bytes() for p in sorted((ROOT / "scaling").glob("*.py")))
+    ids = np.frombuffer(text, dtype=np.uint8).astype(np.uint16)
+    (root / "bin").mkdir()
+    ids[:60_000].tofile(root / "bin" / "train.bin")
+    ids[60_000:70_000].tofile(root / "bin" / "val.bin")
+    (root / "corpus.txt").write_bytes(text)
+    return {"bin": root / "bin", "text": root / "corpus.txt"}
+
+
+def user_inputs(name: str, corpora: dict[str, Path]) -> list[str]:
+    """Overrides that supply what a sweep file leaves to its user (data.path for data=bin or text)."""
+    data = compose_config([], config_name=name).data
+    if data.source not in ("bin", "text") or not OmegaConf.is_missing(data, "path"):
+        return []
+    return [f"data.path={corpora[data.source]}"] + (["data.vocab_size=256"] if data.source == "bin" else [])
+
+
+# ---------------------------------------------------------------- every sweep file, tiny mode
+@pytest.mark.parametrize("name", SWEEP_NAMES)
+def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
+    store = tmp_path / "store"
+    cfg = compose_config([], config_name=name, with_hydra=True)
+    assert cfg.hydra.sweeper._target_.endswith("ScalingSweeper"), f"{name}: not a scaling sweep"
+    assert cfg.sweep == name, f"sweeps/{name}.yaml sets sweep: {cfg.sweep!r}; its store and wandb group take that name"
+
+    sweep(name, *TINY, *user_inputs(name, tiny_corpora), store=store)
+    recs = records(store)
+    assert sorted(r["budget_flops"] for r in recs) == [2e8, 4e8]
+    for r in recs:
+        assert r["status"] == "completed" and r["sweep"] == name and r["shape"] == "d32"
+        # D = C / (6 N), rounded to whole optimizer steps; the recorded C is 6·N·D of the tokens trained
+        tokens_per_step = r["batch_size"] * r["seq_len"]
+        assert abs(r["tokens"] - r["budget_flops"] / (6 * r["params"])) <= tokens_per_step / 2
+        assert r["flops"] == pytest.approx(6 * r["params"] * r["tokens"])
+    table = pd.read_csv(store / "table.csv")
+    assert sorted(table.run_id) == sorted(r["run_id"] for r in recs)
+    assert len(manifest(store)["runs"]) == 2 and manifest(store)["dropped"] == []
+
+
+# ---------------------------------------------------------------- the real grids (planned, not trained)
+def planned(name: str, store: Path, *extra: str) -> pd.DataFrame:
+    proc = sweep(name, "hydra.sweeper.dry_run=true", *extra, store=store)
+    assert "nothing launched" in proc.stdout and not (store / "runs").exists() and not (store / "sweep.json").exists()
+    runs = pd.DataFrame(manifest(store, "sweep.dry-run.json")["runs"])
+    assert (runs.flops == 6 * runs.params * runs.tokens).all()             # C = 6·N·D, always
+    assert np.allclose(runs.flops, runs.budget_flops, rtol=0.01)            # D = C/(6N) up to whole steps
+    return runs
+
+
+def budgets_and_shapes(runs: pd.DataFrame) -> tuple[list[float], int]:
+    budgets = sorted(runs.budget_flops.unique())
+    return budgets, runs.groupby("budget_flops").shape.nunique().min()
+
+
+def test_quick_plans_15_runs_over_a_decade(tmp_path):
+    runs = planned("quick", tmp_path / "store")
+    budgets, fewest_shapes = budgets_and_shapes(runs)
+    assert len(runs) >= 15 and len(budgets) >= 3 and budgets[-1] / budgets[0] >= 10 and fewest_shapes >= 5
+
+
+def test_default_plans_4_budgets_over_30x_within_the_corpus(tmp_path):
+    runs = planned("default", tmp_path / "store")
+    budgets, fewest_shapes = budgets_and_shapes(runs)
+    assert len(budgets) >= 4 and budgets[-1] / budgets[0] >= 30 and fewest_shapes >= 5
+    assert manifest(tmp_path / "store", "sweep.dry-run.json")["dropped"] == [], "every run fits the corpus once"
+
+
+def test_gpu_plans_1e15_to_1e18_with_shapes_up_to_about_1e8(tmp_path, tiny_corpora):
+    # The real vocabulary (50,304) sets the parameter counts; the tiny corpus is repeated so that the
+    # plan is complete (a real run needs the user's corpus, see the next test).
+    runs = planned("gpu", tmp_path / "store", f"data.path={tiny_corpora['bin']}", "train.allow_repeat=true")
+    budgets, fewest_shapes = budgets_and_shapes(runs)
+    assert budgets[0] == 1e15 and budgets[-1] == 1e18 and fewest_shapes >= 4
+    assert 5e7 < runs.params.max() < 1.5e8
+    assert (runs.tokens / runs.params).between(1, 300).all()
+
+
+def test_gpu_sweep_on_a_small_corpus_drops_every_run_with_its_reason(tmp_path, tiny_corpora):
+    proc = sweep("gpu", f"data.path={tiny_corpora['bin']}", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "all 21 combinations were dropped")
+    dropped = [line for line in proc.stderr.splitlines() if line.startswith("  dropped ")]
+    assert len(dropped) == 21 and all("tokens but the corpus's training split holds 60,000" in d for d in dropped)
+    assert nothing_written(tmp_path / "store")
+
+
+# ---------------------------------------------------------------- plain Hydra forms
+def test_plain_hydra_multirun_of_a_sweep_file_drops_and_lists_what_makes_no_sense(tmp_path):
+    # d48 at seq_len 32 has N = 70,464: budget 2e8 buys it 7 steps, fewer than train.min_steps = 10
+    store = tmp_path / "store"
+    proc = run_cli("train", "--multirun", "--config-name", "quick", f"store={store}", "budget=2e8", "model=d32,d48",
+                   *TINY_TRAIN, "tracking=none", cwd=tmp_path, check=True)
+    assert "1 runs planned" in proc.stdout and "1 dropped" in proc.stdout
+    assert "dropped budget=2e+08 model=d48" in proc.stdout and "only 7 optimizer steps" in proc.stdout
+    (dropped,) = manifest(store)["dropped"]
+    assert dropped["overrides"][:2] == ["budget=2e+08", "model=d48"] and "train.min_steps is 10" in dropped["reason"]
+    (rec,) = records(store)
+    assert rec["sweep"] == "quick" and rec["shape"] == "d32" and rec["status"] == "completed"
+
+
+def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
+    store = tmp_path / "store"
+    job = OmegaConf.create(sweep("quick", "--cfg", "job", store=store).stdout)
+    assert job.sweep == "quick" and job.train.batch_size == 8 and job.store == str(store)
+    hydra = OmegaConf.create(sweep("quick", "--cfg", "hydra", store=store).stdout).hydra
+    assert hydra.sweeper._target_.endswith("ScalingSweeper") and len(hydra.sweeper.grid) == 3
+    assert not store.exists()
+    proc = run_cli("train", "--multirun", "--config-name", "quick", "--cfg", "job", cwd=tmp_path)
+    assert_one_line_error(proc, "--cfg", "--multirun")
+
+
+@pytest.mark.parametrize("args, names", [
+    (["hydra.sweeper.budgets=[abc]"], ["hydra.sweeper.budgets", "abc"]),
+    (["hydra.sweeper.budgets=[-1e12]"], ["hydra.sweeper.budgets", "-1000000000000.0", "positive"]),
+    (["hydra.sweeper.models=[d33]"], ["model/d33", "d32"]),
+    (["hydra.sweeper.tokens_per_param=[5,1]"], ["hydra.sweeper.tokens_per_param", "[5.0, 1.0]"]),
+    (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
+    (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
+])
+def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names):
+    store = tmp_path / "store"
+    assert_one_line_error(sweep("tiny", *args, store=store, check=False), *names)
+    assert nothing_written(store)
+
+
+def test_unknown_sweep_name_lists_the_sweep_files(tmp_path):
+    assert_one_line_error(run_cli("sweep", "nosuch", cwd=tmp_path), "nosuch", *SWEEP_NAMES)
+
+
+# ---------------------------------------------------------------- launchers
+def test_launch_pacing_never_oversubscribes_the_cores():
+    joblib = OmegaConf.create({"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+                               "n_jobs": -1})
+    local = OmegaConf.create({"_target_": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"})
+    basic = OmegaConf.create({"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"})
+    assert concurrency(joblib, 10) == CORES and concurrency(joblib, 1) == 1
+    assert concurrency(OmegaConf.merge(joblib, {"n_jobs": -2}), 10) == max(1, CORES - 1)
+    assert concurrency(local, 10) == CORES and launch_chunk_size(local, CORES, None) == CORES
+    assert concurrency(basic, 10) == 1 and launch_chunk_size(basic, 1, None) >= 10
+
+
+# 4 runs (d32, d48 at 2e10 and 4e10 FLOPs), each a few seconds: long enough for two single-threaded
+# workers to beat one two-threaded process plus the workers' start-up (small matmuls gain little from a
+# second thread; PITFALLS.md: two 1-thread jobs beat one 2-thread job on this CPU).
+JOBLIB_SWEEP = ["hydra.sweeper.budgets=[2e10,4e10]", "hydra.sweeper.models=[d32,d48]",
+                "hydra.sweeper.tokens_per_param=[0.5,20000]", "train.seq_len=64", "train.batch_size=8",
+                "train.min_steps=20", "train.eval_tokens=2048", "train.evals=1", "train.checkpoint_interval_s=0"]
+
+
+@pytest.mark.skipif(CORES < 2, reason="needs 2 cores for 2 workers")
+def test_joblib_gives_the_basic_launchers_records_single_threaded_and_faster(tmp_path):
+    walls = {}
+    for launcher in ("basic", "joblib"):
+        t0 = time.perf_counter()
+        sweep("tiny", *JOBLIB_SWEEP, f"hydra/launcher={launcher}", *(["hydra.launcher.n_jobs=2"] * (launcher == "joblib")),
+              store=tmp_path / launcher)
+        walls[launcher] = time.perf_counter() - t0
+    basic = {r["run_id"]: r for r in records(tmp_path / "basic")}
+    joblib = {r["run_id"]: r for r in records(tmp_path / "joblib")}
+    print(f"tiny sweep, 4 runs: basic launcher {walls['basic']:.1f} s, joblib (2 workers) {walls['joblib']:.1f} s")
+    assert len(basic) == 4 and basic.keys() == joblib.keys()
+    for run_id, rec in joblib.items():
+        assert rec["threads"] == 1 and rec["config"]["train"]["concurrent_runs"] == 2
+        assert basic[run_id]["threads"] == CORES
+        assert rec["val_loss"] == pytest.approx(basic[run_id]["val_loss"], rel=1e-3)  # thread counts change sums' order
+    assert walls["joblib"] < walls["basic"]
+
+
+def overlap(recs: list[dict]) -> int:
+    """Most runs training at one moment, from the records' start and finish times (whole seconds)."""
+    spans = [(pd.Timestamp(r["started_at"]), pd.Timestamp(r["finished_at"])) for r in recs]
+    return max(sum(s <= t < e for s, e in spans) for t, _ in spans)
+
+
+def test_submitit_local_runs_at_most_one_job_per_core(tmp_path):
+    # three runs of a few seconds on 2 cores: submitit_local alone would start all three at once
+    store = tmp_path / "store"
+    n = CORES + 1
+    budgets = ",".join(f"{1e10 * (1 + i / 4):g}" for i in range(n))
+    sweep("tiny", f"budget={budgets}", "model=d32", *JOBLIB_SWEEP[2:], "hydra/launcher=submitit_local", store=store)
+    recs = records(store)
+    assert len(recs) == n and all(r["status"] == "completed" for r in recs)
+    assert all(r["threads"] == 1 and r["config"]["train"]["concurrent_runs"] == CORES for r in recs)
+    assert overlap(recs) <= CORES
+    assert list(store.glob("hydra/*/.submitit/*")), "the jobs ran through submitit"
+
+
+# ---------------------------------------------------------------- tracking, status, sync
+def inspect_wandb_run(run_dir: Path) -> list[dict]:
+    """The records of an offline wandb run, through wandb's own CLI (there is no Python reader)."""
+    wandb_cli = Path(sys.executable).with_name("wandb")
+    out = subprocess.run([str(wandb_cli), "leet", "inspect", "--json", str(run_dir)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def test_tracking_on_writes_tagged_offline_runs_and_sync_needs_a_login(tmp_path):
+    store, home = tmp_path / "store", tmp_path / "home"
+    home.mkdir()
+    no_login = {"HOME": str(home), "WANDB_API_KEY": "", "WANDB_MODE": "offline"}
+    sweep("tiny", "budget=2e8,4e8", "model=d32", *TINY_TRAIN, "tracking=wandb", "tracking.tags=[mine]",
+          store=store, env=no_login)
+    for rec in records(store):
+        (run_dir,) = (store / "runs" / rec["run_id"] / "wandb" / "wandb").glob("offline-run-*")
+        assert list(run_dir.glob("run-*.wandb"))
+        wandb_records = inspect_wandb_run(run_dir)
+        (run,) = [r["run"] for r in wandb_records if r["type"] == "run"]
+        budget = f"C{rec['budget_flops']:.3g}".replace("e+", "e")
+        assert run["run_group"] == "tiny" and run["display_name"] == f"{budget}-d32"
+        assert run["tags"] == ["tiny", budget, "d32", "mine"]
+        assert run["config"]["update"]["run_id"] == rec["run_id"] and run["config"]["update"]["sweep"] == "tiny"
+        summary = {k: v for r in wandb_records if r["type"] == "summary" for k, v in r["summary"]["update"].items()}
+        assert summary["val_loss"] == pytest.approx(rec["val_loss"]) and summary["status"] == "completed"
+        assert any("val_loss" in r["history"]["item"] for r in wandb_records if r["type"] == "history")
+        assert [r["exit"]["exit_code"] for r in wandb_records if r["type"] == "exit"] == [0]
+
+    status = run_cli("status", store, check=True).stdout
+    assert "2/2 runs done (2 completed, 0 failed, 0 skipped" in status and "0 pending" in status
+    progress = json.loads(run_cli("status", store, "--json", check=True).stdout)
+    assert progress["completed"] == 2 and progress["pending"] == progress["running"] == 0
+    assert progress["flops_done"] == progress["flops_total"] > 0 and progress["eta_s"] == 0
+
+    assert_one_line_error(run_cli("sync", store, env=no_login), "wandb login", "WANDB_API_KEY")
+
+
+def test_status_of_a_bad_path_is_one_line(tmp_path):
+    assert_one_line_error(run_cli("status", tmp_path / "nowhere"), str(tmp_path / "nowhere"), "not a directory")
+    assert_one_line_error(run_cli("status", tmp_path), "sweep.json", "scaling sweep")
