@@ -1,11 +1,12 @@
-"""Bad input, across the verbs: each case is answered by one line `error: ...` naming what is wrong
-and what is valid, exit status 2, no traceback, and nothing already written is changed.
+"""Bad input across the verbs (train, sweep, fit, optimal, plot, report, status): each case is
+answered by one line `error: ...` naming what is wrong and what is valid, exit status 2, no
+traceback, and nothing already written is changed (no file changed, none added).
 
 The cases run against a real results store (the fault tests' reference sweep, copied) and files
 derived from it. Cases that fail before Hydra starts are run in this process through
 `scaling.cli.main`, the console script's own function (Hydra is made to fail the test if a case
-reaches it); the cases only the sweeper can detect, and one case per verb, run as real
-subprocesses. About 25 s on an idle 2-core machine, plus the reference sweep (~15 s) when this
+reaches it); the cases only the sweeper can detect, and a sample of the others, run as real
+subprocesses. About 30 s on an idle 2-core machine, plus the reference sweep (~15 s) when this
 module runs alone.
 """
 import json
@@ -73,10 +74,25 @@ OPTIMAL = [
     ("level out of range", ["--law", "{fit}", "--budget", "1e21", "--level", "7"],
      ["--level", "'7'", "between 0 and 1"]),
 ]
+PLOT = [
+    ("output option missing", [S], ["--out", "required"]),
+    ("output under a file", [S, "--out", "{afile}/figures"], ["--out", "afile", "is a file, not a directory"]),
+    ("unknown format", [S, "--out", "{workdir}/figures", "--format", "png,gif"], ["--format", "gif", "png, svg, pdf"]),
+    ("empty store", ["{empty}", "--out", "{workdir}/figures"], ["holds no readable run records"]),
+    ("NaN loss in a record", ["{nan_store}", "--out", "{workdir}/figures"], ["column 'val_loss'", "value nan"]),
+]
+REPORT = [
+    ("not an HTML file name", [S, "--out", "{workdir}/report.pdf"], ["--out", "report.pdf", ".html"]),
+    ("output under a file", [S, "--out", "{afile}/report.html"], ["--out", "afile", "is a file, not a directory"]),
+    ("not a fit file", [S, "--out", "{workdir}/report.html", "--fit", "{negative_csv}"], ["negative.csv",
+                                                                                         "not valid JSON"]),
+    ("no completed run", ["{failed_store}", "--out", "{workdir}/report.html"], ["no completed runs", "6 runs"]),
+]
 STATUS = [("not a sweep store", ["{empty}"], ["sweep.json", "no sweep plan"])]
 
 IN_PROCESS = ([("train", *c) for c in TRAIN] + [("sweep", *c) for c in SWEEP_CASES] + [("fit", *c) for c in FIT]
-              + [("optimal", *c) for c in OPTIMAL] + [("status", *c) for c in STATUS])
+              + [("optimal", *c) for c in OPTIMAL] + [("plot", *c) for c in PLOT] + [("report", *c) for c in REPORT]
+              + [("status", *c) for c in STATUS])
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +141,8 @@ def no_hydra(monkeypatch):
 
 def test_the_table_covers_every_verb_with_enough_cases():
     verbs = {verb for verb, *_ in IN_PROCESS}
-    assert verbs >= {"train", "sweep", "fit", "optimal"} and len(IN_PROCESS) + len(SWEEPER_CASES) >= 25
+    assert verbs >= {"train", "sweep", "fit", "optimal", "plot", "report"}
+    assert len(IN_PROCESS) + len(SWEEPER_CASES) >= 25
 
 
 @pytest.mark.parametrize("verb, case, argv, names", IN_PROCESS, ids=[f"{c[0]}: {c[1]}" for c in IN_PROCESS])
@@ -145,7 +162,7 @@ def test_bad_input_is_one_line_and_changes_nothing(capfd, files, no_hydra, verb,
 
 
 @pytest.mark.parametrize("verb, case, argv, names", [("sweep", *c) for c in SWEEPER_CASES] + [
-    ("train", *TRAIN[5]), ("fit", *FIT[2]), ("optimal", *OPTIMAL[0]),
+    ("train", *TRAIN[5]), ("fit", *FIT[2]), ("optimal", *OPTIMAL[0]), ("report", *REPORT[3]),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_bad_input_in_a_real_process(files, verb, case, argv, names):
     before = snapshot(files["workdir"])

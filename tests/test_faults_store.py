@@ -1,7 +1,7 @@
-"""The results store under faults: diverging runs, corrupt and foreign files, two sweeps writing into
-one store at once. Every case ends with the store read back and compared with an uninterrupted
-sweep (tests/sweeps/faults.yaml). About 45 s on an idle 2-core machine, plus the reference sweep
-(~15 s) when this module runs alone.
+"""The results store under faults: diverging runs, runs failing with an error, corrupt and foreign
+files, two sweeps writing into one store at once. Every case ends with the store read back and
+compared with an uninterrupted sweep (tests/sweeps/faults.yaml). About 60 s on an idle 2-core
+machine, plus the reference sweep (~15 s) when this module runs alone.
 """
 import json
 import re
@@ -54,6 +54,14 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     assert "excluded 2 of 9 runs" in warning
     for failed in (nan_run, exploding):
         assert f"{failed['run_id']} (failed: {failed['reason']})" in warning
+
+    # and the report lists them, each with its reason
+    report = run_cli("report", store, "--out", tmp_path / "report.html", "--bootstrap", "0", timeout=120)
+    assert report.returncode == 0, report.stderr
+    rows = (tmp_path / "report.md").read_text().splitlines()
+    for failed in (nan_run, exploding):
+        (row,) = [r for r in rows if r.startswith(f"| {failed['run_id']} |")]
+        assert "| failed |" in row and failed["reason"] in row
 
 
 @pytest.mark.slow
