@@ -215,8 +215,9 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
         c = np.geomspace(*env.diagnostics["compute_range"], 80)
         curve = law_along(report, 1, c)
         law = env.loss_law_with_floor or env.loss_law
-        formula = (f"L = {law.floor:.3g} + {law.coefficient:.3g}·C^{law.exponent:.3g}" if law.floor
-                   else f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}")
+        formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
+        if law.floor > 1e-3 * min(env.loss):  # else the floor E is indistinguishable from 0
+            formula = f"L = {law.floor:.3g} + {formula[4:]}"
         ax.plot(c, curve["loss"], color=APPROACH_COLOUR[1], linewidth=2.2, zorder=5,
                 label=f"approach 1: {formula}", gid="fit:approach1")
         _band(ax, c, curve, "loss", APPROACH_COLOUR[1], _interval_label(report, 1))
@@ -605,10 +606,20 @@ def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, F
     return figures, missing
 
 
+PNG_COLOURS = 256  # a palette PNG is ~4x smaller than matplotlib's RGBA and looks the same for line art
+
+
 def figure_bytes(fig: Figure, fmt: str = "png") -> bytes:
-    """The figure rendered as ``fmt`` (png, svg or pdf); no timestamps, so equal figures give equal files."""
+    """The figure rendered as ``fmt`` (png, svg or pdf); no timestamps, so equal figures give equal
+    files. PNGs are quantised to a `PNG_COLOURS`-colour palette (the report embeds six of them)."""
     buffer = io.BytesIO()
     metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt]
     with matplotlib.rc_context({"svg.hashsalt": "scaling"}):  # SVG element ids: fixed, not random
         fig.savefig(buffer, format=fmt, dpi=DPI, metadata=metadata)
-    return buffer.getvalue()
+    if fmt != "png":
+        return buffer.getvalue()
+    from PIL import Image  # matplotlib's own dependency
+
+    palette = io.BytesIO()
+    Image.open(buffer).convert("RGB").quantize(PNG_COLOURS).save(palette, format="PNG", optimize=True)
+    return palette.getvalue()
