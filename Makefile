@@ -21,14 +21,17 @@ demo: $(STAMP)
 	$(VENV)/bin/scaling sweep quick hydra/launcher=joblib
 	$(VENV)/bin/scaling fit results/quick --approach all --bootstrap 1000 --out results/quick/fit.json
 	$(VENV)/bin/scaling optimal --budget 1e15 --law results/quick/fit.json
-	$(VENV)/bin/scaling plot results/quick --out reports/quick
-	$(VENV)/bin/scaling report results/quick --out reports/quick/report.html
+	$(VENV)/bin/scaling plot results/quick --fit results/quick/fit.json --out reports/quick
+	$(VENV)/bin/scaling report results/quick --fit results/quick/fit.json --out reports/quick/report.html
 	@echo "report: reports/quick/report.html (and report.md beside it)"
 
 # The tests. In CI (CI=true, as root) a single-node SLURM is installed and started first, so the
-# SLURM test runs for real; elsewhere it is skipped unless SLURM is already up.
+# SLURM test runs for real; elsewhere it is skipped unless SLURM is already up. As root, Debian's
+# chromium is installed if missing: tests/test_report.py opens the report in it (required in CI).
 test: $(STAMP)
 	@if [ -n "$$CI" ] && [ "$$(id -u)" = 0 ]; then bash scripts/slurm-up.sh; fi
+	@if [ "$$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; fi
 	$(PY) -m pytest -q
 
 # Benchmarks (not run by the tests; meaningful on a quiet machine): matmul peak, trainer MFU against
