@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from analysis.results import Estimate
+from analysis.results import Bootstrap, Estimate
+
+MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
 
 
 def one_blas_thread():
@@ -33,3 +35,15 @@ def estimates_from_samples(values: dict[str, float], samples: dict[str, np.ndarr
     """An `Estimate` per name: the full-sample value with the percentile interval of its samples."""
     return {name: (Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value))
             for name, value in values.items()}
+
+
+def summarize(samples: dict[str, np.ndarray], resamples: int, failed: int, level: float, seed: int,
+              notes: list[str]) -> tuple[dict[str, np.ndarray], Bootstrap]:
+    """The `Bootstrap` record and the samples to make intervals from. When more than half the
+    resamples failed the samples are dropped, so no interval is reported: the few resamples that
+    could be refitted are the ones most like the data, not a sample of the estimates' spread."""
+    if failed > resamples * (1 - MIN_SUCCESS):
+        notes = [*notes, f"{failed} of {resamples} resamples failed, so no intervals are given: fit more runs"]
+        samples = {}
+    return samples, Bootstrap(resamples=resamples, failed=failed, level=level, seed=seed,
+                              samples={k: np.asarray(v).tolist() for k, v in samples.items()}, notes=notes)

@@ -14,6 +14,8 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from analysis.results import Estimate, FitReport, to_jsonable
 from scaling.errors import UserError
 
@@ -254,8 +256,8 @@ def _render_bootstrap(boot) -> str:
     if boot is None:
         return "  no intervals (--bootstrap 0)"
     extra = "".join(f"; {note}" for note in boot.notes)
-    return (f"  bootstrap: {boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; "
-            f"{boot.level:.0%} percentile intervals{extra}")
+    intervals = f"{boot.level:.0%} percentile intervals" if boot.samples else "no intervals"
+    return f"  bootstrap: {boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{extra}"
 
 
 def _render_validation(v: dict | None, kind: str) -> str:
@@ -300,12 +302,13 @@ def optimal_main(argv: list[str]) -> int:
     if (args.budget is None) == (args.target_loss is None):
         raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
     law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
-    if args.target_loss is not None:
-        allocation = law.budget_for_loss(args.target_loss)
-    elif args.max_tokens is not None:
-        allocation = law.capped(args.budget, args.max_tokens)
-    else:
-        allocation = law.allocate(args.budget)
+    with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
+        if args.target_loss is not None:
+            allocation = law.budget_for_loss(args.target_loss)
+        elif args.max_tokens is not None:
+            allocation = law.capped(args.budget, args.max_tokens)
+        else:
+            allocation = law.allocate(args.budget)
     if args.json:
         print(json.dumps(to_jsonable(allocation.as_json())))
     else:

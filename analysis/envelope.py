@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights
+from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
 from analysis.powerlaws import fit_power_law_with_floor, log_linear_fit
-from analysis.results import Bootstrap, EnvelopeFit, Estimate, PowerLaw
+from analysis.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.table import RunTable
 from scaling.errors import DataError
 
@@ -151,6 +151,4 @@ def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int,
             for name, value in _named(_fit_laws(compute, loss, n), floor_law).items():
                 kept.setdefault(name, []).append(value)
     samples = {k: np.array(v) for k, v in kept.items()}
-    return samples, Bootstrap(resamples=resamples, failed=failed, level=level, seed=seed,
-                              samples={k: v.tolist() for k, v in samples.items()},
-                              notes=["runs resampled with their whole loss curves"])
+    return summarize(samples, resamples, failed, level, seed, ["runs resampled with their whole loss curves"])

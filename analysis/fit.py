@@ -11,6 +11,8 @@ validation (refit without the largest budget): `analysis.validation`.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from analysis.envelope import BINS_PER_DECADE, fit_envelope
 from analysis.isoflop import fit_isoflop
 from analysis.parametric import fit_parametric
@@ -29,6 +31,14 @@ def fit_all(table: RunTable, approaches=APPROACHES, *, resamples: int = 1000, se
     ``report.skipped`` (and all failing is an error)."""
     report = FitReport(source=table.source, n_kind=table.n_kind, runs=len(table), warnings=list(table.warnings),
                        notes=list(table.notes))
+    with np.errstate(all="ignore"):  # wild resamples overflow on purpose; every fit checks its own results
+        _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade, validate)
+    if not report.fits:
+        raise DataError("no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items()))
+    return report
+
+
+def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade, validate) -> None:
     for approach in approaches:
         try:
             if approach == 1:
@@ -47,6 +57,3 @@ def fit_all(table: RunTable, approaches=APPROACHES, *, resamples: int = 1000, se
             if len(approaches) == 1:
                 raise
             report.skipped[str(approach)] = str(err)
-    if not report.fits:
-        raise DataError("no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items()))
-    return report

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.bootstrap import estimates_from_samples, resample_within_groups
+from analysis.bootstrap import estimates_from_samples, resample_within_groups, summarize
 from analysis.powerlaws import log_linear_fit
-from analysis.results import Bootstrap, Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.table import RunTable
 from scaling.errors import DataError
 
@@ -55,7 +55,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     if resamples > 0:
         samples, n_opt_samples, boot = _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level)
         estimates = estimates_from_samples(point, samples, level)
-        for profile, column in zip(profiles, n_opt_samples.T):
+        for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
             profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
@@ -114,7 +114,5 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     ok = np.all(np.isfinite(log_n_opt), axis=1)
     intercept, a = log_linear_fit(log_c, log_n_opt[ok])
     samples = {"a": a, "b": 1.0 - a, "N_coefficient": np.exp(intercept), "D_coefficient": 1.0 / (6.0 * np.exp(intercept))}
-    boot = Bootstrap(resamples=resamples, failed=int((~ok).sum()), level=level, seed=seed,
-                     samples={k: v.tolist() for k, v in samples.items()},
-                     notes=["runs resampled within each budget"])
-    return samples, np.exp(log_n_opt), boot
+    samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, ["runs resampled within each budget"])
+    return samples, (np.exp(log_n_opt) if samples else None), boot

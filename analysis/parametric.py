@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights
+from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
 from analysis.lbfgs_batch import minimize_batch
 from analysis.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
 from analysis.table import RunTable
@@ -277,19 +277,39 @@ def _bootstrap(objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, r
     """
     rng = np.random.default_rng(seed)
     weights = resample_weights(rng, len(objective.log_loss), resamples)
+    fittable = _identifiable(objective, weights)
     start = theta_c.copy()
     start[0] = max(start[0], objective.e_floor)
-    thetas, values, ok = _refine_batch(objective, np.tile(start, (resamples, 1)), weights,
+    thetas, values, ok = _refine_batch(objective, np.tile(start, (fittable.size, 1)), weights[fittable],
                                        _whitening_basis(objective, start))
-    grid_values = objective.grid_values(grid, weights)  # (grid, resamples)
+    grid_values = objective.grid_values(grid, weights[fittable])  # (grid, fittable resamples)
     retry = np.flatnonzero(~ok | (grid_values.min(axis=0) < values))
     if retry.size:
         starts = objective.to_centered(grid[np.argmin(grid_values[:, retry], axis=0)])
-        again, again_values, again_ok = _refine_batch(objective, starts, weights[retry])
+        again, again_values, again_ok = _refine_batch(objective, starts, weights[fittable[retry]])
         better = again_ok & (~ok[retry] | (again_values < values[retry]))
         thetas[retry[better]], values[retry[better]], ok[retry[better]] = again[better], again_values[better], True
-    named = [_named(objective.from_centered(t)) for t in thetas[ok]]
+    with np.errstate(over="ignore", invalid="ignore"):  # a flat valley may send A or B to overflow: kept as inf
+        named = [_named(objective.from_centered(t)) for t in thetas[ok]]
     samples = {name: np.array([s[name] for s in named]) for name in (named[0] if named else {})}
-    notes = [f"{retry.size} resamples were refitted again from their best grid point"] if retry.size else []
-    return samples, Bootstrap(resamples=resamples, failed=int((~ok).sum()), level=level, seed=seed,
-                              samples={k: v.tolist() for k, v in samples.items()}, notes=notes)
+    notes = []
+    if fittable.size < resamples:
+        notes.append(f"{resamples - fittable.size} resamples drew fewer than {MIN_RUNS} distinct runs (or a single N or "
+                     "D) and cannot determine 5 parameters: counted as failed")
+    if retry.size:
+        notes.append(f"{retry.size} resamples were refitted again from their best grid point")
+    return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)
+
+
+def _identifiable(objective: HuberLogLoss, weights: np.ndarray) -> np.ndarray:
+    """Indices of the resamples that draw at least `MIN_RUNS` distinct runs with at least two
+    distinct N and two distinct D: the others cannot determine the five parameters."""
+    drawn = weights > 0
+    distinct_runs = drawn.sum(axis=1)
+
+    def distinct(values):
+        keyed = np.where(drawn, values[None, :], np.nan)
+        ordered = np.sort(keyed, axis=1)
+        return 1 + (np.diff(ordered, axis=1) > 0).sum(axis=1)  # NaNs sort last and never count
+
+    return np.flatnonzero((distinct_runs >= MIN_RUNS) & (distinct(objective.xc) >= 2) & (distinct(objective.yc) >= 2))

@@ -12,6 +12,9 @@ from scipy.optimize import least_squares
 
 from analysis.results import PowerLaw
 
+MAX_EVALUATIONS = 2000  # Levenberg-Marquardt evaluations from a cold start
+MAX_EVALUATIONS_WARM = 200  # from a warm start (a bootstrap refit): a fit that needs more has failed
+
 
 def log_linear_fit(log_x: np.ndarray, log_y: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Ordinary least squares of log y on log x along the last axis: (intercepts, slopes).
@@ -71,9 +74,9 @@ def fit_power_law_with_floor(x, y, start: PowerLaw | None = None) -> PowerLaw | 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             res = least_squares(residuals, p0, jac=jacobian, method="lm", xtol=1e-12, ftol=1e-12, gtol=1e-12,
-                                max_nfev=2000)
-        if res.success and np.all(np.isfinite(res.x)) and (best is None or res.cost < best.cost):
-            best = res
+                                max_nfev=MAX_EVALUATIONS_WARM if start is not None else MAX_EVALUATIONS)
+        if res.success and np.all(np.abs(res.x[:2]) < 700) and (best is None or res.cost < best.cost):
+            best = res  # (|ln E|, |ln A| < 700: finite in float64)
     if best is None:
         return None
     log_floor, log_a, alpha = best.x

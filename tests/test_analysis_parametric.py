@@ -103,3 +103,13 @@ def test_bootstrap_refits_match_scipy_refits_of_the_same_resamples():
                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000}).x for w in weights]
     np.testing.assert_allclose(fit.bootstrap.samples["alpha"], [theta[3] for theta in refits], rtol=1e-5)
     np.testing.assert_allclose(fit.bootstrap.samples["E"], [np.exp(theta[0]) for theta in refits], rtol=1e-5)
+
+
+def test_a_bootstrap_that_mostly_fails_gives_no_intervals_rather_than_false_precision():
+    # 6 runs for 5 parameters: almost every resample repeats a run and cannot determine the law;
+    # the few that do are permutations of the data and would give zero-width "intervals".
+    table = table_from_frame(isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 2, noise=0.01, seed=2), "six runs")
+    fit = fit_parametric(table, resamples=200, seed=0)
+    assert fit.bootstrap.failed > 100 and fit.bootstrap.samples == {}
+    assert all(e.interval is None for e in fit.estimates.values())
+    assert any("no intervals" in note for note in fit.bootstrap.notes)
