@@ -145,7 +145,9 @@ class Parabola:
 class IsoFLOPFit:
     """Approach 2 (Hoffmann et al. 2022, §3.2): per budget a parabola of loss against ln N,
     its minimum N_opt(C), then N_opt = k_N·C^a and D_opt = k_D·C^b through the minima.
-    ``dropped`` lists budgets that could not give a minimum, and why."""
+    ``dropped`` lists budgets that could not give a minimum, and why. ``validation``
+    (`analysis.validation.validate_isoflop`): held_out_budget, fitted_budgets, extrapolation_factor,
+    extrapolation (bool), n_opt_observed, n_opt_predicted, n_opt_relative_error; or {skipped: why}."""
 
     profiles: list[Parabola]
     dropped: list[str]
@@ -171,8 +173,14 @@ class ParametricFit:
 
     ``estimates`` holds E, A, B, alpha, beta and the allocation exponents a = β/(α+β),
     b = α/(α+β) and prefactor G (see `analysis.laws.chinchilla_allocation`).
-    ``residuals`` are predicted − observed log-loss per run; ``convergence`` reports the optimizer
-    (status, gradient norm, starts tried and how many reached the optimum).
+    ``residuals`` are predicted − observed log-loss per run. ``convergence`` reports the optimizer:
+    converged (bool: max |gradient| small at the scale of the objective), optimizer (str), message
+    (scipy's), gradient_max_abs, grid_starts, refined_starts, starts_agreeing (refined starts that
+    reached the optimum), best_grid_objective, and when present warning (not converged) or note
+    (E indistinguishable from 0). ``validation`` (`analysis.validation.validate_parametric`):
+    held_out_budget, held_out_runs, fitted_runs, extrapolation_factor, extrapolation (bool),
+    loss_relative_error_mean_abs, loss_relative_error_max_abs, runs [{run_id, observed, predicted}];
+    or {skipped: why}.
     """
 
     n: list[float]
