@@ -265,12 +265,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
                 label=f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}"
                 + ("" if p.inside_range else " (outside the trained sizes)"))
         reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
-        if not p.inside_range and reachable:
-            beyond = np.geomspace(min(p.n_opt, n.min()), max(p.n_opt, n.max()), 60)
-            beyond = beyond[(beyond <= n.min()) | (beyond >= n.max())]
-            for side in (beyond[beyond <= n.min()], beyond[beyond >= n.max()]):
-                if side.size:
-                    ax.plot(side, p(side), color=colour, linewidth=1.2, linestyle=":")
+        if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum
+            beyond = np.geomspace(p.n_opt, n.min(), 30) if p.n_opt < n.min() else np.geomspace(n.max(), p.n_opt, 30)
+            ax.plot(beyond, p(beyond), color=colour, linewidth=1.2, linestyle=":")
         if reachable:
             _minimum_marker(ax, p, colour)
             shown_n.append(p.n_opt)
@@ -310,8 +307,8 @@ def _mark_cut_intervals(ax, profiles, colours) -> None:
     x_lo, x_hi = ax.get_xlim()
     for p in profiles:
         lower, upper = p.n_opt_interval
-        for end, edge, marker in ((lower, x_lo, "<"), (upper, x_hi, ">")):
-            if (end < edge) if marker == "<" else (end > edge):
+        for cut, edge, marker in ((lower < x_lo, x_lo, "<"), (upper > x_hi, x_hi, ">")):
+            if cut:
                 ax.plot([edge], [p.loss_opt], marker=marker, color=colours[p.budget], markersize=7, clip_on=False,
                         zorder=6)
 
@@ -394,12 +391,11 @@ def _isoflop_minima(axes, fit, shown) -> None:
             continue
         compute = np.array([p.compute for p in profiles])
         n_opt = np.array([p.n_opt for p in profiles])
-        intervals = [p.n_opt_interval or [p.n_opt, p.n_opt] for p in profiles]
-        n_err = np.array([[max(n - lo, 0) for n, (lo, _) in zip(n_opt, intervals)],
-                          [max(hi - n, 0) for n, (_, hi) in zip(n_opt, intervals)]])
+        lower, upper = np.array([p.n_opt_interval or [p.n_opt, p.n_opt] for p in profiles]).T
         d_opt = compute / (6 * n_opt)
-        d_err = np.array([[max(d - c / (6 * hi), 0) for d, c, (_, hi) in zip(d_opt, compute, intervals)],
-                          [max(c / (6 * lo) - d, 0) for d, c, (lo, _) in zip(d_opt, compute, intervals)]])
+        n_err = np.maximum([n_opt - lower, upper - n_opt], 0.0)
+        # D = C/(6N): the upper end of N's interval is the lower end of D's
+        d_err = np.maximum([d_opt - compute / (6 * upper), compute / (6 * lower) - d_opt], 0.0)
         label = "approach 2: parabola minima" + ("" if inside else " outside the trained sizes")
         for ax, y, err, key in ((axes[0], n_opt, n_err, "n"), (axes[1], d_opt, d_err, "d")):
             bars = ax.errorbar(compute, y, yerr=err, fmt="o", markersize=6, capsize=3, color=APPROACH_COLOUR[2],

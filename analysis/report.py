@@ -236,37 +236,42 @@ def _two(x: float) -> str:
 
 # ---------------------------------------------------------------- what was swept
 def _swept(source: Source) -> list:
-    frame, table = source.frame, source.table
-    budget_of = dict(zip(table.runs["run_id"], table.runs["budget"]))
+    """Budgets × shapes: the loss of each completed run (from the checked table, so mapped columns
+    work), the status of each other recorded run, and the sweep plan's runs without a record and
+    dropped combinations. A shape is the ``shape`` column's name, else the run's N."""
+    frame, runs = source.frame, source.table.runs
+    shape_of = (dict(zip(frame["run_id"].astype(str), frame["shape"].fillna("").astype(str)))
+                if {"run_id", "shape"} <= set(frame.columns) else {})
     cells: dict[tuple[float, str], str] = {}
     size_of: dict[str, float] = {}
-    for row in frame.itertuples(index=False):
-        row = row._asdict()
-        budget = _finite(row.get("budget_flops")) or budget_of.get(str(row.get("run_id")))
-        if budget is None:
-            continue
-        shape = str(row.get("shape") or "") or count_label(float(row.get("params", math.nan)))
-        size_of.setdefault(shape, float(row.get("params", math.nan)))
-        cells[(budget, shape)] = (_num(row["val_loss"]) if str(row.get("status", "completed")) == "completed"
-                                  else str(row.get("status")))
+
+    def put(budget: float, shape: str, size: float, text: str) -> None:
+        size_of.setdefault(shape, size)
+        cells.setdefault((budget, shape), text)
+
+    for run in runs.itertuples(index=False):
+        put(float(run.budget), shape_of.get(str(run.run_id)) or count_label(run.N), float(run.N), _num(run.loss))
+    if "status" in frame.columns:
+        for row in frame[frame["status"].astype(str) != "completed"].to_dict("records"):
+            budget, size = _finite(row.get("budget_flops")), _finite(row.get("params")) or math.nan
+            if budget is not None:
+                put(budget, str(row.get("shape") or "") or count_label(size), size, str(row["status"]))
     for run in source.manifest.get("runs", []):
-        key = (float(run["budget_flops"]), str(run["shape"]))
-        size_of.setdefault(key[1], float(run.get("params", math.nan)))
-        cells.setdefault(key, "not recorded")
+        put(float(run["budget_flops"]), str(run["shape"]), float(run.get("params", math.nan)), "not recorded")
     for dropped in source.manifest.get("dropped", []):
         overrides = dict(o.split("=", 1) for o in dropped.get("overrides", []) if "=" in o)
-        if "budget" in overrides and "model" in overrides:
-            cells.setdefault((float(overrides["budget"]), overrides["model"]), "dropped")
+        if "budget" in overrides and "model" in overrides and _finite(overrides["budget"]):
+            put(float(overrides["budget"]), overrides["model"], size_of.get(overrides["model"], math.nan), "dropped")
     shapes = sorted(size_of, key=lambda s: (size_of[s] if math.isfinite(size_of[s]) else math.inf, s))
     budgets = sorted({b for b, _ in cells})
-    header = ["budget C (FLOPs)"] + [s if s == count_label(size_of[s]) else f"{s} ({count_label(size_of[s])})"
-                                     for s in shapes]
+    header = ["budget C (FLOPs)"] + [s if not math.isfinite(size_of[s]) or s == count_label(size_of[s])
+                                     else f"{s} ({count_label(size_of[s])})" for s in shapes]
     rows = [[flops_label(b)] + [cells.get((b, s), "") for s in shapes] for b in budgets]
     return [Heading("What was swept"),
             Paragraph("Each cell is one (budget, shape) combination: the final validation loss in nats/token of a "
                       "completed run; 'failed' (see the failures below); 'dropped' (not launched: see the reasons "
                       "below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
-                      "not planned. Columns: shape (parameters N, total)."),
+                      f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."),
             Table(header, rows)]
 
 
@@ -488,7 +493,7 @@ def _failures(source: Source, fit: FitReport | None) -> list:
             blocks.append(Paragraph(f"{len(failed)} run{'s' * (len(failed) != 1)} did not complete (not used in the fits):"))
             blocks.append(Table(["run", "budget (FLOPs)", "shape", "N", "status", "reason"],
                                 [[str(r.get("run_id", "")), _flops_or_dash(r.get("budget_flops")), str(r.get("shape", "")),
-                                  count_label(float(r.get("params", math.nan))), str(r["status"]), str(r.get("reason", ""))]
+                                  _count_or_dash(r.get("params")), str(r["status"]), str(r.get("reason", ""))]
                                  for r in failed.to_dict("records")]))
     dropped = source.manifest.get("dropped", [])
     if dropped:
@@ -519,6 +524,11 @@ def _failures(source: Source, fit: FitReport | None) -> list:
 def _flops_or_dash(value) -> str:
     value = _finite(value)
     return "–" if value is None else flops_label(value)
+
+
+def _count_or_dash(value) -> str:
+    value = _finite(value)
+    return "–" if value is None else count_label(value)
 
 
 # ---------------------------------------------------------------- rendering

@@ -41,8 +41,8 @@ def _record(law: dict, budget: float, shape: str, n: float, rng: np.random.Gener
 def write_store(store: Path, law: dict = SMALL_LAW, budgets=QUICK_BUDGETS, sizes: int = SHAPES_PER_BUDGET,
                 noise: float = 0.005, seed: int = 0, with_failures: bool = True) -> dict[str, list]:
     """An IsoFLOP sweep around the law's optimum (sizes log-spaced over N_opt·10^(±1)); with
-    ``with_failures`` also one diverged run, one planned run without a record and one dropped
-    combination in sweep.json. Returns what was written: the kept records, failed, missing, dropped."""
+    ``with_failures`` also one diverged run, one planned run without a record, one dropped
+    combination in sweep.json, and a truncated record file. Returns what was written: the kept records, failed, missing, dropped."""
     rng = np.random.default_rng(seed)
     records, plan = [], []
     for budget in budgets:
@@ -68,6 +68,9 @@ def write_store(store: Path, law: dict = SMALL_LAW, budgets=QUICK_BUDGETS, sizes
                         "reason": "needs 9,999,999 tokens but the corpus's training split holds 1,000"})
     for rec in records + failed:
         atomic_write_json(store / "runs" / rec["run_id"] / "record.json", rec)
+    if with_failures:  # a record cut short (a disk that filled up): read_store lists it among its problems
+        (store / "runs" / "0badc0ffee00").mkdir(parents=True)
+        (store / "runs" / "0badc0ffee00" / "record.json").write_text('{"schema": 1, "run_id": "0badc0ffee00", "sta')
     atomic_write_json(store / "sweep.json", {"sweep": "synthetic", "launched_at": "2026-01-01T00:00:00+00:00",
                                              "launched_at_unix": 1767225600.0, "runs": plan + missing,
                                              "dropped": dropped})
