@@ -383,8 +383,8 @@ def _bootstrap_line(boot) -> str:
     if boot is None:
         return "No bootstrap (0 resamples): no intervals."
     notes = "".join(f"; {n}" for n in boot.notes)
-    return (f"Bootstrap: {boot.resamples} resamples (seed {boot.seed}), {boot.failed} unusable; {boot.level:.0%} "
-            f"percentile intervals{notes}.")
+    intervals = f"{boot.level:.0%} percentile intervals" if boot.samples else "no intervals"
+    return f"Bootstrap: {boot.resamples} resamples (seed {boot.seed}), {boot.failed} unusable; {intervals}{notes}."
 
 
 def _minima(f) -> list:
@@ -425,9 +425,9 @@ def _allocation(fit: FitReport | None, source: Source) -> list:
         note = ""
         if a.extrapolation:
             flagged.add(i)
-            note = f"{FLAG} extrapolation: {c / law.fitted_compute_max:.3g}× the largest fitted run"
+            note = f"{FLAG} extrapolation: {_times(c / law.fitted_compute_max)} the largest fitted run"
         rows.append([flops_label(c), _interval(a.n, count_label), _interval(a.d, count_label),
-                     _interval(a.tokens_per_parameter, _num), _interval(a.loss), count_label(r.n.value),
+                     _interval(a.tokens_per_parameter, count_label), _interval(a.loss), count_label(r.n.value),
                      count_label(r.d.value), note])
     fitted_max = law.fitted_compute_max
     blocks += [Paragraph(f"From approach {approach}'s law (the most complete fitted: 3 predicts loss at any N and D, "
@@ -444,6 +444,11 @@ def _allocation(fit: FitReport | None, source: Source) -> list:
     if len(fit.fits) > 1:
         blocks += _approaches_side_by_side(fit, ladder, reference)
     return blocks
+
+
+def _times(factor: float) -> str:
+    """A ratio as 99.9×, 1,000×, 3.33e8×."""
+    return f"{factor:.3g}×" if factor < 100 else f"{factor:,.0f}×" if factor < 1e6 else f"{flops_label(factor)}×"
 
 
 def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> list:
@@ -467,7 +472,7 @@ def _validation(fit: FitReport | None) -> list:
         if "skipped" in v:
             blocks.append(Paragraph(f"Approach {f.approach}: skipped ({v['skipped']})."))
             continue
-        where = (f"held out {flops_label(v['held_out_budget'])} FLOPs, {v['extrapolation_factor']:.3g}× beyond the "
+        where = (f"held out {flops_label(v['held_out_budget'])} FLOPs, {_times(v['extrapolation_factor'])} beyond the "
                  "budgets fitted" + (f" ({FLAG} an extrapolation)" if v["extrapolation"] else ""))
         if f.approach == 3:
             blocks.append(Paragraph(f"Approach 3 ({where}): the loss of its {v['held_out_runs']} runs is predicted within "
