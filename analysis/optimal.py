@@ -10,6 +10,7 @@ because at fixed C the loss falls towards the unconstrained optimum and the cap 
 """
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,7 +53,7 @@ class Allocation:
         return out
 
 
-class Law:
+class Law(abc.ABC):
     """Base of the allocation laws. Subclasses define, for parameters ``p`` (a dict of floats, or
     of arrays holding one bootstrap sample per element): ``_n_opt(p, C)``, and optionally
     ``_frontier_loss(p, C)`` (the loss at the optimum) and ``_loss(p, N, D)`` (at any point)."""
@@ -67,8 +68,9 @@ class Law:
         self.fitted_compute_max = fitted_compute_max
         self.notes = list(notes or [])
 
+    @abc.abstractmethod
     def _n_opt(self, p, compute):
-        raise NotImplementedError
+        """N_opt(C) for parameters ``p``."""
 
     def _frontier_loss(self, p, compute):
         return None
