@@ -207,23 +207,23 @@ def measure_memory(shape_name: str, variant: str, batch_size: int, seq_len: int)
     return {"memory": rss_bytes("VmHWM") - start}
 
 
-def measure_alone_rate(shape_name: str, batch_size: int, seq_len: int, seconds: float) -> dict:
-    """The project's tokens/s in this process with one thread, after "go" on stdin (sent when every
-    concurrent copy is ready), for the layout comparison."""
+def layout_worker(shape_name: str, threads: int, batch_size: int, seq_len: int, seconds: float) -> None:
+    """Train the project's variant at ``threads`` threads in timed windows: say "ready", then for each
+    "go" line on stdin train for ``seconds`` and print that window's tokens/s as JSON; "stop" ends."""
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     shape, cfg, lr, batch = _setup(shape_name, batch_size, seq_len)
     step, _ = _variant("project", shape, cfg, lr, batch)
     step()
     step()
     print("ready", flush=True)
-    sys.stdin.readline()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        step()
-        n += 1
-    return {"tokens_per_s": n * batch_size * seq_len / (time.perf_counter() - t0)}
+    while sys.stdin.readline().strip() == "go":
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            step()
+            n += 1
+        print(json.dumps({"tokens_per_s": n * batch_size * seq_len / (time.perf_counter() - t0)}), flush=True)
 
 
 # ---------------------------------------------------------------- the parent: one child per measurement
@@ -245,19 +245,34 @@ def run_child(kind: str, *args) -> dict:
     return _json_tail(proc.stdout, kind)
 
 
-def concurrent_single_thread(shape_name: str, batch_size: int, seq_len: int, seconds: float) -> float:
-    """Summed tokens/s of one 1-thread project run per core, all training at once."""
-    procs = [subprocess.Popen(_child_args("alone", shape_name, batch_size, seq_len, seconds), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(cores())]
-    for p in procs:
-        while (line := p.stdout.readline()) and line.strip() != "ready":
-            pass
-        if not line:
-            raise RuntimeError(f"a layout worker for {shape_name} failed (exit {p.wait()})")
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    return sum(_json_tail(p.communicate()[0], "alone")["tokens_per_s"] for p in procs)
+def compare_layouts(shape_name: str, batch_size: int, seq_len: int, seconds: float, rounds: int) -> dict:
+    """Median tokens/s of one run on every core against the sum of one 1-thread run per core at
+    once, the two layouts taking turns for ``rounds`` rounds of ``seconds`` each (the idle side's
+    processes wait on stdin meanwhile)."""
+    def start(threads: int) -> subprocess.Popen:
+        return subprocess.Popen(_child_args("worker", shape_name, threads, batch_size, seq_len, seconds),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def window(procs: list[subprocess.Popen]) -> float:
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        return sum(json.loads(p.stdout.readline())["tokens_per_s"] for p in procs)
+
+    one, many = [start(cores())], [start(1) for _ in range(cores())]
+    try:
+        for p in one + many:
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a layout worker for {shape_name} failed (exit {p.wait()})")
+        samples = {"one": [], "many": []}
+        for _ in range(rounds):
+            samples["one"].append(window(one))
+            samples["many"].append(window(many))
+    finally:
+        for p in one + many:
+            p.stdin.close()
+            p.wait()
+    return {k: median(v) for k, v in samples.items()}
 
 
 def child_main(argv: list[str]) -> None:
@@ -269,8 +284,9 @@ def child_main(argv: list[str]) -> None:
         shape, variant, batch_size, seq_len = rest
         out = measure_memory(shape, variant, int(batch_size), int(seq_len))
     else:
-        shape, batch_size, seq_len, seconds = rest
-        out = measure_alone_rate(shape, int(batch_size), int(seq_len), float(seconds))
+        shape, threads, batch_size, seq_len, seconds = rest
+        layout_worker(shape, int(threads), int(batch_size), int(seq_len), float(seconds))
+        return
     print(json.dumps(out), flush=True)
 
 
@@ -354,15 +370,13 @@ def main() -> None:
         print_table(mem_rows, [("shape", "shape", "")] + [(n, n, ".0f") for n in variants])
 
     if not args.no_layout and cores() > 1:
-        print(f"\nlayout: one run x {cores()} threads against {cores()} runs x 1 thread at once (project, eager):")
-        by_shape = {r["shape"]: r for r in results if r["threads"] == cores()}
+        print(f"\nlayout: one run x {cores()} threads against {cores()} runs x 1 thread at once (project, eager; "
+              f"median of {args.rounds} alternating windows of {2 * args.seconds:g} s):")
         lay_rows = []
         for shape in shapes:
-            if shape not in by_shape:
-                continue
-            together = concurrent_single_thread(shape, args.batch_size, args.seq_len, 3 * args.seconds)
-            alone = by_shape[shape]["variants"]["project"]["tokens_per_s"]
-            lay_rows.append({"shape": shape, "one": alone / 1e3, "many": together / 1e3, "ratio": together / alone})
+            rates = compare_layouts(shape, args.batch_size, args.seq_len, 2 * args.seconds, args.rounds)
+            lay_rows.append({"shape": shape, "one": rates["one"] / 1e3, "many": rates["many"] / 1e3,
+                             "ratio": rates["many"] / rates["one"]})
         print_table(lay_rows, [("shape", "shape", ""), ("one", f"1 run x {cores()} thr ktok/s", ".1f"),
                                ("many", f"{cores()} runs x 1 thr ktok/s", ".1f"), ("ratio", "runs/threads", ".2f")])
     print(f"\nfinished; load average {common.load_average()}")
