@@ -316,6 +316,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         "budget_flops": float(cfg.budget), "flops": plan.flops, "flops_attention": plan.flops_attention,
         "param_count": cfg.param_count, "params": plan.params, "params_non_embedding": plan.params_non_embedding,
         "tokens": plan.tokens, "steps": plan.steps, "batch_size": t.batch_size, "seq_len": t.seq_len,
+        "tokens_trained": trained_tokens,  # = tokens when completed; how far a failed run got
         "shape": plan.shape.name, "n_layer": plan.shape.n_layer, "d_model": plan.shape.d_model,
         "n_head": plan.shape.n_head, "vocab_size": plan.shape.vocab_size, "lr": plan.lr,
         "val_loss": val_loss, "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
