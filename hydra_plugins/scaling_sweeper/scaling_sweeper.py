@@ -114,6 +114,35 @@ def format_plan(jobs: List[dict]) -> str:
     return "\n".join(lines)
 
 
+def _child_pids() -> List[int]:
+    pids = []
+    for children in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids += [int(p) for p in children.read_text().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def forward_sigterm_to_workers() -> None:
+    """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) reaches its local workers
+    too (joblib, submitit_local): each running run checkpoints and exits instead of being orphaned.
+    In-process runs (basic launcher) install their own handler while they train."""
+    import signal
+
+    def handler(signum, frame):
+        for pid in _child_pids():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        print("sweep: SIGTERM; running runs checkpoint and stop; relaunch to resume", file=sys.stderr, flush=True)
+        raise SystemExit(143)
+
+    if Path("/proc/self/task").is_dir():
+        signal.signal(signal.SIGTERM, handler)
+
+
 class ScalingSweeper(Sweeper):
     def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False):
         super().__init__()
@@ -297,6 +326,7 @@ class ScalingSweeper(Sweeper):
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
         returns, size = [], launch_chunk_size(self.config.hydra.launcher, n_parallel, self.max_batch_size)
+        forward_sigterm_to_workers()
         for start in range(0, len(batch), size):
             chunk = batch[start:start + size]
             self.validate_batch_is_legal(chunk)
