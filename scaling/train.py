@@ -15,12 +15,10 @@ import math
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -32,26 +30,12 @@ from scaling import data as data_lib
 from scaling.errors import ConfigError
 from scaling.model import GPT
 from scaling.plan import RunPlan, lr_at, plan_run
+from scaling.store import code_version
 from scaling.store import (SCHEMA, RunPaths, atomic_write_bytes, atomic_write_json, atomic_write_text, read_record,
                            remove_partial_writes, run_lock, run_state, set_aside)
 from scaling.tracking import start_tracker
 
 # ---------------------------------------------------------------- helpers
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """The git commit of the code (with -dirty when it has uncommitted changes), else the package version."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        from scaling import __version__
-        return f"scaling-{__version__}"
-
-
 def pick_device(name: str) -> torch.device:
     if name != "auto":
         if name.startswith("cuda") and not torch.cuda.is_available():
