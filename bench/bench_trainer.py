@@ -1,8 +1,8 @@
 """Trainer: tokens/s, achieved FLOP/s and MFU per ladder shape, the project's trainer against the
 textbook model — same batches, same threads — in eager and compiled modes, with peak memory.
 
-    .venv/bin/python bench/bench_trainer.py                           # the CPU ladder d32..d256, 1 and 2 threads
-    .venv/bin/python bench/bench_trainer.py --shapes d128 --threads 1  # one shape, one thread count
+    .venv/bin/python bench/bench_trainer.py                           # the CPU ladder d32..d256, 1 and 2 threads (~15 min)
+    .venv/bin/python bench/bench_trainer.py --shapes d128 --threads 1 --compile-shapes ''  # one shape, one thread count
 
 Variants, timed in one process per (shape, threads), taking turns step by step-block (common.py):
   project   `scaling.model.GPT` stepped by `scaling.train.train_step` with `make_optimizer`: what
@@ -299,7 +299,8 @@ def main() -> None:
     parser.add_argument("--threads", default=",".join(map(str, sorted({1, cores()}))), help="thread counts")
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per step (the config's default 16)")
     parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
+    parser.add_argument("--compile-shapes", default="d128,d256",
+                        help="shapes that also get the torch.compile variant (20-40 s of compilation each); '' for none")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--no-layout", action="store_true", help="skip the 1-thread-per-core layout runs")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds (variants take turns in each)")
@@ -307,7 +308,11 @@ def main() -> None:
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     thread_counts = [int(t) for t in args.threads.split(",")]
-    variants = ["project", "textbook"] + ([] if args.no_compile else ["compiled"])
+    compile_shapes = {s.strip() for s in args.compile_shapes.split(",") if s.strip()}
+    variants = ["project", "textbook"] + (["compiled"] if compile_shapes & set(shapes) else [])
+
+    def variants_of(shape: str) -> list[str]:
+        return [v for v in variants if v != "compiled" or shape in compile_shapes]
     print_header(f"trainer throughput: batch {args.batch_size} x seq {args.seq_len} = "
                  f"{args.batch_size * args.seq_len:,} tokens/step, fp32")
     print("bf16 not timed: bench_peak.py measures bf16 matmul far below fp32 on CPUs without avx512_bf16/AMX")
@@ -315,13 +320,13 @@ def main() -> None:
     rows, results = [], []
     for threads in thread_counts:
         for shape in shapes:
-            r = run_child("measure", shape, threads, args.batch_size, args.seq_len, ",".join(variants), args.seconds,
-                          args.rounds)
+            r = run_child("measure", shape, threads, args.batch_size, args.seq_len, ",".join(variants_of(shape)),
+                          args.seconds, args.rounds)
             results.append(r)
             v = r["variants"]
             row = {"shape": shape, "threads": threads, "params": r["params"] / 1e6, "peak": r["peak"] / 1e9,
                    "gemm": r["gemm"] / r["peak"], "diff": r.get("max_logit_diff")}
-            for name in variants:
+            for name in v:
                 row[f"{name}_tps"] = v[name]["tokens_per_s"] / 1e3
                 row[f"{name}_mfu"] = v[name]["mfu"] * 100
             row["gflops"] = v["project"]["flops_per_s"] / 1e9
@@ -364,7 +369,7 @@ def main() -> None:
         mem_rows = []
         for shape in shapes:
             row = {"shape": shape}
-            for name in variants:
+            for name in variants_of(shape):
                 row[name] = run_child("memory", shape, name, args.batch_size, args.seq_len)["memory"] / 2**20
             mem_rows.append(row)
         print_table(mem_rows, [("shape", "shape", "")] + [(n, n, ".0f") for n in variants])
