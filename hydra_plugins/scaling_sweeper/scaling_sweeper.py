@@ -25,6 +25,7 @@ import itertools
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -124,6 +125,22 @@ def _child_pids() -> List[int]:
     return pids
 
 
+def _is_resource_tracker(pid: int) -> bool:
+    """joblib's resource tracker outlives SIGTERM by design; it is not a run to wait for."""
+    try:
+        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    """True unless the process has exited (a zombie awaiting its parent's wait counts as exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def forward_sigterm_to_workers() -> None:
     """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) reaches its local workers
     too (joblib, submitit_local): each running run checkpoints and exits instead of being orphaned.
@@ -131,13 +148,21 @@ def forward_sigterm_to_workers() -> None:
     import signal
 
     def handler(signum, frame):
-        for pid in _child_pids():
+        children = [pid for pid in _child_pids() if not _is_resource_tracker(pid)]
+        for pid in children:
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
         print("sweep: SIGTERM; running runs checkpoint and stop; relaunch to resume", file=sys.stderr, flush=True)
-        raise SystemExit(143)
+        # Wait (bounded) for the workers to save their checkpoints, then leave without the launcher's
+        # exit handlers: joblib's would kill the workers in the middle of that.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in children):
+            time.sleep(0.1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(143)
 
     if Path("/proc/self/task").is_dir():
         signal.signal(signal.SIGTERM, handler)
