@@ -18,8 +18,9 @@ def records(store):
 
 
 def test_smallest_shape_on_default_corpus_under_a_minute(tmp_path):
+    """d16, the smallest ladder shape, at the default budget (1e11 FLOPs: 1.8M tokens)."""
     t0 = time.perf_counter()
-    proc = run_cli("train", "model=d32", f"store={tmp_path}", "tracking=none", check=True)
+    proc = run_cli("train", "model=d16", f"store={tmp_path}", "tracking=none", check=True)
     elapsed = time.perf_counter() - t0
     assert elapsed < 60, f"took {elapsed:.1f} s"
     (rec,) = records(tmp_path)
