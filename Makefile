@@ -39,7 +39,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_peak.py
 	$(PY) bench/bench_trainer.py
-	$(PY) bench/bench_sweep.py
+	$(PY) bench/bench_sweep.py quick hydra/launcher=joblib
 	$(PY) bench/bench_fit.py
 
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.
