@@ -153,7 +153,13 @@ def make_optimizer(model: GPT, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
 
 
 # ---------------------------------------------------------------- the run
-def train(cfg: DictConfig, *, log=print) -> dict[str, Any] | None:
+def _log(*args) -> None:
+    """Progress lines, flushed at once: a worker's lines reach the sweep's log even if it is
+    killed next, and they show in real time under parallel launchers."""
+    print(*args, flush=True)
+
+
+def train(cfg: DictConfig, *, log=_log) -> dict[str, Any] | None:
     """Train one run to its budget and return its record (None if another process owns the run)."""
     # 1. plan: every config error surfaces here, before data or compute
     plan = plan_run(cfg)
