@@ -23,8 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
+
+# OpenMP threads that wait by sleeping, not spinning. With libgomp's default spin-wait, a 2-thread
+# run slowed 15-40x whenever another process used one of the cores (bench, 2 cores: d32 4 ktok/s
+# against 139 with PASSIVE, d64 2 against 35); on an idle machine PASSIVE costs 0-10% (d32-d64)
+# or nothing (d128 up). libgomp reads it once, when torch loads it; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch  # noqa: E402  (after the line above)
 
 from scaling import data as data_lib
 from scaling.errors import ConfigError
