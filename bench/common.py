@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the benchmarks run as scripts: make `scaling` importable from the checkout
     sys.path.insert(0, str(ROOT))
+import scaling.train  # noqa: E402,F401  (the trainer's process settings, e.g. OpenMP waiting, before torch loads)
 
 
 def cores() -> int:
