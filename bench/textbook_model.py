@@ -57,7 +57,7 @@ class TextbookBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x))
-        return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x))))
 
 
 class TextbookGPT(nn.Module):

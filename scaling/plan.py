@@ -15,7 +15,7 @@ from scaling import data as data_lib
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, flops_per_token_with_attention
-from scaling.shapes import ModelShape, ladder_lr, nearest_shape, param_counts
+from scaling.shapes import ARCHITECTURE, ModelShape, ladder_lr, nearest_shape, param_counts
 from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
@@ -76,7 +76,8 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
          for k, v in cfg.items() if k not in NOT_IDENTITY}
     for key in NOT_IDENTITY_TRAIN:
         c["train"].pop(key, None)
-    c["model"] = {"n_layer": shape.n_layer, "d_model": shape.d_model, "n_head": shape.n_head, "lr": lr}
+    c["model"] = {"n_layer": shape.n_layer, "d_model": shape.d_model, "n_head": shape.n_head, "lr": lr,
+                  "architecture": ARCHITECTURE}
     c["budget"] = float(c["budget"])
     return c
 

@@ -31,6 +31,14 @@ MIN_WIDTH = 16
 MAX_WIDTH = 768     # d768: 24 layers, ~1.7e8 non-embedding parameters, the top of the GPU ladder
 
 
+# The model's architecture, by version: part of every run's identity (scaling/plan.py), so runs of a
+# changed architecture never share a run id with older ones. Bump it with any change to
+# scaling/model.py that changes what a run computes.
+#   gpt2-v1  pre-LN GPT-2, tanh-approximate GELU
+#   gpt2-v2  exact (erf) GELU, as nanoGPT
+ARCHITECTURE = "gpt2-v2"
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """The architecture hyper-parameters that fix a model's parameter count."""

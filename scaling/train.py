@@ -36,6 +36,7 @@ from scaling import data as data_lib
 from scaling.errors import ConfigError
 from scaling.model import GPT
 from scaling.plan import RunPlan, lr_at, plan_run
+from scaling.shapes import ARCHITECTURE
 from scaling.store import code_version
 from scaling.store import (SCHEMA, RunPaths, atomic_write_bytes, atomic_write_json, atomic_write_text, read_record,
                            remove_partial_writes, run_lock, run_state, set_aside)
@@ -323,7 +324,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         "wall_time_s": time.perf_counter() - t_start, "tokens_per_s": trained_tokens / max(train_time, 1e-9),
         "flops_per_s": plan.flops_attention / plan.tokens * trained_tokens / max(train_time, 1e-9),
         "device": str(device), "threads": threads, "host": socket.gethostname(), "code_version": code_version(),
-        "torch_version": torch.__version__, "started_at": started_at, "finished_at": now_iso(),
+        "torch_version": torch.__version__, "architecture": ARCHITECTURE, "started_at": started_at, "finished_at": now_iso(),
         "corpus_description": corpus.description, "config": OmegaConf.to_container(cfg, resolve=True), "curve": curve,
     }
     atomic_write_json(paths.record, record)
