@@ -18,7 +18,7 @@ install: $(STAMP)
 
 # The demo: the quick sweep (2 single-threaded runs at a time), the fits, the figures, the report.
 demo: $(STAMP)
-	$(VENV)/bin/scaling sweep quick hydra/launcher=joblib
+	$(VENV)/bin/scaling sweep quick
 	$(VENV)/bin/scaling fit results/quick --approach all --bootstrap 1000 --out results/quick/fit.json
 	$(VENV)/bin/scaling optimal --budget 1e15 --law results/quick/fit.json
 	$(VENV)/bin/scaling plot results/quick --fit results/quick/fit.json --out reports/quick
@@ -39,7 +39,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_peak.py
 	$(PY) bench/bench_trainer.py
-	$(PY) bench/bench_sweep.py quick hydra/launcher=joblib
+	$(PY) bench/bench_sweep.py quick
 	$(PY) bench/bench_fit.py
 
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.

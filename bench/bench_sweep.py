@@ -1,7 +1,6 @@
 """Sweep: a sweep's wall time against its ideal, and the share of it spent outside training steps.
 
-    .venv/bin/python bench/bench_sweep.py quick hydra/launcher=joblib   # as `make demo` runs it (make bench)
-    .venv/bin/python bench/bench_sweep.py                        # the quick sweep, as `scaling sweep quick` runs it
+    .venv/bin/python bench/bench_sweep.py quick                  # as `make demo` runs it (make bench): 1-thread runs, one per core
     .venv/bin/python bench/bench_sweep.py quick hydra/launcher=basic   # any overrides, passed to `scaling sweep`
 
 The sweep runs for real, from a fresh process (as a user launches it), into a temporary store.

@@ -92,6 +92,12 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
     sweep(name, *TINY, *user_inputs(name, tiny_corpora), store=store)
     recs = records(store)
     assert sorted(r["budget_flops"] for r in recs) == [2e8, 4e8]
+    # the thread layout: runs at once x threads per run fill the cores, never more (CPU sweeps
+    # launch through joblib: one single-threaded run per core)
+    at_once = concurrency(cfg.hydra.launcher, len(recs))
+    assert {r["threads"] for r in recs} == {max(1, CORES // at_once)}
+    if name in ("quick", "default"):
+        assert "Joblib" in cfg.hydra.launcher._target_ and at_once == min(CORES, 2)
     for r in recs:
         assert r["status"] == "completed" and r["sweep"] == name and r["shape"] == "d32"
         # D = C / (6 N), rounded to whole optimizer steps; the recorded C is 6·N·D of the tokens trained
@@ -202,6 +208,10 @@ def test_launch_pacing_never_oversubscribes_the_cores():
     assert concurrency(OmegaConf.merge(joblib, {"n_jobs": -2}), 10) == max(1, CORES - 1)
     assert concurrency(local, 10) == CORES and launch_chunk_size(local, CORES, None) == CORES
     assert concurrency(basic, 10) == 1 and launch_chunk_size(basic, 1, None) >= 10
+    # on a GPU, local launchers run one job at a time; joblib then gets one job per launch call
+    assert concurrency(joblib, 10, gpu=True) == 1 and launch_chunk_size(joblib, 1, None) == 1
+    assert concurrency(local, 10, gpu=True) == 1
+
 
 
 # 4 runs (d32, d48 at 2e10 and 4e10 FLOPs), each a few seconds: long enough for two single-threaded

@@ -60,15 +60,36 @@ def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
     return str(launcher_cfg.get("_target_", "")).endswith("submitit_launcher.LocalLauncher")
 
 
-def concurrency(launcher_cfg: DictConfig, n_jobs: int) -> int:
+def trains_on_gpu(train_cfg: DictConfig) -> bool:
+    """Whether the sweep's runs will train on a GPU: ``train.device`` names CUDA, or is ``auto`` on
+    a machine whose torch sees one (asked only where an NVIDIA device node exists, so CPU-only
+    machines never import torch here)."""
+    device = str(train_cfg.get("device", "auto"))
+    if device.startswith("cuda"):
+        return True
+    if device != "auto" or not os.path.exists("/dev/nvidiactl"):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int:
     """How many jobs the configured launcher runs at once on this machine; each job then trains
     with cores // concurrency torch threads (train.concurrent_runs), so workers × threads <= cores.
+
+    The layout rule, measured (bench/bench_trainer.py's layout table, README): on a CPU, one
+    single-threaded run per core beats one run on every core's thread for every ladder width
+    (1.13-1.48x on 2 cores), so the local sweep files use joblib, whose default is one worker per
+    core; fewer runs than cores get more threads each. On a GPU, runs go one at a time (``gpu``).
 
     joblib runs ``n_jobs`` workers (joblib's convention: -1 all cores, -2 all but one, ...);
     submitit_local would start every job it is given at once, so the sweeper hands it at most one
     job per core at a time (`launch_chunk_size`); basic runs one job after another; SLURM gives
     each job its own CPUs (cpus_per_task), so each job may use every core it sees."""
     target = str(launcher_cfg.get("_target_", ""))
+    if gpu and ("Joblib" in target or _is_submitit_local(launcher_cfg)):
+        return 1  # one local GPU: runs sharing it would each run slower, and could run out of its memory
     if "Joblib" in target:
         n = int(launcher_cfg.get("n_jobs", -1) or -1)
         workers = _cores() + 1 + n if n < 0 else n
@@ -83,8 +104,8 @@ def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size:
     has no ``array_parallelism`` (PITFALLS.md), so it gets ``n_parallel`` jobs per call (largest
     first, so the jobs of a call are of similar length); the other launchers pace themselves and get
     ``max_batch_size`` jobs per call (None: all)."""
-    if _is_submitit_local(launcher_cfg):
-        return min(n_parallel, max_batch_size or n_parallel)
+    if _is_submitit_local(launcher_cfg) or ("Joblib" in str(launcher_cfg.get("_target_", "")) and n_parallel == 1):
+        return min(n_parallel, max_batch_size or n_parallel)  # joblib at 1: one job per call, one at a time
     return max_batch_size or 1 << 62
 
 
@@ -342,9 +363,10 @@ class ScalingSweeper(Sweeper):
             print(format_progress(store), flush=True)
             return []
 
-        n_parallel = concurrency(self.config.hydra.launcher, len(to_run))
+        gpu = trains_on_gpu(self.config.train)
+        n_parallel = concurrency(self.config.hydra.launcher, len(to_run), gpu)
         batch = [list(j["overrides"]) + [f"train.concurrent_runs={n_parallel}"] for j in to_run]
-        print(f"launching {len(batch)} runs, {n_parallel} at a time "
+        print(f"launching {len(batch)} runs, {n_parallel} at a time{' (GPU)' if gpu else ''} "
               f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)", flush=True)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
