@@ -80,7 +80,7 @@ def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int
 
     The layout rule, measured (bench/bench_trainer.py's layout table, README): on a CPU, one
     single-threaded run per core beats one run on every core's thread for every ladder width
-    (1.13-1.48x on 2 cores), so the local sweep files use joblib, whose default is one worker per
+    (1.10-1.62x on 2 cores), so the local sweep files use joblib, whose default is one worker per
     core; fewer runs than cores get more threads each. On a GPU, runs go one at a time (``gpu``).
 
     joblib runs ``n_jobs`` workers (joblib's convention: -1 all cores, -2 all but one, ...);
