@@ -297,7 +297,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     ax.set_xlabel("parameters N")
     ax.set_ylabel(LABEL_LOSS)
     _style(ax, "IsoFLOP profiles (approach 2): loss against model size at fixed compute")
-    _legend(ax, loc="upper center")
+    _legend(ax, loc="best")  # "upper center" hid a run of the smallest budget
     _log_axes(ax, count_label)
     return fig
 
