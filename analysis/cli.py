@@ -249,6 +249,7 @@ def _render_envelope(fit) -> list[str]:
     if fit.loss_law_with_floor is None:
         lines.append(f"  L = E + A·C^-alpha: {d['loss_law_with_floor']}")
     lines.append(_render_bootstrap(fit.bootstrap))
+    lines.append(_render_validation(fit.validation, "envelope"))
     return lines
 
 
@@ -267,6 +268,10 @@ def _render_validation(v: dict | None, kind: str) -> str:
         return f"  validation: skipped ({v['skipped']})"
     where = (f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond "
              f"the rest{', an EXTRAPOLATION' if v['extrapolation'] else ''})")
+    if kind == "envelope":
+        return (f"  validation: {where}: lowest loss there predicted {_g(v['loss_predicted'])} against "
+                f"{_g(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), its N {_g(v['n_opt_predicted'])} against "
+                f"{_g(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}) (the budget's best run)")
     if kind == "loss":
         return (f"  validation: {where}: loss of its {v['held_out_runs']} runs predicted within "
                 f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst")

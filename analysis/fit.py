@@ -18,7 +18,7 @@ from analysis.isoflop import fit_isoflop
 from analysis.parametric import fit_parametric
 from analysis.results import FitReport
 from analysis.table import RunTable
-from analysis.validation import validate_isoflop, validate_parametric
+from analysis.validation import validate_envelope, validate_isoflop, validate_parametric
 from scaling.errors import DataError
 
 APPROACHES = (1, 2, 3)
@@ -44,6 +44,8 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
             if approach == 1:
                 report.envelope = fit_envelope(table, bins_per_decade=bins_per_decade, resamples=resamples,
                                                seed=seed, level=level)
+                if validate:
+                    report.envelope.validation = validate_envelope(table, bins_per_decade)
             elif approach == 2:
                 report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
                 if validate:

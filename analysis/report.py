@@ -465,7 +465,7 @@ def _validation(fit: FitReport | None) -> list:
     blocks: list = [Heading("Held-out validation")]
     checked = [f for f in (fit.fits if fit else []) if getattr(f, "validation", None)]
     if not checked:
-        return blocks + [Paragraph("Not run (it needs approach 2 or 3 and at least two budgets).")]
+        return blocks + [Paragraph("Not run (it needs at least two budgets).")]
     blocks.append(Paragraph("Each law is refitted without the runs of the largest budget and asked to predict them."))
     for f in checked:
         v = f.validation
@@ -474,7 +474,13 @@ def _validation(fit: FitReport | None) -> list:
             continue
         where = (f"held out {flops_label(v['held_out_budget'])} FLOPs, {_times(v['extrapolation_factor'])} beyond the "
                  "budgets fitted" + (f" ({FLAG} an extrapolation)" if v["extrapolation"] else ""))
-        if f.approach == 3:
+        if f.approach == 1:
+            blocks.append(Paragraph(f"Approach 1 ({where}): the lowest loss there predicted {_num(v['loss_predicted'])} "
+                                    f"against {_num(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), and the size "
+                                    f"that reaches it {count_label(v['n_opt_predicted'])} against "
+                                    f"{count_label(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}); observed: "
+                                    f"that budget's best run, {v['best_run_id']}."))
+        elif f.approach == 3:
             blocks.append(Paragraph(f"Approach 3 ({where}): the loss of its {v['held_out_runs']} runs is predicted within "
                                     f"{v['loss_relative_error_mean_abs']:.2%} on average, "
                                     f"{v['loss_relative_error_max_abs']:.2%} at worst."))

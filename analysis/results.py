@@ -92,7 +92,10 @@ class EnvelopeFit:
     each) come from binning all curve points on a log-compute grid and keeping each bin's minimum.
     Fitted through them: ``loss_law`` L = A·C^(−α), ``loss_law_with_floor`` L = E + A·C^(−α),
     ``n_opt_law`` N_opt = k_N·C^a and ``d_opt_law`` D_opt = k_D·C^b.
-    ``residuals[name]`` are log(observed) − log(fitted) per envelope point.
+    ``residuals[name]`` are log(observed) − log(fitted) per envelope point. ``validation``
+    (`analysis.validation.validate_envelope`): held_out_budget, fitted_runs, extrapolation_factor,
+    extrapolation (bool), compute, loss_observed/predicted/relative_error, n_opt_observed/predicted/
+    relative_error, best_run_id; or {skipped: why}.
     """
 
     compute: list[float]
@@ -109,6 +112,7 @@ class EnvelopeFit:
     diagnostics: dict[str, Any]
     fitted_compute_max: float
     bootstrap: Bootstrap | None = None
+    validation: dict[str, Any] | None = None
     approach: int = 1
 
 

@@ -1,5 +1,7 @@
 """Hold-out validation: refit without the largest budget and predict it (seed text §14.9.3, step 4).
 
+  * approach 1: predict, from the envelope of the other budgets' curves, the lowest loss reached at
+    the held-out budget and the size that reached it (its best run's final loss and N);
   * approach 3: predict the loss of every held-out run from the law fitted to the others;
   * approach 2: predict N_opt at the held-out budget from the power law through the other
     budgets' minima, against the minimum of the held-out budget's own parabola.
@@ -18,6 +20,35 @@ def _held_out(table: RunTable) -> tuple[float, RunTable, RunTable]:
     largest = float(table.budgets[-1])
     held = table.runs[table.runs["budget"] == largest]
     return largest, table.without_budget(largest), held
+
+
+def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
+    """Refit approach 1 without the largest budget; errors of the predicted lowest loss and N_opt
+    there, against the held-out budget's best run (its final loss and N; the envelope at that
+    compute, as far as the held-out sizes bracket the optimum)."""
+    from analysis.envelope import fit_envelope
+
+    if len(table.budgets) < 2:
+        return {"skipped": "needs at least 2 budgets"}
+    largest, rest, held = _held_out(table)
+    try:
+        fit = fit_envelope(rest, bins_per_decade=bins_per_decade, resamples=0)
+    except DataError as err:
+        return {"skipped": f"the runs below the largest budget cannot be fitted alone: {err}"}
+    best = held.loc[held["loss"].idxmin()]
+    compute = float(best["C"])
+    # the law with a floor where it was fitted: a pure power law in C bends the wrong way near E
+    loss_law = fit.loss_law_with_floor or fit.loss_law
+    loss_pred, n_pred = float(loss_law(compute)), float(fit.n_opt_law(compute))
+    factor = compute / fit.fitted_compute_max
+    return {"held_out_budget": largest, "held_out_runs": int(len(held)), "fitted_runs": int(len(rest)),
+            "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR, "compute": compute,
+            "best_run_id": str(best["run_id"]),
+            "loss_law": "L = E + A·C^-alpha" if fit.loss_law_with_floor is not None else "L = A·C^-alpha",
+            "loss_observed": float(best["loss"]), "loss_predicted": loss_pred,
+            "loss_relative_error": loss_pred / float(best["loss"]) - 1.0,
+            "n_opt_observed": float(best["N"]), "n_opt_predicted": n_pred,
+            "n_opt_relative_error": n_pred / float(best["N"]) - 1.0}
 
 
 def validate_parametric(table: RunTable) -> dict:

@@ -7,7 +7,8 @@ from analysis.isoflop import fit_isoflop, parabola_coefficients
 from analysis.laws import chinchilla_allocation
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from analysis.table import table_from_frame
-from analysis.validation import validate_isoflop
+from analysis.envelope import BINS_PER_DECADE
+from analysis.validation import validate_envelope, validate_isoflop
 from scaling.errors import DataError
 
 A_TRUE = 0.28 / 0.62  # beta/(alpha+beta) of the published law: N_opt ~ C^0.4516
@@ -71,6 +72,21 @@ def test_approach_1_recovers_the_frontier_from_loss_curves():
     assert e.lower < CHINCHILLA_LAW["E"] < e.upper
     np.testing.assert_allclose(6 * np.array(fit.n) * np.array(fit.d), fit.compute)
     assert max(abs(r) for r in fit.residuals["loss_law_with_floor"]) < 0.02
+
+
+def test_approach_1_validation_predicts_the_held_out_budgets_lowest_loss():
+    runs = _runs(sizes=15)
+    table = table_from_frame(runs, "synthetic", curves=loss_curves(runs, CHINCHILLA_LAW, 30, noise=0.005, seed=1))
+    check = validate_envelope(table, BINS_PER_DECADE)
+    assert check["held_out_budget"] == pytest.approx(1e22) and check["fitted_runs"] == 60
+    assert check["extrapolation_factor"] == pytest.approx(10.0) and not check["extrapolation"]
+    assert check["loss_law"] == "L = E + A·C^-alpha"
+    # Fitted on 1e18..1e21 and asked for 1e22, the frontier predicts the best held-out run's loss
+    # within 1.4% over seeds 0-5. The best run's N is a noisy mark (the loss is flat near the
+    # optimum, 0.5% noise picks among neighbours): -58%..+67% over those seeds, so it is reported, not tested.
+    assert abs(check["loss_relative_error"]) < 0.03
+    assert check["loss_observed"] == pytest.approx(table.runs[table.runs["budget"] == 1e22]["loss"].min())
+    assert validate_envelope(table_from_frame(_runs(budgets=1), "one"), BINS_PER_DECADE) == {"skipped": "needs at least 2 budgets"}
 
 
 def test_approach_1_without_curves_uses_final_points_and_says_so():
