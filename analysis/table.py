@@ -214,8 +214,9 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: "
                     f"{', '.join(listed[:MAX_LISTED])}{more}")
     kept = frame[done]
-    if kept.empty:
-        raise DataError(f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete")
+    if kept.empty:  # say why, as the warning would have: the reasons are what the user needs now
+        raise DataError(f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: "
+                        f"{', '.join(listed[:MAX_LISTED])}{more}")
     return kept
 
 

@@ -56,7 +56,7 @@ FIT = [
     ("negative loss in a table", ["{negative_csv}"], ["column 'val_loss'", "-1.5", "> 0"]),
     ("missing column", ["{no_loss_csv}"], ["no column for loss", "--loss-column", "Columns present"]),
     ("unknown column option", [S, "--loss-column", "bpb"], ["--loss-column 'bpb'", "no such column", "val_loss"]),
-    ("no completed run", ["{failed_store}"], ["no completed runs to fit", "6 runs"]),
+    ("no completed run", ["{failed_store}"], ["no completed runs to fit", "6 runs", "diverged: training loss nan at step 3"]),
     ("too few points for the approach", [S, "--approach", "2"], ["approach 2 needs", "3 distinct", "(2 sizes)"]),
     ("wrong type option", [S, "--bootstrap", "many"], ["--bootstrap", "'many'", "whole number"]),
     ("unwritable output", [S, "--approach", "3", "--bootstrap", "0", "--out", "{afile}/fit.json"],
@@ -86,7 +86,7 @@ REPORT = [
     ("output under a file", [S, "--out", "{afile}/report.html"], ["--out", "afile", "is a file, not a directory"]),
     ("not a fit file", [S, "--out", "{workdir}/report.html", "--fit", "{negative_csv}"], ["negative.csv",
                                                                                          "not valid JSON"]),
-    ("no completed run", ["{failed_store}", "--out", "{workdir}/report.html"], ["no completed runs", "6 runs"]),
+    ("no completed run", ["{failed_store}", "--out", "{workdir}/report.html"], ["no completed runs", "6 runs", "(failed: diverged"]),
 ]
 STATUS = [("not a sweep store", ["{empty}"], ["sweep.json", "no sweep plan"])]
 
