@@ -158,6 +158,7 @@ def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = Colu
     frame = _drop_incomplete(frame, run_ids, warnings)
     run_ids = run_ids[frame.index]
     _check_single_corpus(frame, run_ids, source, allow_mixed_corpora, notes)
+    _warn_mixed_architectures(frame, warnings)
 
     n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
     loss_col = _pick_column(frame, "loss", columns.loss, source)
@@ -238,6 +239,17 @@ def _check_single_corpus(frame: pd.DataFrame, run_ids: pd.Series, source: str, a
                         f"largest: {', '.join(others[:MAX_LISTED])}{more}); fit one corpus at a time, or pass "
                         "--allow-mixed-corpora if they are meant to be pooled")
     notes.append(f"pooling runs from {len(counts)} corpora as asked ({column}: {listing})")
+
+
+def _warn_mixed_architectures(frame: pd.DataFrame, warnings: list[str]) -> None:
+    """Runs of different model architectures (scaling.shapes.ARCHITECTURE; empty: written before
+    the field existed) do not lie on one law: a warning, since a user may pool them on purpose."""
+    if "architecture" not in frame.columns:
+        return
+    counts = frame["architecture"].fillna("").astype(str).value_counts()
+    if len(counts) > 1:
+        listing = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
+        warnings.append(f"runs of {len(counts)} model architectures are fitted together: {listing}")
 
 
 def _n_names(n_kind: str) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ TABLE_COLUMNS = [
     "params", "params_non_embedding", "tokens", "steps", "batch_size", "seq_len", "shape", "n_layer",
     "d_model", "n_head", "vocab_size", "lr", "val_loss", "val_bpb", "train_loss", "seed", "corpus",
     "corpus_fingerprint", "entropy_rate", "loss_floor", "wall_time_s", "tokens_per_s", "flops_per_s", "device",
-    "threads", "code_version", "started_at", "finished_at",
+    "threads", "code_version", "architecture", "started_at", "finished_at",
 ]
 CURVE_COLUMNS = ["run_id", "step", "tokens", "flops", "train_loss", "val_loss", "lr"]
 
@@ -262,7 +262,7 @@ class StoreTable:
 
 def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
     row = {k: rec.get(k) for k in TABLE_COLUMNS}
-    for k in ("reason", "sweep", "corpus", "corpus_fingerprint", "code_version", "shape", "device"):
+    for k in ("reason", "sweep", "corpus", "corpus_fingerprint", "code_version", "architecture", "shape", "device"):
         row[k] = "" if row[k] is None else row[k]
     for k in ("entropy_rate", "loss_floor"):
         if row[k] is None:

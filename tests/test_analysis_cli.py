@@ -130,6 +130,15 @@ def test_fit_refuses_to_mix_corpora_unless_asked(capsys, tmp_path, runs):
     assert code == 0 and "pooling runs from 2 corpora" in err
 
 
+def test_fit_warns_when_runs_of_two_model_architectures_are_pooled(capsys, tmp_path, runs):
+    frame = runs.assign(architecture=["gpt2-v2"] * 20 + [""] * (len(runs) - 20))
+    frame.to_csv(tmp_path / "mixed.csv", index=False)
+    code, out, err = run_cli(capsys, "fit", str(tmp_path / "mixed.csv"), "--approach", "3", "--bootstrap", "0")
+    assert code == 0
+    assert (f"runs of 2 model architectures are fitted together: gpt2-v2 (20 runs), unrecorded (older records) "
+            f"({len(runs) - 20} runs)") in err
+
+
 # ---------------------------------------------------------------- bad input: one line, exit 2
 def _with(runs, row, column, value):
     frame = runs.copy()
