@@ -94,17 +94,18 @@ def load_checkpoint(paths: RunPaths, run_id: str, device: torch.device, log) -> 
     return ckpt
 
 
-def exit_preempted():
-    """Exit with status 143 (128 + SIGTERM) after a preemption. In a launcher's worker process (joblib's
-    loky workers) SystemExit would only end the task, and the worker would start the sweep's next run
-    and outlive the sweep; so a worker process ends itself."""
+def exit_preempted(signum: int = signal.SIGTERM):
+    """Exit with status 128 + the signal (143 for SIGTERM, 130 for SIGINT) after a preemption or a
+    Ctrl-C. In a launcher's worker process (joblib's loky workers) SystemExit would only end the
+    task, and the worker would start the sweep's next run and outlive the sweep; so a worker process
+    ends itself."""
     import multiprocessing
 
     if multiprocessing.parent_process() is not None:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(143)
-    raise SystemExit(143)
+        os._exit(128 + signum)
+    raise SystemExit(128 + signum)
 
 
 class Diverged(Exception):
@@ -233,10 +234,17 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     log(f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
         f"{plan.steps} steps, lr {plan.lr:g}, {device.type}, {threads} thread(s)")
 
-    # SIGTERM (a cluster's preemption): finish the current step, checkpoint, exit.
-    preempt = {"flag": False}
-    previous_handler = signal.signal(signal.SIGTERM, lambda *_: preempt.__setitem__("flag", True)) \
-        if _main_thread() else None
+    # SIGTERM (a cluster's preemption) or SIGINT (Ctrl-C): finish the current step, checkpoint, exit;
+    # a second Ctrl-C stops at once (KeyboardInterrupt; the last periodic checkpoint stays).
+    preempt = {"flag": False, "signal": signal.SIGTERM}
+
+    def on_signal(signum, frame):
+        if signum == signal.SIGINT and preempt["flag"] and preempt["signal"] == signal.SIGINT:
+            raise KeyboardInterrupt
+        preempt.update(flag=True, signal=signum)
+
+    previous_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)} \
+        if _main_thread() else {}
 
     log_every = max(1, plan.steps // t.log_points)
     eval_steps = {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
@@ -286,7 +294,8 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
 
             if preempt["flag"] and step + 1 < plan.steps:  # at the last step: finish and record first
                 save_checkpoint(step + 1)
-                raise Preempted(f"SIGTERM at step {step + 1}/{plan.steps}; checkpoint saved, relaunch to resume")
+                raise Preempted(f"{signal.Signals(preempt['signal']).name} at step {step + 1}/{plan.steps}; "
+                                "checkpoint saved, relaunch to resume")
             if t.checkpoint_interval_s and time.perf_counter() - last_ckpt > t.checkpoint_interval_s and step + 1 < plan.steps:
                 save_checkpoint(step + 1)
                 last_ckpt = time.perf_counter()
@@ -296,15 +305,15 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     except Preempted as err:
         log(f"[{plan.run_id}] preempted: {err}")
         tracker.finish(failed=True)
-        exit_preempted()
+        exit_preempted(preempt["signal"])
     except Exception as err:  # an error (out of memory, a bug): recorded, retried on relaunch
         import traceback
         traceback.print_exc()
         status, reason = "failed", f"error: {type(err).__name__}: {err}"
         log(f"[{plan.run_id}] {reason}; recorded as failed (a relaunch retries it)")
     finally:
-        if previous_handler is not None:
-            signal.signal(signal.SIGTERM, previous_handler)
+        for s, previous in previous_handlers.items():
+            signal.signal(s, previous)
 
     # 5. record
     trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
@@ -335,8 +344,10 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     log(f"[{plan.run_id}] {status}: val loss {val_loss:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
         f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s")
     if preempt["flag"]:
-        log(f"[{plan.run_id}] SIGTERM arrived during the last step: the run is recorded; exiting for the preemption")
-        exit_preempted()
+        name = signal.Signals(preempt["signal"]).name
+        log(f"[{plan.run_id}] {name} arrived during the last step: the run is recorded; exiting for the "
+            f"{'preemption' if name == 'SIGTERM' else 'interrupt'}")
+        exit_preempted(preempt["signal"])
     return record
 
 

@@ -20,7 +20,7 @@ HOOKS = ROOT / "tests" / "fault_hooks"  # sitecustomize.py: wandb and SIGTERM fa
 RUN_STARTED = re.compile(r"^\[([0-9a-f]{12})\] C\S+: N=", re.M)
 RUN_COMPLETED = re.compile(r"^\[([0-9a-f]{12})\] completed: val loss", re.M)
 RESUMED = re.compile(r"^\[([0-9a-f]{12})\] resuming from checkpoint at step (\d+)/", re.M)
-PREEMPTED = re.compile(r"^\[([0-9a-f]{12})\] preempted: SIGTERM at step (\d+)/\d+; checkpoint saved", re.M)
+PREEMPTED = re.compile(r"^\[([0-9a-f]{12})\] preempted: SIG(?:TERM|INT) at step (\d+)/\d+; checkpoint saved", re.M)
 
 # What a deterministic run must reproduce exactly, whether or not it was interrupted.
 OUTCOME_KEYS = ("status", "reason", "val_loss", "val_bpb", "train_loss", "steps", "tokens", "flops", "params",

@@ -163,19 +163,24 @@ def _alive(pid: int) -> bool:
 
 
 def forward_sigterm_to_workers() -> None:
-    """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) reaches its local workers
-    too (joblib, submitit_local): each running run checkpoints and exits instead of being orphaned.
-    In-process runs (basic launcher) install their own handler while they train."""
+    """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) or a Ctrl-C (SIGINT) reaches
+    its local workers as SIGTERM (joblib, submitit_local): each running run checkpoints and exits
+    instead of being orphaned, and the sweep exits (143, or 130 for Ctrl-C). joblib's workers ignore
+    a terminal's SIGINT outside training, and joblib itself would go on launching runs after one.
+    In-process runs (basic launcher) install their own handlers while they train."""
     import signal
 
     def handler(signum, frame):
         children = [pid for pid in _child_pids() if not _is_resource_tracker(pid)]
+        if signum == signal.SIGINT and not children:  # nothing to forward to: Ctrl-C as usual
+            raise KeyboardInterrupt
         for pid in children:
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        print("sweep: SIGTERM; running runs checkpoint and stop; relaunch to resume", file=sys.stderr, flush=True)
+        print(f"sweep: {signal.Signals(signum).name}; running runs checkpoint and stop; relaunch to resume",
+              file=sys.stderr, flush=True)
         # Wait (bounded) for the workers to save their checkpoints, then leave without the launcher's
         # exit handlers: joblib's would kill the workers in the middle of that.
         deadline = time.monotonic() + 120
@@ -183,10 +188,11 @@ def forward_sigterm_to_workers() -> None:
             time.sleep(0.1)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(143)
+        os._exit(128 + signum)
 
     if Path("/proc/self/task").is_dir():
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
 
 
 class ScalingSweeper(Sweeper):
