@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean slurm
+.PHONY: install demo test bench bench-gpu clean slurm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ bench: $(STAMP)
 	$(PY) bench/bench_trainer.py
 	$(PY) bench/bench_sweep.py quick
 	$(PY) bench/bench_fit.py
+
+# On a CUDA machine: the trainer on the GPU (MFU against its bf16 peak, compiled vs eager vs
+# textbook) and the CUDA paths end to end (runs, preemption and resume, the quick sweep, the report).
+bench-gpu: $(STAMP)
+	$(PY) bench/bench_gpu.py
+	PYTHON=$(PY) bash bench/gpu_smoke.sh reports/gpu-smoke
 
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.
 slurm:

@@ -7,15 +7,17 @@
 # 2. one run under torch.compile                                   -> completes, same loss range
 # 3. SIGTERM mid-run, relaunch                                     -> exits 143 with a checkpoint, resumes, completes
 # 4. the quick sweep on the GPU (basic launcher), fit, plot, report
-# Uses `python3 -m scaling.cli`, so it runs from a checkout without an install (PYTHONPATH=checkout).
+# Uses `$PYTHON -m scaling.cli` ($PYTHON: python3 unless set; make bench-gpu sets the venv's), so it
+# also runs from a checkout without an install (PYTHONPATH=checkout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-gpu-smoke}
+PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" SCALING_CACHE=${SCALING_CACHE:-/tmp/scaling-cache}
 S=$(mktemp -d)
-scaling() { python3 -m scaling.cli "$@"; }
-record_of() { python3 - "$1" <<'EOF'
+scaling() { "$PY" -m scaling.cli "$@"; }
+record_of() { "$PY" - "$1" <<'EOF'
 import json, pathlib, sys
 for p in sorted(pathlib.Path(sys.argv[1]).glob("runs/*/record.json")):
     r = json.loads(p.read_text())
@@ -25,29 +27,29 @@ EOF
 }
 
 nvidia-smi -L
-python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())"
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())"
 
 echo "== 1. eager bf16 run (d256, 3e14 FLOPs)"
-/usr/bin/time -f "  wall %es" python3 -m scaling.cli train model=d256 budget=3e14 tracking=none store=$S/eager 2>&1 | tail -4
+"$PY" -m scaling.cli train model=d256 budget=3e14 tracking=none store=$S/eager 2>&1 | tail -4
 record_of $S/eager
 
 echo "== 2. compiled run (d256, 3e14 FLOPs, train.compile=true)"
-/usr/bin/time -f "  wall %es" python3 -m scaling.cli train model=d256 budget=3e14 tracking=none train.compile=true store=$S/compiled 2>&1 | tail -4
+"$PY" -m scaling.cli train model=d256 budget=3e14 tracking=none train.compile=true store=$S/compiled 2>&1 | tail -4
 record_of $S/compiled
 
 echo "== 3. SIGTERM mid-run, then relaunch (d384, 1e15 FLOPs)"
-python3 -m scaling.cli train model=d384 budget=1e15 tracking=none store=$S/kill > $OUT/kill1.log 2>&1 &
+"$PY" -m scaling.cli train model=d384 budget=1e15 tracking=none store=$S/kill > $OUT/kill1.log 2>&1 &
 pid=$!
 for _ in $(seq 120); do grep -q "step " $OUT/kill1.log 2>/dev/null && break; sleep 0.5; done
 sleep 3; kill -TERM $pid; set +e; wait $pid; echo "  first launch exit code $? (143 = preempted, checkpoint saved)"; set -e
 tail -2 $OUT/kill1.log
-python3 -m scaling.cli train model=d384 budget=1e15 tracking=none store=$S/kill > $OUT/kill2.log 2>&1
+"$PY" -m scaling.cli train model=d384 budget=1e15 tracking=none store=$S/kill > $OUT/kill2.log 2>&1
 grep -i -m2 "resum" $OUT/kill2.log || true
 tail -2 $OUT/kill2.log
 record_of $S/kill
 
 echo "== 4. quick sweep on the GPU, fit, figures, report"
-/usr/bin/time -f "  sweep wall %es" python3 -m scaling.cli sweep quick tracking=none store=$S/quick > $OUT/sweep.log 2>&1
+"$PY" -m scaling.cli sweep quick tracking=none store=$S/quick > $OUT/sweep.log 2>&1
 tail -3 $OUT/sweep.log
 scaling status $S/quick | tail -5
 scaling fit $S/quick --approach all --bootstrap 1000 --out $OUT/fit.json | tail -25
