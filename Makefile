@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench bench-gpu clean slurm
+.PHONY: install demo test lint bench bench-gpu clean slurm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +28,16 @@ demo: $(STAMP)
 # The tests. In CI (CI=true, as root) a single-node SLURM is installed and started first, so the
 # SLURM test runs for real; elsewhere it is skipped unless SLURM is already up. As root, Debian's
 # chromium is installed if missing: tests/test_report.py opens the report in it (required in CI).
-test: $(STAMP)
+test: lint
 	@if [ -n "$$CI" ] && [ "$$(id -u)" = 0 ]; then bash scripts/slurm-up.sh; fi
 	@if [ "$$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; fi
 	$(PY) -m pytest -q
+
+# Lint and format check (ruff, from the dev extras); `make test` and so CI run it first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Benchmarks (not run by the tests; meaningful on a quiet machine): matmul peak, trainer MFU against
 # the textbook model, the quick sweep against its ideal, the approach-3 fit against the exhaustive grid.

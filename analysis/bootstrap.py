@@ -4,6 +4,7 @@ A resample draws as many runs as the data holds, with replacement (Efron 1979). 
 over runs take the draw as integer weights (a run drawn twice counts twice), which is the same
 objective as refitting the duplicated table, without copying it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,19 +32,30 @@ def resample_within_groups(rng: np.random.Generator, groups: list[np.ndarray], r
     return [group[rng.integers(0, len(group), size=(resamples, len(group)))] for group in groups]
 
 
-def estimates_from_samples(values: dict[str, float], samples: dict[str, np.ndarray], level: float) -> dict[str, Estimate]:
+def estimates_from_samples(
+    values: dict[str, float], samples: dict[str, np.ndarray], level: float
+) -> dict[str, Estimate]:
     """An `Estimate` per name: the full-sample value with the percentile interval of its samples."""
-    return {name: (Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value))
-            for name, value in values.items()}
+    return {
+        name: (Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value))
+        for name, value in values.items()
+    }
 
 
-def summarize(samples: dict[str, np.ndarray], resamples: int, failed: int, level: float, seed: int,
-              notes: list[str]) -> tuple[dict[str, np.ndarray], Bootstrap]:
+def summarize(
+    samples: dict[str, np.ndarray], resamples: int, failed: int, level: float, seed: int, notes: list[str]
+) -> tuple[dict[str, np.ndarray], Bootstrap]:
     """The `Bootstrap` record and the samples to make intervals from. When more than half the
     resamples failed the samples are dropped, so no interval is reported: the few resamples that
     could be refitted are the ones most like the data, not a sample of the estimates' spread."""
     if failed > resamples * (1 - MIN_SUCCESS):
         notes = [*notes, f"{failed} of {resamples} resamples failed, so no intervals are given: fit more runs"]
         samples = {}
-    return samples, Bootstrap(resamples=resamples, failed=failed, level=level, seed=seed,
-                              samples={k: np.asarray(v).tolist() for k, v in samples.items()}, notes=notes)
+    return samples, Bootstrap(
+        resamples=resamples,
+        failed=failed,
+        level=level,
+        seed=seed,
+        samples={k: np.asarray(v).tolist() for k, v in samples.items()},
+        notes=notes,
+    )

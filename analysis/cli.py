@@ -5,6 +5,7 @@ Each ``*_main(argv) -> int`` parses its arguments and calls plain functions. Bad
 ``error: ...`` with exit status 2. Warnings and notes go to stderr, results to stdout; with
 ``--json`` stdout holds exactly one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ def _positive_float(what: str):
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"{text!r} is not valid; give {what} (a finite number > 0)")
         return value
+
     return parse
 
 
@@ -89,28 +91,48 @@ def _with_interval(e: Estimate) -> str:
 
 # ================================================================= scaling fit
 def fit_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="scaling fit", description="Fit scaling laws (Hoffmann et al. 2022, approaches 1-3) to a table "
-                "of runs, with bootstrap intervals and a hold-out check.")
-    p.add_argument("source", help="a sweep's results store directory, a .csv/.parquet table of runs, or "
-                   "wandb:ENTITY/PROJECT (online)")
-    p.add_argument("--approach", choices=["1", "2", "3", "all"], default="all",
-                   help="1: envelope of loss curves; 2: IsoFLOP parabolas; 3: parametric L(N, D); all (default): "
-                   "each the data supports")
+    p = _Parser(
+        prog="scaling fit",
+        description="Fit scaling laws (Hoffmann et al. 2022, approaches 1-3) to a table "
+        "of runs, with bootstrap intervals and a hold-out check.",
+    )
+    p.add_argument(
+        "source",
+        help="a sweep's results store directory, a .csv/.parquet table of runs, or wandb:ENTITY/PROJECT (online)",
+    )
+    p.add_argument(
+        "--approach",
+        choices=["1", "2", "3", "all"],
+        default="all",
+        help="1: envelope of loss curves; 2: IsoFLOP parabolas; 3: parametric L(N, D); all (default): "
+        "each the data supports",
+    )
     add_fit_options(p, default_resamples=1000)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.add_argument("--out", metavar="FIT.json", help="save the full fit (points, residuals, bootstrap samples) for "
-                   "`scaling optimal --law FIT.json`, plots and reports")
+    p.add_argument(
+        "--out",
+        metavar="FIT.json",
+        help="save the full fit (points, residuals, bootstrap samples) for "
+        "`scaling optimal --law FIT.json`, plots and reports",
+    )
     add_table_options(p)
     return p
 
 
 def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
     """--bootstrap, --seed, --level, --bins-per-decade: how `fit`, `plot` and `report` fit."""
-    p.add_argument("--bootstrap", type=_count, default=default_resamples, metavar="K",
-                   help=f"bootstrap resamples (default {default_resamples}; 0: none)")
+    p.add_argument(
+        "--bootstrap",
+        type=_count,
+        default=default_resamples,
+        metavar="K",
+        help=f"bootstrap resamples (default {default_resamples}; 0: none)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--level", type=_level, default=0.95, help="confidence level of the intervals (default 0.95)")
-    p.add_argument("--bins-per-decade", type=_count, default=10, help="compute bins per decade for approach 1 (default 10)")
+    p.add_argument(
+        "--bins-per-decade", type=_count, default=10, help="compute bins per decade for approach 1 (default 10)"
+    )
 
 
 def add_table_options(p: argparse.ArgumentParser) -> None:
@@ -119,8 +141,12 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d-column", help="column holding D, tokens (default: tokens, else D, ...); D = C/(6N) if absent")
     p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
     p.add_argument("--loss-column", help="column holding the loss (default: val_loss, else loss, L, ...)")
-    p.add_argument("--n-kind", choices=["total", "non_embedding"], default="total",
-                   help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)")
+    p.add_argument(
+        "--n-kind",
+        choices=["total", "non_embedding"],
+        default="total",
+        help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)",
+    )
     p.add_argument("--allow-mixed-corpora", action="store_true", help="pool runs trained on different corpora")
 
 
@@ -143,8 +169,14 @@ def fit_main(argv: list[str]) -> int:
     table = load_runs(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
     _tell(table.warnings, "warning")
     approaches = (1, 2, 3) if args.approach == "all" else (int(args.approach),)
-    report = fit_all(table, approaches, resamples=args.bootstrap, seed=args.seed, level=args.level,
-                     bins_per_decade=args.bins_per_decade)
+    report = fit_all(
+        table,
+        approaches,
+        resamples=args.bootstrap,
+        seed=args.seed,
+        level=args.level,
+        bins_per_decade=args.bins_per_decade,
+    )
     _tell(report.notes, "note")
     _tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], "warning")
     if args.out:
@@ -178,16 +210,39 @@ def fit_summary(report: FitReport, single: bool) -> dict:
 def _approach_summary(fit) -> dict:
     out = {"approach": fit.approach, **{k: e.as_json() for k, e in fit.estimates.items()}}
     boot = fit.bootstrap
-    out["bootstrap"] = None if boot is None else {"resamples": boot.resamples, "failed": boot.failed,
-                                                  "level": boot.level, "seed": boot.seed, "notes": boot.notes}
+    out["bootstrap"] = (
+        None
+        if boot is None
+        else {
+            "resamples": boot.resamples,
+            "failed": boot.failed,
+            "level": boot.level,
+            "seed": boot.seed,
+            "notes": boot.notes,
+        }
+    )
     out["fitted_compute_max"] = fit.fitted_compute_max
     if fit.approach == 3:
-        out.update(objective=fit.objective, converged=fit.convergence["converged"], convergence=fit.convergence,
-                   validation=fit.validation)
+        out.update(
+            objective=fit.objective,
+            converged=fit.convergence["converged"],
+            convergence=fit.convergence,
+            validation=fit.validation,
+        )
     elif fit.approach == 2:
-        out["budgets"] = [{"budget": p.budget, "compute": p.compute, "n_opt": p.n_opt, "n_opt_interval": p.n_opt_interval,
-                           "d_opt": p.d_opt, "loss_opt": p.loss_opt, "sizes": len(set(p.n)),
-                           "inside_sampled_sizes": p.inside_range} for p in fit.profiles]
+        out["budgets"] = [
+            {
+                "budget": p.budget,
+                "compute": p.compute,
+                "n_opt": p.n_opt,
+                "n_opt_interval": p.n_opt_interval,
+                "d_opt": p.d_opt,
+                "loss_opt": p.loss_opt,
+                "sizes": len(set(p.n)),
+                "inside_sampled_sizes": p.inside_range,
+            }
+            for p in fit.profiles
+        ]
         out.update(dropped=fit.dropped, validation=fit.validation)
     else:
         out["diagnostics"] = fit.diagnostics
@@ -205,19 +260,37 @@ def render_fit(report: FitReport) -> str:
 
 
 def _rows(fit, names_and_labels) -> list[str]:
-    return [f"  {label:<26} {_with_interval(fit.estimates[name])}" for name, label in names_and_labels
-            if name in fit.estimates]
+    return [
+        f"  {label:<26} {_with_interval(fit.estimates[name])}"
+        for name, label in names_and_labels
+        if name in fit.estimates
+    ]
 
 
 def _render_parametric(fit) -> list[str]:
     c = fit.convergence
-    lines = [f"approach 3: L(N, D) = E + A/N^alpha + B/D^beta  (Huber, delta {fit.huber_delta:g}, on log-loss; "
-             f"{len(fit.n)} runs)"]
-    lines += _rows(fit, [("E", "E"), ("A", "A"), ("B", "B"), ("alpha", "alpha"), ("beta", "beta"),
-                         ("a", "a   (N_opt ~ C^a)"), ("b", "b   (D_opt ~ C^b)"), ("G", "G")])
+    lines = [
+        f"approach 3: L(N, D) = E + A/N^alpha + B/D^beta  (Huber, delta {fit.huber_delta:g}, on log-loss; "
+        f"{len(fit.n)} runs)"
+    ]
+    lines += _rows(
+        fit,
+        [
+            ("E", "E"),
+            ("A", "A"),
+            ("B", "B"),
+            ("alpha", "alpha"),
+            ("beta", "beta"),
+            ("a", "a   (N_opt ~ C^a)"),
+            ("b", "b   (D_opt ~ C^b)"),
+            ("G", "G"),
+        ],
+    )
     state = "converged" if c["converged"] else "NOT converged"
-    lines.append(f"  optimizer: {state} ({c['optimizer']}; {c['starts_agreeing']} of {c['refined_starts']} starts "
-                 f"reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; objective {fit.objective:.6g})")
+    lines.append(
+        f"  optimizer: {state} ({c['optimizer']}; {c['starts_agreeing']} of {c['refined_starts']} starts "
+        f"reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; objective {fit.objective:.6g})"
+    )
     lines += [f"  {key}: {c[key]}" for key in ("warning", "note") if key in c]
     lines.append(_render_bootstrap(fit.bootstrap))
     lines.append(_render_validation(fit.validation, "loss"))
@@ -229,11 +302,20 @@ def _render_isoflop(fit) -> list[str]:
     for p in fit.profiles:
         interval = "" if p.n_opt_interval is None else f" [{_g(p.n_opt_interval[0])}, {_g(p.n_opt_interval[1])}]"
         where = "" if p.inside_range else "  (minimum outside the sizes trained)"
-        lines.append(f"  C = {p.budget:<9.3g} N_opt {_g(p.n_opt)}{interval}, D_opt {_g(p.d_opt)}, loss {_g(p.loss_opt)}"
-                     f" ({len(set(p.n))} sizes){where}")
+        lines.append(
+            f"  C = {p.budget:<9.3g} N_opt {_g(p.n_opt)}{interval}, D_opt {_g(p.d_opt)}, loss {_g(p.loss_opt)}"
+            f" ({len(set(p.n))} sizes){where}"
+        )
     lines += [f"  dropped {why}" for why in fit.dropped]
-    lines += _rows(fit, [("a", "a   (N_opt = k_N·C^a)"), ("b", "b   (D_opt = k_D·C^b)"),
-                         ("N_coefficient", "k_N"), ("D_coefficient", "k_D")])
+    lines += _rows(
+        fit,
+        [
+            ("a", "a   (N_opt = k_N·C^a)"),
+            ("b", "b   (D_opt = k_D·C^b)"),
+            ("N_coefficient", "k_N"),
+            ("D_coefficient", "k_D"),
+        ],
+    )
     lines.append(_render_bootstrap(fit.bootstrap))
     lines.append(_render_validation(fit.validation, "n_opt"))
     return lines
@@ -241,11 +323,23 @@ def _render_isoflop(fit) -> list[str]:
 
 def _render_envelope(fit) -> list[str]:
     d = fit.diagnostics
-    lines = [f"approach 1: envelope of the loss curves ({d['envelope_points']} points from {d['points_used']}, "
-             f"{d['bins_per_decade']} bins per decade)"]
-    lines += _rows(fit, [("a", "a   (N_opt = k_N·C^a)"), ("b", "b   (D_opt = k_D·C^b)"), ("N_coefficient", "k_N"),
-                         ("loss_A", "A   (L = A·C^-alpha)"), ("loss_alpha", "alpha"),
-                         ("floor_E", "E   (L = E + A·C^-alpha)"), ("floor_A", "A"), ("floor_alpha", "alpha")])
+    lines = [
+        f"approach 1: envelope of the loss curves ({d['envelope_points']} points from {d['points_used']}, "
+        f"{d['bins_per_decade']} bins per decade)"
+    ]
+    lines += _rows(
+        fit,
+        [
+            ("a", "a   (N_opt = k_N·C^a)"),
+            ("b", "b   (D_opt = k_D·C^b)"),
+            ("N_coefficient", "k_N"),
+            ("loss_A", "A   (L = A·C^-alpha)"),
+            ("loss_alpha", "alpha"),
+            ("floor_E", "E   (L = E + A·C^-alpha)"),
+            ("floor_A", "A"),
+            ("floor_alpha", "alpha"),
+        ],
+    )
     if fit.loss_law_with_floor is None:
         lines.append(f"  L = E + A·C^-alpha: {d['loss_law_with_floor']}")
     lines.append(_render_bootstrap(fit.bootstrap))
@@ -266,33 +360,57 @@ def _render_validation(v: dict | None, kind: str) -> str:
         return "  validation: not run"
     if "skipped" in v:
         return f"  validation: skipped ({v['skipped']})"
-    where = (f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond "
-             f"the rest{', an EXTRAPOLATION' if v['extrapolation'] else ''})")
+    where = (
+        f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond "
+        f"the rest{', an EXTRAPOLATION' if v['extrapolation'] else ''})"
+    )
     if kind == "envelope":
-        return (f"  validation: {where}: lowest loss there predicted {_g(v['loss_predicted'])} against "
-                f"{_g(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), its N {_g(v['n_opt_predicted'])} against "
-                f"{_g(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}) (the budget's best run)")
+        return (
+            f"  validation: {where}: lowest loss there predicted {_g(v['loss_predicted'])} against "
+            f"{_g(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), its N {_g(v['n_opt_predicted'])} against "
+            f"{_g(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}) (the budget's best run)"
+        )
     if kind == "loss":
-        return (f"  validation: {where}: loss of its {v['held_out_runs']} runs predicted within "
-                f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst")
-    return (f"  validation: {where}: N_opt predicted {_g(v['n_opt_predicted'])} against {_g(v['n_opt_observed'])} "
-            f"observed ({v['n_opt_relative_error']:+.1%})")
+        return (
+            f"  validation: {where}: loss of its {v['held_out_runs']} runs predicted within "
+            f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst"
+        )
+    return (
+        f"  validation: {where}: N_opt predicted {_g(v['n_opt_predicted'])} against {_g(v['n_opt_observed'])} "
+        f"observed ({v['n_opt_relative_error']:+.1%})"
+    )
 
 
 # ================================================================= scaling optimal
 def optimal_parser() -> argparse.ArgumentParser:
     from analysis.optimal import PRESETS
 
-    p = _Parser(prog="scaling optimal", description="Compute-optimal model size N and tokens D for a FLOP budget "
-                "(C = 6·N·D), from a published law or a saved fit.")
+    p = _Parser(
+        prog="scaling optimal",
+        description="Compute-optimal model size N and tokens D for a FLOP budget "
+        "(C = 6·N·D), from a published law or a saved fit.",
+    )
     p.add_argument("--budget", type=_positive_float("a budget in FLOPs, e.g. 1e21"), help="compute budget C in FLOPs")
-    p.add_argument("--law", default="chinchilla", help=f"{', '.join(PRESETS)} (published; default chinchilla), or a "
-                   "FIT.json written by `scaling fit --out`")
-    p.add_argument("--approach", choices=["1", "2", "3"], help="which approach of FIT.json (default: 3 if present, else 2, else 1)")
-    p.add_argument("--target-loss", type=_positive_float("a loss in nats per token"), metavar="L",
-                   help="instead of --budget: the smallest budget whose optimal loss is L (laws that predict loss)")
-    p.add_argument("--max-tokens", type=_positive_float("a token count"), metavar="D",
-                   help="data-limited: at most D tokens available; the best N for the budget under that cap")
+    p.add_argument(
+        "--law",
+        default="chinchilla",
+        help=f"{', '.join(PRESETS)} (published; default chinchilla), or a FIT.json written by `scaling fit --out`",
+    )
+    p.add_argument(
+        "--approach", choices=["1", "2", "3"], help="which approach of FIT.json (default: 3 if present, else 2, else 1)"
+    )
+    p.add_argument(
+        "--target-loss",
+        type=_positive_float("a loss in nats per token"),
+        metavar="L",
+        help="instead of --budget: the smallest budget whose optimal loss is L (laws that predict loss)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=_positive_float("a token count"),
+        metavar="D",
+        help="data-limited: at most D tokens available; the best N for the budget under that cap",
+    )
     p.add_argument("--level", type=_level, help="confidence level for a fit's intervals (default: the fit's)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return p
@@ -330,8 +448,10 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             raise UserError(f"--approach applies to a FIT.json law, not to the preset {name!r}")
         return PRESETS[name]()
     if not Path(name).exists():
-        raise UserError(f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
-                        "(write one with `scaling fit SOURCE --out FIT.json`)")
+        raise UserError(
+            f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
+            "(write one with `scaling fit SOURCE --out FIT.json`)"
+        )
     return law_from_fit(FitReport.load(name), name, approach, level)
 
 
@@ -340,13 +460,15 @@ def render_allocation(a) -> str:
     lines = [f"law: {a.law}"]
     if a.target_loss is not None:
         lines.append(f"  target loss        {_g(a.target_loss)} nats/token")
-    lines += [f"  budget C           {_with_interval(a.budget)} FLOPs" + ("   EXTRAPOLATION" if a.extrapolation else ""),
-              f"  N_opt              {_with_interval(a.n)} {n_kind}",
-              f"  D_opt              {_with_interval(a.d)} tokens",
-              f"  tokens/parameter   {_with_interval(a.tokens_per_parameter)}",
-              "  predicted loss     " + ("- (this law does not predict loss)" if a.loss is None
-                                         else f"{_with_interval(a.loss)} nats/token"),
-              f"  check              6·N·D = {6 * a.n.value * a.d.value:.6g} FLOPs"]
+    lines += [
+        f"  budget C           {_with_interval(a.budget)} FLOPs" + ("   EXTRAPOLATION" if a.extrapolation else ""),
+        f"  N_opt              {_with_interval(a.n)} {n_kind}",
+        f"  D_opt              {_with_interval(a.d)} tokens",
+        f"  tokens/parameter   {_with_interval(a.tokens_per_parameter)}",
+        "  predicted loss     "
+        + ("- (this law does not predict loss)" if a.loss is None else f"{_with_interval(a.loss)} nats/token"),
+        f"  check              6·N·D = {6 * a.n.value * a.d.value:.6g} FLOPs",
+    ]
     if a.n.interval is not None:
         lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")
     lines += [f"  note: {note}" for note in a.notes]
@@ -361,32 +483,48 @@ def _formats(text: str) -> list[str]:
     formats = [f.strip().lower() for f in text.split(",") if f.strip()]
     bad = [f for f in formats if f not in FIGURE_FORMATS]
     if bad or not formats:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a comma-separated list of {', '.join(FIGURE_FORMATS)}")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid; give a comma-separated list of {', '.join(FIGURE_FORMATS)}"
+        )
     return list(dict.fromkeys(formats))
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", help="a sweep's results store directory, a .csv/.parquet table of runs, or "
-                   "wandb:ENTITY/PROJECT (online)")
-    p.add_argument("--fit", metavar="FIT.json", help="use this saved fit (`scaling fit --out FIT.json`) instead of "
-                   "fitting again")
+    p.add_argument(
+        "source",
+        help="a sweep's results store directory, a .csv/.parquet table of runs, or wandb:ENTITY/PROJECT (online)",
+    )
+    p.add_argument(
+        "--fit", metavar="FIT.json", help="use this saved fit (`scaling fit --out FIT.json`) instead of fitting again"
+    )
     add_fit_options(p, default_resamples=200)
     add_table_options(p)
 
 
 def plot_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="scaling plot", description="Write the log-log figures of a sweep or table of runs: loss against "
-                "compute, IsoFLOP profiles, compute-optimal N and D, the fitted L(N, D), residuals, training curves.")
+    p = _Parser(
+        prog="scaling plot",
+        description="Write the log-log figures of a sweep or table of runs: loss against "
+        "compute, IsoFLOP profiles, compute-optimal N and D, the fitted L(N, D), residuals, training curves.",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="directory for the figures (created if missing)")
-    p.add_argument("--format", type=_formats, default=["png"], metavar="FORMATS",
-                   help="comma-separated, from png, svg, pdf (default png)")
+    p.add_argument(
+        "--format",
+        type=_formats,
+        default=["png"],
+        metavar="FORMATS",
+        help="comma-separated, from png, svg, pdf (default png)",
+    )
     _source_options(p)
     return p
 
 
 def report_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="scaling report", description="Write one self-contained HTML report of a sweep (figures embedded, "
-                "no network needed to view it) and its Markdown twin (NAME.md, figures in NAME-figures/).")
+    p = _Parser(
+        prog="scaling report",
+        description="Write one self-contained HTML report of a sweep (figures embedded, "
+        "no network needed to view it) and its Markdown twin (NAME.md, figures in NAME-figures/).",
+    )
     p.add_argument("--out", required=True, metavar="FILE.html", help="the report (its directory is created if missing)")
     _source_options(p)
     return p
@@ -419,13 +557,22 @@ def _source_and_fit(args: argparse.Namespace, verb: str):
         problems = fit_matches_source(fit, source.table, args.fit)
         boot = next((f.bootstrap for f in fit.fits if f.bootstrap), None)
         how = f"loaded from {args.fit} (a fit of {fit.source}, {fit.runs} runs; " + (
-            f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)")
+            f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)"
+        )
         return source, fit, how, problems
-    how = (f"fitted by `scaling {verb}`: approaches 1-3, {args.bootstrap} bootstrap resamples (seed {args.seed}), "
-           f"{args.level:.0%} intervals")
+    how = (
+        f"fitted by `scaling {verb}`: approaches 1-3, {args.bootstrap} bootstrap resamples (seed {args.seed}), "
+        f"{args.level:.0%} intervals"
+    )
     try:
-        fit = fit_all(source.table, (1, 2, 3), resamples=args.bootstrap, seed=args.seed, level=args.level,
-                      bins_per_decade=args.bins_per_decade)
+        fit = fit_all(
+            source.table,
+            (1, 2, 3),
+            resamples=args.bootstrap,
+            seed=args.seed,
+            level=args.level,
+            bins_per_decade=args.bins_per_decade,
+        )
     except DataError as err:
         return source, None, how, [str(err)]
     return source, fit, how, []
@@ -466,7 +613,9 @@ def report_main(argv: list[str]) -> int:
         return args
     out = Path(args.out)
     if out.is_dir():
-        raise UserError(f"--out {args.out!r} is a directory; give an .html file name, e.g. {str(out / 'report.html')!r}")
+        raise UserError(
+            f"--out {args.out!r} is a directory; give an .html file name, e.g. {str(out / 'report.html')!r}"
+        )
     if out.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"--out {args.out!r}: give an .html file name (the Markdown twin is written beside it as .md)")
     check_output_dir(out.parent, f"--out {args.out!r}")
@@ -479,6 +628,8 @@ def report_main(argv: list[str]) -> int:
     pngs = {name: figure_bytes(fig, "png") for name, fig in figures.items()}
     blocks = report_blocks(source, fit, pngs, missing, how_fitted=how, fit_problems=problems)
     written = write_report(out, blocks, pngs)
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(pngs)} figures embedded) and {written[-2]} "
-          f"(figures in {written[0].parent}/)")
+    print(
+        f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(pngs)} figures embedded) and {written[-2]} "
+        f"(figures in {written[0].parent}/)"
+    )
     return 0

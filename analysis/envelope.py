@@ -11,6 +11,7 @@ Fitted through the envelope (least squares on logs):
 below it the envelope is made of early, warm-up points of the smallest runs.
 Without curves (a table of final losses), each run's final point is its only point.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,14 @@ MIN_POINTS = 3  # envelope points for the two-parameter laws (the law with a flo
 CHUNK = 64  # resamples processed at once (bounds memory: CHUNK × runs × bins)
 
 
-def fit_envelope(table: RunTable, *, bins_per_decade: int = BINS_PER_DECADE, resamples: int = 1000, seed: int = 0,
-                 level: float = 0.95) -> EnvelopeFit:
+def fit_envelope(
+    table: RunTable,
+    *,
+    bins_per_decade: int = BINS_PER_DECADE,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> EnvelopeFit:
     """Fit approach 1 to ``table`` and bootstrap it over runs (``resamples`` = 0: no intervals)."""
     if bins_per_decade < 1:
         raise DataError(f"--bins-per-decade {bins_per_decade} is not valid; give an integer >= 1")
@@ -37,13 +44,17 @@ def fit_envelope(table: RunTable, *, bins_per_decade: int = BINS_PER_DECADE, res
     compute, loss, winner = (v[0] for v in grid.envelope(present))
     keep = np.isfinite(loss)
     if keep.sum() < MIN_POINTS:
-        raise DataError(f"approach 1 needs at least {MIN_POINTS} envelope points (compute bins with a curve point); "
-                        f"{table.source!r} gives {int(keep.sum())}: the runs span too little compute")
+        raise DataError(
+            f"approach 1 needs at least {MIN_POINTS} envelope points (compute bins with a curve point); "
+            f"{table.source!r} gives {int(keep.sum())}: the runs span too little compute"
+        )
     compute, loss, winner = compute[keep], loss[keep], winner[keep].astype(int)
     n = grid.run_n[winner]
     if len(np.unique(n)) < 2:
-        raise DataError(f"approach 1: one model size (N = {n[0]:.4g}) is lowest at every compute, so N_opt(C) cannot "
-                        "be fitted; train sizes that win at different budgets")
+        raise DataError(
+            f"approach 1: one model size (N = {n[0]:.4g}) is lowest at every compute, so N_opt(C) cannot "
+            "be fitted; train sizes that win at different budgets"
+        )
     laws = _fit_laws(compute, loss, n)
     with_floor = fit_power_law_with_floor(compute, loss) if len(compute) > MIN_POINTS else None
     point = _named(laws, with_floor)
@@ -54,22 +65,40 @@ def fit_envelope(table: RunTable, *, bins_per_decade: int = BINS_PER_DECADE, res
         estimates = estimates_from_samples(point, samples, level)
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
-    residuals = {"loss_law": _log_residuals(laws["loss"], compute, loss),
-                 "n_opt_law": _log_residuals(laws["n_opt"], compute, n)}
+    residuals = {
+        "loss_law": _log_residuals(laws["loss"], compute, loss),
+        "n_opt_law": _log_residuals(laws["n_opt"], compute, n),
+    }
     if with_floor is not None:
         residuals["loss_law_with_floor"] = _log_residuals(with_floor, compute, loss)
     return EnvelopeFit(
-        compute=compute.tolist(), loss=loss.tolist(), n=n.tolist(), d=(compute / (6 * n)).tolist(),
-        run_id=[grid.run_ids[i] for i in winner], loss_law=laws["loss"], loss_law_with_floor=with_floor,
-        n_opt_law=laws["n_opt"], d_opt_law=laws["d_opt"], estimates=estimates, residuals=residuals,
-        diagnostics={"bins_per_decade": bins_per_decade, "envelope_points": int(len(compute)),
-                     "curve_points": grid.n_points, "from_curves": grid.from_curves,
-                     "points_used": "training curves" if grid.from_curves else
-                     "final points only (the source has no loss curves)",
-                     "compute_range": [grid.lowest, grid.highest],
-                     "loss_law_with_floor": "fitted" if with_floor is not None else
-                     f"not fitted (needs more than {MIN_POINTS} envelope points, or did not converge)"},
-        fitted_compute_max=float(table.runs["C"].max()), bootstrap=boot)
+        compute=compute.tolist(),
+        loss=loss.tolist(),
+        n=n.tolist(),
+        d=(compute / (6 * n)).tolist(),
+        run_id=[grid.run_ids[i] for i in winner],
+        loss_law=laws["loss"],
+        loss_law_with_floor=with_floor,
+        n_opt_law=laws["n_opt"],
+        d_opt_law=laws["d_opt"],
+        estimates=estimates,
+        residuals=residuals,
+        diagnostics={
+            "bins_per_decade": bins_per_decade,
+            "envelope_points": int(len(compute)),
+            "curve_points": grid.n_points,
+            "from_curves": grid.from_curves,
+            "points_used": "training curves"
+            if grid.from_curves
+            else "final points only (the source has no loss curves)",
+            "compute_range": [grid.lowest, grid.highest],
+            "loss_law_with_floor": "fitted"
+            if with_floor is not None
+            else f"not fitted (needs more than {MIN_POINTS} envelope points, or did not converge)",
+        },
+        fitted_compute_max=float(table.runs["C"].max()),
+        bootstrap=boot,
+    )
 
 
 class _EnvelopeGrid:
@@ -113,14 +142,22 @@ def _fit_laws(compute, loss, n) -> dict[str, PowerLaw]:
     k_loss, p_loss = log_linear_fit(log_c, np.log(loss))
     k_n, a = log_linear_fit(log_c, np.log(n))
     n_law = PowerLaw(float(np.exp(k_n)), float(a))
-    return {"loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)), "n_opt": n_law,
-            "d_opt": PowerLaw(1.0 / (6.0 * n_law.coefficient), 1.0 - n_law.exponent)}
+    return {
+        "loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)),
+        "n_opt": n_law,
+        "d_opt": PowerLaw(1.0 / (6.0 * n_law.coefficient), 1.0 - n_law.exponent),
+    }
 
 
 def _named(laws: dict[str, PowerLaw], with_floor: PowerLaw | None) -> dict[str, float]:
-    out = {"a": laws["n_opt"].exponent, "b": laws["d_opt"].exponent, "N_coefficient": laws["n_opt"].coefficient,
-           "D_coefficient": laws["d_opt"].coefficient, "loss_A": laws["loss"].coefficient,
-           "loss_alpha": -laws["loss"].exponent}
+    out = {
+        "a": laws["n_opt"].exponent,
+        "b": laws["d_opt"].exponent,
+        "N_coefficient": laws["n_opt"].coefficient,
+        "D_coefficient": laws["d_opt"].coefficient,
+        "loss_A": laws["loss"].coefficient,
+        "loss_alpha": -laws["loss"].exponent,
+    }
     if with_floor is not None:
         out.update(floor_E=with_floor.floor, floor_A=with_floor.coefficient, floor_alpha=-with_floor.exponent)
     return out
@@ -137,7 +174,7 @@ def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int,
     kept: dict[str, list[float]] = {}
     failed = 0
     for lo in range(0, resamples, CHUNK):
-        compute, loss, winner = grid.envelope(present[lo:lo + CHUNK])
+        compute, loss, winner = grid.envelope(present[lo : lo + CHUNK])
         for c_row, l_row, w_row in zip(compute, loss, winner):
             keep = np.isfinite(l_row)
             compute, loss, n = c_row[keep], l_row[keep], grid.run_n[w_row[keep]]

@@ -9,6 +9,7 @@
 Approach 1: `analysis.envelope`; 2: `analysis.isoflop`; 3: `analysis.parametric`;
 validation (refit without the largest budget): `analysis.validation`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,17 +25,32 @@ from scaling.errors import DataError
 APPROACHES = (1, 2, 3)
 
 
-def fit_all(table: RunTable, approaches=APPROACHES, *, resamples: int = 1000, seed: int = 0, level: float = 0.95,
-            bins_per_decade: int = BINS_PER_DECADE, validate: bool = True) -> FitReport:
+def fit_all(
+    table: RunTable,
+    approaches=APPROACHES,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    bins_per_decade: int = BINS_PER_DECADE,
+    validate: bool = True,
+) -> FitReport:
     """Fit each approach in ``approaches``. With one approach asked for, its DataError propagates;
     with several, an approach the data cannot support is skipped and the reason recorded in
     ``report.skipped`` (and all failing is an error)."""
-    report = FitReport(source=table.source, n_kind=table.n_kind, runs=len(table), warnings=list(table.warnings),
-                       notes=list(table.notes))
+    report = FitReport(
+        source=table.source,
+        n_kind=table.n_kind,
+        runs=len(table),
+        warnings=list(table.warnings),
+        notes=list(table.notes),
+    )
     with np.errstate(all="ignore"):  # wild resamples overflow on purpose; every fit checks its own results
         _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade, validate)
     if not report.fits:
-        raise DataError("no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items()))
+        raise DataError(
+            "no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items())
+        )
     return report
 
 
@@ -42,15 +58,17 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
     for approach in approaches:
         try:
             if approach == 1:
-                report.envelope = fit_envelope(table, bins_per_decade=bins_per_decade, resamples=resamples,
-                                               seed=seed, level=level)
+                report.envelope = fit_envelope(
+                    table, bins_per_decade=bins_per_decade, resamples=resamples, seed=seed, level=level
+                )
                 if validate:
                     report.envelope.validation = validate_envelope(table, bins_per_decade)
             elif approach == 2:
                 report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
                 if validate:
                     report.isoflop.validation = validate_isoflop(
-                        table, {p.budget: p.n_opt for p in report.isoflop.profiles})
+                        table, {p.budget: p.n_opt for p in report.isoflop.profiles}
+                    )
             else:
                 report.parametric = fit_parametric(table, resamples=resamples, seed=seed, level=level)
                 if validate:

@@ -10,6 +10,7 @@ exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 
 C of a budget is the geometric mean of its runs' C = 6·N·D. The bootstrap resamples runs within
 each budget (group sizes fixed) and refits everything, vectorised over resamples.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,20 +38,31 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             profiles.append(profile)
             groups.append(idx)
     if len(profiles) < 2:
-        found = ", ".join(f"{b:.3g} FLOPs ({runs.loc[runs['budget'] == b, 'N'].nunique()} sizes)" for b in table.budgets)
-        raise DataError(f"approach 2 needs at least 2 budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
-                        f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
-                        f"{found}" + (f" ({'; '.join(dropped)})" if dropped else ""))
+        found = ", ".join(
+            f"{b:.3g} FLOPs ({runs.loc[runs['budget'] == b, 'N'].nunique()} sizes)" for b in table.budgets
+        )
+        raise DataError(
+            f"approach 2 needs at least 2 budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
+            f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
+            f"{found}" + (f" ({'; '.join(dropped)})" if dropped else "")
+        )
 
     log_c = np.log([p.compute for p in profiles])
     log_n_opt = np.log([p.n_opt for p in profiles])
     intercept, a = log_linear_fit(log_c, log_n_opt)
     n_law = PowerLaw(float(np.exp(intercept)), float(a))
     d_law = PowerLaw(float(1.0 / (6.0 * n_law.coefficient)), float(1.0 - a))
-    point = {"a": n_law.exponent, "b": d_law.exponent, "N_coefficient": n_law.coefficient,
-             "D_coefficient": d_law.coefficient}
-    diagnostics = {"budgets_used": len(profiles), "sizes_per_budget": [len(set(p.n)) for p in profiles],
-                   "minima_outside_sampled_sizes": [p.budget for p in profiles if not p.inside_range]}
+    point = {
+        "a": n_law.exponent,
+        "b": d_law.exponent,
+        "N_coefficient": n_law.coefficient,
+        "D_coefficient": d_law.coefficient,
+    }
+    diagnostics = {
+        "budgets_used": len(profiles),
+        "sizes_per_budget": [len(set(p.n)) for p in profiles],
+        "minima_outside_sampled_sizes": [p.budget for p in profiles if not p.inside_range],
+    }
     boot = None
     if resamples > 0:
         samples, n_opt_samples, boot = _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level)
@@ -59,9 +71,17 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
-    return IsoFLOPFit(profiles=profiles, dropped=dropped, n_opt_law=n_law, d_opt_law=d_law, estimates=estimates,
-                      residuals={"n_opt_law": (log_n_opt - np.log(n_law(np.exp(log_c)))).tolist()},
-                      diagnostics=diagnostics, fitted_compute_max=float(runs["C"].max()), bootstrap=boot)
+    return IsoFLOPFit(
+        profiles=profiles,
+        dropped=dropped,
+        n_opt_law=n_law,
+        d_opt_law=d_law,
+        estimates=estimates,
+        residuals={"n_opt_law": (log_n_opt - np.log(n_law(np.exp(log_c)))).tolist()},
+        diagnostics=diagnostics,
+        fitted_compute_max=float(runs["C"].max()),
+        bootstrap=boot,
+    )
 
 
 def parabola_coefficients(u: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -87,15 +107,27 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
     center = float(np.mean(np.log(n)))
     c0, c1, c2 = parabola_coefficients(np.log(n)[None] - center, loss[None])[0]
     if not c2 > 0:
-        return None, (f"budget {budget:.3g}: loss does not curve upward around a minimum (c2 = {c2:.3g}); "
-                      "train sizes on both sides of the optimum")
+        return None, (
+            f"budget {budget:.3g}: loss does not curve upward around a minimum (c2 = {c2:.3g}); "
+            "train sizes on both sides of the optimum"
+        )
     u_opt = -c1 / (2 * c2)
     compute = float(np.exp(np.mean(np.log(runs["C"].to_numpy()))))
     n_opt = float(np.exp(center + u_opt))
-    profile = Parabola(budget=float(budget), compute=compute, center=center, coefficients=[c0, c1, c2],
-                       n=n.tolist(), loss=loss.tolist(), run_id=runs["run_id"].tolist(), n_opt=n_opt,
-                       d_opt=compute / (6.0 * n_opt), loss_opt=float(c0 - c1 * c1 / (4 * c2)),
-                       inside_range=bool(n.min() <= n_opt <= n.max()), residuals=[])
+    profile = Parabola(
+        budget=float(budget),
+        compute=compute,
+        center=center,
+        coefficients=[c0, c1, c2],
+        n=n.tolist(),
+        loss=loss.tolist(),
+        run_id=runs["run_id"].tolist(),
+        n_opt=n_opt,
+        d_opt=compute / (6.0 * n_opt),
+        loss_opt=float(c0 - c1 * c1 / (4 * c2)),
+        inside_range=bool(n.min() <= n_opt <= n.max()),
+        residuals=[],
+    )
     profile.residuals = (loss - profile(n)).tolist()
     return profile, ""
 
@@ -113,6 +145,11 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
             log_n_opt[:, j] = np.where(c[:, 2] > 0, profile.center - c[:, 1] / (2 * c[:, 2]), np.nan)
     ok = np.all(np.isfinite(log_n_opt), axis=1)
     intercept, a = log_linear_fit(log_c, log_n_opt[ok])
-    samples = {"a": a, "b": 1.0 - a, "N_coefficient": np.exp(intercept), "D_coefficient": 1.0 / (6.0 * np.exp(intercept))}
+    samples = {
+        "a": a,
+        "b": 1.0 - a,
+        "N_coefficient": np.exp(intercept),
+        "D_coefficient": 1.0 / (6.0 * np.exp(intercept)),
+    }
     samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, ["runs resampled within each budget"])
     return samples, (np.exp(log_n_opt) if samples else None), boot

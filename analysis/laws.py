@@ -3,6 +3,7 @@
 Notation: N parameters, D training tokens, C = 6·N·D training FLOPs (Kaplan et al. 2020, §2.1),
 L held-out loss in nats per token. Every function broadcasts over array arguments.
 """
+
 from __future__ import annotations
 
 import numpy as np

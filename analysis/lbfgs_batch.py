@@ -7,6 +7,7 @@ a curvature pair is stored only when sᵀy > 0, which keeps every direction a de
 Problems that stop without meeting the gradient tolerance are reported, so the caller can hand
 them to scipy's L-BFGS-B.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ Also: the inverse (the smallest budget whose optimal loss reaches a target, for 
 loss) and the data-limited case (D capped: the budget is best spent at D = cap, N = C/(6·cap),
 because at fixed C the loss falls towards the unconstrained optimum and the cap blocks the way).
 """
+
 from __future__ import annotations
 
 import abc
@@ -41,11 +42,19 @@ class Allocation:
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
-        out = {"law": self.law, "budget_flops": self.budget.value, "N": self.n.as_json(), "D": self.d.as_json(),
-               "tokens_per_parameter": self.tokens_per_parameter.as_json(),
-               "loss": None if self.loss is None else self.loss.as_json(),
-               "six_N_D": 6.0 * self.n.value * self.d.value, "n_kind": self.n_kind,
-               "extrapolation": self.extrapolation, "level": self.level, "notes": self.notes}
+        out = {
+            "law": self.law,
+            "budget_flops": self.budget.value,
+            "N": self.n.as_json(),
+            "D": self.d.as_json(),
+            "tokens_per_parameter": self.tokens_per_parameter.as_json(),
+            "loss": None if self.loss is None else self.loss.as_json(),
+            "six_N_D": 6.0 * self.n.value * self.d.value,
+            "n_kind": self.n_kind,
+            "extrapolation": self.extrapolation,
+            "level": self.level,
+            "notes": self.notes,
+        }
         if self.target_loss is not None:
             out.update(target_loss=self.target_loss, budget_interval=self.budget.interval)
         if self.max_tokens is not None:
@@ -60,9 +69,16 @@ class Law(abc.ABC):
 
     predicts_loss = False
 
-    def __init__(self, name: str, params: dict[str, float], samples: dict[str, np.ndarray] | None = None,
-                 n_kind: str = "total", fitted_compute_max: float | None = None, level: float = 0.95,
-                 notes: list[str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        params: dict[str, float],
+        samples: dict[str, np.ndarray] | None = None,
+        n_kind: str = "total",
+        fitted_compute_max: float | None = None,
+        level: float = 0.95,
+        notes: list[str] | None = None,
+    ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.fitted_compute_max = fitted_compute_max
@@ -81,24 +97,29 @@ class Law(abc.ABC):
     # ------------------------------------------------------------ answers
     def allocate(self, budget: float) -> Allocation:
         """N_opt, D_opt = C/(6·N_opt), D/N and the loss at the optimum, with intervals."""
-        n = Estimate.from_samples(float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget),
-                                  self.level)
+        n = Estimate.from_samples(
+            float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget), self.level
+        )
         loss = self._estimate(self._frontier_loss, budget) if self.predicts_loss else None
         return self._allocation(Estimate(budget), n, loss)
 
     def budget_for_loss(self, target: float) -> Allocation:
         """The smallest budget whose compute-optimal loss is ``target``, and its allocation."""
         if not self.predicts_loss:
-            raise UserError(f"law {self.name!r} does not predict loss, so --target-loss cannot be answered; use "
-                            "chinchilla-parametric, kaplan, or a fit with approach 3 or 1")
+            raise UserError(
+                f"law {self.name!r} does not predict loss, so --target-loss cannot be answered; use "
+                "chinchilla-parametric, kaplan, or a fit with approach 3 or 1"
+            )
         if not (np.isfinite(target) and target > 0):
             raise UserError(f"--target-loss {target!r} is not valid; give a loss in nats per token > 0")
         central = self._solve_budget(self.params, np.array([target]))[0]
         if not np.isfinite(central):
             lowest = float(self._frontier_loss(self.params, 10.0 ** LOG10_BUDGET_RANGE[1]))
-            raise UserError(f"--target-loss {target:g} is not reachable with law {self.name!r}: its loss only falls to "
-                            f"{lowest:.4g} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs (the irreducible loss bounds it); "
-                            "give a higher target")
+            raise UserError(
+                f"--target-loss {target:g} is not reachable with law {self.name!r}: its loss only falls to "
+                f"{lowest:.4g} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs (the irreducible loss bounds it); "
+                "give a higher target"
+            )
         allocation = self.allocate(central)
         allocation.budget, allocation.target_loss = Estimate(central), target
         if self.samples is not None:
@@ -118,18 +139,22 @@ class Law(abc.ABC):
         n = budget / (6.0 * max_tokens)
         loss = None
         if self._loss(self.params, n, max_tokens) is not None:
-            loss = Estimate.from_samples(float(self._loss(self.params, n, max_tokens)),
-                                         self._on_samples(self._loss, n, max_tokens), self.level)
+            loss = Estimate.from_samples(
+                float(self._loss(self.params, n, max_tokens)), self._on_samples(self._loss, n, max_tokens), self.level
+            )
         allocation = self._allocation(Estimate(budget), Estimate(n), loss)
         allocation.max_tokens = max_tokens
-        allocation.notes.append(f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum "
-                                f"D_opt = {free.d.value:.4g}); the budget buys N = C/(6·D) = {n:.4g}")
+        allocation.notes.append(
+            f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum "
+            f"D_opt = {free.d.value:.4g}); the budget buys N = C/(6·D) = {n:.4g}"
+        )
         if loss is None and self.predicts_loss:
             allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
         elif loss is not None:
             unconstrained = float(self._loss(self.params, free.n.value, free.d.value))
-            allocation.notes.append(f"loss {loss.value:.4g} against {unconstrained:.4g} at the unconstrained optimum "
-                                    "(same law)")
+            allocation.notes.append(
+                f"loss {loss.value:.4g} against {unconstrained:.4g} at the unconstrained optimum (same law)"
+            )
         return allocation
 
     # ------------------------------------------------------------ helpers
@@ -147,29 +172,41 @@ class Law(abc.ABC):
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
         # D = C/(6N) and D/N = C/(6N²) fall as N grows: N's interval maps onto theirs reversed.
-        d, ratio = Estimate(c / (6.0 * n.value)), Estimate(c / (6.0 * n.value ** 2))
+        d, ratio = Estimate(c / (6.0 * n.value)), Estimate(c / (6.0 * n.value**2))
         if n.upper is not None:
             d.lower, d.upper = c / (6.0 * n.upper), c / (6.0 * n.lower)
-            ratio.lower, ratio.upper = c / (6.0 * n.upper ** 2), c / (6.0 * n.lower ** 2)
+            ratio.lower, ratio.upper = c / (6.0 * n.upper**2), c / (6.0 * n.lower**2)
         extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         notes = list(self.notes)
         if extrapolation:
-            notes.append(f"extrapolation: {c:.3g} FLOPs is {c / self.fitted_compute_max:.3g}x the largest fitted run "
-                         f"({self.fitted_compute_max:.3g} FLOPs); beyond 10x a prediction is speculation")
-        return Allocation(law=self.name, budget=budget, n=n, d=d, tokens_per_parameter=ratio, loss=loss,
-                          n_kind=self.n_kind, extrapolation=bool(extrapolation), level=self.level, notes=notes)
+            notes.append(
+                f"extrapolation: {c:.3g} FLOPs is {c / self.fitted_compute_max:.3g}x the largest fitted run "
+                f"({self.fitted_compute_max:.3g} FLOPs); beyond 10x a prediction is speculation"
+            )
+        return Allocation(
+            law=self.name,
+            budget=budget,
+            n=n,
+            d=d,
+            tokens_per_parameter=ratio,
+            loss=loss,
+            n_kind=self.n_kind,
+            extrapolation=bool(extrapolation),
+            level=self.level,
+            notes=notes,
+        )
 
     def _solve_budget(self, p, targets: np.ndarray) -> np.ndarray:
         """Bisection in log10 C (vectorised over samples): frontier loss falls as C grows."""
         lo = np.full(targets.shape, LOG10_BUDGET_RANGE[0])
         hi = np.full(targets.shape, LOG10_BUDGET_RANGE[1])
         with np.errstate(all="ignore"):
-            reachable = np.asarray(self._frontier_loss(p, 10.0 ** hi)) <= targets
+            reachable = np.asarray(self._frontier_loss(p, 10.0**hi)) <= targets
             for _ in range(100):
                 mid = 0.5 * (lo + hi)
-                above = np.asarray(self._frontier_loss(p, 10.0 ** mid)) > targets
+                above = np.asarray(self._frontier_loss(p, 10.0**mid)) > targets
                 lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return np.where(reachable, 10.0 ** hi, np.nan)
+        return np.where(reachable, 10.0**hi, np.nan)
 
 
 class ParametricLaw(Law):
@@ -210,22 +247,38 @@ class PowerLawAllocation(Law):
 # ---------------------------------------------------------------- presets (REFERENCE.md)
 def _chinchilla() -> Law:
     return PowerLawAllocation(
-        "chinchilla", {"N_coefficient": 120.0 ** -0.5, "a": 0.5},
-        notes=["Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C/120), D_opt = 20·N_opt; "
-               "this rule predicts no loss"])
+        "chinchilla",
+        {"N_coefficient": 120.0**-0.5, "a": 0.5},
+        notes=[
+            "Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C/120), D_opt = 20·N_opt; "
+            "this rule predicts no loss"
+        ],
+    )
 
 
 def _chinchilla_parametric() -> Law:
     return ParametricLaw(
-        "chinchilla-parametric", {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28},
-        notes=["Hoffmann et al. 2022, approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28, "
-               "N_opt = G·(C/6)^0.46 with G = (αA/(βB))^(1/(α+β))"])
+        "chinchilla-parametric",
+        {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28},
+        notes=[
+            "Hoffmann et al. 2022, approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28, "
+            "N_opt = G·(C/6)^0.46 with G = (αA/(βB))^(1/(α+β))"
+        ],
+    )
 
 
 # Kaplan et al. 2020: Table 6 N_opt = 1.3e9·C_min^0.73 and Eq. 1.3 L = (C_c/C_min)^0.050, C_c = 3.1e8,
 # both with C in PF-days; Eq. 1.5 (with Table 5 constants) for a loss off the frontier.
-KAPLAN = {"N_e": 1.3e9, "p_N": 0.73, "C_c_pf_days": 3.1e8, "alpha_C": 0.050,
-          "N_c": 8.8e13, "D_c": 5.4e13, "alpha_N": 0.076, "alpha_D": 0.095}
+KAPLAN = {
+    "N_e": 1.3e9,
+    "p_N": 0.73,
+    "C_c_pf_days": 3.1e8,
+    "alpha_C": 0.050,
+    "N_c": 8.8e13,
+    "D_c": 5.4e13,
+    "alpha_N": 0.076,
+    "alpha_D": 0.095,
+}
 
 
 def _kaplan() -> Law:
@@ -233,13 +286,20 @@ def _kaplan() -> Law:
     pf = laws.FLOPS_PER_PF_DAY
     return PowerLawAllocation(
         "kaplan",
-        {"N_coefficient": k["N_e"] * pf ** -k["p_N"], "a": k["p_N"],
-         "loss_A": (k["C_c_pf_days"] * pf) ** k["alpha_C"], "loss_alpha": k["alpha_C"]},
+        {
+            "N_coefficient": k["N_e"] * pf ** -k["p_N"],
+            "a": k["p_N"],
+            "loss_A": (k["C_c_pf_days"] * pf) ** k["alpha_C"],
+            "loss_alpha": k["alpha_C"],
+        },
         n_kind="non_embedding",
         point_loss=lambda n, d: laws.kaplan_joint_loss(n, d, k["N_c"], k["D_c"], k["alpha_N"], k["alpha_D"]),
-        notes=["Kaplan et al. 2020: N counts non-embedding parameters; their compute unit is the PF-day "
-               f"(1 PF-day = {pf:.3g} FLOPs), converted here: N_opt = 1.3e9·(C/PF-day)^0.73 (Table 6), "
-               "loss on the frontier (3.1e8 PF-days / C)^0.050 (Eq. 1.3)"])
+        notes=[
+            "Kaplan et al. 2020: N counts non-embedding parameters; their compute unit is the PF-day "
+            f"(1 PF-day = {pf:.3g} FLOPs), converted here: N_opt = 1.3e9·(C/PF-day)^0.73 (Table 6), "
+            "loss on the frontier (3.1e8 PF-days / C)^0.050 (Eq. 1.3)"
+        ],
+    )
 
 
 PRESETS = {"chinchilla": _chinchilla, "chinchilla-parametric": _chinchilla_parametric, "kaplan": _kaplan}
@@ -250,14 +310,20 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     N, D), else 2, else 1 — or the one asked for. Bootstrap samples become intervals."""
     fits = {f.approach: f for f in report.fits}
     if approach is not None and approach not in fits:
-        raise UserError(f"{label} holds no approach {approach} fit (it has: {', '.join(map(str, sorted(fits))) or 'none'})")
+        raise UserError(
+            f"{label} holds no approach {approach} fit (it has: {', '.join(map(str, sorted(fits))) or 'none'})"
+        )
     if not fits:
         raise UserError(f"{label} holds no fit")
     fit = fits[approach if approach is not None else max(fits)]
     boot = fit.bootstrap
     level = level if level is not None else (boot.level if boot else 0.95)
-    common = dict(n_kind=report.n_kind, fitted_compute_max=fit.fitted_compute_max, level=level,
-                  notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"])
+    common = dict(
+        n_kind=report.n_kind,
+        fitted_compute_max=fit.fitted_compute_max,
+        level=level,
+        notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"],
+    )
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):
         return ParametricLaw(f"{label} (approach 3)", fit.params, samples, **common)

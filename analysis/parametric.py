@@ -20,6 +20,7 @@ Bootstrap refits (`_bootstrap`) run all resamples together from the full-sample 
 coordinates whitened by the inverse Hessian there; a resample that did not converge, or that a
 point of the grid beats, is refitted again from its own best grid point.
 """
+
 from __future__ import annotations
 
 import functools
@@ -121,8 +122,9 @@ class HuberLogLoss:
         if weights is not None:
             h, slope = h * weights, slope * weights
         g1, g2 = slope * p1, slope * p2
-        grad = np.stack([(slope * p3).sum(axis=1), g1.sum(axis=1), g2.sum(axis=1), -(g1 @ self.xc), -(g2 @ self.yc)],
-                        axis=1)
+        grad = np.stack(
+            [(slope * p3).sum(axis=1), g1.sum(axis=1), g2.sum(axis=1), -(g1 @ self.xc), -(g2 @ self.yc)], axis=1
+        )
         return h.sum(axis=1), grad
 
     def value_and_grad(self, theta_c: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, np.ndarray]:
@@ -136,7 +138,7 @@ class HuberLogLoss:
         thetas_c = self.to_centered(np.atleast_2d(thetas))
         parts = []
         for lo in range(0, len(thetas_c), chunk):
-            huber = self._huber(self._predicted(thetas_c[lo:lo + chunk])[4] - self.log_loss)[0]
+            huber = self._huber(self._predicted(thetas_c[lo : lo + chunk])[4] - self.log_loss)[0]
             parts.append(huber.sum(axis=1) if weights is None else huber @ weights.T)
         return np.concatenate(parts)
 
@@ -153,8 +155,9 @@ def _minimize(objective: HuberLogLoss, theta_c: np.ndarray):
     return res.x, float(res.fun), res, float(np.max(np.abs(objective.value_and_grad(res.x)[1])))
 
 
-def _refine_batch(objective: HuberLogLoss, starts_c: np.ndarray, weights: np.ndarray | None = None,
-                  basis: np.ndarray | None = None):
+def _refine_batch(
+    objective: HuberLogLoss, starts_c: np.ndarray, weights: np.ndarray | None = None, basis: np.ndarray | None = None
+):
     """Vectorised L-BFGS from each row of ``starts_c`` (θc), row k weighted by ``weights[k]`` (or
     unweighted); with ``basis`` L the search runs in z, θc = start + L·z. Returns θc (K, 5), F (K,)
     and whether each converged (`_converged`)."""
@@ -192,7 +195,9 @@ def _whitening_basis(objective: HuberLogLoss, theta_c: np.ndarray) -> np.ndarray
     for j in range(5):
         dz = np.zeros(5)
         dz[j] = step
-        hessian[:, j] = (objective.value_and_grad(theta_c + dz)[1] - objective.value_and_grad(theta_c - dz)[1]) / (2 * step)
+        hessian[:, j] = (objective.value_and_grad(theta_c + dz)[1] - objective.value_and_grad(theta_c - dz)[1]) / (
+            2 * step
+        )
     hessian = 0.5 * (hessian + hessian.T)
     try:
         return np.linalg.cholesky(np.linalg.inv(hessian))
@@ -203,12 +208,16 @@ def _whitening_basis(objective: HuberLogLoss, theta_c: np.ndarray) -> np.ndarray
 def _check_runs(table: RunTable) -> None:
     runs = table.runs
     if len(runs) < MIN_RUNS:
-        raise DataError(f"approach 3 fits {len(PARAMETRIC_NAMES)} parameters (E, A, B, alpha, beta) and needs at least "
-                        f"{MIN_RUNS} runs; {table.source!r} has {len(runs)}")
+        raise DataError(
+            f"approach 3 fits {len(PARAMETRIC_NAMES)} parameters (E, A, B, alpha, beta) and needs at least "
+            f"{MIN_RUNS} runs; {table.source!r} has {len(runs)}"
+        )
     for column, what in (("N", "model sizes"), ("D", "token counts")):
         if runs[column].nunique() < 2:
-            raise DataError(f"approach 3 needs at least 2 distinct {what} ({column}); all runs of {table.source!r} have "
-                            f"{column} = {runs[column].iloc[0]:.4g}")
+            raise DataError(
+                f"approach 3 needs at least 2 distinct {what} ({column}); all runs of {table.source!r} have "
+                f"{column} = {runs[column].iloc[0]:.4g}"
+            )
 
 
 def _named(theta: np.ndarray) -> dict[str, float]:
@@ -221,8 +230,15 @@ def _named(theta: np.ndarray) -> dict[str, float]:
     return {k: float(v) for k, v in out.items()}
 
 
-def fit_parametric(table: RunTable, *, resamples: int = 1000, seed: int = 0, level: float = 0.95,
-                   delta: float = HUBER_DELTA, refined_starts: int = REFINED_STARTS) -> ParametricFit:
+def fit_parametric(
+    table: RunTable,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    delta: float = HUBER_DELTA,
+    refined_starts: int = REFINED_STARTS,
+) -> ParametricFit:
     """Fit approach 3 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
     _check_runs(table)
     with one_blas_thread():
@@ -238,13 +254,17 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     refined, values, _ = _refine_batch(objective, starts)
     theta_c, value, res, grad_norm = _minimize(objective, refined[int(np.nanargmin(values))])  # the polish
     converged = _converged(objective, grad_norm, value)
-    agreeing = int(np.sum(np.abs(values - value) <= AGREE_RTOL * max(value, delta ** 2)))
+    agreeing = int(np.sum(np.abs(values - value) <= AGREE_RTOL * max(value, delta**2)))
     theta = objective.from_centered(theta_c)
     convergence = {
-        "converged": converged, "message": str(res.message), "gradient_max_abs": grad_norm,
+        "converged": converged,
+        "message": str(res.message),
+        "gradient_max_abs": grad_norm,
         "optimizer": f"L-BFGS from the {len(starts)} best of {len(grid)} grid points, then scipy L-BFGS-B "
-                     "(analytic gradient)",
-        "grid_starts": len(grid), "refined_starts": len(starts), "starts_agreeing": agreeing,
+        "(analytic gradient)",
+        "grid_starts": len(grid),
+        "refined_starts": len(starts),
+        "starts_agreeing": agreeing,
         "best_grid_objective": float(grid_values.min()),
     }
     if not converged:
@@ -260,13 +280,23 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     return ParametricFit(
-        n=runs["N"].tolist(), d=runs["D"].tolist(), loss=runs["loss"].tolist(), run_id=runs["run_id"].tolist(),
-        estimates=estimates, residuals=objective.residuals(theta).tolist(), objective=value, huber_delta=delta,
-        convergence=convergence, fitted_compute_max=float(runs["C"].max()), bootstrap=boot)
+        n=runs["N"].tolist(),
+        d=runs["D"].tolist(),
+        loss=runs["loss"].tolist(),
+        run_id=runs["run_id"].tolist(),
+        estimates=estimates,
+        residuals=objective.residuals(theta).tolist(),
+        objective=value,
+        huber_delta=delta,
+        convergence=convergence,
+        fitted_compute_max=float(runs["C"].max()),
+        bootstrap=boot,
+    )
 
 
-def _bootstrap(objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, resamples: int, seed: int,
-               level: float) -> tuple[dict[str, np.ndarray], Bootstrap]:
+def _bootstrap(
+    objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, resamples: int, seed: int, level: float
+) -> tuple[dict[str, np.ndarray], Bootstrap]:
     """Refit ``resamples`` resamples of the runs; return the samples by name and the summary.
 
     All resamples are refitted together (`_refine_batch`) from the full-sample optimum (e raised
@@ -280,8 +310,9 @@ def _bootstrap(objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, r
     fittable = _identifiable(objective, weights)
     start = theta_c.copy()
     start[0] = max(start[0], objective.e_floor)
-    thetas, values, ok = _refine_batch(objective, np.tile(start, (fittable.size, 1)), weights[fittable],
-                                       _whitening_basis(objective, start))
+    thetas, values, ok = _refine_batch(
+        objective, np.tile(start, (fittable.size, 1)), weights[fittable], _whitening_basis(objective, start)
+    )
     grid_values = objective.grid_values(grid, weights[fittable])  # (grid, fittable resamples)
     retry = np.flatnonzero(~ok | (grid_values.min(axis=0) < values))
     if retry.size:
@@ -294,8 +325,10 @@ def _bootstrap(objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, r
     samples = {name: np.array([s[name] for s in named]) for name in (named[0] if named else {})}
     notes = []
     if fittable.size < resamples:
-        notes.append(f"{resamples - fittable.size} resamples drew fewer than {MIN_RUNS} distinct runs (or a single N or "
-                     "D) and cannot determine 5 parameters: counted as failed")
+        notes.append(
+            f"{resamples - fittable.size} resamples drew fewer than {MIN_RUNS} distinct runs (or a single N or "
+            "D) and cannot determine 5 parameters: counted as failed"
+        )
     if retry.size:
         notes.append(f"{retry.size} resamples were refitted again from their best grid point")
     return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)

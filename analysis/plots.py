@@ -21,6 +21,7 @@ its palest yellow stays visible on white; categories (approaches, reference laws
 Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"). Bands are the fit's bootstrap
 percentile intervals, evaluated along the curve (`analysis.optimal.law_from_fit`).
 """
+
 from __future__ import annotations
 
 import io
@@ -42,8 +43,16 @@ from analysis.results import FitReport  # noqa: E402
 from analysis.table import RunTable  # noqa: E402
 
 # Okabe & Ito 2008: eight colours distinguishable under the common colour-vision deficiencies.
-OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
-             "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7"}
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+}
 APPROACH_COLOUR = {1: OKABE_ITO["green"], 2: OKABE_ITO["blue"], 3: OKABE_ITO["vermillion"]}
 REFERENCE_COLOUR = OKABE_ITO["black"]
 SIZE_CMAP = ListedColormap(colormaps["viridis"](np.linspace(0.0, 0.9, 256)), name="viridis_to_90")
@@ -123,8 +132,9 @@ def _log_axes(ax, x_label, y_label=None) -> None:
 def _size_colorbar(fig: Figure, axes, norm: LogNorm, label: str = "parameters N"):
     bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=SIZE_CMAP), ax=axes, pad=0.02)
     bar.set_label(label)
-    ticks = log_ticks(norm.vmin, norm.vmax) or [10.0**e for e in range(math.ceil(math.log10(norm.vmin)),
-                                                                       math.floor(math.log10(norm.vmax)) + 1)]
+    ticks = log_ticks(norm.vmin, norm.vmax) or [
+        10.0**e for e in range(math.ceil(math.log10(norm.vmin)), math.floor(math.log10(norm.vmax)) + 1)
+    ]
     bar.set_ticks(ticks)
     bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: count_label(v)))
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
@@ -203,29 +213,70 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
     if table.curves is not None:
         for run_id, curve in table.curves.groupby("run_id", sort=False):
             curve = curve.sort_values("C")
-            ax.plot(curve["C"], curve["loss"], color=SIZE_CMAP(norm(curve["N"].iloc[0])), linewidth=1.0, alpha=0.75,
-                    gid=f"curve:{run_id}")
-    ax.scatter(runs["C"], runs["loss"], c=runs["N"], cmap=SIZE_CMAP, norm=norm, s=28, edgecolors="black",
-               linewidths=0.5, zorder=3, gid="runs")
+            ax.plot(
+                curve["C"],
+                curve["loss"],
+                color=SIZE_CMAP(norm(curve["N"].iloc[0])),
+                linewidth=1.0,
+                alpha=0.75,
+                gid=f"curve:{run_id}",
+            )
+    ax.scatter(
+        runs["C"],
+        runs["loss"],
+        c=runs["N"],
+        cmap=SIZE_CMAP,
+        norm=norm,
+        s=28,
+        edgecolors="black",
+        linewidths=0.5,
+        zorder=3,
+        gid="runs",
+    )
     ax.scatter([], [], color="0.6", s=28, edgecolors="black", linewidths=0.5, label="a run's final loss (colour: N)")
     if report is not None and report.envelope is not None:
         env = report.envelope
-        ax.scatter(env.compute, env.loss, marker="D", s=30, facecolors="none", edgecolors=REFERENCE_COLOUR,
-                   linewidths=1.0, zorder=4, label="envelope: lowest loss per compute bin", gid="envelope")
+        ax.scatter(
+            env.compute,
+            env.loss,
+            marker="D",
+            s=30,
+            facecolors="none",
+            edgecolors=REFERENCE_COLOUR,
+            linewidths=1.0,
+            zorder=4,
+            label="envelope: lowest loss per compute bin",
+            gid="envelope",
+        )
         c = np.geomspace(*env.diagnostics["compute_range"], 80)
         curve = law_along(report, 1, c)
         law = env.loss_law_with_floor or env.loss_law
         formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
         if law.floor > 1e-3 * min(env.loss):  # else the floor E is indistinguishable from 0
             formula = f"L = {law.floor:.3g} + {formula[4:]}"
-        ax.plot(c, curve["loss"], color=APPROACH_COLOUR[1], linewidth=2.2, zorder=5,
-                label=f"approach 1: {formula}", gid="fit:approach1")
+        ax.plot(
+            c,
+            curve["loss"],
+            color=APPROACH_COLOUR[1],
+            linewidth=2.2,
+            zorder=5,
+            label=f"approach 1: {formula}",
+            gid="fit:approach1",
+        )
         _band(ax, c, curve, "loss", APPROACH_COLOUR[1], _interval_label(report, 1))
     if report is not None and report.parametric is not None:
         c = np.geomspace(runs["C"].min(), runs["C"].max(), 80)
         frontier = law_along(report, 3, c)
-        ax.plot(c, frontier["loss"], color=APPROACH_COLOUR[3], linewidth=1.8, linestyle="--", zorder=5,
-                label="approach 3: loss at the compute-optimal N, D", gid="fit:approach3")
+        ax.plot(
+            c,
+            frontier["loss"],
+            color=APPROACH_COLOUR[3],
+            linewidth=1.8,
+            linestyle="--",
+            zorder=5,
+            label="approach 3: loss at the compute-optimal N, D",
+            gid="fit:approach3",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(*_limits(np.concatenate([runs["loss"], [] if table.curves is None else table.curves["loss"]]), 1.05))
@@ -249,8 +300,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     L(N, C/(6N)) at the same budget, dashed. Budgets without a parabola are drawn as grey crosses."""
     fit = report.isoflop
     if fit is None:
-        raise FigureUnavailable("approach 2 (IsoFLOP parabolas) was not fitted: "
-                                + report.skipped.get("2", "not asked for"))
+        raise FigureUnavailable(
+            "approach 2 (IsoFLOP parabolas) was not fitted: " + report.skipped.get("2", "not asked for")
+        )
     fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
     ax = fig.subplots()
     colours = _budget_colours(p.budget for p in fit.profiles)
@@ -258,12 +310,19 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     for p in fit.profiles:
         colour = colours[p.budget]
         n = np.asarray(p.n)
-        ax.scatter(n, p.loss, color=colour, s=30, edgecolors="black", linewidths=0.5, zorder=3,
-                   gid=f"points:{p.budget:g}")
+        ax.scatter(
+            n, p.loss, color=colour, s=30, edgecolors="black", linewidths=0.5, zorder=3, gid=f"points:{p.budget:g}"
+        )
         trained = np.geomspace(n.min(), n.max(), 60)
-        ax.plot(trained, p(trained), color=colour, linewidth=1.8, gid=f"parabola:{p.budget:g}",
-                label=f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}"
-                + ("" if p.inside_range else " (outside the trained sizes)"))
+        ax.plot(
+            trained,
+            p(trained),
+            color=colour,
+            linewidth=1.8,
+            gid=f"parabola:{p.budget:g}",
+            label=f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}"
+            + ("" if p.inside_range else " (outside the trained sizes)"),
+        )
         reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
         if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum
             beyond = np.geomspace(p.n_opt, n.min(), 30) if p.n_opt < n.min() else np.geomspace(n.max(), p.n_opt, 30)
@@ -275,16 +334,31 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
         shown_n += list(n)
         shown_loss += list(p.loss)
         if report.parametric is not None:
-            grid = np.geomspace(min(n.min(), p.n_opt if reachable else n.min()),
-                                max(n.max(), p.n_opt if reachable else n.max()), 60)
-            ax.plot(grid, report.parametric.predict(grid, p.compute / (6.0 * grid)), color=colour, linewidth=1.0,
-                    linestyle="--", alpha=0.9, gid=f"approach3:{p.budget:g}")
+            grid = np.geomspace(
+                min(n.min(), p.n_opt if reachable else n.min()), max(n.max(), p.n_opt if reachable else n.max()), 60
+            )
+            ax.plot(
+                grid,
+                report.parametric.predict(grid, p.compute / (6.0 * grid)),
+                color=colour,
+                linewidth=1.0,
+                linestyle="--",
+                alpha=0.9,
+                gid=f"approach3:{p.budget:g}",
+            )
     if table is not None:
         fitted = {p.budget for p in fit.profiles}
         other = table.runs[~table.runs["budget"].isin(fitted)]
         if len(other):
-            ax.scatter(other["N"], other["loss"], marker="x", color="0.5", s=26, zorder=2,
-                       label="runs of budgets without a parabola")
+            ax.scatter(
+                other["N"],
+                other["loss"],
+                marker="x",
+                color="0.5",
+                s=26,
+                zorder=2,
+                label="runs of budgets without a parabola",
+            )
             shown_n += list(other["N"])
             shown_loss += list(other["loss"])
     if report.parametric is not None:  # one legend entry for all the dashed lines
@@ -309,8 +383,9 @@ def _mark_cut_intervals(ax, profiles, colours) -> None:
         lower, upper = p.n_opt_interval
         for cut, edge, marker in ((lower < x_lo, x_lo, "<"), (upper > x_hi, x_hi, ">")):
             if cut:
-                ax.plot([edge], [p.loss_opt], marker=marker, color=colours[p.budget], markersize=7, clip_on=False,
-                        zorder=6)
+                ax.plot(
+                    [edge], [p.loss_opt], marker=marker, color=colours[p.budget], markersize=7, clip_on=False, zorder=6
+                )
 
 
 def _minimum_marker(ax, p, colour) -> None:
@@ -320,8 +395,17 @@ def _minimum_marker(ax, p, colour) -> None:
         lo, hi = p.n_opt_interval
         xerr = [[max(p.n_opt - lo, 0.0)], [max(hi - p.n_opt, 0.0)]]
     ax.errorbar([p.n_opt], [p.loss_opt], xerr=xerr, color=colour, linewidth=1.0, capsize=3, zorder=4, fmt="none")
-    ax.scatter([p.n_opt], [p.loss_opt], marker="*", s=160, zorder=5, edgecolors=colour if not p.inside_range else "black",
-               facecolors=colour if p.inside_range else "white", linewidths=1.2, gid=f"minimum:{p.budget:g}")
+    ax.scatter(
+        [p.n_opt],
+        [p.loss_opt],
+        marker="*",
+        s=160,
+        zorder=5,
+        edgecolors=colour if not p.inside_range else "black",
+        facecolors=colour if p.inside_range else "white",
+        linewidths=1.2,
+        gid=f"minimum:{p.budget:g}",
+    )
 
 
 # ---------------------------------------------------------------- 3. N_opt and D_opt against C
@@ -352,17 +436,35 @@ def optimal_allocation(report: FitReport) -> Figure:
         if exponent.interval is not None:
             label += f" [{exponent.lower:.2f}, {exponent.upper:.2f}]"
         for ax, key in zip(axes, ("n", "d")):
-            ax.plot(c, curve[key], color=APPROACH_COLOUR[fit.approach], linewidth=2.0, label=label,
-                    gid=f"fit:approach{fit.approach}")
+            ax.plot(
+                c,
+                curve[key],
+                color=APPROACH_COLOUR[fit.approach],
+                linewidth=2.0,
+                label=label,
+                gid=f"fit:approach{fit.approach}",
+            )
             _band(ax, c, curve, key, APPROACH_COLOUR[fit.approach], None)
             shown[key] += list(curve[key])
     if report.isoflop is not None:
         _isoflop_minima(axes, report.isoflop, shown)
     for ax, key in zip(axes, ("n", "d")):
-        ax.plot(c, reference_n if key == "n" else c / (6 * reference_n), color=REFERENCE_COLOUR, linestyle="--",
-                linewidth=1.2, label="Chinchilla (Hoffmann et al. 2022): 20 tokens/parameter", gid="reference")
-        ax.axvspan(largest * EXTRAPOLATION_FACTOR, c[-1], color="0.92", zorder=0,
-                   label=f"extrapolation: > {EXTRAPOLATION_FACTOR:g}× the largest run")
+        ax.plot(
+            c,
+            reference_n if key == "n" else c / (6 * reference_n),
+            color=REFERENCE_COLOUR,
+            linestyle="--",
+            linewidth=1.2,
+            label="Chinchilla (Hoffmann et al. 2022): 20 tokens/parameter",
+            gid="reference",
+        )
+        ax.axvspan(
+            largest * EXTRAPOLATION_FACTOR,
+            c[-1],
+            color="0.92",
+            zorder=0,
+            label=f"extrapolation: > {EXTRAPOLATION_FACTOR:g}× the largest run",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(c[0], c[-1])
@@ -398,8 +500,18 @@ def _isoflop_minima(axes, fit, shown) -> None:
         d_err = np.maximum([d_opt - compute / (6 * upper), compute / (6 * lower) - d_opt], 0.0)
         label = "approach 2: parabola minima" + ("" if inside else " outside the trained sizes")
         for ax, y, err, key in ((axes[0], n_opt, n_err, "n"), (axes[1], d_opt, d_err, "d")):
-            bars = ax.errorbar(compute, y, yerr=err, fmt="o", markersize=6, capsize=3, color=APPROACH_COLOUR[2],
-                               markerfacecolor=APPROACH_COLOUR[2] if inside else "white", zorder=5, label=label)
+            bars = ax.errorbar(
+                compute,
+                y,
+                yerr=err,
+                fmt="o",
+                markersize=6,
+                capsize=3,
+                color=APPROACH_COLOUR[2],
+                markerfacecolor=APPROACH_COLOUR[2] if inside else "white",
+                zorder=5,
+                label=label,
+            )
             bars.lines[0].set_gid("minima" if inside else "minima:outside")
             shown[key] += list(y)
 
@@ -412,15 +524,17 @@ def loss_landscape(report: FitReport) -> Figure:
     (N_opt(C), D_opt(C)) and, for reference, Chinchilla's 20 tokens per parameter."""
     fit = report.parametric
     if fit is None:
-        raise FigureUnavailable("approach 3 (parametric L(N, D)) was not fitted: "
-                                + report.skipped.get("3", "not asked for"))
+        raise FigureUnavailable(
+            "approach 3 (parametric L(N, D)) was not fitted: " + report.skipped.get("3", "not asked for")
+        )
     n_runs, d_runs, loss_runs = np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss)
     n_grid = np.geomspace(n_runs.min() / 3, n_runs.max() * 3, 160)
     d_grid = np.geomspace(d_runs.min() / 3, d_runs.max() * 3, 160)
     surface = fit.predict(n_grid[None, :], d_grid[:, None])
     lo, hi = np.percentile(surface, [1, 99])
-    levels = MaxNLocator(nbins=12, steps=[1, 2, 2.5, 5, 10]).tick_values(min(lo, loss_runs.min()),
-                                                                        max(hi, loss_runs.max()))
+    levels = MaxNLocator(nbins=12, steps=[1, 2, 2.5, 5, 10]).tick_values(
+        min(lo, loss_runs.min()), max(hi, loss_runs.max())
+    )
     cmap = colormaps["cividis"]
     norm = BoundaryNorm(levels, cmap.N, extend="both")  # one colour per band, shared by the runs
     fig = Figure(figsize=(7.5, 5.6), dpi=DPI, layout="constrained")
@@ -439,12 +553,29 @@ def loss_landscape(report: FitReport) -> Figure:
         _label_along(ax, n_grid, c / (6.0 * n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
     c_path = np.geomspace(6.0 * n_grid[0] * d_grid[0], 6.0 * n_grid[-1] * d_grid[-1], 200)
     n_opt, d_opt = laws.chinchilla_allocation(c_path, *(fit.params[k] for k in ("A", "B", "alpha", "beta")))
-    ax.plot(n_opt, d_opt, color=OKABE_ITO["orange"], linewidth=2.4, label="compute-optimal N, D (approach 3)",
-            gid="optimal-path")
-    ax.plot(n_grid, 20.0 * n_grid, color="black", linestyle="--", linewidth=1.2,
-            label="20 tokens/parameter (Chinchilla)")
-    ax.scatter(n_runs, d_runs, c=loss_runs, cmap=cmap, norm=norm, s=64, edgecolors="white", linewidths=0.9,
-               zorder=5, gid="runs")
+    ax.plot(
+        n_opt,
+        d_opt,
+        color=OKABE_ITO["orange"],
+        linewidth=2.4,
+        label="compute-optimal N, D (approach 3)",
+        gid="optimal-path",
+    )
+    ax.plot(
+        n_grid, 20.0 * n_grid, color="black", linestyle="--", linewidth=1.2, label="20 tokens/parameter (Chinchilla)"
+    )
+    ax.scatter(
+        n_runs,
+        d_runs,
+        c=loss_runs,
+        cmap=cmap,
+        norm=norm,
+        s=64,
+        edgecolors="white",
+        linewidths=0.9,
+        zorder=5,
+        gid="runs",
+    )
     ax.scatter([], [], color="0.6", s=64, edgecolors="white", linewidths=0.9, label="runs (colour: observed loss)")
     ax.set_xlabel("parameters N")
     ax.set_ylabel(LABEL_TOKENS)
@@ -467,8 +598,16 @@ def _label_along(ax, x, y, text: str, near_x: float) -> None:
         return
     i = int(np.clip(inside[np.argmin(np.abs(np.log(x[inside] / near_x)))], inside[1], inside[-2]))
     (x0, y0), (x1, y1) = ax.transData.transform([(x[i - 1], y[i - 1]), (x[i + 1], y[i + 1])])
-    ax.annotate(text, (x[i], y[i]), color="white", fontsize=7, ha="center", va="bottom",
-                rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor")
+    ax.annotate(
+        text,
+        (x[i], y[i]),
+        color="white",
+        fontsize=7,
+        ha="center",
+        va="bottom",
+        rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)),
+        rotation_mode="anchor",
+    )
 
 
 def _distinct_budgets(compute) -> list[float]:
@@ -503,8 +642,15 @@ def residuals(report: FitReport) -> Figure:
             colours = _budget_colours(budget)
             for b in sorted(set(budget)):
                 pick = budget == b
-                ax.scatter(n[pick], percent[pick], color=colours[b], s=26, edgecolors="black", linewidths=0.5,
-                           label=f"C = {flops_label(b)}")
+                ax.scatter(
+                    n[pick],
+                    percent[pick],
+                    color=colours[b],
+                    s=26,
+                    edgecolors="black",
+                    linewidths=0.5,
+                    label=f"C = {flops_label(b)}",
+                )
             ax.set_xlabel("parameters N")
             ax.set_xscale("log")
             label = count_label
@@ -556,23 +702,32 @@ def training_curves(table: RunTable) -> Figure:
     budget_of = dict(zip(runs["run_id"], runs["budget"]))
     curves = table.curves.assign(budget=table.curves["run_id"].map(budget_of), tokens=lambda f: f["C"] / (6.0 * f["N"]))
     for ax, budget in zip(axes, budgets):
-        for run_id, curve in curves[curves["budget"] == budget].groupby("run_id", sort=False):
+        for _, curve in curves[curves["budget"] == budget].groupby("run_id", sort=False):
             curve = curve.sort_values("tokens")
             ax.plot(curve["tokens"], curve["loss"], color=SIZE_CMAP(norm(curve["N"].iloc[0])), linewidth=1.2)
         final = runs[runs["budget"] == budget]
-        ax.scatter(final["D"], final["loss"], c=final["N"], cmap=SIZE_CMAP, norm=norm, s=22, edgecolors="black",
-                   linewidths=0.5, zorder=3)
+        ax.scatter(
+            final["D"],
+            final["loss"],
+            c=final["N"],
+            cmap=SIZE_CMAP,
+            norm=norm,
+            s=22,
+            edgecolors="black",
+            linewidths=0.5,
+            zorder=3,
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(LABEL_TOKENS)
         _style(ax, f"C = {flops_label(budget)} FLOPs ({len(final)} runs)")
-    for ax in axes[len(budgets):]:
+    for ax in axes[len(budgets) :]:
         ax.set_visible(False)
     for ax in axes[::columns]:
         ax.set_ylabel(LABEL_LOSS)
-    for ax in axes[:len(budgets)]:
+    for ax in axes[: len(budgets)]:
         _log_axes(ax, count_label, plain_label)
-    _size_colorbar(fig, list(axes[:len(budgets)]), norm)
+    _size_colorbar(fig, list(axes[: len(budgets)]), norm)
     return fig
 
 

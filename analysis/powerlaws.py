@@ -3,6 +3,7 @@
 `log_linear_fit` works on stacks of data sets at once (one per bootstrap resample), so the
 bootstraps of approaches 1 and 2 cost a few array operations instead of a loop of fits.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -16,7 +17,9 @@ MAX_EVALUATIONS = 2000  # Levenberg-Marquardt evaluations from a cold start
 MAX_EVALUATIONS_WARM = 200  # from a warm start (a bootstrap refit): a fit that needs more has failed
 
 
-def log_linear_fit(log_x: np.ndarray, log_y: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def log_linear_fit(
+    log_x: np.ndarray, log_y: np.ndarray, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Ordinary least squares of log y on log x along the last axis: (intercepts, slopes).
 
     ``mask`` (same shape, bool) keeps only some points of each row; a row with fewer than two
@@ -73,8 +76,16 @@ def fit_power_law_with_floor(x, y, start: PowerLaw | None = None) -> PowerLaw | 
     for p0 in starts:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = least_squares(residuals, p0, jac=jacobian, method="lm", xtol=1e-12, ftol=1e-12, gtol=1e-12,
-                                max_nfev=MAX_EVALUATIONS_WARM if start is not None else MAX_EVALUATIONS)
+            res = least_squares(
+                residuals,
+                p0,
+                jac=jacobian,
+                method="lm",
+                xtol=1e-12,
+                ftol=1e-12,
+                gtol=1e-12,
+                max_nfev=MAX_EVALUATIONS_WARM if start is not None else MAX_EVALUATIONS,
+            )
         if res.success and np.all(np.abs(res.x[:2]) < 700) and (best is None or res.cost < best.cost):
             best = res  # (|ln E|, |ln A| < 700: finite in float64)
     if best is None:

@@ -17,6 +17,7 @@ along a ladder of budgets with extrapolations (> 10× the largest fitted run) fl
 Chinchilla preset beside it, the held-out validation, and every run that failed, was dropped at
 planning, or is planned but has no record, with reasons.
 """
+
 from __future__ import annotations
 
 import base64
@@ -63,7 +64,8 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
     problems, manifest, manifest_problem, curves = [], {}, "", None
     if source.startswith("wandb:"):
         from analysis.wandb_source import read_wandb_runs
-        frame = read_wandb_runs(source[len("wandb:"):])
+
+        frame = read_wandb_runs(source[len("wandb:") :])
     elif path.is_dir():
         from scaling.progress import MANIFEST
         from scaling.store import read_store
@@ -71,20 +73,36 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
         store = read_store(path)
         frame, curves, problems = store.runs, store.curves, store.problems
         if frame.empty:
-            raise DataError(f"results store {source!r} holds no readable run records under {str(path / 'runs')!r}"
-                            + (f" ({len(problems)} skipped: {problems[0]})" if problems else ""))
+            raise DataError(
+                f"results store {source!r} holds no readable run records under {str(path / 'runs')!r}"
+                + (f" ({len(problems)} skipped: {problems[0]})" if problems else "")
+            )
         manifest, manifest_problem = _read_manifest(path / MANIFEST)
     else:
         frame = read_table_file(path)
-    table = table_from_frame(frame, source, columns, curves=curves, warnings=[f"skipped {p}" for p in problems],
-                             allow_mixed_corpora=allow_mixed_corpora)
-    return Source(table=table, frame=frame.reset_index(drop=True), problems=problems, manifest=manifest,
-                  manifest_problem=manifest_problem)
+    table = table_from_frame(
+        frame,
+        source,
+        columns,
+        curves=curves,
+        warnings=[f"skipped {p}" for p in problems],
+        allow_mixed_corpora=allow_mixed_corpora,
+    )
+    return Source(
+        table=table,
+        frame=frame.reset_index(drop=True),
+        problems=problems,
+        manifest=manifest,
+        manifest_problem=manifest_problem,
+    )
 
 
 def _read_manifest(path: Path) -> tuple[dict, str]:
     if not path.exists():
-        return {}, f"{path} does not exist (runs not launched by `scaling sweep`): the plan and dropped runs are unknown"
+        return (
+            {},
+            f"{path} does not exist (runs not launched by `scaling sweep`): the plan and dropped runs are unknown",
+        )
     try:
         return json.loads(path.read_text()), ""
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -100,9 +118,11 @@ def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[s
     now = set(table.runs["run_id"])
     lines = []
     if fit.runs != len(table) or not used <= now:
-        lines.append(f"the fit {fit_path!r} was made from {fit.runs} runs of {fit.source!r}; {table.source!r} now holds "
-                     f"{len(table)} usable runs ({len(used - now)} runs of the fit are not among them): refit to "
-                     "describe the runs as they are")
+        lines.append(
+            f"the fit {fit_path!r} was made from {fit.runs} runs of {fit.source!r}; {table.source!r} now holds "
+            f"{len(table)} usable runs ({len(used - now)} runs of the fit are not among them): refit to "
+            "describe the runs as they are"
+        )
     return lines
 
 
@@ -150,8 +170,16 @@ def _interval(e: Estimate | None, fmt=_num) -> str:
     return fmt(e.value) if e.interval is None else f"{fmt(e.value)} [{fmt(e.lower)}, {fmt(e.upper)}]"
 
 
-def report_blocks(source: Source, fit: FitReport | None, figures: dict[str, bytes], missing: dict[str, str], *,
-                  how_fitted: str, fit_problems: list[str] | None = None, generated_at: datetime | None = None) -> list:
+def report_blocks(
+    source: Source,
+    fit: FitReport | None,
+    figures: dict[str, bytes],
+    missing: dict[str, str],
+    *,
+    how_fitted: str,
+    fit_problems: list[str] | None = None,
+    generated_at: datetime | None = None,
+) -> list:
     """The whole report as blocks, in reading order."""
     generated_at = generated_at or datetime.now(timezone.utc)
     blocks: list = [Heading(f"Scaling-law report: {_sweep_name(source)}", 1)]
@@ -180,23 +208,39 @@ def _sweep_name(source: Source) -> str:
 
 def _about(source: Source, fit: FitReport | None, how_fitted: str, generated_at: datetime) -> list:
     frame = source.frame
-    corpora = (frame[["corpus", "corpus_fingerprint"]].astype(str).drop_duplicates().itertuples(index=False)
-               if {"corpus", "corpus_fingerprint"} <= set(frame.columns) else [])
-    corpus = "; ".join(f"{name} (fingerprint {fp})" for name, fp in corpora if name or fp) or "not recorded in the source"
+    corpora = (
+        frame[["corpus", "corpus_fingerprint"]].astype(str).drop_duplicates().itertuples(index=False)
+        if {"corpus", "corpus_fingerprint"} <= set(frame.columns)
+        else []
+    )
+    corpus = (
+        "; ".join(f"{name} (fingerprint {fp})" for name, fp in corpora if name or fp) or "not recorded in the source"
+    )
     versions = _column(frame, "code_version").value_counts()
-    code = ("; ".join(f"{v} ({k} run{'s' * (k != 1)})" for v, k in versions.items()) if len(versions)
-            else "not recorded in the source")
+    code = (
+        "; ".join(f"{v} ({k} run{'s' * (k != 1)})" for v, k in versions.items())
+        if len(versions)
+        else "not recorded in the source"
+    )
     if any(v.endswith("-dirty") for v in versions.index):
         code += " (-dirty: trained from a checkout with uncommitted changes)"
     started, finished = _column(frame, "started_at"), _column(frame, "finished_at")
     dates = f"{started.min()} to {finished.max()}" if len(started) and len(finished) else "not recorded in the source"
     n_kind = source.table.n_kind.replace("_", "-")
-    rows = [["sweep", _sweep_name(source)], ["source", source.table.source], ["corpus", corpus],
-            ["code version of the runs", code], ["runs trained", dates]]
+    rows = [
+        ["sweep", _sweep_name(source)],
+        ["source", source.table.source],
+        ["corpus", corpus],
+        ["code version of the runs", code],
+        ["runs trained", dates],
+    ]
     if source.manifest.get("launched_at"):
         rows.append(["sweep launched", str(source.manifest["launched_at"])])
-    rows += [["N counts", f"{n_kind} parameters"], ["fits", how_fitted],
-             ["report generated", f"{generated_at.isoformat(timespec='seconds')} by scaling {_package_version()}"]]
+    rows += [
+        ["N counts", f"{n_kind} parameters"],
+        ["fits", how_fitted],
+        ["report generated", f"{generated_at.isoformat(timespec='seconds')} by scaling {_package_version()}"],
+    ]
     return [Table(["", ""], rows)]
 
 
@@ -212,20 +256,26 @@ def _package_version() -> str:
 def _summary(source: Source, fit: FitReport | None, fit_problems: list[str]) -> list:
     table = source.table
     budgets = table.budgets
-    items = [f"{len(table)} completed runs used, over {len(budgets)} compute budget{'s' * (len(budgets) != 1)} from "
-             f"{flops_label(budgets[0])} to {flops_label(budgets[-1])} FLOPs and model sizes from "
-             f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."]
+    items = [
+        f"{len(table)} completed runs used, over {len(budgets)} compute budget{'s' * (len(budgets) != 1)} from "
+        f"{flops_label(budgets[0])} to {flops_label(budgets[-1])} FLOPs and model sizes from "
+        f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."
+    ]
     if fit is None:
         items.append("No scaling law could be fitted to these runs (see the notes below).")
     else:
         for f in fit.fits:
-            items.append(f"Approach {f.approach}: N_opt ∝ C^a with a = {_interval(f.estimates['a'], _two)}, "
-                         f"D_opt ∝ C^b with b = {_interval(f.estimates['b'], _two)} (Chinchilla: a ≈ b ≈ 0.5).")
+            items.append(
+                f"Approach {f.approach}: N_opt ∝ C^a with a = {_interval(f.estimates['a'], _two)}, "
+                f"D_opt ∝ C^b with b = {_interval(f.estimates['b'], _two)} (Chinchilla: a ≈ b ≈ 0.5)."
+            )
         if fit.parametric is not None and fit.parametric.validation and "skipped" not in fit.parametric.validation:
             v = fit.parametric.validation
-            items.append(f"Held out: approach 3 refitted without the largest budget predicts its runs' loss within "
-                         f"{v['loss_relative_error_mean_abs']:.1%} on average ({v['loss_relative_error_max_abs']:.1%} at "
-                         "worst).")
+            items.append(
+                f"Held out: approach 3 refitted without the largest budget predicts its runs' loss within "
+                f"{v['loss_relative_error_mean_abs']:.1%} on average ({v['loss_relative_error_max_abs']:.1%} at "
+                "worst)."
+            )
     items += [f"{FLAG} {line}" for line in fit_problems]
     return [Heading("Summary"), Bullets(items)]
 
@@ -240,8 +290,11 @@ def _swept(source: Source) -> list:
     work), the status of each other recorded run, and the sweep plan's runs without a record and
     dropped combinations. A shape is the ``shape`` column's name, else the run's N."""
     frame, runs = source.frame, source.table.runs
-    shape_of = (dict(zip(frame["run_id"].astype(str), frame["shape"].fillna("").astype(str)))
-                if {"run_id", "shape"} <= set(frame.columns) else {})
+    shape_of = (
+        dict(zip(frame["run_id"].astype(str), frame["shape"].fillna("").astype(str)))
+        if {"run_id", "shape"} <= set(frame.columns)
+        else {}
+    )
     cells: dict[tuple[float, str], str] = {}
     size_of: dict[str, float] = {}
 
@@ -264,15 +317,21 @@ def _swept(source: Source) -> list:
             put(float(overrides["budget"]), overrides["model"], size_of.get(overrides["model"], math.nan), "dropped")
     shapes = sorted(size_of, key=lambda s: (size_of[s] if math.isfinite(size_of[s]) else math.inf, s))
     budgets = sorted({b for b, _ in cells})
-    header = ["budget C (FLOPs)"] + [s if not math.isfinite(size_of[s]) or s == count_label(size_of[s])
-                                     else f"{s} ({count_label(size_of[s])})" for s in shapes]
+    header = ["budget C (FLOPs)"] + [
+        s if not math.isfinite(size_of[s]) or s == count_label(size_of[s]) else f"{s} ({count_label(size_of[s])})"
+        for s in shapes
+    ]
     rows = [[flops_label(b)] + [cells.get((b, s), "") for s in shapes] for b in budgets]
-    return [Heading("What was swept"),
-            Paragraph("Each cell is one (budget, shape) combination: the final validation loss in nats/token of a "
-                      "completed run; 'failed' (see the failures below); 'dropped' (not launched: see the reasons "
-                      "below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
-                      f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."),
-            Table(header, rows)]
+    return [
+        Heading("What was swept"),
+        Paragraph(
+            "Each cell is one (budget, shape) combination: the final validation loss in nats/token of a "
+            "completed run; 'failed' (see the failures below); 'dropped' (not launched: see the reasons "
+            "below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
+            f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."
+        ),
+        Table(header, rows),
+    ]
 
 
 def _finite(value) -> float | None:
@@ -286,24 +345,24 @@ def _finite(value) -> float | None:
 # ---------------------------------------------------------------- figures
 CAPTIONS = {
     "loss_vs_compute": "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
-                       "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
-                       "reached in each compute bin; green: approach 1's law fitted through it, with its bootstrap "
-                       "band; dashed: approach 3's loss at the compute-optimal N and D.",
+    "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
+    "reached in each compute bin; green: approach 1's law fitted through it, with its bootstrap "
+    "band; dashed: approach 3's loss at the compute-optimal N and D.",
     "isoflop_profiles": "At each budget, loss against N with the parabola in ln N fitted by approach "
-                        "2 (dotted where it is extended beyond the trained sizes to reach its minimum) and its minimum "
-                        "(star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) with "
-                        "the bootstrap interval of N_opt (a triangle marks an interval that runs off the axes). "
-                        "Dashed: approach 3's L(N, C/6N) at the same budget.",
+    "2 (dotted where it is extended beyond the trained sizes to reach its minimum) and its minimum "
+    "(star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) with "
+    "the bootstrap interval of N_opt (a triangle marks an interval that runs off the axes). "
+    "Dashed: approach 3's L(N, C/6N) at the same budget.",
     "optimal_allocation": "Model size and tokens against compute: approach 2's parabola minima with "
-                          "their intervals, each approach's power law with its bootstrap band, and the Chinchilla "
-                          "preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. In the "
-                          "shaded region the budget is more than 10× the largest run: an extrapolation.",
+    "their intervals, each approach's power law with its bootstrap band, and the Chinchilla "
+    "preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. In the "
+    "shaded region the budget is more than 10× the largest run: an extrapolation.",
     "loss_landscape": "Approach 3's L(N, D) (filled contours), the runs coloured by their observed loss on the "
-                      "same scale (a run whose colour matches its background is fitted well), the lines of constant "
-                      "compute C = 6·N·D through the budgets (dotted), the compute-optimal path, and Chinchilla's 20 "
-                      "tokens per parameter.",
+    "same scale (a run whose colour matches its background is fitted well), the lines of constant "
+    "compute C = 6·N·D through the budgets (dotted), the compute-optimal path, and Chinchilla's 20 "
+    "tokens per parameter.",
     "residuals": "Observed minus fitted loss, in % of the fitted value, per approach. Residuals scattered evenly around "
-                 "zero mean the law's shape fits; a trend means it does not.",
+    "zero mean the law's shape fits; a trend means it does not.",
     "training_curves": "Validation loss against tokens trained, one panel per compute budget, colour: model size N.",
 }
 
@@ -321,15 +380,27 @@ def _figures(figures: dict[str, bytes], missing: dict[str, str]) -> list:
 
 # ---------------------------------------------------------------- fitted laws
 MEANINGS = {
-    "E": "irreducible loss (nats/token)", "A": "model-size term coefficient", "alpha": "model-size exponent α",
-    "B": "data term coefficient", "beta": "data exponent β", "a": "N_opt ∝ C^a", "b": "D_opt ∝ C^b",
-    "G": "N_opt = G·(C/6)^a", "N_coefficient": "k_N in N_opt = k_N·C^a", "D_coefficient": "k_D in D_opt = k_D·C^b",
-    "loss_A": "L = A·C^(−α): A", "loss_alpha": "L = A·C^(−α): α", "floor_E": "L = E + A·C^(−α): E (nats/token)",
-    "floor_A": "L = E + A·C^(−α): A", "floor_alpha": "L = E + A·C^(−α): α",
+    "E": "irreducible loss (nats/token)",
+    "A": "model-size term coefficient",
+    "alpha": "model-size exponent α",
+    "B": "data term coefficient",
+    "beta": "data exponent β",
+    "a": "N_opt ∝ C^a",
+    "b": "D_opt ∝ C^b",
+    "G": "N_opt = G·(C/6)^a",
+    "N_coefficient": "k_N in N_opt = k_N·C^a",
+    "D_coefficient": "k_D in D_opt = k_D·C^b",
+    "loss_A": "L = A·C^(−α): A",
+    "loss_alpha": "L = A·C^(−α): α",
+    "floor_E": "L = E + A·C^(−α): E (nats/token)",
+    "floor_A": "L = E + A·C^(−α): A",
+    "floor_alpha": "L = E + A·C^(−α): α",
 }
-TITLES = {1: "Approach 1: envelope of the training curves (Hoffmann et al. 2022, §3.1)",
-          2: "Approach 2: IsoFLOP profiles (Hoffmann et al. 2022, §3.2)",
-          3: "Approach 3: parametric L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, §3.3)"}
+TITLES = {
+    1: "Approach 1: envelope of the training curves (Hoffmann et al. 2022, §3.1)",
+    2: "Approach 2: IsoFLOP profiles (Hoffmann et al. 2022, §3.2)",
+    3: "Approach 3: parametric L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, §3.3)",
+}
 
 
 def _fitted_laws(fit: FitReport | None, source: Source) -> list:
@@ -337,12 +408,24 @@ def _fitted_laws(fit: FitReport | None, source: Source) -> list:
     if fit is None:
         return blocks + [Paragraph("No approach could be fitted to these runs.")]
     level = next((f.bootstrap.level for f in fit.fits if f.bootstrap), None)
-    blocks.append(Paragraph("Estimates with " + (f"{level:.0%} bootstrap percentile intervals [lower, upper]."
-                                                if level else "no intervals (no bootstrap).")))
+    blocks.append(
+        Paragraph(
+            "Estimates with "
+            + (
+                f"{level:.0%} bootstrap percentile intervals [lower, upper]."
+                if level
+                else "no intervals (no bootstrap)."
+            )
+        )
+    )
     for f in fit.fits:
         blocks.append(Heading(TITLES[f.approach], 3))
-        blocks.append(Table(["parameter", "estimate [interval]", "meaning"],
-                            [[k, _interval(e), MEANINGS.get(k, "")] for k, e in f.estimates.items()]))
+        blocks.append(
+            Table(
+                ["parameter", "estimate [interval]", "meaning"],
+                [[k, _interval(e), MEANINGS.get(k, "")] for k, e in f.estimates.items()],
+            )
+        )
         blocks.append(Bullets(_diagnostics(f, source)))
         if f.approach == 2:
             blocks += _minima(f)
@@ -355,17 +438,21 @@ def _diagnostics(f, source: Source) -> list[str]:
     lines = []
     if f.approach == 3:
         c = f.convergence
-        lines.append(f"Optimizer: {'converged' if c['converged'] else 'NOT converged'} ({c['optimizer']}; "
-                     f"{c['starts_agreeing']} of {c['refined_starts']} best grid starts reach the optimum; max |gradient| "
-                     f"{c['gradient_max_abs']:.2g}; Huber δ = {f.huber_delta:g}, objective {f.objective:.6g}; "
-                     f"{len(f.n)} runs).")
+        lines.append(
+            f"Optimizer: {'converged' if c['converged'] else 'NOT converged'} ({c['optimizer']}; "
+            f"{c['starts_agreeing']} of {c['refined_starts']} best grid starts reach the optimum; max |gradient| "
+            f"{c['gradient_max_abs']:.2g}; Huber δ = {f.huber_delta:g}, objective {f.objective:.6g}; "
+            f"{len(f.n)} runs)."
+        )
         lines += [f"{FLAG} {c[key]}" for key in ("warning", "note") if c.get(key)]
         lines += _loss_floor(f, source)
     elif f.approach == 1:
         d = f.diagnostics
-        lines.append(f"{d['envelope_points']} envelope points from {d['points_used']} ({d['bins_per_decade']} bins per "
-                     f"decade, compute {flops_label(d['compute_range'][0])} to {flops_label(d['compute_range'][1])} "
-                     f"FLOPs); the law with a floor: {d['loss_law_with_floor']}.")
+        lines.append(
+            f"{d['envelope_points']} envelope points from {d['points_used']} ({d['bins_per_decade']} bins per "
+            f"decade, compute {flops_label(d['compute_range'][0])} to {flops_label(d['compute_range'][1])} "
+            f"FLOPs); the law with a floor: {d['loss_law_with_floor']}."
+        )
     lines.append(_bootstrap_line(f.bootstrap))
     return lines
 
@@ -375,8 +462,10 @@ def _loss_floor(f, source: Source) -> list[str]:
     floors = pd.to_numeric(source.frame.get("loss_floor", pd.Series([], dtype=float)), errors="coerce").dropna()
     if not len(floors):
         return []
-    return [f"The corpus' lowest reachable loss (loss_floor of the records) is {floors.min():.4g} nats/token; "
-            f"compare E = {f.estimates['E'].value:.4g}."]
+    return [
+        f"The corpus' lowest reachable loss (loss_floor of the records) is {floors.min():.4g} nats/token; "
+        f"compare E = {f.estimates['E'].value:.4g}."
+    ]
 
 
 def _bootstrap_line(boot) -> str:
@@ -391,14 +480,30 @@ def _minima(f) -> list:
     rows = []
     for p in f.profiles:
         n = np.asarray(p.n)
-        where = ("inside the trained sizes" if p.inside_range else
-                 f"{FLAG} outside the trained sizes: the parabola is extrapolated to its minimum")
+        where = (
+            "inside the trained sizes"
+            if p.inside_range
+            else f"{FLAG} outside the trained sizes: the parabola is extrapolated to its minimum"
+        )
         n_opt = Estimate(p.n_opt, *(p.n_opt_interval or (None, None)))
-        rows.append([flops_label(p.budget), f"{len(set(p.n))} ({count_label(n.min())} to {count_label(n.max())})",
-                     _interval(n_opt, count_label), count_label(p.d_opt), _num(p.loss_opt), where])
-    blocks = [Paragraph("The minimum of each budget's parabola:"),
-              Table(["budget C (FLOPs)", "sizes trained (N)", "N_opt [interval]", "D_opt", "loss at N_opt", "where"],
-                    rows, {i for i, p in enumerate(f.profiles) if not p.inside_range})]
+        rows.append(
+            [
+                flops_label(p.budget),
+                f"{len(set(p.n))} ({count_label(n.min())} to {count_label(n.max())})",
+                _interval(n_opt, count_label),
+                count_label(p.d_opt),
+                _num(p.loss_opt),
+                where,
+            ]
+        )
+    blocks = [
+        Paragraph("The minimum of each budget's parabola:"),
+        Table(
+            ["budget C (FLOPs)", "sizes trained (N)", "N_opt [interval]", "D_opt", "loss at N_opt", "where"],
+            rows,
+            {i for i, p in enumerate(f.profiles) if not p.inside_range},
+        ),
+    ]
     if f.dropped:
         blocks.append(Bullets([f"Budget without a parabola: {why}" for why in f.dropped]))
     return blocks
@@ -426,21 +531,49 @@ def _allocation(fit: FitReport | None, source: Source) -> list:
         if a.extrapolation:
             flagged.add(i)
             note = f"{FLAG} extrapolation: {_times(c / law.fitted_compute_max)} the largest fitted run"
-        rows.append([flops_label(c), _interval(a.n, count_label), _interval(a.d, count_label),
-                     _interval(a.tokens_per_parameter, count_label), _interval(a.loss), count_label(r.n.value),
-                     count_label(r.d.value), note])
+        rows.append(
+            [
+                flops_label(c),
+                _interval(a.n, count_label),
+                _interval(a.d, count_label),
+                _interval(a.tokens_per_parameter, count_label),
+                _interval(a.loss),
+                count_label(r.n.value),
+                count_label(r.d.value),
+                note,
+            ]
+        )
     fitted_max = law.fitted_compute_max
-    blocks += [Paragraph(f"From approach {approach}'s law (the most complete fitted: 3 predicts loss at any N and D, "
-                         f"then 2, then 1), for budgets from the smallest swept to 10^{LADDER_DECADES} times it and "
-                         f"{', '.join(flops_label(b) for b in HEADLINE_BUDGETS)} FLOPs. D = C/(6·N), so 6·N·D = C in "
-                         f"every row. The largest fitted run used {flops_label(fitted_max)} FLOPs; budgets beyond "
-                         f"{EXTRAPOLATION_FACTOR:g}× that are extrapolations, flagged {FLAG}: treat them as speculation. "
-                         "Chinchilla: the published rule (Hoffmann et al. 2022, Table 3: N_opt = sqrt(C/120), "
-                         "20 tokens per parameter) for reference."
-                         + ("" if source.table.n_kind == "total" else
-                            " Note: N here counts non-embedding parameters, Chinchilla's N counts all.")),
-               Table(["budget C (FLOPs)", "N_opt [interval]", "D_opt [interval]", "tokens/parameter",
-                      "predicted loss (nats/token)", "Chinchilla N_opt", "Chinchilla D_opt", "note"], rows, flagged)]
+    blocks += [
+        Paragraph(
+            f"From approach {approach}'s law (the most complete fitted: 3 predicts loss at any N and D, "
+            f"then 2, then 1), for budgets from the smallest swept to 10^{LADDER_DECADES} times it and "
+            f"{', '.join(flops_label(b) for b in HEADLINE_BUDGETS)} FLOPs. D = C/(6·N), so 6·N·D = C in "
+            f"every row. The largest fitted run used {flops_label(fitted_max)} FLOPs; budgets beyond "
+            f"{EXTRAPOLATION_FACTOR:g}× that are extrapolations, flagged {FLAG}: treat them as speculation. "
+            "Chinchilla: the published rule (Hoffmann et al. 2022, Table 3: N_opt = sqrt(C/120), "
+            "20 tokens per parameter) for reference."
+            + (
+                ""
+                if source.table.n_kind == "total"
+                else " Note: N here counts non-embedding parameters, Chinchilla's N counts all."
+            )
+        ),
+        Table(
+            [
+                "budget C (FLOPs)",
+                "N_opt [interval]",
+                "D_opt [interval]",
+                "tokens/parameter",
+                "predicted loss (nats/token)",
+                "Chinchilla N_opt",
+                "Chinchilla D_opt",
+                "note",
+            ],
+            rows,
+            flagged,
+        ),
+    ]
     if len(fit.fits) > 1:
         blocks += _approaches_side_by_side(fit, ladder, reference)
     return blocks
@@ -453,11 +586,19 @@ def _times(factor: float) -> str:
 
 def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> list:
     laws = {f.approach: law_from_fit(fit, "fit", f.approach) for f in fit.fits}
-    rows = [[flops_label(c)] + [_interval(law.allocate(c).n, count_label) for law in laws.values()]
-            + [count_label(reference.allocate(c).n.value)] for c in ladder]
-    flagged = {i for i, c in enumerate(ladder) if c > EXTRAPOLATION_FACTOR * max(f.fitted_compute_max for f in fit.fits)}
-    return [Paragraph("N_opt by approach (the approaches disagree when the data cannot pin the exponent down):"),
-            Table(["budget C (FLOPs)"] + [f"approach {k}" for k in laws] + ["Chinchilla"], rows, flagged)]
+    rows = [
+        [flops_label(c)]
+        + [_interval(law.allocate(c).n, count_label) for law in laws.values()]
+        + [count_label(reference.allocate(c).n.value)]
+        for c in ladder
+    ]
+    flagged = {
+        i for i, c in enumerate(ladder) if c > EXTRAPOLATION_FACTOR * max(f.fitted_compute_max for f in fit.fits)
+    }
+    return [
+        Paragraph("N_opt by approach (the approaches disagree when the data cannot pin the exponent down):"),
+        Table(["budget C (FLOPs)"] + [f"approach {k}" for k in laws] + ["Chinchilla"], rows, flagged),
+    ]
 
 
 # ---------------------------------------------------------------- validation
@@ -472,25 +613,50 @@ def _validation(fit: FitReport | None) -> list:
         if "skipped" in v:
             blocks.append(Paragraph(f"Approach {f.approach}: skipped ({v['skipped']})."))
             continue
-        where = (f"held out {flops_label(v['held_out_budget'])} FLOPs, {_times(v['extrapolation_factor'])} beyond the "
-                 "budgets fitted" + (f" ({FLAG} an extrapolation)" if v["extrapolation"] else ""))
+        where = (
+            f"held out {flops_label(v['held_out_budget'])} FLOPs, {_times(v['extrapolation_factor'])} beyond the "
+            "budgets fitted" + (f" ({FLAG} an extrapolation)" if v["extrapolation"] else "")
+        )
         if f.approach == 1:
-            blocks.append(Paragraph(f"Approach 1 ({where}): the lowest loss there predicted {_num(v['loss_predicted'])} "
-                                    f"against {_num(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), and the size "
-                                    f"that reaches it {count_label(v['n_opt_predicted'])} against "
-                                    f"{count_label(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}); observed: "
-                                    f"that budget's best run, {v['best_run_id']}."))
+            blocks.append(
+                Paragraph(
+                    f"Approach 1 ({where}): the lowest loss there predicted {_num(v['loss_predicted'])} "
+                    f"against {_num(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), and the size "
+                    f"that reaches it {count_label(v['n_opt_predicted'])} against "
+                    f"{count_label(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}); observed: "
+                    f"that budget's best run, {v['best_run_id']}."
+                )
+            )
         elif f.approach == 3:
-            blocks.append(Paragraph(f"Approach 3 ({where}): the loss of its {v['held_out_runs']} runs is predicted within "
-                                    f"{v['loss_relative_error_mean_abs']:.2%} on average, "
-                                    f"{v['loss_relative_error_max_abs']:.2%} at worst."))
-            blocks.append(Table(["run", "observed loss", "predicted loss", "error"],
-                                [[r["run_id"], _num(r["observed"]), _num(r["predicted"]),
-                                  f"{r['predicted'] / r['observed'] - 1:+.2%}"] for r in v["runs"]]))
+            blocks.append(
+                Paragraph(
+                    f"Approach 3 ({where}): the loss of its {v['held_out_runs']} runs is predicted within "
+                    f"{v['loss_relative_error_mean_abs']:.2%} on average, "
+                    f"{v['loss_relative_error_max_abs']:.2%} at worst."
+                )
+            )
+            blocks.append(
+                Table(
+                    ["run", "observed loss", "predicted loss", "error"],
+                    [
+                        [
+                            r["run_id"],
+                            _num(r["observed"]),
+                            _num(r["predicted"]),
+                            f"{r['predicted'] / r['observed'] - 1:+.2%}",
+                        ]
+                        for r in v["runs"]
+                    ],
+                )
+            )
         else:
-            blocks.append(Paragraph(f"Approach 2 ({where}): N_opt predicted {count_label(v['n_opt_predicted'])} against "
-                                    f"{count_label(v['n_opt_observed'])} from that budget's own parabola "
-                                    f"({v['n_opt_relative_error']:+.1%})."))
+            blocks.append(
+                Paragraph(
+                    f"Approach 2 ({where}): N_opt predicted {count_label(v['n_opt_predicted'])} against "
+                    f"{count_label(v['n_opt_observed'])} from that budget's own parabola "
+                    f"({v['n_opt_relative_error']:+.1%})."
+                )
+            )
     return blocks
 
 
@@ -501,25 +667,51 @@ def _failures(source: Source, fit: FitReport | None) -> list:
     if "status" in frame.columns:
         failed = frame[frame["status"].astype(str) != "completed"]
         if len(failed):
-            blocks.append(Paragraph(f"{len(failed)} run{'s' * (len(failed) != 1)} did not complete (not used in the fits):"))
-            blocks.append(Table(["run", "budget (FLOPs)", "shape", "N", "status", "reason"],
-                                [[str(r.get("run_id", "")), _flops_or_dash(r.get("budget_flops")), str(r.get("shape", "")),
-                                  _count_or_dash(r.get("params")), str(r["status"]), str(r.get("reason", ""))]
-                                 for r in failed.to_dict("records")]))
+            blocks.append(
+                Paragraph(f"{len(failed)} run{'s' * (len(failed) != 1)} did not complete (not used in the fits):")
+            )
+            blocks.append(
+                Table(
+                    ["run", "budget (FLOPs)", "shape", "N", "status", "reason"],
+                    [
+                        [
+                            str(r.get("run_id", "")),
+                            _flops_or_dash(r.get("budget_flops")),
+                            str(r.get("shape", "")),
+                            _count_or_dash(r.get("params")),
+                            str(r["status"]),
+                            str(r.get("reason", "")),
+                        ]
+                        for r in failed.to_dict("records")
+                    ],
+                )
+            )
     dropped = source.manifest.get("dropped", [])
     if dropped:
-        blocks.append(Paragraph(f"{len(dropped)} combination{'s' * (len(dropped) != 1)} dropped when the sweep was "
-                                "planned (never launched):"))
-        blocks.append(Table(["combination", "reason"], [[" ".join(d.get("overrides", [])), d.get("reason", "")]
-                                                        for d in dropped]))
+        blocks.append(
+            Paragraph(
+                f"{len(dropped)} combination{'s' * (len(dropped) != 1)} dropped when the sweep was "
+                "planned (never launched):"
+            )
+        )
+        blocks.append(
+            Table(["combination", "reason"], [[" ".join(d.get("overrides", [])), d.get("reason", "")] for d in dropped])
+        )
     recorded = set(frame["run_id"].astype(str)) if "run_id" in frame.columns else set()
     absent = [r for r in source.manifest.get("runs", []) if r["run_id"] not in recorded]
     if absent:
-        blocks.append(Paragraph(f"{len(absent)} planned run{'s' * (len(absent) != 1)} without a record (still running, "
-                                "interrupted, or never run; `scaling status` tells which):"))
-        blocks.append(Table(["run", "budget (FLOPs)", "shape", "N"],
-                            [[r["run_id"], flops_label(r["budget_flops"]), r["shape"], count_label(r["params"])]
-                             for r in absent]))
+        blocks.append(
+            Paragraph(
+                f"{len(absent)} planned run{'s' * (len(absent) != 1)} without a record (still running, "
+                "interrupted, or never run; `scaling status` tells which):"
+            )
+        )
+        blocks.append(
+            Table(
+                ["run", "budget (FLOPs)", "shape", "N"],
+                [[r["run_id"], flops_label(r["budget_flops"]), r["shape"], count_label(r["params"])] for r in absent],
+            )
+        )
     notes = [*source.table.warnings, *source.table.notes]
     if source.manifest_problem:
         notes.append(source.manifest_problem)
@@ -565,8 +757,10 @@ def render_html(blocks: list, figures: dict[str, bytes]) -> str:
     """One self-contained page: inline CSS, figures as data: URIs; no scripts, no external references."""
     title = next(b.text for b in blocks if isinstance(b, Heading))
     body = "\n".join(_html_block(b, figures) for b in blocks)
-    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{html.escape(title)}</title>\n"
-            f"<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+        f"<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
 
 
 def _html_block(block, figures: dict[str, bytes]) -> str:
@@ -579,12 +773,16 @@ def _html_block(block, figures: dict[str, bytes]) -> str:
         return "<ul>\n" + "\n".join(f"<li>{e(item)}</li>" for item in block.items) + "\n</ul>"
     if isinstance(block, Table):
         head = "" if not any(block.header) else "<tr>" + "".join(f"<th>{e(h)}</th>" for h in block.header) + "</tr>\n"
-        rows = "\n".join(("<tr class=\"flag\">" if i in block.flagged else "<tr>")
-                         + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for i, row in enumerate(block.rows))
+        rows = "\n".join(
+            ('<tr class="flag">' if i in block.flagged else "<tr>") + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
+            for i, row in enumerate(block.rows)
+        )
         return f"<table>\n{head}{rows}\n</table>"
     data = base64.b64encode(figures[block.name]).decode("ascii")
-    return (f"<figure id=\"{e(block.name)}\">\n<img src=\"data:image/png;base64,{data}\" alt=\"{e(block.title)}\">\n"
-            f"<figcaption><b>{e(block.title)}.</b> {e(block.caption)}</figcaption>\n</figure>")
+    return (
+        f'<figure id="{e(block.name)}">\n<img src="data:image/png;base64,{data}" alt="{e(block.title)}">\n'
+        f"<figcaption><b>{e(block.title)}.</b> {e(block.caption)}</figcaption>\n</figure>"
+    )
 
 
 def render_markdown(blocks: list, figure_dir: str) -> str:
@@ -633,7 +831,10 @@ def write_report(out_html: Path, blocks: list, figures: dict[str, bytes]) -> lis
     """Write the figures, the Markdown twin and the HTML (last), each atomically; returns the paths."""
     out_html = Path(out_html)
     markdown, figure_dir = report_paths(out_html)
-    html_text, markdown_text = render_html(blocks, figures), render_markdown(blocks, figure_dir.name)  # before any write
+    html_text, markdown_text = (
+        render_html(blocks, figures),
+        render_markdown(blocks, figure_dir.name),
+    )  # before any write
     written = []
     for name, png in figures.items():
         write_readable(figure_dir / figure_file_name(name), png)

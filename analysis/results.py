@@ -5,6 +5,7 @@ Every object here is a plain dataclass that saves to JSON and loads back unchang
 each fit used, callable fitted curves (`PowerLaw`, `Parabola`, `ParametricFit.predict`), the
 intervals and the bootstrap samples (so predictions can carry intervals too).
 """
+
 from __future__ import annotations
 
 import json

@@ -3,6 +3,7 @@
 The tests and the benchmark fit these and compare with the truth; a user can do the same before
 trusting a fit on a sweep of a similar design (same budgets, sizes, noise).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,14 @@ from analysis import laws
 CHINCHILLA_LAW = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
 
 
-def isoflop_runs(law: dict[str, float], budgets, sizes_per_budget: int, spread_decades: float = 1.0,
-                 noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
+def isoflop_runs(
+    law: dict[str, float],
+    budgets,
+    sizes_per_budget: int,
+    spread_decades: float = 1.0,
+    noise: float = 0.01,
+    seed: int = 0,
+) -> pd.DataFrame:
     """An IsoFLOP sweep: per budget C, ``sizes_per_budget`` model sizes log-spaced over
     N_opt(C)·10^(±spread_decades), D = C/(6N), loss = L(N, D)·exp(noise·ε), ε ~ N(0, 1).
 
@@ -28,13 +35,23 @@ def isoflop_runs(law: dict[str, float], budgets, sizes_per_budget: int, spread_d
         for n in np.geomspace(n_opt / 10**spread_decades, n_opt * 10**spread_decades, sizes_per_budget):
             d = laws.tokens_for_compute(budget, n)
             loss = laws.chinchilla_loss(n, d, **law) * np.exp(noise * rng.standard_normal())
-            rows.append({"run_id": f"r{len(rows):04d}", "status": "completed", "budget_flops": budget,
-                         "flops": 6.0 * n * d, "params": n, "tokens": d, "val_loss": loss})
+            rows.append(
+                {
+                    "run_id": f"r{len(rows):04d}",
+                    "status": "completed",
+                    "budget_flops": budget,
+                    "flops": 6.0 * n * d,
+                    "params": n,
+                    "tokens": d,
+                    "val_loss": loss,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def loss_curves(runs: pd.DataFrame, law: dict[str, float], points_per_run: int = 20, noise: float = 0.01,
-                seed: int = 0) -> pd.DataFrame:
+def loss_curves(
+    runs: pd.DataFrame, law: dict[str, float], points_per_run: int = 20, noise: float = 0.01, seed: int = 0
+) -> pd.DataFrame:
     """Loss curves for ``runs``: at tokens t log-spaced up to each run's D, loss = L(N, t)·exp(noise·ε).
 
     (A run part-way through training is treated as a run trained on the tokens seen so far, so
@@ -46,7 +63,17 @@ def loss_curves(runs: pd.DataFrame, law: dict[str, float], points_per_run: int =
     for run in runs.itertuples():
         tokens = np.geomspace(run.tokens / 100.0, run.tokens, points_per_run)
         loss = laws.chinchilla_loss(run.params, tokens, **law) * np.exp(noise * rng.standard_normal(points_per_run))
-        frames.append(pd.DataFrame({"run_id": run.run_id, "step": np.arange(1, points_per_run + 1), "tokens": tokens,
-                                    "flops": 6.0 * run.params * tokens, "train_loss": loss, "val_loss": loss,
-                                    "lr": np.nan}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run_id": run.run_id,
+                    "step": np.arange(1, points_per_run + 1),
+                    "tokens": tokens,
+                    "flops": 6.0 * run.params * tokens,
+                    "train_loss": loss,
+                    "val_loss": loss,
+                    "lr": np.nan,
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)

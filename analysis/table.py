@@ -15,6 +15,7 @@ Rules, applied the same way to every source:
   * runs are grouped into compute budgets: by the requested ``budget_flops`` when present, else
     by clustering C values that agree within `BUDGET_TOLERANCE`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -31,8 +32,10 @@ MAX_LISTED = 5  # how many excluded runs a warning names before "and k more"
 
 # Column names tried, in order, when the user names none. The first of each is the store's own.
 FALLBACK_COLUMNS = {
-    "n": {"total": ("params", "N", "n", "n_params", "num_params", "parameters"),
-          "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n")},
+    "n": {
+        "total": ("params", "N", "n", "n_params", "num_params", "parameters"),
+        "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
+    },
     "d": ("tokens", "D", "d", "n_tokens", "num_tokens"),
     "c": ("flops", "C", "c", "compute", "FLOPs"),
     "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
@@ -106,15 +109,17 @@ def load_runs(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora
     curves = None
     if source.startswith("wandb:"):
         from analysis.wandb_source import read_wandb_runs
-        frame = read_wandb_runs(source[len("wandb:"):])
+
+        frame = read_wandb_runs(source[len("wandb:") :])
     else:
         path = Path(source)
         if path.is_dir():
             frame, curves, warnings = _read_store(path)
         else:
             frame = read_table_file(path)
-    return table_from_frame(frame, source, columns, curves=curves, warnings=warnings,
-                            allow_mixed_corpora=allow_mixed_corpora)
+    return table_from_frame(
+        frame, source, columns, curves=curves, warnings=warnings, allow_mixed_corpora=allow_mixed_corpora
+    )
 
 
 def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
@@ -123,16 +128,20 @@ def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     store = read_store(path)
     warnings = [f"skipped {problem}" for problem in store.problems]
     if store.runs.empty:
-        raise DataError(f"results store {str(path)!r} holds no readable run records under {str(path / 'runs')!r}"
-                        + (f" ({len(store.problems)} skipped)" if store.problems else ""))
+        raise DataError(
+            f"results store {str(path)!r} holds no readable run records under {str(path / 'runs')!r}"
+            + (f" ({len(store.problems)} skipped)" if store.problems else "")
+        )
     return store.runs, store.curves, warnings
 
 
 def read_table_file(path: Path) -> pd.DataFrame:
     """Read a CSV (or TSV) or Parquet file of runs; any failure becomes one DataError line."""
     if not path.exists():
-        raise DataError(f"{str(path)!r} does not exist; give a results store directory, a .csv/.parquet file "
-                        "or wandb:ENTITY/PROJECT")
+        raise DataError(
+            f"{str(path)!r} does not exist; give a results store directory, a .csv/.parquet file "
+            "or wandb:ENTITY/PROJECT"
+        )
     suffix = path.suffix.lower()
     kind = "Parquet" if suffix in (".parquet", ".pq") else "CSV"
     try:
@@ -145,9 +154,15 @@ def read_table_file(path: Path) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- checking
-def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = ColumnMap(), *,
-                     curves: pd.DataFrame | None = None, warnings: list[str] | None = None,
-                     allow_mixed_corpora: bool = False) -> RunTable:
+def table_from_frame(
+    frame: pd.DataFrame,
+    source: str,
+    columns: ColumnMap = ColumnMap(),
+    *,
+    curves: pd.DataFrame | None = None,
+    warnings: list[str] | None = None,
+    allow_mixed_corpora: bool = False,
+) -> RunTable:
     """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules)."""
     warnings = list(warnings or [])
     notes: list[str] = []
@@ -165,9 +180,11 @@ def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = Colu
     d_col = _pick_column(frame, "d", columns.d, source, required=False)
     c_col = _pick_column(frame, "c", columns.c, source, required=False)
     if d_col is None and c_col is None:
-        raise DataError(f"{source!r} has neither a token count D nor a compute C column (tried "
-                        f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
-                        f"or --c-column. Columns present: {', '.join(map(str, frame.columns))}")
+        raise DataError(
+            f"{source!r} has neither a token count D nor a compute C column (tried "
+            f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
+            f"or --c-column. Columns present: {', '.join(map(str, frame.columns))}"
+        )
 
     n = _positive_column(frame, n_col, run_ids, "parameter counts N")
     loss = _positive_column(frame, loss_col, run_ids, "losses")
@@ -180,13 +197,21 @@ def table_from_frame(frame: pd.DataFrame, source: str, columns: ColumnMap = Colu
     compute = 6.0 * n * d
     if c_given is not None and d_col is not None:
         _note_compute_mismatch(c_given, compute, c_col, notes)
-    notes.append(f"N = column {n_col!r} ({columns.n_kind if n_col in _n_names(columns.n_kind) else 'as named'}),"
-                 f" loss = column {loss_col!r}, C = 6·N·D")
+    notes.append(
+        f"N = column {n_col!r} ({columns.n_kind if n_col in _n_names(columns.n_kind) else 'as named'}),"
+        f" loss = column {loss_col!r}, C = 6·N·D"
+    )
 
     runs = pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
     runs["budget"] = _budgets(frame, runs["C"].to_numpy(), notes)
-    return RunTable(runs=runs, curves=_curves(curves, runs, loss_col, notes), source=source,
-                    n_kind=columns.n_kind, warnings=warnings, notes=notes)
+    return RunTable(
+        runs=runs,
+        curves=_curves(curves, runs, loss_col, notes),
+        source=source,
+        n_kind=columns.n_kind,
+        warnings=warnings,
+        notes=notes,
+    )
 
 
 def _run_ids(frame: pd.DataFrame) -> pd.Series:
@@ -209,20 +234,25 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
-    listed = [f"{run_ids[i]} ({frame['status'][i]}{': ' + reasons[i] if reasons[i] else ''})"
-              for i in frame.index[~done]]
+    listed = [
+        f"{run_ids[i]} ({frame['status'][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]
+    ]
     more = f", and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else ""
-    warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: "
-                    f"{', '.join(listed[:MAX_LISTED])}{more}")
+    warnings.append(
+        f"excluded {len(listed)} of {len(frame)} runs that did not complete: {', '.join(listed[:MAX_LISTED])}{more}"
+    )
     kept = frame[done]
     if kept.empty:  # say why, as the warning would have: the reasons are what the user needs now
-        raise DataError(f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: "
-                        f"{', '.join(listed[:MAX_LISTED])}{more}")
+        raise DataError(
+            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: "
+            f"{', '.join(listed[:MAX_LISTED])}{more}"
+        )
     return kept
 
 
-def _check_single_corpus(frame: pd.DataFrame, run_ids: pd.Series, source: str, allow_mixed: bool,
-                         notes: list[str]) -> None:
+def _check_single_corpus(
+    frame: pd.DataFrame, run_ids: pd.Series, source: str, allow_mixed: bool, notes: list[str]
+) -> None:
     column = next((c for c in ("corpus_fingerprint", "corpus") if c in frame.columns), None)
     if column is None:
         return
@@ -235,9 +265,11 @@ def _check_single_corpus(frame: pd.DataFrame, run_ids: pd.Series, source: str, a
         # name the runs outside the largest corpus: in a store, runs/<run_id>/record.json
         others = run_ids[frame[column].fillna("").astype(str) != counts.index[0]].tolist()
         more = f" and {len(others) - MAX_LISTED} more" if len(others) > MAX_LISTED else ""
-        raise DataError(f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}; runs outside the "
-                        f"largest: {', '.join(others[:MAX_LISTED])}{more}); fit one corpus at a time, or pass "
-                        "--allow-mixed-corpora if they are meant to be pooled")
+        raise DataError(
+            f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}; runs outside the "
+            f"largest: {', '.join(others[:MAX_LISTED])}{more}); fit one corpus at a time, or pass "
+            "--allow-mixed-corpora if they are meant to be pooled"
+        )
     notes.append(f"pooling runs from {len(counts)} corpora as asked ({column}: {listing})")
 
 
@@ -256,8 +288,9 @@ def _n_names(n_kind: str) -> tuple[str, ...]:
     return FALLBACK_COLUMNS["n"][n_kind]
 
 
-def _pick_column(frame: pd.DataFrame, role: str, named: str | None, source: str, n_kind: str = "total",
-                 required: bool = True) -> str | None:
+def _pick_column(
+    frame: pd.DataFrame, role: str, named: str | None, source: str, n_kind: str = "total", required: bool = True
+) -> str | None:
     present = ", ".join(map(str, frame.columns))
     if named is not None:
         if named not in frame.columns:
@@ -266,8 +299,10 @@ def _pick_column(frame: pd.DataFrame, role: str, named: str | None, source: str,
     candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
     found = next((c for c in candidates if c in frame.columns), None)
     if found is None and required:
-        raise DataError(f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
-                        f"name it with {OPTION_OF[role]}. Columns present: {present}")
+        raise DataError(
+            f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
+            f"name it with {OPTION_OF[role]}. Columns present: {present}"
+        )
     return found
 
 
@@ -281,8 +316,10 @@ def _positive_column(frame: pd.DataFrame, column: str, run_ids: pd.Series, what:
         value = raw.iloc[i]
         shown = repr(value) if isinstance(value, str) else str(value.item() if hasattr(value, "item") else value)
         more = f" ({int(bad.sum()) - 1} more bad values)" if bad.sum() > 1 else ""
-        raise DataError(f"column {column!r}, {_row_label(i, run_ids)}: value {shown} is not usable; {what} must be "
-                        f"finite numbers > 0{more}")
+        raise DataError(
+            f"column {column!r}, {_row_label(i, run_ids)}: value {shown} is not usable; {what} must be "
+            f"finite numbers > 0{more}"
+        )
     return values
 
 
@@ -330,9 +367,12 @@ def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, note
     if not usable.any():
         return None
     if (measured & ~usable).any():
-        notes.append(f"curves: skipped {(measured & ~usable).sum()} points whose {column!r} or tokens are not finite "
-                     "positive numbers")
+        notes.append(
+            f"curves: skipped {(measured & ~usable).sum()} points whose {column!r} or tokens are not finite "
+            "positive numbers"
+        )
     notes.append(f"curves: {usable.sum()} points of {column!r} from {merged.loc[usable, 'run_id'].nunique()} runs")
     n = merged["N"].to_numpy(dtype=float)[usable]
-    return pd.DataFrame({"run_id": merged["run_id"].to_numpy()[usable], "N": n,
-                         "C": 6.0 * n * tokens[usable], "loss": loss[usable]})
+    return pd.DataFrame(
+        {"run_id": merged["run_id"].to_numpy()[usable], "N": n, "C": 6.0 * n * tokens[usable], "loss": loss[usable]}
+    )

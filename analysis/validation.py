@@ -7,6 +7,7 @@
     budgets' minima, against the minimum of the held-out budget's own parabola.
 Each returns a plain dict for the fit's ``validation`` field, or one saying why it was skipped.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,14 +42,22 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
     loss_law = fit.loss_law_with_floor or fit.loss_law
     loss_pred, n_pred = float(loss_law(compute)), float(fit.n_opt_law(compute))
     factor = compute / fit.fitted_compute_max
-    return {"held_out_budget": largest, "held_out_runs": int(len(held)), "fitted_runs": int(len(rest)),
-            "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR, "compute": compute,
-            "best_run_id": str(best["run_id"]),
-            "loss_law": "L = E + A·C^-alpha" if fit.loss_law_with_floor is not None else "L = A·C^-alpha",
-            "loss_observed": float(best["loss"]), "loss_predicted": loss_pred,
-            "loss_relative_error": loss_pred / float(best["loss"]) - 1.0,
-            "n_opt_observed": float(best["N"]), "n_opt_predicted": n_pred,
-            "n_opt_relative_error": n_pred / float(best["N"]) - 1.0}
+    return {
+        "held_out_budget": largest,
+        "held_out_runs": int(len(held)),
+        "fitted_runs": int(len(rest)),
+        "extrapolation_factor": factor,
+        "extrapolation": factor > EXTRAPOLATION_FACTOR,
+        "compute": compute,
+        "best_run_id": str(best["run_id"]),
+        "loss_law": "L = E + A·C^-alpha" if fit.loss_law_with_floor is not None else "L = A·C^-alpha",
+        "loss_observed": float(best["loss"]),
+        "loss_predicted": loss_pred,
+        "loss_relative_error": loss_pred / float(best["loss"]) - 1.0,
+        "n_opt_observed": float(best["N"]),
+        "n_opt_predicted": n_pred,
+        "n_opt_relative_error": n_pred / float(best["N"]) - 1.0,
+    }
 
 
 def validate_parametric(table: RunTable) -> dict:
@@ -65,12 +74,19 @@ def validate_parametric(table: RunTable) -> dict:
     predicted = fit.predict(held["N"].to_numpy(), held["D"].to_numpy())
     error = predicted / held["loss"].to_numpy() - 1.0
     factor = largest / float(rest.runs["C"].max())
-    return {"held_out_budget": largest, "held_out_runs": int(len(held)), "fitted_runs": int(len(rest)),
-            "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR,
-            "loss_relative_error_mean_abs": float(np.mean(np.abs(error))),
-            "loss_relative_error_max_abs": float(np.max(np.abs(error))),
-            "runs": [{"run_id": r, "observed": float(o), "predicted": float(p)}
-                     for r, o, p in zip(held["run_id"], held["loss"], predicted)]}
+    return {
+        "held_out_budget": largest,
+        "held_out_runs": int(len(held)),
+        "fitted_runs": int(len(rest)),
+        "extrapolation_factor": factor,
+        "extrapolation": factor > EXTRAPOLATION_FACTOR,
+        "loss_relative_error_mean_abs": float(np.mean(np.abs(error))),
+        "loss_relative_error_max_abs": float(np.max(np.abs(error))),
+        "runs": [
+            {"run_id": r, "observed": float(o), "predicted": float(p)}
+            for r, o, p in zip(held["run_id"], held["loss"], predicted)
+        ],
+    }
 
 
 def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dict:
@@ -89,7 +105,12 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     predicted = float(fit.n_opt_law(compute))
     observed = observed_n_opt[largest]
     factor = largest / float(max(p.budget for p in fit.profiles))
-    return {"held_out_budget": largest, "fitted_budgets": len(fit.profiles),
-            "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR,
-            "n_opt_observed": observed, "n_opt_predicted": predicted,
-            "n_opt_relative_error": predicted / observed - 1.0}
+    return {
+        "held_out_budget": largest,
+        "fitted_budgets": len(fit.profiles),
+        "extrapolation_factor": factor,
+        "extrapolation": factor > EXTRAPOLATION_FACTOR,
+        "n_opt_observed": observed,
+        "n_opt_predicted": predicted,
+        "n_opt_relative_error": predicted / observed - 1.0,
+    }

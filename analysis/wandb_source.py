@@ -4,6 +4,7 @@ Online only: wandb has no reader for offline runs (see PITFALLS.md), and the pro
 store stays the source of truth. The network is probed with a short timeout first, so a machine
 without access fails at once with one line instead of hanging in wandb's retry loop.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,10 @@ def _probe(base_url: str) -> None:
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as err:
-        raise DataError(f"cannot reach wandb at {base_url} ({err.strerror or err}); reading wandb:ENTITY/PROJECT "
-                        "needs network access: fit the sweep's results store or an exported CSV instead") from None
+        raise DataError(
+            f"cannot reach wandb at {base_url} ({err.strerror or err}); reading wandb:ENTITY/PROJECT "
+            "needs network access: fit the sweep's results store or an exported CSV instead"
+        ) from None
 
 
 def _row(run) -> dict:

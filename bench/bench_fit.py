@@ -13,6 +13,7 @@ Data: an IsoFLOP sweep drawn from the published Chinchilla law (analysis.synthet
 Everything runs with one BLAS thread (as the analysis itself does), so neither side pays for
 OpenBLAS threads synchronising on 5-element vectors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,6 +40,7 @@ from analysis.table import table_from_frame  # noqa: E402
 
 def exhaustive_grid(objective: HuberLogLoss, starts: np.ndarray) -> tuple[float, np.ndarray]:
     """Best of L-BFGS-B (finite differences, scipy defaults) from every start, in θ = (e, a, b, α, β)."""
+
     def value(theta):
         return objective.value_and_grad(objective.to_centered(theta))[0]
 
@@ -53,12 +55,20 @@ def exhaustive_grid(objective: HuberLogLoss, starts: np.ndarray) -> tuple[float,
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor() or "unknown CPU")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown CPU",
+    )
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"{os.cpu_count()} cores ({model}); Python {platform.python_version()}, numpy {np.__version__}, "
-            f"scipy {scipy.__version__}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; "
-            f"load average {load} (other work on the machine slows both sides)")
+    return (
+        f"{os.cpu_count()} cores ({model}); Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scipy {scipy.__version__}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; "
+        f"load average {load} (other work on the machine slows both sides)"
+    )
 
 
 def main() -> None:
@@ -71,8 +81,11 @@ def main() -> None:
     table = table_from_frame(runs, "synthetic")
     objective = HuberLogLoss(table.runs["N"].to_numpy(), table.runs["D"].to_numpy(), table.runs["loss"].to_numpy())
     grid = start_grid()
-    starts = grid if args.grid_starts >= len(grid) else grid[np.random.default_rng(0).choice(len(grid), args.grid_starts,
-                                                                                              replace=False)]
+    starts = (
+        grid
+        if args.grid_starts >= len(grid)
+        else grid[np.random.default_rng(0).choice(len(grid), args.grid_starts, replace=False)]
+    )
     with one_blas_thread():
         single_times = []
         for _ in range(3):
@@ -91,16 +104,24 @@ def main() -> None:
     e, a, b, alpha, beta = grid_theta
     print(f"runs                         {len(table)} (6 budgets x 42 sizes, Chinchilla law, 1% noise)")
     print(f"our single fit               {single:.3f} s (median of 3: {', '.join(f'{t:.3f}' for t in single_times)})")
-    print(f"{'our fit + %d bootstraps' % args.bootstrap:<29}{with_bootstrap:.2f} s ({boot_fit.bootstrap.failed} failed"
-          f"{'; ' + '; '.join(boot_fit.bootstrap.notes) if boot_fit.bootstrap.notes else ''})")
-    print(f"exhaustive grid              {grid_time:.1f} s ({len(starts)} L-BFGS-B runs, finite-difference gradients"
-          f"{partial})")
+    print(
+        f"{f'our fit + {args.bootstrap} bootstraps':<29}{with_bootstrap:.2f} s ({boot_fit.bootstrap.failed} failed"
+        f"{'; ' + '; '.join(boot_fit.bootstrap.notes) if boot_fit.bootstrap.notes else ''})"
+    )
+    print(
+        f"exhaustive grid              {grid_time:.1f} s ({len(starts)} L-BFGS-B runs, finite-difference gradients"
+        f"{partial})"
+    )
     print(f"speed ratio                  {grid_time / single:.0f}x (grid / our single fit)")
     print(f"objective, ours              {fit.objective:.12g}")
     print(f"objective, grid              {grid_value:.12g}")
-    print(f"difference (grid - ours)     {grid_value - fit.objective:.3g} ({(grid_value - fit.objective) / fit.objective:.2g} relative)")
-    print(f"ours: E={fit.params['E']:.4f} A={fit.params['A']:.2f} B={fit.params['B']:.2f} "
-          f"alpha={fit.params['alpha']:.4f} beta={fit.params['beta']:.4f}")
+    print(
+        f"difference (grid - ours)     {grid_value - fit.objective:.3g} ({(grid_value - fit.objective) / fit.objective:.2g} relative)"
+    )
+    print(
+        f"ours: E={fit.params['E']:.4f} A={fit.params['A']:.2f} B={fit.params['B']:.2f} "
+        f"alpha={fit.params['alpha']:.4f} beta={fit.params['beta']:.4f}"
+    )
     print(f"grid: E={np.exp(e):.4f} A={np.exp(a):.2f} B={np.exp(b):.2f} alpha={alpha:.4f} beta={beta:.4f}")
     print(f"machine                      {machine()}")
 

@@ -15,6 +15,7 @@ explicit mask and softmax, torch.optim.AdamW default, same autocast).
 MFU = achieved FLOP/s (6·N + 12·n_layer·d_model·seq_len per token, as scaling.flops) ÷ the bf16
 peak: the best torch.mm rate on square bf16 matrices of side 4096 and 8192, measured just before.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ from common import print_header, print_table
 
 def cuda_rate(fn, flops: float, min_seconds: float = 0.5) -> float:
     import torch
+
     fn()
     torch.cuda.synchronize()
     calls, t0 = 0, time.perf_counter()
@@ -40,6 +42,7 @@ def cuda_rate(fn, flops: float, min_seconds: float = 0.5) -> float:
 
 def gpu_peak(dtype_name: str) -> float:
     import torch
+
     best = 0.0
     for n in (4096, 8192):
         dtype = getattr(torch, dtype_name)
@@ -49,17 +52,18 @@ def gpu_peak(dtype_name: str) -> float:
     return best
 
 
-def measure(shape_name: str, batch_size: int, seq_len: int, vocab: int, variants: list[str], steps: int,
-            peak: float) -> list[dict]:
+def measure(
+    shape_name: str, batch_size: int, seq_len: int, vocab: int, variants: list[str], steps: int, peak: float
+) -> list[dict]:
     import torch
     from omegaconf import OmegaConf
+    from textbook_model import TextbookGPT
 
     from scaling.config import OptimConfig
     from scaling.flops import flops_per_token_with_attention
     from scaling.model import GPT
     from scaling.shapes import ladder_lr, param_counts, shape_for_width
     from scaling.train import make_optimizer, train_step
-    from textbook_model import TextbookGPT
 
     shape = shape_for_width(int(shape_name[1:]), vocab_size=vocab, seq_len=seq_len)
     cfg = OmegaConf.create({"optim": OmegaConf.structured(OptimConfig)})
@@ -80,8 +84,13 @@ def measure(shape_name: str, batch_size: int, seq_len: int, vocab: int, variants
         model = GPT(shape).cuda()
         if name == "textbook":
             model = TextbookGPT.from_gpt(model).cuda()
-            opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
-                                    eps=cfg.optim.eps, weight_decay=cfg.optim.weight_decay)
+            opt = torch.optim.AdamW(
+                model.parameters(),
+                lr=lr,
+                betas=(cfg.optim.beta1, cfg.optim.beta2),
+                eps=cfg.optim.eps,
+                weight_decay=cfg.optim.weight_decay,
+            )
 
             def step(b):
                 opt.zero_grad()
@@ -97,13 +106,21 @@ def measure(shape_name: str, batch_size: int, seq_len: int, vocab: int, variants
 
             def step(b):
                 return train_step(model, step_fn, opt, b, lr, clip, autocast)
+
         t0 = time.perf_counter()
         try:
             first_loss = step(batches[0])
         except torch.OutOfMemoryError:  # the textbook model's explicit T x T attention at the large shapes
             del model, opt
-            rows.append({"shape": shape_name, "variant": name, "params": f"{counts['total'] / 1e6:.1f}M",
-                         "step_ms": "out of GPU memory", "_tok_s": None})
+            rows.append(
+                {
+                    "shape": shape_name,
+                    "variant": name,
+                    "params": f"{counts['total'] / 1e6:.1f}M",
+                    "step_ms": "out of GPU memory",
+                    "_tok_s": None,
+                }
+            )
             continue
         torch.cuda.synchronize()
         warm_s = time.perf_counter() - t0
@@ -116,11 +133,21 @@ def measure(shape_name: str, batch_size: int, seq_len: int, vocab: int, variants
         torch.cuda.synchronize()
         step_s = (time.perf_counter() - t0) / steps
         tok_s = batch_size * seq_len / step_s
-        rows.append({"shape": shape_name, "variant": name, "params": f"{counts['total'] / 1e6:.1f}M",
-                     "step_ms": f"{step_s * 1e3:.1f}", "tok_s": f"{tok_s / 1e3:,.0f}k",
-                     "tflops": f"{tok_s * fpt / 1e12:.0f}", "mfu": f"{tok_s * fpt / peak:.1%}",
-                     "mem_gib": f"{torch.cuda.max_memory_allocated() / 2**30:.1f}",
-                     "first_s": f"{warm_s:.1f}", "loss": f"{first_loss:.2f}->{last_loss:.2f}", "_tok_s": tok_s})
+        rows.append(
+            {
+                "shape": shape_name,
+                "variant": name,
+                "params": f"{counts['total'] / 1e6:.1f}M",
+                "step_ms": f"{step_s * 1e3:.1f}",
+                "tok_s": f"{tok_s / 1e3:,.0f}k",
+                "tflops": f"{tok_s * fpt / 1e12:.0f}",
+                "mfu": f"{tok_s * fpt / peak:.1%}",
+                "mem_gib": f"{torch.cuda.max_memory_allocated() / 2**30:.1f}",
+                "first_s": f"{warm_s:.1f}",
+                "loss": f"{first_loss:.2f}->{last_loss:.2f}",
+                "_tok_s": tok_s,
+            }
+        )
         del model, opt
     base = {r["variant"]: r["_tok_s"] for r in rows}
     for r in rows:
@@ -140,6 +167,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+
     if not torch.cuda.is_available():
         raise SystemExit("bench_gpu: no CUDA GPU visible to torch")
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -147,13 +175,30 @@ def main() -> None:
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
     peak = gpu_peak("bfloat16")
     tf32 = gpu_peak("float32")
-    print(f"matmul peak: bf16 {peak / 1e12:.0f} TFLOP/s, fp32 (TF32) {tf32 / 1e12:.0f} TFLOP/s "
-          f"(best torch.mm on square n = 4096, 8192)\n")
-    cols = [(k, k, "") for k in ("shape", "variant", "params", "step_ms", "tok_s", "tflops", "mfu",
-                                 "vs_textbook", "mem_gib", "first_s", "loss")]
+    print(
+        f"matmul peak: bf16 {peak / 1e12:.0f} TFLOP/s, fp32 (TF32) {tf32 / 1e12:.0f} TFLOP/s "
+        f"(best torch.mm on square n = 4096, 8192)\n"
+    )
+    cols = [
+        (k, k, "")
+        for k in (
+            "shape",
+            "variant",
+            "params",
+            "step_ms",
+            "tok_s",
+            "tflops",
+            "mfu",
+            "vs_textbook",
+            "mem_gib",
+            "first_s",
+            "loss",
+        )
+    ]
     for shape in args.shapes.split(","):  # a table per shape, printed as it is measured
-        print_table(measure(shape, args.batch_size, args.seq_len, args.vocab, args.variants.split(","),
-                            args.steps, peak), cols)
+        print_table(
+            measure(shape, args.batch_size, args.seq_len, args.vocab, args.variants.split(","), args.steps, peak), cols
+        )
         print(flush=True)
 
 

@@ -13,6 +13,7 @@ process with every core's thread, and one single-threaded process per core runni
 
 bf16 is measured too; it pays only where the CPU has bf16 instructions (avx512_bf16 / AMX).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,8 +90,15 @@ def _worker(n: int, seconds: float) -> None:
 def concurrent_peak(processes: int, n: int = 1024, seconds: float = 2.0) -> float:
     """Summed FLOP/s of ``processes`` single-threaded processes multiplying n×n fp32 matrices at the
     same time (how a parallel sweep of 1-thread runs uses the machine)."""
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(n), str(seconds)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(processes)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(n), str(seconds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
     for p in procs:
         if p.stdout.readline().strip() != "ready":
             raise RuntimeError(f"a concurrent-peak worker failed to start (exit status {p.wait()})")
@@ -122,31 +130,44 @@ def main() -> None:
     thread_counts = sorted({1, cores()})
     rows = [matmul_peak(t, "float32", min_seconds=args.min_seconds) for t in thread_counts]
     if not args.no_bf16:
-        rows += [matmul_peak(t, "bfloat16", SQUARE_SIZES[:2], args.min_seconds) for t in thread_counts]  # slow where unsupported
+        rows += [
+            matmul_peak(t, "bfloat16", SQUARE_SIZES[:2], args.min_seconds) for t in thread_counts
+        ]  # slow where unsupported
     table = []
     for r in rows:
-        row = {"dtype": r["dtype"], "threads": r["threads"], "best": r["best"] / 1e9,
-               "per_core": r["best"] / 1e9 / r["threads"]}
+        row = {
+            "dtype": r["dtype"],
+            "threads": r["threads"],
+            "best": r["best"] / 1e9,
+            "per_core": r["best"] / 1e9 / r["threads"],
+        }
         row.update({str(n): r["by_size"].get(n, float("nan")) / 1e9 for n in SQUARE_SIZES if n in r["by_size"]})
         table.append(row)
     print("GFLOP/s by matrix side n:")
-    print_table(table, [("dtype", "dtype", ""), ("threads", "threads", "d")]
-                + [(str(n), f"n={n}", ".1f") for n in SQUARE_SIZES]
-                + [("best", "best", ".1f"), ("per_core", "per core", ".1f")])
+    print_table(
+        table,
+        [("dtype", "dtype", ""), ("threads", "threads", "d")]
+        + [(str(n), f"n={n}", ".1f") for n in SQUARE_SIZES]
+        + [("best", "best", ".1f"), ("per_core", "per core", ".1f")],
+    )
 
     fp32 = {r["threads"]: r["best"] for r in rows if r["dtype"] == "float32"}
-    print(f"fp32 peak per core: {fp32[1] / 1e9:.1f} GFLOP/s on 1 thread; "
-          f"{fp32[cores()] / 1e9 / cores():.1f} per core on {cores()} threads "
-          f"(scaling {fp32[cores()] / fp32[1]:.2f}x)")
+    print(
+        f"fp32 peak per core: {fp32[1] / 1e9:.1f} GFLOP/s on 1 thread; "
+        f"{fp32[cores()] / 1e9 / cores():.1f} per core on {cores()} threads "
+        f"(scaling {fp32[cores()] / fp32[1]:.2f}x)"
+    )
     if not args.no_bf16:
         bf16 = {r["threads"]: r["best"] for r in rows if r["dtype"] == "bfloat16"}
         ratio = bf16[1] / fp32[1]
         print(f"bf16 / fp32 on 1 thread: {ratio:.2f}x -> bf16 {'pays' if ratio > 1.1 else 'does not pay'} on this CPU")
     if cores() > 1:
         peak = all_cores_peak(fp32[cores()])
-        print(f"all {cores()} cores busy: one process x {cores()} threads {peak['one_process'] / 1e9:.1f} GFLOP/s; "
-              f"{cores()} processes x 1 thread (n=1024, summed) {peak['processes'] / 1e9:.1f} GFLOP/s; "
-              f"machine peak {peak['best'] / 1e9:.1f} GFLOP/s")
+        print(
+            f"all {cores()} cores busy: one process x {cores()} threads {peak['one_process'] / 1e9:.1f} GFLOP/s; "
+            f"{cores()} processes x 1 thread (n=1024, summed) {peak['processes'] / 1e9:.1f} GFLOP/s; "
+            f"machine peak {peak['best'] / 1e9:.1f} GFLOP/s"
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ The sweep runs for real, from a fresh process (as a user launches it), into a te
   outside runs  the rest: interpreter and torch imports, Hydra composition, planning, the launcher,
                 wandb's finish, and cores left idle while the last runs finish
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,9 +58,13 @@ def main() -> None:
     print_header(f"sweep wall time against its ideal: scaling sweep {args.sweep} {' '.join(args.overrides)}".rstrip())
 
     from bench_peak import all_cores_peak
+
     peak = all_cores_peak()
-    print(f"all-core fp32 peak: {peak['best'] / 1e9:.1f} GFLOP/s (one process x {cores()} threads "
-          f"{peak['one_process'] / 1e9:.1f}; {cores()} processes x 1 thread {peak['processes'] / 1e9:.1f})", flush=True)
+    print(
+        f"all-core fp32 peak: {peak['best'] / 1e9:.1f} GFLOP/s (one process x {cores()} threads "
+        f"{peak['one_process'] / 1e9:.1f}; {cores()} processes x 1 thread {peak['processes'] / 1e9:.1f})",
+        flush=True,
+    )
 
     store = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     if args.keep and store.exists() and any(store.iterdir()):
@@ -67,7 +72,9 @@ def main() -> None:
     command = [str(ROOT / ".venv" / "bin" / "scaling"), "sweep", args.sweep, f"store={store}", *args.overrides]
     print(f"running: {' '.join(command)}", flush=True)
     t0 = time.perf_counter()
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
     wall = time.perf_counter() - t0
     try:
         if proc.returncode:
@@ -85,23 +92,53 @@ def report(records: list[dict], wall: float, peak: float, sweep_output: str) -> 
     flops = sum(r["flops_attention"] for r in records)
     ideal = flops / peak
     parts = sweep_breakdown(records, wall, cores())
-    rows = sorted(({"shape": r["shape"], "budget": r["budget_flops"], "threads": r["threads"], "steps": r["steps"],
-                    "wall": r["wall_time_s"], "in_steps": r["tokens"] / r["tokens_per_s"],
-                    "mfu": r["flops_per_s"] / (peak / cores() * r["threads"]) * 100,
-                    "ktps": r["tokens_per_s"] / 1e3} for r in records), key=lambda x: (x["budget"], x["shape"]))
+    rows = sorted(
+        (
+            {
+                "shape": r["shape"],
+                "budget": r["budget_flops"],
+                "threads": r["threads"],
+                "steps": r["steps"],
+                "wall": r["wall_time_s"],
+                "in_steps": r["tokens"] / r["tokens_per_s"],
+                "mfu": r["flops_per_s"] / (peak / cores() * r["threads"]) * 100,
+                "ktps": r["tokens_per_s"] / 1e3,
+            }
+            for r in records
+        ),
+        key=lambda x: (x["budget"], x["shape"]),
+    )
     print(f"{launched}")
-    print_table(rows, [("budget", "budget", ".0e"), ("shape", "shape", ""), ("threads", "thr", "d"),
-                       ("steps", "steps", "d"), ("ktps", "ktok/s", ".1f"), ("mfu", "MFU % (all-core peak/core)", ".0f"),
-                       ("in_steps", "steps s", ".1f"), ("wall", "run s", ".1f")])
-    print(f"runs: {len(records)} ({len(failed)} failed), FLOPs trained {flops:.3g} "
-          f"(evaluations add {sum(map(evaluation_flops, records)) / flops:.1%} in forward passes)")
+    print_table(
+        rows,
+        [
+            ("budget", "budget", ".0e"),
+            ("shape", "shape", ""),
+            ("threads", "thr", "d"),
+            ("steps", "steps", "d"),
+            ("ktps", "ktok/s", ".1f"),
+            ("mfu", "MFU % (all-core peak/core)", ".0f"),
+            ("in_steps", "steps s", ".1f"),
+            ("wall", "run s", ".1f"),
+        ],
+    )
+    print(
+        f"runs: {len(records)} ({len(failed)} failed), FLOPs trained {flops:.3g} "
+        f"(evaluations add {sum(map(evaluation_flops, records)) / flops:.1%} in forward passes)"
+    )
     print(f"wall time {wall:.1f} s; ideal {ideal:.1f} s at {peak / 1e9:.1f} GFLOP/s -> efficiency {ideal / wall:.1%}")
     print(f"  in training steps  {parts['in_steps']:7.1f} s  {parts['in_steps'] / wall:6.1%}")
-    print(f"  in runs, outside   {parts['in_runs']:7.1f} s  {parts['in_runs'] / wall:6.1%}  "
-          "(set-up, evaluations, checkpoints, tracking, record)")
-    print(f"  outside runs       {parts['outside_runs']:7.1f} s  {parts['outside_runs'] / wall:6.1%}  "
-          "(imports, Hydra, planning, launcher, idle cores at the end)")
-    print(f"outside training steps: {1 - parts['in_steps'] / wall:.1%} of wall time; load average {common.load_average()}")
+    print(
+        f"  in runs, outside   {parts['in_runs']:7.1f} s  {parts['in_runs'] / wall:6.1%}  "
+        "(set-up, evaluations, checkpoints, tracking, record)"
+    )
+    print(
+        f"  outside runs       {parts['outside_runs']:7.1f} s  {parts['outside_runs'] / wall:6.1%}  "
+        "(imports, Hydra, planning, launcher, idle cores at the end)"
+    )
+    print(
+        f"outside training steps: {1 - parts['in_steps'] / wall:.1%} of wall time; load average {common.load_average()}"
+    )
 
 
 if __name__ == "__main__":

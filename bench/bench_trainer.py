@@ -22,6 +22,7 @@ Layout (on by default with 2+ cores): the project's tokens/s of one run on all c
 single-threaded run per core at once (summed): the measurement behind the sweep's thread and
 worker layout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,6 +53,7 @@ def _setup(shape_name: str, batch_size: int, seq_len: int):
 
     def batch(step: int):
         import torch
+
         return torch.from_numpy(data_lib.train_batch(corpus, step, batch_size, seq_len, 0))
 
     return shape, cfg, lr, batch
@@ -61,10 +63,10 @@ def _variant(name: str, shape, cfg, lr: float, batch):
     """(step function, model) of one variant; each call of the step function trains one step on
     the variant's next batch (the same sequence of batches for every variant)."""
     import torch
+    from textbook_model import TextbookGPT
 
     from scaling.model import GPT
     from scaling.train import make_optimizer, train_step
-    from textbook_model import TextbookGPT
 
     torch.manual_seed(0)
     model = GPT(shape)
@@ -72,8 +74,13 @@ def _variant(name: str, shape, cfg, lr: float, batch):
     grad_clip = cfg.optim.grad_clip
     if name == "textbook":
         model = TextbookGPT.from_gpt(model)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
-                                      eps=cfg.optim.eps, weight_decay=cfg.optim.weight_decay)
+        optimizer = torch.optim.AdamW(
+            model.parameters(),
+            lr=lr,
+            betas=(cfg.optim.beta1, cfg.optim.beta2),
+            eps=cfg.optim.eps,
+            weight_decay=cfg.optim.weight_decay,
+        )
 
         def step():
             b = batch(next(counter))
@@ -83,6 +90,7 @@ def _variant(name: str, shape, cfg, lr: float, batch):
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             optimizer.step()
             return loss.item()
+
         return step, model
 
     optimizer = make_optimizer(model, cfg, lr)
@@ -93,15 +101,21 @@ def _variant(name: str, shape, cfg, lr: float, batch):
 
     def step():
         return train_step(model, step_fn, optimizer, batch(next(counter)), lr, grad_clip, autocast)
+
     return step, model
 
 
 # Where a step's time goes: each profiled op's self time is charged to the first of these that
 # matches its name or an enclosing scope's (autograd node, record_function, custom Function).
-TIME_CATEGORIES = (("GELU", ("gelu",)), ("attention", ("flash_attention", "scaleddotproduct")),
-                   ("GEMM", ("aten::mm", "aten::addmm", "aten::bmm")), ("LayerNorm", ("layer_norm",)),
-                   ("loss", ("log_softmax", "nll_loss")), ("optimizer", ("optimizer.", "_foreach", "vector_norm", "adamw")),
-                   ("embedding", ("embedding",)))
+TIME_CATEGORIES = (
+    ("GELU", ("gelu",)),
+    ("attention", ("flash_attention", "scaleddotproduct")),
+    ("GEMM", ("aten::mm", "aten::addmm", "aten::bmm")),
+    ("LayerNorm", ("layer_norm",)),
+    ("loss", ("log_softmax", "nll_loss")),
+    ("optimizer", ("optimizer.", "_foreach", "vector_norm", "adamw")),
+    ("embedding", ("embedding",)),
+)
 
 
 def _category(event) -> str:
@@ -129,12 +143,19 @@ def step_time_shares(step, steps: int = 4) -> dict[str, float]:
     return {k: v / whole for k, v in totals.items()}
 
 
-def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, variants: list[str],
-            seconds_per_round: float, rounds: int) -> dict:
+def measure(
+    shape_name: str,
+    threads: int,
+    batch_size: int,
+    seq_len: int,
+    variants: list[str],
+    seconds_per_round: float,
+    rounds: int,
+) -> dict:
     """Time the variants of one shape at one thread count, interleaved; rates and MFU."""
     import torch
-
     from bench_peak import gemm_rate, matmul_peak
+
     from scaling.flops import flops_per_token_with_attention
     from scaling.shapes import param_counts
 
@@ -158,8 +179,10 @@ def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, varian
     # the variants compute the same function: logits of the untrained copies agree
     check = {}
     if "textbook" in variants:
-        from scaling.model import GPT
         from textbook_model import TextbookGPT
+
+        from scaling.model import GPT
+
         torch.manual_seed(0)
         fresh = GPT(shape)
         x = batch(10**6)[:, :-1]
@@ -170,25 +193,40 @@ def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, varian
     calls = {name: max(1, round(seconds_per_round / one[name])) for name in variants}
     samples = {name: [] for name in variants}
     for r in range(rounds):  # variants take turns, each running ~seconds_per_round of steps
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        order = variants[r % len(variants) :] + variants[: r % len(variants)]
         for name in order:
             samples[name] += interleaved_medians({name: steps[name]}, 1, calls[name])[name]
     counts = param_counts(shape)
     flops_per_token = flops_per_token_with_attention(counts["total"], shape.n_layer, shape.d_model, seq_len)
     # the GEMMs of the weights (blocks' Linears and the tied head): 6 FLOPs per weight per token
-    gemm_flops_per_step = 6 * tokens_per_step * (12 * shape.n_layer * shape.d_model**2 + shape.vocab_size * shape.d_model)
+    gemm_flops_per_step = (
+        6 * tokens_per_step * (12 * shape.n_layer * shape.d_model**2 + shape.vocab_size * shape.d_model)
+    )
     shares = step_time_shares(steps["project"])
-    result = {"shape": shape_name, "threads": threads, "params": counts["total"], "peak": peak, "gemm": gemm,
-              "flops_per_token": flops_per_token, "tokens_per_step": tokens_per_step, **check, "shares": shares,
-              "gemm_flops_per_step": gemm_flops_per_step, "variants": {}}
+    result = {
+        "shape": shape_name,
+        "threads": threads,
+        "params": counts["total"],
+        "peak": peak,
+        "gemm": gemm,
+        "flops_per_token": flops_per_token,
+        "tokens_per_step": tokens_per_step,
+        **check,
+        "shares": shares,
+        "gemm_flops_per_step": gemm_flops_per_step,
+        "variants": {},
+    }
     for name in variants:
         step_s = median(samples[name])
         tokens_per_s = tokens_per_step / step_s
-        result["variants"][name] = {"step_s": step_s, "tokens_per_s": tokens_per_s,
-                                    "flops_per_s": tokens_per_s * flops_per_token,
-                                    "mfu": tokens_per_s * flops_per_token / peak,
-                                    "spread": (max(samples[name]) - min(samples[name])) / step_s,
-                                    "compile_s": compile_s.get(name)}
+        result["variants"][name] = {
+            "step_s": step_s,
+            "tokens_per_s": tokens_per_s,
+            "flops_per_s": tokens_per_s * flops_per_token,
+            "mfu": tokens_per_s * flops_per_token / peak,
+            "spread": (max(samples[name]) - min(samples[name])) / step_s,
+            "compile_s": compile_s.get(name),
+        }
     return result
 
 
@@ -241,7 +279,9 @@ def _json_tail(text: str, what: str) -> dict:
 def run_child(kind: str, *args) -> dict:
     proc = subprocess.run(_child_args(kind, *args), capture_output=True, text=True)
     if proc.returncode:
-        raise RuntimeError(f"{kind} {' '.join(map(str, args))} failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        raise RuntimeError(
+            f"{kind} {' '.join(map(str, args))} failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}"
+        )
     return _json_tail(proc.stdout, kind)
 
 
@@ -249,9 +289,14 @@ def compare_layouts(shape_name: str, batch_size: int, seq_len: int, seconds: flo
     """Median tokens/s of one run on every core against the sum of one 1-thread run per core at
     once, the two layouts taking turns for ``rounds`` rounds of ``seconds`` each (the idle side's
     processes wait on stdin meanwhile)."""
+
     def start(threads: int) -> subprocess.Popen:
-        return subprocess.Popen(_child_args("worker", shape_name, threads, batch_size, seq_len, seconds),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            _child_args("worker", shape_name, threads, batch_size, seq_len, seconds),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def window(procs: list[subprocess.Popen]) -> float:
         for p in procs:
@@ -279,7 +324,9 @@ def child_main(argv: list[str]) -> None:
     kind, rest = argv[0], argv[1:]
     if kind == "measure":
         shape, threads, batch_size, seq_len, variants, seconds, rounds = rest
-        out = measure(shape, int(threads), int(batch_size), int(seq_len), variants.split(","), float(seconds), int(rounds))
+        out = measure(
+            shape, int(threads), int(batch_size), int(seq_len), variants.split(","), float(seconds), int(rounds)
+        )
     elif kind == "memory":
         shape, variant, batch_size, seq_len = rest
         out = measure_memory(shape, variant, int(batch_size), int(seq_len))
@@ -299,8 +346,11 @@ def main() -> None:
     parser.add_argument("--threads", default=",".join(map(str, sorted({1, cores()}))), help="thread counts")
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per step (the config's default 16)")
     parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--compile-shapes", default="d128,d256",
-                        help="shapes that also get the torch.compile variant (20-40 s of compilation each); '' for none")
+    parser.add_argument(
+        "--compile-shapes",
+        default="d128,d256",
+        help="shapes that also get the torch.compile variant (20-40 s of compilation each); '' for none",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--no-layout", action="store_true", help="skip the 1-thread-per-core layout runs")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds (variants take turns in each)")
@@ -313,19 +363,36 @@ def main() -> None:
 
     def variants_of(shape: str) -> list[str]:
         return [v for v in variants if v != "compiled" or shape in compile_shapes]
-    print_header(f"trainer throughput: batch {args.batch_size} x seq {args.seq_len} = "
-                 f"{args.batch_size * args.seq_len:,} tokens/step, fp32")
+
+    print_header(
+        f"trainer throughput: batch {args.batch_size} x seq {args.seq_len} = "
+        f"{args.batch_size * args.seq_len:,} tokens/step, fp32"
+    )
     print("bf16 not timed: bench_peak.py measures bf16 matmul far below fp32 on CPUs without avx512_bf16/AMX")
 
     rows, results = [], []
     for threads in thread_counts:
         for shape in shapes:
-            r = run_child("measure", shape, threads, args.batch_size, args.seq_len, ",".join(variants_of(shape)),
-                          args.seconds, args.rounds)
+            r = run_child(
+                "measure",
+                shape,
+                threads,
+                args.batch_size,
+                args.seq_len,
+                ",".join(variants_of(shape)),
+                args.seconds,
+                args.rounds,
+            )
             results.append(r)
             v = r["variants"]
-            row = {"shape": shape, "threads": threads, "params": r["params"] / 1e6, "peak": r["peak"] / 1e9,
-                   "gemm": r["gemm"] / r["peak"], "diff": r.get("max_logit_diff")}
+            row = {
+                "shape": shape,
+                "threads": threads,
+                "params": r["params"] / 1e6,
+                "peak": r["peak"] / 1e9,
+                "gemm": r["gemm"] / r["peak"],
+                "diff": r.get("max_logit_diff"),
+            }
             for name in v:
                 row[f"{name}_tps"] = v[name]["tokens_per_s"] / 1e3
                 row[f"{name}_mfu"] = v[name]["mfu"] * 100
@@ -338,19 +405,33 @@ def main() -> None:
             rows.append(row)
             print(f"  measured {shape} x {threads} thread(s); load average {common.load_average()}", flush=True)
 
-    columns = [("shape", "shape", ""), ("threads", "thr", "d"), ("params", "N (M)", ".2f"),
-               ("peak", "peak GF/s", ".1f"), ("gemm", "GEMM/peak", ".2f"),
-               ("project_tps", "project ktok/s", ".1f"), ("gflops", "GF/s", ".1f"), ("project_mfu", "MFU %", ".1f"),
-               ("textbook_tps", "textbook ktok/s", ".1f"), ("textbook_mfu", "MFU %", ".1f"),
-               ("vs_textbook", "project/textbook", ".2f")]
+    columns = [
+        ("shape", "shape", ""),
+        ("threads", "thr", "d"),
+        ("params", "N (M)", ".2f"),
+        ("peak", "peak GF/s", ".1f"),
+        ("gemm", "GEMM/peak", ".2f"),
+        ("project_tps", "project ktok/s", ".1f"),
+        ("gflops", "GF/s", ".1f"),
+        ("project_mfu", "MFU %", ".1f"),
+        ("textbook_tps", "textbook ktok/s", ".1f"),
+        ("textbook_mfu", "MFU %", ".1f"),
+        ("vs_textbook", "project/textbook", ".2f"),
+    ]
     if "compiled" in variants:
-        columns += [("compiled_tps", "compiled ktok/s", ".1f"), ("compiled_mfu", "MFU %", ".1f"),
-                    ("compiled_vs_eager", "compiled/eager", ".2f"), ("compile_s", "compile s", ".1f")]
+        columns += [
+            ("compiled_tps", "compiled ktok/s", ".1f"),
+            ("compiled_mfu", "MFU %", ".1f"),
+            ("compiled_vs_eager", "compiled/eager", ".2f"),
+            ("compile_s", "compile s", ".1f"),
+        ]
     columns += [("spread", "spread %", ".0f"), ("diff", "logit diff", ".1e")]
     print()
     print_table(rows, columns)
-    print("spread: (slowest − fastest round) / median step of the noisiest variant; "
-          "logit diff: max |project − textbook| logits at init (same function)")
+    print(
+        "spread: (slowest − fastest round) / median step of the noisiest variant; "
+        "logit diff: max |project − textbook| logits at init (same function)"
+    )
 
     print("\nwhere the project's step time goes (torch.profiler self time, %), and its weight GEMMs' rate:")
     share_rows = []
@@ -360,9 +441,12 @@ def main() -> None:
         gemm_s = r["shares"].get("GEMM", 0.0) * r["variants"]["project"]["step_s"]
         row["gemm_eff"] = r["gemm_flops_per_step"] / gemm_s / r["peak"] * 100 if gemm_s else None
         share_rows.append(row)
-    print_table(share_rows, [("shape", "shape", ""), ("threads", "thr", "d")]
-                + [(k, k, ".1f") for k, _ in TIME_CATEGORIES + (("other", ()),)]
-                + [("gemm_eff", "GEMM rate % of peak", ".0f")])
+    print_table(
+        share_rows,
+        [("shape", "shape", ""), ("threads", "thr", "d")]
+        + [(k, k, ".1f") for k, _ in TIME_CATEGORIES + (("other", ()),)]
+        + [("gemm_eff", "GEMM rate % of peak", ".0f")],
+    )
 
     if not args.no_memory:
         print("\npeak memory (MiB above a fresh process's resident set: weights, gradients, AdamW state, activations):")
@@ -375,15 +459,30 @@ def main() -> None:
         print_table(mem_rows, [("shape", "shape", "")] + [(n, n, ".0f") for n in variants])
 
     if not args.no_layout and cores() > 1:
-        print(f"\nlayout: one run x {cores()} threads against {cores()} runs x 1 thread at once (project, eager; "
-              f"median of {args.rounds} alternating windows of {2 * args.seconds:g} s):")
+        print(
+            f"\nlayout: one run x {cores()} threads against {cores()} runs x 1 thread at once (project, eager; "
+            f"median of {args.rounds} alternating windows of {2 * args.seconds:g} s):"
+        )
         lay_rows = []
         for shape in shapes:
             rates = compare_layouts(shape, args.batch_size, args.seq_len, 2 * args.seconds, args.rounds)
-            lay_rows.append({"shape": shape, "one": rates["one"] / 1e3, "many": rates["many"] / 1e3,
-                             "ratio": rates["many"] / rates["one"]})
-        print_table(lay_rows, [("shape", "shape", ""), ("one", f"1 run x {cores()} thr ktok/s", ".1f"),
-                               ("many", f"{cores()} runs x 1 thr ktok/s", ".1f"), ("ratio", "runs/threads", ".2f")])
+            lay_rows.append(
+                {
+                    "shape": shape,
+                    "one": rates["one"] / 1e3,
+                    "many": rates["many"] / 1e3,
+                    "ratio": rates["many"] / rates["one"],
+                }
+            )
+        print_table(
+            lay_rows,
+            [
+                ("shape", "shape", ""),
+                ("one", f"1 run x {cores()} thr ktok/s", ".1f"),
+                ("many", f"{cores()} runs x 1 thr ktok/s", ".1f"),
+                ("ratio", "runs/threads", ".2f"),
+            ],
+        )
     print(f"\nfinished; load average {common.load_average()}")
 
 

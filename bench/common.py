@@ -5,6 +5,7 @@ Benchmarks print ratios measured within one run (both sides of a comparison time
 process, interleaved round by round), because the absolute numbers of a shared machine move with
 whatever else runs on it; the load average is printed with every result for the same reason.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -14,8 +15,8 @@ import shlex
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the benchmarks run as scripts: make `scaling` importable from the checkout
@@ -58,9 +59,11 @@ def machine_description() -> str:
 
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     isa = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags]
-    return (f"{cores()} cores ({cpu_model()}; {', '.join(isa) or 'no avx2'}), {memory_gib():.0f} GiB; "
-            f"Python {platform.python_version()}, torch {torch.__version__}; "
-            f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; load average {load_average()}")
+    return (
+        f"{cores()} cores ({cpu_model()}; {', '.join(isa) or 'no avx2'}), {memory_gib():.0f} GiB; "
+        f"Python {platform.python_version()}, torch {torch.__version__}; "
+        f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; load average {load_average()}"
+    )
 
 
 def print_header(title: str) -> None:
@@ -102,6 +105,7 @@ def rss_bytes(kind: str = "VmRSS") -> int:
     except OSError:
         pass
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -117,14 +121,15 @@ def peak_rss_during(fn: Callable[[], object]) -> int:
 
 
 # ---------------------------------------------------------------- timing
-def interleaved_medians(variants: dict[str, Callable[[], object]], rounds: int, calls: int = 1
-                        ) -> dict[str, list[float]]:
+def interleaved_medians(
+    variants: dict[str, Callable[[], object]], rounds: int, calls: int = 1
+) -> dict[str, list[float]]:
     """Seconds per call of each variant, one sample per round, the variants taking turns within each
     round (so a burst of load elsewhere hits every variant, not one); the order rotates by round."""
     names = list(variants)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             fn = variants[name]
             t0 = time.perf_counter()
             for _ in range(calls):

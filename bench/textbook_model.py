@@ -11,15 +11,16 @@ rather than one fused qkv projection and ``scaled_dot_product_attention``. `Text
 copies a project model's weights (splitting qkv into q, k, v), so the benchmark can check that both
 compute the same logits before it times them.
 """
+
 from __future__ import annotations
 
 import math
 
+import common  # noqa: F401  (puts the checkout on sys.path)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import common  # noqa: F401  (puts the checkout on sys.path)
 from scaling.model import GPT, ModelShape
 
 
@@ -30,8 +31,9 @@ class TextbookAttention(nn.Module):
         self.n_head = shape.n_head
         self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
         self.proj = nn.Linear(d, d)
-        self.register_buffer("mask", torch.tril(torch.ones(shape.seq_len, shape.seq_len, dtype=torch.bool)),
-                             persistent=False)
+        self.register_buffer(
+            "mask", torch.tril(torch.ones(shape.seq_len, shape.seq_len, dtype=torch.bool)), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -74,7 +76,7 @@ class TextbookGPT(nn.Module):
         self.head.weight = self.wte.weight
 
     @classmethod
-    def from_gpt(cls, gpt: GPT) -> "TextbookGPT":
+    def from_gpt(cls, gpt: GPT) -> TextbookGPT:
         """A textbook model holding a copy of ``gpt``'s weights (qkv split into q, k, v)."""
         model = cls(gpt.shape)
         source = gpt.state_dict()

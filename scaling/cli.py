@@ -3,6 +3,7 @@
 Each verb's module is imported only when that verb runs, so `scaling optimal` never pays for
 importing torch, and `scaling train` never imports scipy's fitting code.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -12,7 +13,10 @@ from scaling.errors import UserError
 
 # verb -> ("module:function", one-line help). Each function takes argv (list[str]) and returns an exit code.
 VERBS: dict[str, tuple[str, str]] = {
-    "train": ("scaling.train_app:main", "train one model for a FLOP budget (a Hydra app: scaling train budget=1e12 model=d64)"),
+    "train": (
+        "scaling.train_app:main",
+        "train one model for a FLOP budget (a Hydra app: scaling train budget=1e12 model=d64)",
+    ),
     "sweep": ("scaling.sweep_app:main", "run a sweep from sweeps/ (Hydra multirun over budgets x shapes)"),
     "status": ("scaling.progress:status_main", "show a sweep's progress: done, running, failed, skipped, FLOPs, ETA"),
     "sync": ("scaling.tracking:sync_main", "upload a sweep's offline wandb runs (needs `wandb login`)"),

@@ -5,11 +5,12 @@ command-line override is checked against these types when the config is composed
 or a word where a number belongs fails before any compute is spent. Values are then checked for
 meaning (ranges, names) by `validate`, which raises `ConfigError` naming the key.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -19,61 +20,61 @@ from scaling.errors import ConfigError
 
 @dataclass
 class ModelConfig:
-    name: str = MISSING          # ladder name (d32, d64, ...) or "nearest"
+    name: str = MISSING  # ladder name (d32, d64, ...) or "nearest"
     n_layer: int = MISSING
     d_model: int = MISSING
     n_head: int = MISSING
-    lr: float = MISSING           # peak learning rate tuned for this size
-    target_params: Optional[float] = None  # model=nearest: pick the ladder shape nearest this N
+    lr: float = MISSING  # peak learning rate tuned for this size
+    target_params: float | None = None  # model=nearest: pick the ladder shape nearest this N
 
 
 @dataclass
 class OptimConfig:
     name: str = "adamw"
-    lr: Optional[float] = None    # overrides model.lr when set
+    lr: float | None = None  # overrides model.lr when set
     beta1: float = 0.9
-    beta2: float = 0.99           # 0.99 rather than 0.95 at small batch (Porian et al. 2024)
+    beta2: float = 0.99  # 0.99 rather than 0.95 at small batch (Porian et al. 2024)
     eps: float = 1e-8
-    weight_decay: float = 0.1     # on matrices only (not biases, LayerNorms)
-    grad_clip: float = 1.0        # max global gradient norm; 0 disables
-    warmup_frac: float = 0.05     # linear warmup over this fraction of the run's steps (>= 1 step)
-    min_lr_ratio: float = 0.1     # cosine decays to lr·min_lr_ratio exactly at the last step
+    weight_decay: float = 0.1  # on matrices only (not biases, LayerNorms)
+    grad_clip: float = 1.0  # max global gradient norm; 0 disables
+    warmup_frac: float = 0.05  # linear warmup over this fraction of the run's steps (>= 1 step)
+    min_lr_ratio: float = 0.1  # cosine decays to lr·min_lr_ratio exactly at the last step
 
 
 @dataclass
 class TrainConfig:
-    batch_size: int = 16          # sequences per optimizer step
-    seq_len: int = 128            # context length in tokens (also the position-embedding size)
-    min_steps: int = 100          # a budget that buys fewer optimizer steps is refused
-    allow_repeat: bool = False    # allow D beyond the corpus's training split (data seen more than once)
-    eval_tokens: int = 32768      # size of the fixed held-out evaluation set, tokens
-    evals: int = 8                # held-out evaluations per run, evenly spaced (the last at the end)
-    log_points: int = 32          # points of the training-loss curve kept in the record
+    batch_size: int = 16  # sequences per optimizer step
+    seq_len: int = 128  # context length in tokens (also the position-embedding size)
+    min_steps: int = 100  # a budget that buys fewer optimizer steps is refused
+    allow_repeat: bool = False  # allow D beyond the corpus's training split (data seen more than once)
+    eval_tokens: int = 32768  # size of the fixed held-out evaluation set, tokens
+    evals: int = 8  # held-out evaluations per run, evenly spaced (the last at the end)
+    log_points: int = 32  # points of the training-loss curve kept in the record
     checkpoint_interval_s: float = 60.0  # checkpoint at most this often (and on SIGTERM); 0: never
     divergence_factor: float = 2.0  # stop as diverged when the smoothed loss exceeds this × its start
-    device: str = "auto"          # auto | cpu | cuda | cuda:N | mps
-    precision: str = "auto"       # auto (bf16 autocast on CUDA, fp32 elsewhere) | fp32 | bf16
-    compile: bool = False         # torch.compile the model (pays off on GPUs; see PITFALLS for CPU)
-    threads: int = 0              # torch CPU threads; 0: cores // concurrent_runs
-    concurrent_runs: int = 1      # runs sharing this machine at once (set by parallel launchers)
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 elsewhere) | fp32 | bf16
+    compile: bool = False  # torch.compile the model (pays off on GPUs; see PITFALLS for CPU)
+    threads: int = 0  # torch CPU threads; 0: cores // concurrent_runs
+    concurrent_runs: int = 1  # runs sharing this machine at once (set by parallel launchers)
 
 
 @dataclass
 class TrackingConfig:
-    backend: str = "wandb"        # wandb | none
+    backend: str = "wandb"  # wandb | none
     project: str = "scaling"
-    entity: Optional[str] = None
-    mode: str = "auto"            # auto (online if logged in, else offline) | online | offline | disabled
+    entity: str | None = None
+    mode: str = "auto"  # auto (online if logged in, else offline) | online | offline | disabled
     tags: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Config:
-    budget: float = MISSING       # training compute C in FLOPs (C = 6·N·D)
+    budget: float = MISSING  # training compute C in FLOPs (C = 6·N·D)
     seed: int = 0
-    param_count: str = "total"    # which N defines D = C/(6N): total (Chinchilla) | non_embedding (Kaplan)
-    sweep: str = ""               # sweep name; runs of one sweep share a store and a wandb group
-    store: str = MISSING          # results-store directory
+    param_count: str = "total"  # which N defines D = C/(6N): total (Chinchilla) | non_embedding (Kaplan)
+    sweep: str = ""  # sweep name; runs of one sweep share a store and a wandb group
+    store: str = MISSING  # results-store directory
     model: ModelConfig = field(default_factory=ModelConfig)
     data: Any = field(default_factory=dict)  # checked by scaling.data.load_corpus
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -95,14 +96,20 @@ def _require(cond: bool, key: str, value: Any, valid: str) -> None:
 
 def validate(cfg) -> None:
     """Check values for meaning (types were checked at compose time). Raises ConfigError."""
+
     def positive(key: str, value: Any, integer: bool = False) -> None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-        _require(ok and (not integer or float(value).is_integer()), key, value,
-                 "it must be a positive " + ("integer" if integer else "number"))
+        _require(
+            ok and (not integer or float(value).is_integer()),
+            key,
+            value,
+            "it must be a positive " + ("integer" if integer else "number"),
+        )
 
     positive("budget", cfg.budget)
-    _require(cfg.param_count in ("total", "non_embedding"), "param_count", cfg.param_count,
-             "valid: total, non_embedding")
+    _require(
+        cfg.param_count in ("total", "non_embedding"), "param_count", cfg.param_count, "valid: total, non_embedding"
+    )
     _require(isinstance(cfg.seed, int) and cfg.seed >= 0, "seed", cfg.seed, "it must be a non-negative integer")
     t, o = cfg.train, cfg.optim
     for key in ("batch_size", "seq_len", "min_steps", "eval_tokens", "evals", "log_points", "concurrent_runs"):
@@ -111,8 +118,12 @@ def validate(cfg) -> None:
     _require(t.checkpoint_interval_s >= 0, "train.checkpoint_interval_s", t.checkpoint_interval_s, "it must be >= 0")
     _require(t.divergence_factor > 1, "train.divergence_factor", t.divergence_factor, "it must be > 1")
     _require(t.precision in ("auto", "fp32", "bf16"), "train.precision", t.precision, "valid: auto, fp32, bf16")
-    _require(t.device == "auto" or t.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device", t.device,
-             "valid: auto, cpu, cuda, cuda:N, mps")
+    _require(
+        t.device == "auto" or t.device.split(":")[0] in ("cpu", "cuda", "mps"),
+        "train.device",
+        t.device,
+        "valid: auto, cpu, cuda, cuda:N, mps",
+    )
     _require(o.name == "adamw", "optim.name", o.name, "valid: adamw")
     if o.lr is not None:
         positive("optim.lr", o.lr)
@@ -125,5 +136,9 @@ def validate(cfg) -> None:
     _require(0 <= o.warmup_frac < 1, "optim.warmup_frac", o.warmup_frac, "it must be in [0, 1)")
     _require(0 <= o.min_lr_ratio <= 1, "optim.min_lr_ratio", o.min_lr_ratio, "it must be in [0, 1]")
     _require(cfg.tracking.backend in ("wandb", "none"), "tracking.backend", cfg.tracking.backend, "valid: wandb, none")
-    _require(cfg.tracking.mode in ("auto", "online", "offline", "disabled"), "tracking.mode", cfg.tracking.mode,
-             "valid: auto, online, offline, disabled")
+    _require(
+        cfg.tracking.mode in ("auto", "online", "offline", "disabled"),
+        "tracking.mode",
+        cfg.tracking.mode,
+        "valid: auto, online, offline, disabled",
+    )

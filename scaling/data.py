@@ -17,6 +17,7 @@ Batches and the evaluation set are pure functions of their arguments (no global 
 run sees exactly the batches it would have seen, and every run on one corpus is scored on the same
 windows. numpy only: importing this module never imports torch.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,10 +27,11 @@ import os
 import platform
 import sysconfig
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +40,7 @@ from scaling.errors import ConfigError, DataError
 from scaling.store import atomic_write_bytes
 
 FILE_SEPARATOR = 0x1C  # ASCII "file separator" joins stdlib files; it occurs in no stdlib source outside test/
-CACHE_FORMAT = 2       # bump when the layout or meaning of cached entries changes
+CACHE_FORMAT = 2  # bump when the layout or meaning of cached entries changes
 _HASH_CHUNK = 1 << 24  # elements hashed at a time, to bound memory on huge .bin files
 
 # Every key of every source with its default: conf/data/*.yaml mirror these (tests/test_data.py
@@ -46,27 +48,34 @@ _HASH_CHUNK = 1 << 24  # elements hashed at a time, to bound memory on huge .bin
 # MISSING marks a key without a default (the YAML's `???`).
 MISSING = "???"
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "stdlib": {"val_fraction": 0.03,
-               "exclude": ["site-packages", "test", "tests", "idle_test", "__pycache__", "_sysconfigdata_*"]},
-    "synthetic": {"vocab_size": 64, "order": 2, "concentration": 0.1, "seed": 0,
-                  "train_tokens": 1 << 24, "val_tokens": 1 << 20},
+    "stdlib": {
+        "val_fraction": 0.03,
+        "exclude": ["site-packages", "test", "tests", "idle_test", "__pycache__", "_sysconfigdata_*"],
+    },
+    "synthetic": {
+        "vocab_size": 64,
+        "order": 2,
+        "concentration": 0.1,
+        "seed": 0,
+        "train_tokens": 1 << 24,
+        "val_tokens": 1 << 20,
+    },
     "text": {"path": MISSING, "val_fraction": 0.05},
-    "bin": {"path": MISSING, "dtype": "uint16", "vocab_size": MISSING, "val_fraction": 0.05,
-            "bytes_per_token": None},
+    "bin": {"path": MISSING, "dtype": "uint16", "vocab_size": MISSING, "val_fraction": 0.05, "bytes_per_token": None},
 }
 BIN_DTYPES = ("uint16", "uint32")
 
 
 @dataclass(frozen=True)
 class Corpus:
-    name: str                   # "stdlib", "synthetic", "text:<file name>", "bin:<file or directory name>"
-    train: np.ndarray           # 1-D token ids (uint8/uint16/uint32; often a read-only memmap)
-    val: np.ndarray             # 1-D, disjoint from train
+    name: str  # "stdlib", "synthetic", "text:<file name>", "bin:<file or directory name>"
+    train: np.ndarray  # 1-D token ids (uint8/uint16/uint32; often a read-only memmap)
+    val: np.ndarray  # 1-D, disjoint from train
     vocab_size: int
-    fingerprint: str            # 16 hex digits of sha256(split settings, train tokens, val tokens)
+    fingerprint: str  # 16 hex digits of sha256(split settings, train tokens, val tokens)
     entropy_rate: float | None  # true entropy rate in nats/token (synthetic), else None
-    bytes_per_token: float      # 1.0 for byte tokens; NaN for a .bin without data.bytes_per_token
-    description: str            # one line for reports: origin and sizes
+    bytes_per_token: float  # 1.0 for byte tokens; NaN for a .bin without data.bytes_per_token
+    description: str  # one line for reports: origin and sizes
     context_entropies: tuple[float, ...] | None = None  # synthetic: H(X_t | t symbols before), t = 0..order
 
     def loss_floor(self, seq_len: int) -> float | None:
@@ -85,6 +94,7 @@ class Corpus:
 def _as_dict(data_cfg) -> dict[str, Any]:
     if type(data_cfg).__module__.startswith("omegaconf"):
         from omegaconf import OmegaConf
+
         return OmegaConf.to_container(data_cfg, resolve=True, throw_on_missing=False)
     return dict(data_cfg)
 
@@ -99,8 +109,9 @@ def check_source(data_cfg) -> dict[str, Any]:
         raise ConfigError(f"data.source: {source!r} is not a data source; valid: {', '.join(DEFAULTS)}")
     unknown = sorted(set(given) - set(DEFAULTS[source]) - {"source"})
     if unknown:
-        raise ConfigError(f"data.{unknown[0]}: not a key of data={source}; valid keys: "
-                          f"{', '.join(['source', *DEFAULTS[source]])}")
+        raise ConfigError(
+            f"data.{unknown[0]}: not a key of data={source}; valid keys: {', '.join(['source', *DEFAULTS[source]])}"
+        )
     cfg = {**DEFAULTS[source], **given}
     for key, value in cfg.items():
         if value == MISSING:
@@ -116,7 +127,7 @@ def check_source(data_cfg) -> dict[str, Any]:
 def vocab_size_of(data_cfg) -> int:
     """The vocabulary a model for this corpus needs, from the config alone (no data read)."""
     cfg = check_source(data_cfg)
-    return cfg["vocab_size"] if "vocab_size" in cfg else 256
+    return cfg.get("vocab_size", 256)
 
 
 # The two helpers below store the checked value back in cfg as a plain float / int, so that 64
@@ -155,12 +166,16 @@ def _check_synthetic(cfg: dict) -> None:
     vocab = _integer(cfg, "vocab_size", 2, 256)
     order = _integer(cfg, "order", 1, 8)
     if vocab ** (order + 1) > markov.MAX_TABLE_ENTRIES:
-        raise ConfigError(f"data.order: {order} with data.vocab_size {vocab} makes a table of {vocab}^{order + 1} "
-                          f"entries; vocab_size^(order+1) must be <= {markov.MAX_TABLE_ENTRIES:,}")
+        raise ConfigError(
+            f"data.order: {order} with data.vocab_size {vocab} makes a table of {vocab}^{order + 1} "
+            f"entries; vocab_size^(order+1) must be <= {markov.MAX_TABLE_ENTRIES:,}"
+        )
     concentration = _number(cfg, "concentration")
     if not markov.MIN_CONCENTRATION <= concentration <= 1e3:
-        raise ConfigError(f"data.concentration: {concentration!r} must be in [{markov.MIN_CONCENTRATION}, 1000] "
-                          "(smaller values give rows with exact zeros and a chain that may not mix)")
+        raise ConfigError(
+            f"data.concentration: {concentration!r} must be in [{markov.MIN_CONCENTRATION}, 1000] "
+            "(smaller values give rows with exact zeros and a chain that may not mix)"
+        )
     _integer(cfg, "seed", 0)
     _integer(cfg, "train_tokens", 1024)
     _integer(cfg, "val_tokens", 1024)
@@ -187,8 +202,10 @@ def _check_bin(cfg: dict) -> None:
         if size == 0:
             raise DataError(f"data.path: '{path}' is empty (data=bin needs tokens)")
         if size % itemsize:
-            raise DataError(f"data.path: '{path}' has {size} bytes, not a multiple of {itemsize} "
-                            f"(data.dtype {cfg['dtype']}); check data.dtype")
+            raise DataError(
+                f"data.path: '{path}' has {size} bytes, not a multiple of {itemsize} "
+                f"(data.dtype {cfg['dtype']}); check data.dtype"
+            )
 
 
 def _bin_files(cfg: dict) -> dict[str, Path]:
@@ -199,13 +216,19 @@ def _bin_files(cfg: dict) -> dict[str, Path]:
     files = {split: path / f"{split}.bin" for split in ("train", "val")}
     for file in files.values():
         if not file.is_file():
-            raise DataError(f"data.path: '{path}' has no {file.name} (data=bin needs train.bin and val.bin "
-                            "in a directory, or the path of one .bin file)")
+            raise DataError(
+                f"data.path: '{path}' has no {file.name} (data=bin needs train.bin and val.bin "
+                "in a directory, or the path of one .bin file)"
+            )
     return files
 
 
 _CHECKS: dict[str, Callable[[dict], None]] = {
-    "stdlib": _check_stdlib, "synthetic": _check_synthetic, "text": _check_text, "bin": _check_bin}
+    "stdlib": _check_stdlib,
+    "synthetic": _check_synthetic,
+    "text": _check_text,
+    "bin": _check_bin,
+}
 
 
 # ---------------------------------------------------------------- cache and fingerprint
@@ -214,8 +237,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SCALING_CACHE") or Path.home() / ".cache" / "scaling") / "corpora"
 
 
-def _cached(key_material: dict, build: Callable[[], tuple[dict, dict[str, np.ndarray]]]
-            ) -> tuple[dict, dict[str, np.ndarray]]:
+def _cached(
+    key_material: dict, build: Callable[[], tuple[dict, dict[str, np.ndarray]]]
+) -> tuple[dict, dict[str, np.ndarray]]:
     """(meta, arrays) from the cache entry for `key_material`, else from `build()`, then stored.
 
     An entry is `<key>.json` (meta, plus each array's dtype and length) and one raw `<key>.<name>`
@@ -228,8 +252,10 @@ def _cached(key_material: dict, build: Callable[[], tuple[dict, dict[str, np.nda
     meta_path = root / f"{key}.json"
     try:
         meta = json.loads(meta_path.read_text())
-        arrays = {name: np.memmap(root / f"{key}.{name}", dtype=dtype, mode="r", shape=(length,))
-                  for name, (dtype, length) in meta["arrays"].items()}
+        arrays = {
+            name: np.memmap(root / f"{key}.{name}", dtype=dtype, mode="r", shape=(length,))
+            for name, (dtype, length) in meta["arrays"].items()
+        }
         return meta, arrays
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no entry yet, or an incomplete one: build it
@@ -240,7 +266,7 @@ def _cached(key_material: dict, build: Callable[[], tuple[dict, dict[str, np.nda
             atomic_write_bytes(root / f"{key}.{name}", memoryview(np.ascontiguousarray(array)).cast("B"))
         atomic_write_bytes(meta_path, json.dumps(meta).encode())
     except OSError as err:
-        warnings.warn(f"corpus cache not written ({err}); set SCALING_CACHE to a writable directory")
+        warnings.warn(f"corpus cache not written ({err}); set SCALING_CACHE to a writable directory", stacklevel=2)
     return meta, arrays
 
 
@@ -251,7 +277,7 @@ def fingerprint(split_settings: dict, train: np.ndarray, val: np.ndarray) -> str
     for part in (train, val):
         digest.update(f"|{part.dtype.str}:{len(part)}|".encode())
         for start in range(0, len(part), _HASH_CHUNK):
-            digest.update(np.ascontiguousarray(part[start:start + _HASH_CHUNK]))
+            digest.update(np.ascontiguousarray(part[start : start + _HASH_CHUNK]))
     return digest.hexdigest()[:16]
 
 
@@ -278,21 +304,29 @@ def _load_stdlib(cfg: dict) -> Corpus:
     val_names = _file_level_split(files, cfg["val_fraction"])
     if not val_names:
         raise DataError(f"data.val_fraction: {cfg['val_fraction']!r} is smaller than every stdlib file; raise it")
-    split = {"source": "stdlib", "val_fraction": cfg["val_fraction"], "exclude": list(cfg["exclude"]),
-             "separator": FILE_SEPARATOR, "split": "file-level by sha256(relative path)"}
+    split = {
+        "source": "stdlib",
+        "val_fraction": cfg["val_fraction"],
+        "exclude": list(cfg["exclude"]),
+        "separator": FILE_SEPARATOR,
+        "split": "file-level by sha256(relative path)",
+    }
 
     def build():
-        train, val = (_join([path for name, path, *_ in files if (name in val_names) == is_val])
-                      for is_val in (False, True))
+        train, val = (
+            _join([path for name, path, *_ in files if (name in val_names) == is_val]) for is_val in (False, True)
+        )
         return {"fingerprint": fingerprint(split, train, val)}, {"train": train, "val": val}
 
     stamps = [[name, size, mtime] for name, _, size, mtime in files]
     meta, arrays = _cached({"split": split, "root": str(root), "files": stamps}, build)
     train, val = arrays["train"], arrays["val"]
-    description = (f"stdlib: Python {platform.python_version()} standard library at {root}, {len(files)} .py files "
-                   f"(excluding {', '.join(cfg['exclude'])}): {_millions(len(train) + len(val))} byte tokens, "
-                   f"train {_millions(len(train))} ({len(files) - len(val_names)} files) / "
-                   f"val {_millions(len(val))} ({len(val_names)} files)")
+    description = (
+        f"stdlib: Python {platform.python_version()} standard library at {root}, {len(files)} .py files "
+        f"(excluding {', '.join(cfg['exclude'])}): {_millions(len(train) + len(val))} byte tokens, "
+        f"train {_millions(len(train))} ({len(files) - len(val_names)} files) / "
+        f"val {_millions(len(val))} ({len(val_names)} files)"
+    )
     return Corpus("stdlib", train, val, 256, meta["fingerprint"], None, 1.0, description)
 
 
@@ -334,25 +368,40 @@ def _load_synthetic(cfg: dict) -> Corpus:
         chain = markov.random_markov_chain(cfg["vocab_size"], cfg["order"], cfg["concentration"], cfg["seed"])
         train = markov.sample_stream(chain, cfg["train_tokens"], [cfg["seed"], 1])
         val = markov.sample_stream(chain, cfg["val_tokens"], [cfg["seed"], 2])
-        meta = {"fingerprint": fingerprint(split, train, val), "entropy_rate": chain.entropy_rate,
-                "context_entropies": chain.context_entropies()}
+        meta = {
+            "fingerprint": fingerprint(split, train, val),
+            "entropy_rate": chain.entropy_rate,
+            "context_entropies": chain.context_entropies(),
+        }
         return meta, {"train": train, "val": val}
 
     meta, arrays = _cached({"split": split}, build)
     train, val = arrays["train"], arrays["val"]
-    description = (f"synthetic: order-{cfg['order']} Markov chain over {cfg['vocab_size']} symbols, Dirichlet("
-                   f"{cfg['concentration']}) rows, seed {cfg['seed']}: entropy rate {meta['entropy_rate']:.4f} "
-                   f"nats/token; train {_millions(len(train))} / val {_millions(len(val))} tokens")
-    return Corpus("synthetic", train, val, cfg["vocab_size"], meta["fingerprint"], meta["entropy_rate"],
-                  1.0, description, tuple(meta["context_entropies"]))
+    description = (
+        f"synthetic: order-{cfg['order']} Markov chain over {cfg['vocab_size']} symbols, Dirichlet("
+        f"{cfg['concentration']}) rows, seed {cfg['seed']}: entropy rate {meta['entropy_rate']:.4f} "
+        f"nats/token; train {_millions(len(train))} / val {_millions(len(val))} tokens"
+    )
+    return Corpus(
+        "synthetic",
+        train,
+        val,
+        cfg["vocab_size"],
+        meta["fingerprint"],
+        meta["entropy_rate"],
+        1.0,
+        description,
+        tuple(meta["context_entropies"]),
+    )
 
 
 def _tail_split(tokens: np.ndarray, val_fraction: float, path: Path) -> tuple[np.ndarray, np.ndarray]:
     """The last ceil(val_fraction * n) tokens are val, the rest train (views, no copy)."""
     n_val = math.ceil(val_fraction * len(tokens))
     if len(tokens) - n_val < 2:
-        raise DataError(f"data.path: '{path}' has {len(tokens)} tokens, too few to split "
-                        f"(data.val_fraction {val_fraction})")
+        raise DataError(
+            f"data.path: '{path}' has {len(tokens)} tokens, too few to split (data.val_fraction {val_fraction})"
+        )
     return tokens[:-n_val], tokens[-n_val:]
 
 
@@ -361,10 +410,13 @@ def _load_text(cfg: dict) -> Corpus:
     path = _existing_path(cfg, "an existing text file")
     train, val = _tail_split(np.memmap(path, dtype=np.uint8, mode="r"), cfg["val_fraction"], path)
     split = {"source": "text", "val_fraction": cfg["val_fraction"], "split": "tail"}
-    meta, _ = _cached({"split": split, "file": _file_stamp(path)},
-                      lambda: ({"fingerprint": fingerprint(split, train, val)}, {}))
-    description = (f"text: {path}, {_millions(len(train) + len(val))} byte tokens, train {_millions(len(train))} / "
-                   f"val {_millions(len(val))} (the last {cfg['val_fraction']:.0%})")
+    meta, _ = _cached(
+        {"split": split, "file": _file_stamp(path)}, lambda: ({"fingerprint": fingerprint(split, train, val)}, {})
+    )
+    description = (
+        f"text: {path}, {_millions(len(train) + len(val))} byte tokens, train {_millions(len(train))} / "
+        f"val {_millions(len(val))} (the last {cfg['val_fraction']:.0%})"
+    )
     return Corpus(f"text:{path.name}", train, val, 256, meta["fingerprint"], None, 1.0, description)
 
 
@@ -383,25 +435,34 @@ def _load_bin(cfg: dict) -> Corpus:
         split = {"source": "bin", "dtype": cfg["dtype"], "split": "train.bin / val.bin"}
 
     def build():
-        maxima = {name: int(max(array[i:i + _HASH_CHUNK].max() for i in range(0, len(array), _HASH_CHUNK)))
-                  for name, array in maps.items()}
+        maxima = {
+            name: int(max(array[i : i + _HASH_CHUNK].max() for i in range(0, len(array), _HASH_CHUNK)))
+            for name, array in maps.items()
+        }
         return {"fingerprint": fingerprint(split, train, val), "max_token": maxima}, {}
 
     meta, _ = _cached({"split": split, "files": [_file_stamp(path) for path in files.values()]}, build)
     vocab = cfg["vocab_size"]
     for name, largest in meta["max_token"].items():
         if largest >= vocab:
-            raise DataError(f"data.vocab_size: {vocab} but '{files[name]}' holds token id {largest}; "
-                            f"set data.vocab_size > {largest} (or check data.dtype, now {cfg['dtype']})")
+            raise DataError(
+                f"data.vocab_size: {vocab} but '{files[name]}' holds token id {largest}; "
+                f"set data.vocab_size > {largest} (or check data.dtype, now {cfg['dtype']})"
+            )
     per_token = math.nan if cfg["bytes_per_token"] is None else cfg["bytes_per_token"]
     root = Path(cfg["path"]).expanduser().resolve()
-    description = (f"bin: {root} ({cfg['dtype']}, vocab {vocab}): train {_millions(len(train))} / "
-                   f"val {_millions(len(val))} tokens")
+    description = (
+        f"bin: {root} ({cfg['dtype']}, vocab {vocab}): train {_millions(len(train))} / val {_millions(len(val))} tokens"
+    )
     return Corpus(f"bin:{root.name}", train, val, vocab, meta["fingerprint"], None, per_token, description)
 
 
 _LOADERS: dict[str, Callable[[dict], Corpus]] = {
-    "stdlib": _load_stdlib, "synthetic": _load_synthetic, "text": _load_text, "bin": _load_bin}
+    "stdlib": _load_stdlib,
+    "synthetic": _load_synthetic,
+    "text": _load_text,
+    "bin": _load_bin,
+}
 
 
 def load_corpus(data_cfg) -> Corpus:
@@ -421,8 +482,10 @@ def train_batch(corpus: Corpus, step: int, batch_size: int, seq_len: int, seed: 
     uniformly by np.random.default_rng([seed, step]), so batch `step` is the same in any process,
     resumed or not. Inputs are [:, :-1], targets [:, 1:]."""
     if len(corpus.train) < seq_len + 1:
-        raise DataError(f"train.seq_len: {seq_len} needs at least {seq_len + 1} training tokens, but corpus "
-                        f"{corpus.name} has {len(corpus.train)}")
+        raise DataError(
+            f"train.seq_len: {seq_len} needs at least {seq_len + 1} training tokens, but corpus "
+            f"{corpus.name} has {len(corpus.train)}"
+        )
     starts = np.random.default_rng([seed, step]).integers(0, len(corpus.train) - seq_len, size=batch_size)
     return _windows(corpus.train, starts, seq_len)
 
@@ -434,12 +497,16 @@ def eval_set(corpus: Corpus, seq_len: int, n_tokens: int) -> np.ndarray:
     the same corpus, seq_len and n_tokens."""
     n_seq = n_tokens // seq_len
     if n_seq < 1:
-        raise ConfigError(f"train.eval_tokens: {n_tokens} is less than train.seq_len {seq_len}; "
-                          "the evaluation set needs at least one window")
+        raise ConfigError(
+            f"train.eval_tokens: {n_tokens} is less than train.seq_len {seq_len}; "
+            "the evaluation set needs at least one window"
+        )
     needed = n_seq * seq_len + 1
     if len(corpus.val) < needed:
-        raise DataError(f"train.eval_tokens: {n_tokens} needs {needed} validation tokens at seq_len {seq_len}, "
-                        f"but corpus {corpus.name} has {len(corpus.val)}; lower train.eval_tokens or enlarge "
-                        "the validation split (data.val_fraction, or data.val_tokens for data=synthetic)")
+        raise DataError(
+            f"train.eval_tokens: {n_tokens} needs {needed} validation tokens at seq_len {seq_len}, "
+            f"but corpus {corpus.name} has {len(corpus.val)}; lower train.eval_tokens or enlarge "
+            "the validation split (data.val_fraction, or data.val_tokens for data=synthetic)"
+        )
     stride = (len(corpus.val) - seq_len - 1) // max(n_seq - 1, 1)
     return _windows(corpus.val, np.arange(n_seq) * stride, seq_len)

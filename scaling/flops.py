@@ -7,6 +7,7 @@ With attention, per token (PaLM, Chowdhery et al. 2022, App. B; nanoGPT's ``esti
 
 Budgets are in FLOPs throughout (not PF-days: 1 PF-day = 1e15 · 86 400 FLOPs = 8.64e19 FLOPs).
 """
+
 from __future__ import annotations
 
 import math

@@ -13,6 +13,7 @@ with pi the stationary distribution of the chain on contexts. No model can do be
 expectation, so h is the true irreducible loss that a fitted scaling law's E can be checked
 against. pure numpy; no torch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,12 +26,12 @@ from scaling.errors import DataError
 # Segments let the sampler advance many runs at once (vectorised); a join costs a model at most
 # `order` poorly predictable symbols per segment, i.e. < order * ln(V) / SEGMENT_TOKENS nats/token.
 SEGMENT_TOKENS = 1 << 16
-_STATIONARY_TOL = 1e-15        # L1 change between power iterations at which pi has converged
+_STATIONARY_TOL = 1e-15  # L1 change between power iterations at which pi has converged
 _STATIONARY_MAX_ITER = 100_000
-MAX_TABLE_ENTRIES = 1 << 22    # V^(k+1) cap: 32 MiB of float64 transition table
-MIN_CONCENTRATION = 0.05       # smaller: Dirichlet draws can underflow to exact zeros (a chain that may not mix)
-SAMPLER_VERSION = 1            # bump if sample_stream's output for given arguments changes
-_STEPS_PER_DRAW = 4096         # sampler steps per block of uniforms (part of the stream's definition)
+MAX_TABLE_ENTRIES = 1 << 22  # V^(k+1) cap: 32 MiB of float64 transition table
+MIN_CONCENTRATION = 0.05  # smaller: Dirichlet draws can underflow to exact zeros (a chain that may not mix)
+SAMPLER_VERSION = 1  # bump if sample_stream's output for given arguments changes
+_STEPS_PER_DRAW = 4096  # sampler steps per block of uniforms (part of the stream's definition)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ Parameter count (every Linear and LayerNorm has a bias; the head is tied, so cou
 
 `tests/test_model.py` checks both against ``numel`` sums of the built model for every ladder shape.
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import torch
 import torch.nn as nn

@@ -3,6 +3,7 @@
 The sweeper plans every job before launching any (to drop impossible combinations and skip
 finished runs); the trainer plans its own run the same way, so both agree on the run id.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,16 +29,16 @@ class RunPlan:
     """Everything about a run that follows from its config by arithmetic alone."""
 
     run_id: str
-    budget: float              # requested C
+    budget: float  # requested C
     shape: ModelShape
-    params: int                # total
+    params: int  # total
     params_non_embedding: int
-    n_budget: int              # the N that defines D (per cfg.param_count)
+    n_budget: int  # the N that defines D (per cfg.param_count)
     lr: float
     steps: int
     tokens_per_step: int
-    tokens: int                # D actually trained on = steps · tokens_per_step
-    flops: float               # 6·N·D actual
+    tokens: int  # D actually trained on = steps · tokens_per_step
+    flops: float  # 6·N·D actual
     flops_attention: float
     warmup_steps: int
 
@@ -58,12 +59,15 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
     vocab = data_lib.vocab_size_of(cfg.data)
     if m.name == "nearest":
         if OmegaConf.is_missing(m, "target_params") or m.target_params is None:
-            raise ConfigError("model.target_params: missing; model=nearest needs a target, e.g. model.target_params=3e5")
+            raise ConfigError(
+                "model.target_params: missing; model=nearest needs a target, e.g. model.target_params=3e5"
+            )
         shape = nearest_shape(m.target_params, kind=cfg.param_count, vocab_size=vocab, seq_len=t.seq_len)
         lr = ladder_lr(shape.name)
     else:
-        shape = ModelShape(n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, vocab_size=vocab,
-                           seq_len=t.seq_len, name=m.name)
+        shape = ModelShape(
+            n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, vocab_size=vocab, seq_len=t.seq_len, name=m.name
+        )
         lr = float(m.lr)
     if cfg.optim.lr is not None:
         lr = float(cfg.optim.lr)
@@ -72,12 +76,20 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
 
 def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
     """The parts of the resolved config that determine a run's result."""
-    c = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
-         for k, v in cfg.items() if k not in NOT_IDENTITY}
+    c = {
+        k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+        for k, v in cfg.items()
+        if k not in NOT_IDENTITY
+    }
     for key in NOT_IDENTITY_TRAIN:
         c["train"].pop(key, None)
-    c["model"] = {"n_layer": shape.n_layer, "d_model": shape.d_model, "n_head": shape.n_head, "lr": lr,
-                  "architecture": ARCHITECTURE}
+    c["model"] = {
+        "n_layer": shape.n_layer,
+        "d_model": shape.d_model,
+        "n_head": shape.n_head,
+        "lr": lr,
+        "architecture": ARCHITECTURE,
+    }
     c["budget"] = float(c["budget"])
     return c
 
@@ -98,16 +110,25 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         raise ConfigError(
             f"budget: {cfg.budget:.3g} FLOPs buys model {shape.name} (N={n_budget:,}) only {steps} optimizer steps of "
             f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g} "
-            f"or a smaller model")
+            f"or a smaller model"
+        )
     tokens = steps * tokens_per_step
     data_lib.check_source(cfg.data)  # a missing or malformed data file fails here, before any work
     # A run's identity is its resolved config plus its corpus fingerprint (a cached read): the same
     # config on another Python's stdlib is another run.
     ident = {**identity(cfg, shape, lr), "corpus_fingerprint": data_lib.load_corpus(cfg.data).fingerprint}
     return RunPlan(
-        run_id=run_id(ident), budget=float(cfg.budget), shape=shape, params=counts["total"],
-        params_non_embedding=counts["non_embedding"], n_budget=n_budget, lr=lr, steps=steps,
-        tokens_per_step=tokens_per_step, tokens=tokens, flops=flops_6nd(n_budget, tokens),
+        run_id=run_id(ident),
+        budget=float(cfg.budget),
+        shape=shape,
+        params=counts["total"],
+        params_non_embedding=counts["non_embedding"],
+        n_budget=n_budget,
+        lr=lr,
+        steps=steps,
+        tokens_per_step=tokens_per_step,
+        tokens=tokens,
+        flops=flops_6nd(n_budget, tokens),
         flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,
         warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
     )

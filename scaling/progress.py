@@ -4,6 +4,7 @@ The sweeper writes the plan before launching; every job prints one progress line
 `scaling status STORE` prints the same at any time, from any shell — all read from the store itself,
 so progress is right whichever launcher (and however many processes) ran the jobs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,23 +20,40 @@ MANIFEST = "sweep.json"
 DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken for a launch's
 
 
-def write_sweep_manifest(store: Path, name: str, jobs: list[dict], dropped: list[dict],
-                         filename: str = MANIFEST) -> None:
+def write_sweep_manifest(
+    store: Path, name: str, jobs: list[dict], dropped: list[dict], filename: str = MANIFEST
+) -> None:
     """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped one."""
-    atomic_write_json(Path(store) / filename, {
-        "sweep": name, "launched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "launched_at_unix": time.time(),
-        "runs": [{"run_id": j["run_id"], "overrides": j["overrides"], "shape": j["plan"].shape.name,
-                  "budget_flops": j["plan"].budget, "flops": j["plan"].flops, "params": j["plan"].params,
-                  "tokens": j["plan"].tokens, "state_at_launch": j["state"]} for j in jobs],
-        "dropped": [{"overrides": d["overrides"], "reason": d["reason"]} for d in dropped],
-    })
+    atomic_write_json(
+        Path(store) / filename,
+        {
+            "sweep": name,
+            "launched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "launched_at_unix": time.time(),
+            "runs": [
+                {
+                    "run_id": j["run_id"],
+                    "overrides": j["overrides"],
+                    "shape": j["plan"].shape.name,
+                    "budget_flops": j["plan"].budget,
+                    "flops": j["plan"].flops,
+                    "params": j["plan"].params,
+                    "tokens": j["plan"].tokens,
+                    "state_at_launch": j["state"],
+                }
+                for j in jobs
+            ],
+            "dropped": [{"overrides": d["overrides"], "reason": d["reason"]} for d in dropped],
+        },
+    )
 
 
 def read_manifest(store: Path) -> dict:
     if not Path(store).is_dir():
-        raise UserError(f"store {str(store)!r} is not a directory; give a sweep's results directory "
-                        "(the store=... of `scaling sweep`, e.g. results/quick)")
+        raise UserError(
+            f"store {str(store)!r} is not a directory; give a sweep's results directory "
+            "(the store=... of `scaling sweep`, e.g. results/quick)"
+        )
     path = Path(store) / MANIFEST
     if not path.exists():
         raise UserError(f"{path}: no sweep plan here; give a directory written by `scaling sweep` (e.g. results/quick)")
@@ -47,7 +65,9 @@ def read_manifest(store: Path) -> dict:
 
 def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
 
 
 def _unix(iso: str | None) -> float | None:
@@ -90,21 +110,34 @@ def progress(store: Path) -> dict:
     elapsed = (last_finish if done and last_finish else time.time()) - launched
     remaining = flops_total - flops_done
     eta = elapsed * remaining / flops_done_now if flops_done_now > 0 else None
-    return {"sweep": manifest["sweep"], "planned": len(manifest["runs"]), "dropped": len(manifest["dropped"]),
-            **counts, "flops_total": flops_total, "flops_done": flops_done, "elapsed_s": elapsed,
-            "eta_s": eta, "failed_runs": failed}
+    return {
+        "sweep": manifest["sweep"],
+        "planned": len(manifest["runs"]),
+        "dropped": len(manifest["dropped"]),
+        **counts,
+        "flops_total": flops_total,
+        "flops_done": flops_done,
+        "elapsed_s": elapsed,
+        "eta_s": eta,
+        "failed_runs": failed,
+    }
 
 
 def format_progress(store: Path, final: bool = False) -> str:
     p = progress(store)
     share = p["flops_done"] / p["flops_total"] if p["flops_total"] else 1.0
     eta = "" if final or p["eta_s"] is None or p["pending"] + p["running"] == 0 else f", ETA {_duration(p['eta_s'])}"
-    line = (f"[{p['sweep'] or 'sweep'}] {p['completed'] + p['failed'] + p['skipped']}/{p['planned']} runs done "
-            f"({p['completed']} completed, {p['failed']} failed, {p['skipped']} skipped as already done), "
-            f"{p['running']} running, {p['pending']} pending; {p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs "
-            f"({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
-            + (f"; {p['dropped']} combination{'s' * (p['dropped'] != 1)} dropped at planning (see sweep.json)"
-               if p["dropped"] else ""))
+    line = (
+        f"[{p['sweep'] or 'sweep'}] {p['completed'] + p['failed'] + p['skipped']}/{p['planned']} runs done "
+        f"({p['completed']} completed, {p['failed']} failed, {p['skipped']} skipped as already done), "
+        f"{p['running']} running, {p['pending']} pending; {p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs "
+        f"({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
+        + (
+            f"; {p['dropped']} combination{'s' * (p['dropped'] != 1)} dropped at planning (see sweep.json)"
+            if p["dropped"]
+            else ""
+        )
+    )
     if final and p["failed_runs"]:
         line += "\n  failed: " + "; ".join(p["failed_runs"])
     return line

@@ -15,6 +15,7 @@ scale). Non-embedding parameters grow as 12·d²·L.
 
 This module imports no torch, so sweeps and the analysis can reason about shapes cheaply.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,10 +26,10 @@ from pathlib import Path
 from scaling.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config tree (conf/model/ is the ladder)
-ASPECT_RATIO = 32   # d_model / n_layer, rounded
+ASPECT_RATIO = 32  # d_model / n_layer, rounded
 WIDTH_STEP = 8
 MIN_WIDTH = 16
-MAX_WIDTH = 768     # d768: 24 layers, ~1.7e8 non-embedding parameters, the top of the GPU ladder
+MAX_WIDTH = 768  # d768: 24 layers, ~1.7e8 non-embedding parameters, the top of the GPU ladder
 
 
 # The model's architecture, by version: part of every run's identity (scaling/plan.py), so runs of a
@@ -58,7 +59,8 @@ class ModelShape:
         if self.d_model % self.n_head:
             raise ConfigError(
                 f"model.n_head: {self.n_head} does not divide model.d_model={self.d_model}; "
-                f"valid n_head values are the divisors of {self.d_model}")
+                f"valid n_head values are the divisors of {self.d_model}"
+            )
 
 
 def head_dim(d_model: int) -> int:
@@ -68,11 +70,19 @@ def head_dim(d_model: int) -> int:
 def shape_for_width(d_model: int, vocab_size: int = 256, seq_len: int = 128) -> ModelShape:
     """The ladder's shape of a given width under the aspect-ratio rule (width a multiple of 16)."""
     if d_model not in ladder_widths():
-        raise ConfigError(f"d_model: {d_model} is not on the ladder; valid: multiples of its head size "
-                          f"(8 below 32, 16 below 128, 32 below 512, 64 above) from {MIN_WIDTH} to {MAX_WIDTH}")
+        raise ConfigError(
+            f"d_model: {d_model} is not on the ladder; valid: multiples of its head size "
+            f"(8 below 32, 16 below 128, 32 below 512, 64 above) from {MIN_WIDTH} to {MAX_WIDTH}"
+        )
     n_layer = max(1, math.floor(d_model / ASPECT_RATIO + 0.5))
-    return ModelShape(n_layer=n_layer, d_model=d_model, n_head=d_model // head_dim(d_model),
-                      vocab_size=vocab_size, seq_len=seq_len, name=f"d{d_model}")
+    return ModelShape(
+        n_layer=n_layer,
+        d_model=d_model,
+        n_head=d_model // head_dim(d_model),
+        vocab_size=vocab_size,
+        seq_len=seq_len,
+        name=f"d{d_model}",
+    )
 
 
 def ladder_widths() -> list[int]:
@@ -97,16 +107,21 @@ def total_params(n_layer: int, d_model: int, vocab_size: int, seq_len: int) -> i
 
 def param_counts(shape: ModelShape) -> dict[str, int]:
     """Closed-form parameter counts ``{"total": ..., "non_embedding": ...}`` of `scaling.model.GPT`."""
-    return {"total": total_params(shape.n_layer, shape.d_model, shape.vocab_size, shape.seq_len),
-            "non_embedding": non_embedding_params(shape.n_layer, shape.d_model)}
+    return {
+        "total": total_params(shape.n_layer, shape.d_model, shape.vocab_size, shape.seq_len),
+        "non_embedding": non_embedding_params(shape.n_layer, shape.d_model),
+    }
 
 
-def nearest_shape(target_params: float, *, kind: str = "non_embedding", vocab_size: int = 256,
-                  seq_len: int = 128) -> ModelShape:
+def nearest_shape(
+    target_params: float, *, kind: str = "non_embedding", vocab_size: int = 256, seq_len: int = 128
+) -> ModelShape:
     """The ladder shape whose parameter count (``kind``: non_embedding or total) is nearest
     ``target_params`` in log space."""
     if not (isinstance(target_params, (int, float)) and math.isfinite(target_params) and target_params > 0):
-        raise ConfigError(f"model.target_params: {target_params!r} is not valid; it must be a positive number of parameters")
+        raise ConfigError(
+            f"model.target_params: {target_params!r} is not valid; it must be a positive number of parameters"
+        )
     if kind not in ("non_embedding", "total"):
         raise ConfigError(f"param_count: {kind!r} is not valid; valid: total, non_embedding")
 
@@ -139,7 +154,9 @@ def main(argv: list[str]) -> int:
         shapes = [shape_for_width(int(n[1:]), seq_len=args.seq_len) for n in names]
     print(f"{'name':<6} {'n_layer':>7} {'d_model':>7} {'n_head':>6} {'non-emb N':>11} {'total N':>11}")
     for s in shapes:
-        print(f"{s.name:<6} {s.n_layer:>7} {s.d_model:>7} {s.n_head:>6} "
-              f"{non_embedding_params(s.n_layer, s.d_model):>11,} "
-              f"{total_params(s.n_layer, s.d_model, s.vocab_size, s.seq_len):>11,}")
+        print(
+            f"{s.name:<6} {s.n_layer:>7} {s.d_model:>7} {s.n_head:>6} "
+            f"{non_embedding_params(s.n_layer, s.d_model):>11,} "
+            f"{total_params(s.n_layer, s.d_model, s.vocab_size, s.seq_len):>11,}"
+        )
     return 0

@@ -12,6 +12,7 @@ A run's identity is a hash of the parts of its resolved config that change its r
 budget, data, optimizer, training settings, seed); launching the same run again is a no-op.
 This module imports no torch: the analysis and the sweeper read the store through it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,10 +23,11 @@ import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMA = 1
 RECORD = "record.json"
@@ -34,11 +36,43 @@ REQUIRED_KEYS = ("schema", "run_id", "status", "params", "params_non_embedding",
 
 # Columns of table.csv, in order; everything else in a record stays in record.json.
 TABLE_COLUMNS = [
-    "run_id", "sweep", "status", "reason", "budget_flops", "flops", "flops_attention", "param_count",
-    "params", "params_non_embedding", "tokens", "steps", "batch_size", "seq_len", "shape", "n_layer",
-    "d_model", "n_head", "vocab_size", "lr", "val_loss", "val_bpb", "train_loss", "seed", "corpus",
-    "corpus_fingerprint", "entropy_rate", "loss_floor", "wall_time_s", "tokens_per_s", "flops_per_s", "device",
-    "threads", "code_version", "architecture", "started_at", "finished_at",
+    "run_id",
+    "sweep",
+    "status",
+    "reason",
+    "budget_flops",
+    "flops",
+    "flops_attention",
+    "param_count",
+    "params",
+    "params_non_embedding",
+    "tokens",
+    "steps",
+    "batch_size",
+    "seq_len",
+    "shape",
+    "n_layer",
+    "d_model",
+    "n_head",
+    "vocab_size",
+    "lr",
+    "val_loss",
+    "val_bpb",
+    "train_loss",
+    "seed",
+    "corpus",
+    "corpus_fingerprint",
+    "entropy_rate",
+    "loss_floor",
+    "wall_time_s",
+    "tokens_per_s",
+    "flops_per_s",
+    "device",
+    "threads",
+    "code_version",
+    "architecture",
+    "started_at",
+    "finished_at",
 ]
 CURVE_COLUMNS = ["run_id", "step", "tokens", "flops", "train_loss", "val_loss", "lr"]
 
@@ -59,13 +93,20 @@ def code_version() -> str:
     version: recorded with every run, and stamped on reports."""
     root = Path(__file__).resolve().parent.parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         from importlib.metadata import PackageNotFoundError, version
+
         try:
             return f"scaling-{version('scaling')}"
         except PackageNotFoundError:
@@ -137,8 +178,10 @@ def check_writable_store(store: Path) -> None:
         with tempfile.TemporaryFile(dir=store):
             pass
     except OSError as err:
-        raise ConfigError(f"store: {str(store)!r} cannot be written ({err.strerror or err}); "
-                          "give a writable directory, e.g. store=results/NAME") from None
+        raise ConfigError(
+            f"store: {str(store)!r} cannot be written ({err.strerror or err}); "
+            "give a writable directory, e.g. store=results/NAME"
+        ) from None
 
 
 # ---------------------------------------------------------------- per-run paths and locks
@@ -228,7 +271,9 @@ def read_record(path: Path) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise RecordProblem(f"{path}: expected a JSON object, found {type(rec).__name__}")
     if rec.get("schema") != SCHEMA:
-        raise RecordProblem(f"{path}: schema {rec.get('schema')!r} is not supported (this version reads schema {SCHEMA})")
+        raise RecordProblem(
+            f"{path}: schema {rec.get('schema')!r} is not supported (this version reads schema {SCHEMA})"
+        )
     missing = [k for k in REQUIRED_KEYS if k not in rec]
     if missing:
         raise RecordProblem(f"{path}: missing keys {', '.join(missing)}")
@@ -278,7 +323,10 @@ def read_store(store: Path) -> StoreTable:
     store = Path(store)
     if not store.exists():
         from scaling.errors import DataError
-        raise DataError(f"results store {str(store)!r} does not exist; give a sweep's directory (e.g. results/quick) or a CSV/Parquet file")
+
+        raise DataError(
+            f"results store {str(store)!r} does not exist; give a sweep's directory (e.g. results/quick) or a CSV/Parquet file"
+        )
     rows, curves, problems = [], [], []
     for _path, rec, problem in iter_records(store):
         if problem:
@@ -287,8 +335,7 @@ def read_store(store: Path) -> StoreTable:
         rows.append(_flat_row(rec))
         for point in rec.get("curve") or []:
             curves.append({"run_id": rec["run_id"], **{k: point.get(k) for k in CURVE_COLUMNS[1:]}})
-    return StoreTable(pd.DataFrame(rows, columns=TABLE_COLUMNS),
-                      pd.DataFrame(curves, columns=CURVE_COLUMNS), problems)
+    return StoreTable(pd.DataFrame(rows, columns=TABLE_COLUMNS), pd.DataFrame(curves, columns=CURVE_COLUMNS), problems)
 
 
 def set_aside(path: Path, why: str) -> Path:

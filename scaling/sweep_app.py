@@ -5,6 +5,7 @@ Equivalent plain Hydra (sweeps/ is on the config search path):
 ``--cfg hydra``, ``--info``) prints instead of launching, as Hydra does for a single run.
 The command line is composed once first, so a typo is one clear line, not a traceback.
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +26,9 @@ def resolve_sweep(name_or_file: str) -> Path:
     for path in candidates:
         if path.is_file() and path.suffix in (".yaml", ".yml"):
             return path.resolve()
-    raise ConfigError(f"sweep {name_or_file!r}: no such sweep file; valid: {available_sweeps()}, "
-                      "or a path to a .yaml sweep file")
+    raise ConfigError(
+        f"sweep {name_or_file!r}: no such sweep file; valid: {available_sweeps()}, or a path to a .yaml sweep file"
+    )
 
 
 def hydra_command_line(path: Path, rest: list[str]) -> list[str]:
@@ -41,9 +43,11 @@ def hydra_command_line(path: Path, rest: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: scaling sweep NAME_OR_FILE [key=value ...] [hydra/launcher=joblib|submitit_local|slurm]\n"
-              "       scaling sweep NAME_OR_FILE --cfg job|hydra   (print the composed config, launch nothing)\n"
-              f"sweeps: {available_sweeps()}\nprogress of a running or finished sweep: scaling status results/NAME")
+        print(
+            "usage: scaling sweep NAME_OR_FILE [key=value ...] [hydra/launcher=joblib|submitit_local|slurm]\n"
+            "       scaling sweep NAME_OR_FILE --cfg job|hydra   (print the composed config, launch nothing)\n"
+            f"sweeps: {available_sweeps()}\nprogress of a running or finished sweep: scaling status results/NAME"
+        )
         return 0
     from scaling.train_app import hydra_main, precheck
 

@@ -5,6 +5,7 @@ must never block or fail a run: with no API key configured it runs offline (PITF
 non-interactive ``wandb.init`` with no key fails at once), every wandb call is guarded, and a wandb
 failure mid-run disables tracking for the rest of the run with one warning.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,10 @@ import subprocess
 import sys
 import threading
 import warnings
-from functools import lru_cache
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from scaling.errors import UserError
@@ -57,7 +59,7 @@ def resolve_mode(mode: str) -> str:
     return "online" if wandb_logged_in() else "offline"
 
 
-@lru_cache(maxsize=None)
+@cache
 def server_reachable(base_url: str, timeout: float = 5.0) -> bool:
     """Whether a TCP connection to the wandb server opens within ``timeout`` seconds, name lookup
     included (in a thread, as a lookup ignores socket timeouts). Asked once per process before an
@@ -90,8 +92,11 @@ class WandbTracker(Tracker):
         try:
             fn(*args, **kwargs)
         except Exception as err:  # tracking must never fail a run
-            warnings.warn(f"wandb {what} failed ({type(err).__name__}: {err}); tracking is off for the rest of this run; "
-                          "the local record is unaffected", stacklevel=2)
+            warnings.warn(
+                f"wandb {what} failed ({type(err).__name__}: {err}); tracking is off for the rest of this run; "
+                "the local record is unaffected",
+                stacklevel=2,
+            )
             self._run = None
 
     def log(self, metrics: dict[str, float], step: int) -> None:
@@ -106,7 +111,9 @@ class WandbTracker(Tracker):
             try:
                 run.finish(exit_code=1 if failed else 0)
             except Exception as err:
-                warnings.warn(f"wandb finish failed ({type(err).__name__}: {err}); the local record is unaffected", stacklevel=2)
+                warnings.warn(
+                    f"wandb finish failed ({type(err).__name__}: {err}); the local record is unaffected", stacklevel=2
+                )
 
 
 def run_tags(own: Sequence[str], user: Sequence[str]) -> list[str]:
@@ -115,8 +122,9 @@ def run_tags(own: Sequence[str], user: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(str(t) for t in [*own, *user] if str(t)))
 
 
-def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir: Path, run_id: str,
-                  tags: Sequence[str] = ()) -> Tracker:
+def start_tracker(
+    tracking_cfg, *, name: str, group: str, config: dict, run_dir: Path, run_id: str, tags: Sequence[str] = ()
+) -> Tracker:
     """A tracker for one run: wandb (online or offline) or the no-op one. ``tags`` (the run's sweep,
     budget and shape) come first, then ``tracking.tags``."""
     if tracking_cfg.backend == "none":
@@ -126,23 +134,37 @@ def start_tracker(tracking_cfg, *, name: str, group: str, config: dict, run_dir:
         return Tracker()
     base_url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
     if mode == "online" and not server_reachable(base_url):
-        warnings.warn(f"wandb: {base_url} cannot be reached; this run logs offline under {run_dir} "
-                      "(upload later with `scaling sync STORE`)", stacklevel=2)
+        warnings.warn(
+            f"wandb: {base_url} cannot be reached; this run logs offline under {run_dir} "
+            "(upload later with `scaling sync STORE`)",
+            stacklevel=2,
+        )
         mode = "offline"
     try:
         import wandb
 
         run_dir.mkdir(parents=True, exist_ok=True)
         run = wandb.init(
-            project=tracking_cfg.project, entity=tracking_cfg.entity, group=group or None, name=name,
-            id=run_id, resume="allow", tags=run_tags(tags, tracking_cfg.tags), config=config, dir=str(run_dir),
-            mode=mode, reinit="finish_previous",
-            settings=wandb.Settings(init_timeout=30, silent=True, x_disable_machine_info=True,
-                                    console="off", x_disable_stats=True),
+            project=tracking_cfg.project,
+            entity=tracking_cfg.entity,
+            group=group or None,
+            name=name,
+            id=run_id,
+            resume="allow",
+            tags=run_tags(tags, tracking_cfg.tags),
+            config=config,
+            dir=str(run_dir),
+            mode=mode,
+            reinit="finish_previous",
+            settings=wandb.Settings(
+                init_timeout=30, silent=True, x_disable_machine_info=True, console="off", x_disable_stats=True
+            ),
         )
         return WandbTracker(run)
     except Exception as err:
-        warnings.warn(f"wandb could not start ({type(err).__name__}: {err}); training continues without it", stacklevel=2)
+        warnings.warn(
+            f"wandb could not start ({type(err).__name__}: {err}); training continues without it", stacklevel=2
+        )
         return Tracker()
 
 
@@ -153,7 +175,9 @@ def sync_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     store = Path(args.store)
     if not store.is_dir():
-        raise UserError(f"store {str(store)!r} is not a directory; give a sweep's results directory, e.g. results/quick")
+        raise UserError(
+            f"store {str(store)!r} is not a directory; give a sweep's results directory, e.g. results/quick"
+        )
     offline = sorted(store.glob("runs/*/wandb/wandb/offline-run-*"))
     if not offline:
         print(f"no offline wandb runs under {store}")

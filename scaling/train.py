@@ -8,6 +8,7 @@ Reads top to bottom:
                  held-out evaluations; periodic checkpoints
   5. record    — final held-out loss, curve, throughput; written atomically; checkpoint removed
 """
+
 from __future__ import annotations
 
 import io
@@ -17,12 +18,10 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 # OpenMP threads that wait by sleeping, not spinning. With libgomp's default spin-wait, a 2-thread
@@ -37,10 +36,21 @@ from scaling.errors import ConfigError
 from scaling.model import GPT
 from scaling.plan import RunPlan, lr_at, plan_run
 from scaling.shapes import ARCHITECTURE
-from scaling.store import code_version
-from scaling.store import (SCHEMA, RunPaths, atomic_write_bytes, atomic_write_json, atomic_write_text, read_record,
-                           remove_partial_writes, run_lock, run_state, set_aside)
+from scaling.store import (
+    SCHEMA,
+    RunPaths,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    code_version,
+    read_record,
+    remove_partial_writes,
+    run_lock,
+    run_state,
+    set_aside,
+)
 from scaling.tracking import start_tracker
+
 
 # ---------------------------------------------------------------- helpers
 def pick_device(name: str) -> torch.device:
@@ -85,8 +95,10 @@ def load_checkpoint(paths: RunPaths, run_id: str, device: torch.device, log) -> 
     except Exception as err:  # torch.load raises many types for a damaged file
         kept = set_aside(paths.checkpoint, "corrupt")
         why = (str(err).strip().splitlines() or [""])[0]
-        log(f"[{run_id}] checkpoint {paths.checkpoint} cannot be read ({type(err).__name__}: {why}); "
-            f"kept as {kept.name}, training from step 0")
+        log(
+            f"[{run_id}] checkpoint {paths.checkpoint} cannot be read ({type(err).__name__}: {why}); "
+            f"kept as {kept.name}, training from step 0"
+        )
         return None
     if ckpt["run_id"] != run_id:
         log(f"[{run_id}] ignoring a checkpoint of another run ({ckpt['run_id']!r})")
@@ -122,7 +134,7 @@ def evaluate(model: GPT, eval_x: torch.Tensor, autocast, batch: int) -> float:
     model.eval()
     total, count = 0.0, 0
     for i in range(0, eval_x.size(0), batch):
-        chunk = eval_x[i:i + batch]
+        chunk = eval_x[i : i + batch]
         with autocast():
             _, loss = model(chunk[:, :-1], chunk[:, 1:])
         total += loss.item() * chunk.size(0)
@@ -131,8 +143,9 @@ def evaluate(model: GPT, eval_x: torch.Tensor, autocast, batch: int) -> float:
     return total / count
 
 
-def train_step(model: GPT, step_fn, optimizer: torch.optim.Optimizer, batch: torch.Tensor, lr: float,
-               grad_clip: float, autocast) -> float:
+def train_step(
+    model: GPT, step_fn, optimizer: torch.optim.Optimizer, batch: torch.Tensor, lr: float, grad_clip: float, autocast
+) -> float:
     """One optimizer step on ``batch`` (int64 [B, T+1]: inputs [:, :-1], targets [:, 1:]) at learning
     rate ``lr``, clipping the global gradient norm to ``grad_clip`` (0: no clipping); returns the
     batch's training loss in nats per token. ``step_fn`` is the model or its compiled form."""
@@ -182,7 +195,9 @@ def train(cfg: DictConfig, *, log=_log) -> dict[str, Any] | None:
         state = run_state(paths)
         if state in ("completed", "failed"):
             rec = read_record(paths.record)
-            log(f"[{plan.run_id}] {plan.run_name}: already {rec['status']} (val loss {rec['val_loss']:.4f}); nothing to do")
+            log(
+                f"[{plan.run_id}] {plan.run_name}: already {rec['status']} (val loss {rec['val_loss']:.4f}); nothing to do"
+            )
             return rec
         if state in ("corrupt", "errored"):
             kept = set_aside(paths.record, state)
@@ -225,14 +240,26 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         log(f"[{plan.run_id}] resuming from checkpoint at step {start_step}/{plan.steps}")
 
     group = cfg.sweep or "single"
-    tracker = start_tracker(cfg.tracking, name=plan.run_name, group=group, run_id=f"{group}-{plan.run_id}",
-                            tags=[cfg.sweep, plan.budget_label, plan.shape.name],
-                            config={**OmegaConf.to_container(cfg, resolve=True), "run_id": plan.run_id,
-                                    "params": plan.params, "params_non_embedding": plan.params_non_embedding,
-                                    "tokens": plan.tokens, "flops": plan.flops},
-                            run_dir=paths.dir / "wandb")
-    log(f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
-        f"{plan.steps} steps, lr {plan.lr:g}, {device.type}, {threads} thread(s)")
+    tracker = start_tracker(
+        cfg.tracking,
+        name=plan.run_name,
+        group=group,
+        run_id=f"{group}-{plan.run_id}",
+        tags=[cfg.sweep, plan.budget_label, plan.shape.name],
+        config={
+            **OmegaConf.to_container(cfg, resolve=True),
+            "run_id": plan.run_id,
+            "params": plan.params,
+            "params_non_embedding": plan.params_non_embedding,
+            "tokens": plan.tokens,
+            "flops": plan.flops,
+        },
+        run_dir=paths.dir / "wandb",
+    )
+    log(
+        f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
+        f"{plan.steps} steps, lr {plan.lr:g}, {device.type}, {threads} thread(s)"
+    )
 
     # SIGTERM (a cluster's preemption) or SIGINT (Ctrl-C): finish the current step, checkpoint, exit;
     # a second Ctrl-C stops at once (KeyboardInterrupt; the last periodic checkpoint stays).
@@ -243,8 +270,9 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
             raise KeyboardInterrupt
         preempt.update(flag=True, signal=signum)
 
-    previous_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)} \
-        if _main_thread() else {}
+    previous_handlers = (
+        {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)} if _main_thread() else {}
+    )
 
     log_every = max(1, plan.steps // t.log_points)
     eval_steps = {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
@@ -254,9 +282,21 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
 
     def save_checkpoint(step: int) -> None:
         buf = io.BytesIO()
-        torch.save({"run_id": plan.run_id, "step": step, "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(), "curve": curve, "train_time": train_time,
-                    "loss_start": loss_start, "window_sum": window_sum, "window_n": window_n, "ema": ema}, buf)
+        torch.save(
+            {
+                "run_id": plan.run_id,
+                "step": step,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "curve": curve,
+                "train_time": train_time,
+                "loss_start": loss_start,
+                "window_sum": window_sum,
+                "window_n": window_n,
+                "ema": ema,
+            },
+            buf,
+        )
         atomic_write_bytes(paths.checkpoint, buf.getvalue())
 
     # 4. loop
@@ -274,15 +314,22 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
             loss_start = loss_value if loss_start is None else loss_start
             ema = loss_value if ema is None else 0.9 * ema + 0.1 * loss_value
             if step >= 10 and ema > t.divergence_factor * loss_start:
-                raise Diverged(f"diverged: smoothed training loss {ema:.3f} at step {step} exceeds "
-                               f"{t.divergence_factor}x its start ({loss_start:.3f})")
+                raise Diverged(
+                    f"diverged: smoothed training loss {ema:.3f} at step {step} exceeds "
+                    f"{t.divergence_factor}x its start ({loss_start:.3f})"
+                )
             window_sum, window_n = window_sum + loss_value, window_n + 1
 
             is_eval = step in eval_steps
             if is_eval or (step + 1) % log_every == 0:
-                point = {"step": step + 1, "tokens": (step + 1) * plan.tokens_per_step,
-                         "flops": plan.flops * (step + 1) / plan.steps, "train_loss": window_sum / window_n,
-                         "val_loss": evaluate(model, eval_x, autocast, eval_batch) if is_eval else math.nan, "lr": lr}
+                point = {
+                    "step": step + 1,
+                    "tokens": (step + 1) * plan.tokens_per_step,
+                    "flops": plan.flops * (step + 1) / plan.steps,
+                    "train_loss": window_sum / window_n,
+                    "val_loss": evaluate(model, eval_x, autocast, eval_batch) if is_eval else math.nan,
+                    "lr": lr,
+                }
                 if is_eval and not math.isfinite(point["val_loss"]):
                     raise Diverged(f"diverged: held-out loss {point['val_loss']} at step {step + 1}")
                 curve.append(point)
@@ -290,13 +337,21 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
                 tracker.log({k: v for k, v in point.items() if k != "step" and math.isfinite(v)}, step=step + 1)
                 if is_eval:
                     val_loss = point["val_loss"]
-                    log(f"[{plan.run_id}] step {step + 1}/{plan.steps}  train {point['train_loss']:.4f}  val {val_loss:.4f}")
+                    log(
+                        f"[{plan.run_id}] step {step + 1}/{plan.steps}  train {point['train_loss']:.4f}  val {val_loss:.4f}"
+                    )
 
             if preempt["flag"] and step + 1 < plan.steps:  # at the last step: finish and record first
                 save_checkpoint(step + 1)
-                raise Preempted(f"{signal.Signals(preempt['signal']).name} at step {step + 1}/{plan.steps}; "
-                                "checkpoint saved, relaunch to resume")
-            if t.checkpoint_interval_s and time.perf_counter() - last_ckpt > t.checkpoint_interval_s and step + 1 < plan.steps:
+                raise Preempted(
+                    f"{signal.Signals(preempt['signal']).name} at step {step + 1}/{plan.steps}; "
+                    "checkpoint saved, relaunch to resume"
+                )
+            if (
+                t.checkpoint_interval_s
+                and time.perf_counter() - last_ckpt > t.checkpoint_interval_s
+                and step + 1 < plan.steps
+            ):
                 save_checkpoint(step + 1)
                 last_ckpt = time.perf_counter()
     except Diverged as err:
@@ -308,6 +363,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         exit_preempted(preempt["signal"])
     except Exception as err:  # an error (out of memory, a bug): recorded, retried on relaunch
         import traceback
+
         traceback.print_exc()
         status, reason = "failed", f"error: {type(err).__name__}: {err}"
         log(f"[{plan.run_id}] {reason}; recorded as failed (a relaunch retries it)")
@@ -318,39 +374,86 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
     # 5. record
     trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
     record = {
-        "schema": SCHEMA, "run_id": plan.run_id, "sweep": cfg.sweep, "status": status, "reason": reason,
-        "budget_flops": float(cfg.budget), "flops": plan.flops, "flops_attention": plan.flops_attention,
-        "param_count": cfg.param_count, "params": plan.params, "params_non_embedding": plan.params_non_embedding,
-        "tokens": plan.tokens, "steps": plan.steps, "batch_size": t.batch_size, "seq_len": t.seq_len,
+        "schema": SCHEMA,
+        "run_id": plan.run_id,
+        "sweep": cfg.sweep,
+        "status": status,
+        "reason": reason,
+        "budget_flops": float(cfg.budget),
+        "flops": plan.flops,
+        "flops_attention": plan.flops_attention,
+        "param_count": cfg.param_count,
+        "params": plan.params,
+        "params_non_embedding": plan.params_non_embedding,
+        "tokens": plan.tokens,
+        "steps": plan.steps,
+        "batch_size": t.batch_size,
+        "seq_len": t.seq_len,
         "tokens_trained": trained_tokens,  # = tokens when completed; how far a failed run got
-        "shape": plan.shape.name, "n_layer": plan.shape.n_layer, "d_model": plan.shape.d_model,
-        "n_head": plan.shape.n_head, "vocab_size": plan.shape.vocab_size, "lr": plan.lr,
-        "val_loss": val_loss, "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
-        "train_loss": curve[-1]["train_loss"] if curve else math.nan, "seed": cfg.seed,
-        "corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint,
+        "shape": plan.shape.name,
+        "n_layer": plan.shape.n_layer,
+        "d_model": plan.shape.d_model,
+        "n_head": plan.shape.n_head,
+        "vocab_size": plan.shape.vocab_size,
+        "lr": plan.lr,
+        "val_loss": val_loss,
+        "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
+        "train_loss": curve[-1]["train_loss"] if curve else math.nan,
+        "seed": cfg.seed,
+        "corpus": corpus.name,
+        "corpus_fingerprint": corpus.fingerprint,
         "entropy_rate": nan_if_none(corpus.entropy_rate),
         "loss_floor": nan_if_none(corpus.loss_floor(t.seq_len)),
-        "wall_time_s": time.perf_counter() - t_start, "tokens_per_s": trained_tokens / max(train_time, 1e-9),
+        "wall_time_s": time.perf_counter() - t_start,
+        "tokens_per_s": trained_tokens / max(train_time, 1e-9),
         "flops_per_s": plan.flops_attention / plan.tokens * trained_tokens / max(train_time, 1e-9),
-        "device": str(device), "threads": threads, "host": socket.gethostname(), "code_version": code_version(),
-        "torch_version": torch.__version__, "architecture": ARCHITECTURE, "started_at": started_at, "finished_at": now_iso(),
-        "corpus_description": corpus.description, "config": OmegaConf.to_container(cfg, resolve=True), "curve": curve,
+        "device": str(device),
+        "threads": threads,
+        "host": socket.gethostname(),
+        "code_version": code_version(),
+        "torch_version": torch.__version__,
+        "architecture": ARCHITECTURE,
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "corpus_description": corpus.description,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "curve": curve,
     }
     atomic_write_json(paths.record, record)
     paths.checkpoint.unlink(missing_ok=True)
-    tracker.summary({k: record[k] for k in ("status", "val_loss", "val_bpb", "train_loss", "tokens", "flops",
-                                              "params", "params_non_embedding", "tokens_per_s", "flops_per_s")})
+    tracker.summary(
+        {
+            k: record[k]
+            for k in (
+                "status",
+                "val_loss",
+                "val_bpb",
+                "train_loss",
+                "tokens",
+                "flops",
+                "params",
+                "params_non_embedding",
+                "tokens_per_s",
+                "flops_per_s",
+            )
+        }
+    )
     tracker.finish(failed=status != "completed")
-    log(f"[{plan.run_id}] {status}: val loss {val_loss:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
-        f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s")
+    log(
+        f"[{plan.run_id}] {status}: val loss {val_loss:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
+        f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s"
+    )
     if preempt["flag"]:
         name = signal.Signals(preempt["signal"]).name
-        log(f"[{plan.run_id}] {name} arrived during the last step: the run is recorded; exiting for the "
-            f"{'preemption' if name == 'SIGTERM' else 'interrupt'}")
+        log(
+            f"[{plan.run_id}] {name} arrived during the last step: the run is recorded; exiting for the "
+            f"{'preemption' if name == 'SIGTERM' else 'interrupt'}"
+        )
         exit_preempted(preempt["signal"])
     return record
 
 
 def _main_thread() -> bool:
     import threading
+
     return threading.current_thread() is threading.main_thread()

@@ -4,6 +4,7 @@ Before Hydra takes over, the overrides are composed and the run is planned once 
 unknown key, a wrong type, an unknown model name or an impossible budget is reported as one line
 naming the key and what is valid, before any compute is spent.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,11 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     while e is not None:
         for line in str(e).splitlines():
             line = line.strip()
-            if line and not line.startswith(("Set the environment", "object_type", "reference_type")) and line not in parts:
+            if (
+                line
+                and not line.startswith(("Set the environment", "object_type", "reference_type"))
+                and line not in parts
+            ):
                 parts.append(line)
         e = e.__cause__ or e.__context__
     text = "; ".join(parts)
@@ -36,8 +41,9 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     return f"{text} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
 
 
-def compose_config(overrides: list[str], config_name: str = "config", extra_dir: str | None = None,
-                   with_hydra: bool = False) -> DictConfig:
+def compose_config(
+    overrides: list[str], config_name: str = "config", extra_dir: str | None = None, with_hydra: bool = False
+) -> DictConfig:
     """Compose the config as Hydra would (conf/ and sweeps/ are on the search path, plus
     ``extra_dir`` for a sweep file kept elsewhere), raising ConfigError with one line on failure.
     ``with_hydra`` also composes (and so checks) the ``hydra`` section: launcher, sweeper."""
@@ -93,12 +99,24 @@ def precheck(argv: list[str]) -> None:
 
     args = parse_command_line(argv)
     if args.multirun and only_shows(args):
-        raise ConfigError("--cfg/--info cannot be combined with --multirun (Hydra shows the config of one job); "
-                          "drop --multirun")
-    if args.help or args.hydra_help or args.info or args.shell_completion or args.experimental_rerun or args.config_path:
+        raise ConfigError(
+            "--cfg/--info cannot be combined with --multirun (Hydra shows the config of one job); drop --multirun"
+        )
+    if (
+        args.help
+        or args.hydra_help
+        or args.info
+        or args.shell_completion
+        or args.experimental_rerun
+        or args.config_path
+    ):
         return  # nothing to compose, or a config location only Hydra resolves
-    cfg = compose_config(first_values(args.overrides), config_name=args.config_name or "config",
-                         extra_dir=args.config_dir, with_hydra=True)
+    cfg = compose_config(
+        first_values(args.overrides),
+        config_name=args.config_name or "config",
+        extra_dir=args.config_dir,
+        with_hydra=True,
+    )
     if not (args.multirun or args.cfg):
         with open_dict(cfg):
             del cfg["hydra"]
@@ -115,9 +133,10 @@ def run_task(cfg: DictConfig) -> float | None:
         record = train(cfg)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     if cfg.sweep and (Path(cfg.store) / "sweep.json").exists():
         from scaling.progress import format_progress
+
         print(format_progress(Path(cfg.store)), flush=True)
     return None if record is None else record["val_loss"]
 

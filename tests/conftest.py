@@ -1,4 +1,5 @@
 """Shared helpers: run the real `scaling` CLI in a subprocess, isolated from the user's setup."""
+
 import os
 import subprocess
 import sys
@@ -21,10 +22,13 @@ def _isolated_env(monkeypatch, tmp_path_factory):
 def run_cli(*args, cwd=None, timeout=600, env=None, check=False):
     """`scaling ARGS...` in a fresh process; returns CompletedProcess with text output."""
     full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run([SCALING, *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=full_env)
+    proc = subprocess.run(
+        [SCALING, *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"scaling {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"scaling {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 

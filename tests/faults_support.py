@@ -1,5 +1,6 @@
 """Shared by the fault tests: the deterministic test sweep (tests/sweeps/faults.yaml), launching it in
 its own process group, killing it at a seeded point, and comparing stores run by run."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,20 @@ RESUMED = re.compile(r"^\[([0-9a-f]{12})\] resuming from checkpoint at step (\d+
 PREEMPTED = re.compile(r"^\[([0-9a-f]{12})\] preempted: SIG(?:TERM|INT) at step (\d+)/\d+; checkpoint saved", re.M)
 
 # What a deterministic run must reproduce exactly, whether or not it was interrupted.
-OUTCOME_KEYS = ("status", "reason", "val_loss", "val_bpb", "train_loss", "steps", "tokens", "flops", "params",
-                "lr", "corpus_fingerprint", "curve")
+OUTCOME_KEYS = (
+    "status",
+    "reason",
+    "val_loss",
+    "val_bpb",
+    "train_loss",
+    "steps",
+    "tokens",
+    "flops",
+    "params",
+    "lr",
+    "corpus_fingerprint",
+    "curve",
+)
 
 
 def fault_env(**extra: str) -> dict[str, str]:
@@ -39,9 +52,15 @@ class Launch:
     def __init__(self, store: Path, log: Path, *overrides: str, env: dict[str, str] | None = None):
         self.log = log
         self._out = open(log, "w")
-        self.proc = subprocess.Popen([SCALING, "sweep", str(SWEEP), f"store={store}", *overrides], cwd=ROOT,
-                                     stdout=self._out, stderr=subprocess.STDOUT, text=True,
-                                     env=env or fault_env(), start_new_session=True)
+        self.proc = subprocess.Popen(
+            [SCALING, "sweep", str(SWEEP), f"store={store}", *overrides],
+            cwd=ROOT,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env or fault_env(),
+            start_new_session=True,
+        )
 
     @property
     def output(self) -> str:

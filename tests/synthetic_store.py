@@ -1,6 +1,7 @@
 """A results store drawn from a known law, written the way the trainer and the sweeper write one
 (docs/CONTRACTS.md: runs/<run_id>/record.json with its curve, sweep.json with the plan and the
 dropped combinations), so plots and reports can be checked against the truth without training."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,22 +25,67 @@ def _record(law: dict, budget: float, shape: str, n: float, rng: np.random.Gener
     losses = laws.chinchilla_loss(n, tokens, **law) * np.exp(noise * rng.standard_normal(CURVE_POINTS))
     identity = {"budget": budget, "shape": shape, "law": law}
     return {
-        "schema": SCHEMA, "run_id": run_id(identity), "sweep": "synthetic", "status": "completed", "reason": "",
-        "budget_flops": budget, "flops": 6.0 * n * d, "flops_attention": 6.0 * n * d, "param_count": "total",
-        "params": n, "params_non_embedding": 0.9 * n, "tokens": d, "steps": CURVE_POINTS, "batch_size": 8,
-        "seq_len": 64, "shape": shape, "n_layer": 2, "d_model": 64, "n_head": 2, "vocab_size": 256, "lr": 1e-3,
-        "val_loss": float(losses[-1]), "val_bpb": float(losses[-1]) / np.log(2), "train_loss": float(losses[-1]),
-        "seed": 0, "corpus": "synthetic-law", "corpus_fingerprint": "0123456789abcdef", "entropy_rate": np.nan,
-        "loss_floor": law["E"], "wall_time_s": 1.0, "tokens_per_s": d, "flops_per_s": 6.0 * n * d, "device": "cpu",
-        "threads": 1, "code_version": "abc123def456", "started_at": "2026-01-01T00:00:00+00:00",
-        "finished_at": "2026-01-01T00:01:00+00:00", "config": {},
-        "curve": [{"step": i + 1, "tokens": float(t), "flops": float(6.0 * n * t), "train_loss": float(v),
-                   "val_loss": float(v), "lr": 1e-3} for i, (t, v) in enumerate(zip(tokens, losses))],
+        "schema": SCHEMA,
+        "run_id": run_id(identity),
+        "sweep": "synthetic",
+        "status": "completed",
+        "reason": "",
+        "budget_flops": budget,
+        "flops": 6.0 * n * d,
+        "flops_attention": 6.0 * n * d,
+        "param_count": "total",
+        "params": n,
+        "params_non_embedding": 0.9 * n,
+        "tokens": d,
+        "steps": CURVE_POINTS,
+        "batch_size": 8,
+        "seq_len": 64,
+        "shape": shape,
+        "n_layer": 2,
+        "d_model": 64,
+        "n_head": 2,
+        "vocab_size": 256,
+        "lr": 1e-3,
+        "val_loss": float(losses[-1]),
+        "val_bpb": float(losses[-1]) / np.log(2),
+        "train_loss": float(losses[-1]),
+        "seed": 0,
+        "corpus": "synthetic-law",
+        "corpus_fingerprint": "0123456789abcdef",
+        "entropy_rate": np.nan,
+        "loss_floor": law["E"],
+        "wall_time_s": 1.0,
+        "tokens_per_s": d,
+        "flops_per_s": 6.0 * n * d,
+        "device": "cpu",
+        "threads": 1,
+        "code_version": "abc123def456",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T00:01:00+00:00",
+        "config": {},
+        "curve": [
+            {
+                "step": i + 1,
+                "tokens": float(t),
+                "flops": float(6.0 * n * t),
+                "train_loss": float(v),
+                "val_loss": float(v),
+                "lr": 1e-3,
+            }
+            for i, (t, v) in enumerate(zip(tokens, losses))
+        ],
     }
 
 
-def write_store(store: Path, law: dict = SMALL_LAW, budgets=QUICK_BUDGETS, sizes: int = SHAPES_PER_BUDGET,
-                noise: float = 0.005, seed: int = 0, with_failures: bool = True) -> dict[str, list]:
+def write_store(
+    store: Path,
+    law: dict = SMALL_LAW,
+    budgets=QUICK_BUDGETS,
+    sizes: int = SHAPES_PER_BUDGET,
+    noise: float = 0.005,
+    seed: int = 0,
+    with_failures: bool = True,
+) -> dict[str, list]:
     """An IsoFLOP sweep around the law's optimum (sizes log-spaced over N_opt·10^(±1)); with
     ``with_failures`` also one diverged run, one planned run without a record, one dropped
     combination in sweep.json, and a truncated record file. Returns what was written: the kept records, failed, missing, dropped."""
@@ -50,28 +96,66 @@ def write_store(store: Path, law: dict = SMALL_LAW, budgets=QUICK_BUDGETS, sizes
         for k, n in enumerate(np.geomspace(n_opt / 10, n_opt * 10, sizes)):
             rec = _record(law, budget, f"s{k}", float(np.round(n)), rng, noise)
             records.append(rec)
-            plan.append({"run_id": rec["run_id"], "overrides": [f"budget={budget:g}", f"model=s{k}"], "shape": f"s{k}",
-                         "budget_flops": budget, "flops": rec["flops"], "params": rec["params"],
-                         "tokens": rec["tokens"], "state_at_launch": "new"})
+            plan.append(
+                {
+                    "run_id": rec["run_id"],
+                    "overrides": [f"budget={budget:g}", f"model=s{k}"],
+                    "shape": f"s{k}",
+                    "budget_flops": budget,
+                    "flops": rec["flops"],
+                    "params": rec["params"],
+                    "tokens": rec["tokens"],
+                    "state_at_launch": "new",
+                }
+            )
     failed, missing, dropped = [], [], []
     if with_failures:
         bad = _record(law, budgets[0], "s-wide", 5e6, rng, noise)
         bad.update(status="failed", reason="diverged: val loss nan at step 7", val_loss=float("nan"))
         failed.append(bad)
-        plan.append({"run_id": bad["run_id"], "overrides": [f"budget={budgets[0]:g}", "model=s-wide"],
-                     "shape": "s-wide", "budget_flops": budgets[0], "flops": bad["flops"], "params": bad["params"],
-                     "tokens": bad["tokens"], "state_at_launch": "new"})
-        missing.append({"run_id": "feedfacecafe", "overrides": [f"budget={budgets[-1]:g}", "model=s-late"],
-                        "shape": "s-late", "budget_flops": budgets[-1], "flops": budgets[-1], "params": 1e6,
-                        "tokens": budgets[-1] / 6e6, "state_at_launch": "new"})
-        dropped.append({"overrides": [f"budget={budgets[-1]:g}", "model=s-huge"],
-                        "reason": "needs 9,999,999 tokens but the corpus's training split holds 1,000"})
+        plan.append(
+            {
+                "run_id": bad["run_id"],
+                "overrides": [f"budget={budgets[0]:g}", "model=s-wide"],
+                "shape": "s-wide",
+                "budget_flops": budgets[0],
+                "flops": bad["flops"],
+                "params": bad["params"],
+                "tokens": bad["tokens"],
+                "state_at_launch": "new",
+            }
+        )
+        missing.append(
+            {
+                "run_id": "feedfacecafe",
+                "overrides": [f"budget={budgets[-1]:g}", "model=s-late"],
+                "shape": "s-late",
+                "budget_flops": budgets[-1],
+                "flops": budgets[-1],
+                "params": 1e6,
+                "tokens": budgets[-1] / 6e6,
+                "state_at_launch": "new",
+            }
+        )
+        dropped.append(
+            {
+                "overrides": [f"budget={budgets[-1]:g}", "model=s-huge"],
+                "reason": "needs 9,999,999 tokens but the corpus's training split holds 1,000",
+            }
+        )
     for rec in records + failed:
         atomic_write_json(store / "runs" / rec["run_id"] / "record.json", rec)
     if with_failures:  # a record cut short (a disk that filled up): read_store lists it among its problems
         (store / "runs" / "0badc0ffee00").mkdir(parents=True)
         (store / "runs" / "0badc0ffee00" / "record.json").write_text('{"schema": 1, "run_id": "0badc0ffee00", "sta')
-    atomic_write_json(store / "sweep.json", {"sweep": "synthetic", "launched_at": "2026-01-01T00:00:00+00:00",
-                                             "launched_at_unix": 1767225600.0, "runs": plan + missing,
-                                             "dropped": dropped})
+    atomic_write_json(
+        store / "sweep.json",
+        {
+            "sweep": "synthetic",
+            "launched_at": "2026-01-01T00:00:00+00:00",
+            "launched_at_unix": 1767225600.0,
+            "runs": plan + missing,
+            "dropped": dropped,
+        },
+    )
     return {"records": records, "failed": failed, "missing": missing, "dropped": dropped}

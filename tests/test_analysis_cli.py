@@ -1,5 +1,6 @@
 """`scaling fit` end to end (CSV, Parquet, a results store) and every bad input as one line, exit 2.
 (~10 s: a few fits with 100 bootstrap resamples and three subprocesses.)"""
+
 import json
 import subprocess
 import sys
@@ -28,6 +29,7 @@ def csv(tmp_path, runs):
         path = tmp_path / name
         frame.to_csv(path, index=False)
         return str(path)
+
     return write
 
 
@@ -69,7 +71,8 @@ def test_fit_all_approaches_saves_a_report_that_loads_back_identically(capsys, c
     report = FitReport.load(out_path)
     assert to_jsonable(report) == saved
     assert report.parametric.predict([1e8], [1e10])[0] == pytest.approx(
-        CHINCHILLA_LAW["E"] + CHINCHILLA_LAW["A"] / 1e8**0.34 + CHINCHILLA_LAW["B"] / 1e10**0.28, rel=0.05)
+        CHINCHILLA_LAW["E"] + CHINCHILLA_LAW["A"] / 1e8**0.34 + CHINCHILLA_LAW["B"] / 1e10**0.28, rel=0.05
+    )
     profile = report.isoflop.profiles[0]
     assert profile(profile.n_opt) == pytest.approx(profile.loss_opt)
     assert report.envelope.diagnostics["points_used"].startswith("final points only")
@@ -92,10 +95,22 @@ def test_fit_parquet_with_other_column_names_and_compute_instead_of_tokens(capsy
 def _write_store(root, runs, curves, *, failed=None, corpus_of=lambda i: "c0ffee"):
     for i, run in enumerate(runs.itertuples()):
         curve = curves[curves["run_id"] == run.run_id].drop(columns="run_id").to_dict("records")
-        record = {"schema": SCHEMA, "run_id": run.run_id, "sweep": "quick", "status": "completed", "reason": "",
-                  "budget_flops": run.budget_flops, "flops": run.flops, "params": run.params,
-                  "params_non_embedding": run.params * 0.8, "tokens": run.tokens, "val_loss": run.val_loss,
-                  "corpus": "synthetic", "corpus_fingerprint": corpus_of(i), "curve": curve}
+        record = {
+            "schema": SCHEMA,
+            "run_id": run.run_id,
+            "sweep": "quick",
+            "status": "completed",
+            "reason": "",
+            "budget_flops": run.budget_flops,
+            "flops": run.flops,
+            "params": run.params,
+            "params_non_embedding": run.params * 0.8,
+            "tokens": run.tokens,
+            "val_loss": run.val_loss,
+            "corpus": "synthetic",
+            "corpus_fingerprint": corpus_of(i),
+            "curve": curve,
+        }
         if failed == i:
             record.update(status="failed", reason="diverged: val loss nan at step 120", val_loss=float("nan"))
         atomic_write_json(root / "runs" / run.run_id / "record.json", record)
@@ -109,12 +124,26 @@ def test_fit_a_results_store_uses_curves_and_excludes_failed_runs_visibly(capsys
     (tmp_path / "store" / "runs" / "broken" / "record.json").write_text("{truncated")
     code, out, err = run_cli(capsys, "fit", store, "--bootstrap", "50", "--out", str(tmp_path / "fit.json"))
     assert code == 0, err
-    assert f"excluded 1 of 32 runs that did not complete: {runs.run_id[3]} (failed: diverged: val loss nan at step 120)" in err
+    assert (
+        f"excluded 1 of 32 runs that did not complete: {runs.run_id[3]} (failed: diverged: val loss nan at step 120)"
+        in err
+    )
     assert "warning: skipped" in err and "broken" in err  # the store's unreadable record, named
     report = FitReport.load(tmp_path / "fit.json")
     assert report.runs == 31 and report.envelope.diagnostics["from_curves"] is True
-    code, out, err = run_cli(capsys, "fit", store, "--approach", "3", "--bootstrap", "0", "--n-kind", "non_embedding",
-                             "--out", str(tmp_path / "ne.json"))
+    code, out, err = run_cli(
+        capsys,
+        "fit",
+        store,
+        "--approach",
+        "3",
+        "--bootstrap",
+        "0",
+        "--n-kind",
+        "non_embedding",
+        "--out",
+        str(tmp_path / "ne.json"),
+    )
     assert code == 0
     ne = FitReport.load(tmp_path / "ne.json").parametric
     kept = runs.drop(index=3)
@@ -135,8 +164,10 @@ def test_fit_warns_when_runs_of_two_model_architectures_are_pooled(capsys, tmp_p
     frame.to_csv(tmp_path / "mixed.csv", index=False)
     code, out, err = run_cli(capsys, "fit", str(tmp_path / "mixed.csv"), "--approach", "3", "--bootstrap", "0")
     assert code == 0
-    assert (f"runs of 2 model architectures are fitted together: gpt2-v2 (20 runs), unrecorded (older records) "
-            f"({len(runs) - 20} runs)") in err
+    assert (
+        f"runs of 2 model architectures are fitted together: gpt2-v2 (20 runs), unrecorded (older records) "
+        f"({len(runs) - 20} runs)"
+    ) in err
 
 
 # ---------------------------------------------------------------- bad input: one line, exit 2
@@ -147,10 +178,17 @@ def _with(runs, row, column, value):
     return frame
 
 
-@pytest.mark.parametrize("column, value, what", [
-    ("val_loss", float("nan"), "nan"), ("val_loss", -0.5, "-0.5"), ("val_loss", float("inf"), "inf"),
-    ("params", 0, "0"), ("tokens", -5, "-5"), ("params", "abc", "abc"),
-])
+@pytest.mark.parametrize(
+    "column, value, what",
+    [
+        ("val_loss", float("nan"), "nan"),
+        ("val_loss", -0.5, "-0.5"),
+        ("val_loss", float("inf"), "inf"),
+        ("params", 0, "0"),
+        ("tokens", -5, "-5"),
+        ("params", "abc", "abc"),
+    ],
+)
 def test_bad_values_name_the_column_row_and_value(capsys, csv, runs, column, value, what):
     path = csv(_with(runs, 2, column, value))
     code, out, err = run_cli(capsys, "fit", path)
@@ -192,21 +230,32 @@ def test_unreadable_and_missing_files(capsys, tmp_path):
     assert_one_line_error(code, err, "holds no readable run records")
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--bootstrap", "-1"], "--bootstrap"), (["--level", "1.5"], "--level"), (["--approach", "4"], "--approach"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--bootstrap", "-1"], "--bootstrap"),
+        (["--level", "1.5"], "--level"),
+        (["--approach", "4"], "--approach"),
+    ],
+)
 def test_bad_fit_options(capsys, csv, argv, fragment):
     code, out, err = run_cli(capsys, "fit", csv(), *argv)
     assert_one_line_error(code, err, fragment)
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--budget", "0"], "--budget"), (["--budget", "abc"], "'abc' is not a number"), (["--budget", "nan"], "--budget"),
-    (["--budget", "1e20", "--law", "gpt"], "--law 'gpt' is neither a preset"),
-    (["--target-loss", "2", "--law", "chinchilla"], "does not predict loss"),
-    (["--target-loss", "1.6", "--law", "chinchilla-parametric"], "not reachable"),
-    (["--max-tokens", "1e9"], "--max-tokens needs --budget"), ([], "give either --budget"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--budget", "0"], "--budget"),
+        (["--budget", "abc"], "'abc' is not a number"),
+        (["--budget", "nan"], "--budget"),
+        (["--budget", "1e20", "--law", "gpt"], "--law 'gpt' is neither a preset"),
+        (["--target-loss", "2", "--law", "chinchilla"], "does not predict loss"),
+        (["--target-loss", "1.6", "--law", "chinchilla-parametric"], "not reachable"),
+        (["--max-tokens", "1e9"], "--max-tokens needs --budget"),
+        ([], "give either --budget"),
+    ],
+)
 def test_bad_optimal_input(capsys, argv, fragment):
     code, out, err = run_cli(capsys, "optimal", *argv)
     assert_one_line_error(code, err, fragment)
@@ -231,7 +280,8 @@ def test_the_installed_command_prints_one_line_and_no_traceback(csv, runs):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         f"error: column 'val_loss', row 1 (run {runs.run_id[0]}): value nan is not usable; losses must be finite "
-        "numbers > 0"]
+        "numbers > 0"
+    ]
 
 
 def test_wandb_source_fails_fast_with_one_line_when_offline():
@@ -243,8 +293,10 @@ def test_wandb_source_fails_fast_with_one_line_when_offline():
 
 
 def test_the_analysis_never_imports_torch():
-    code = ("import sys, analysis.cli, analysis.fit, analysis.optimal, analysis.table; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, analysis.cli, analysis.fit, analysis.optimal, analysis.table; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
 
 
@@ -253,5 +305,7 @@ def test_rows_are_counted_in_the_source_even_after_failed_runs_are_dropped(capsy
     frame = _with(frame, 4, "tokens", 0)
     code, out, err = run_cli(capsys, "fit", csv(frame))
     assert_one_line_error(code, err)
-    assert err.strip() == (f"error: column 'tokens', row 5 (run {runs.run_id[4]}): value 0.0 is not usable; "
-                           "token counts D must be finite numbers > 0")
+    assert err.strip() == (
+        f"error: column 'tokens', row 5 (run {runs.run_id[4]}): value 0.0 is not usable; "
+        "token counts D must be finite numbers > 0"
+    )

@@ -1,4 +1,5 @@
 """The laws as pure functions: closed forms against brute force, limits, the JSON codec. (< 1 s)"""
+
 import numpy as np
 import pytest
 
@@ -11,8 +12,9 @@ def test_log_sum_exp_form_is_the_log_of_the_loss():
     n, d = np.geomspace(1e6, 1e11, 7), np.geomspace(1e8, 1e13, 7)
     p = CHINCHILLA_LAW
     direct = np.log(laws.chinchilla_loss(n, d, **p))
-    lse = laws.chinchilla_log_loss(np.log(n), np.log(d), np.log(p["E"]), np.log(p["A"]), np.log(p["B"]),
-                                   p["alpha"], p["beta"])
+    lse = laws.chinchilla_log_loss(
+        np.log(n), np.log(d), np.log(p["E"]), np.log(p["A"]), np.log(p["B"]), p["alpha"], p["beta"]
+    )
     np.testing.assert_allclose(lse, direct, rtol=1e-13)
 
 

@@ -1,5 +1,6 @@
 """`scaling optimal`: published presets, fits as laws, the inverse, the data-capped case, 6·N·D = C.
 (~3 s: one small fit with 200 bootstrap resamples, the rest is arithmetic.)"""
+
 import json
 
 import numpy as np
@@ -12,9 +13,17 @@ from analysis.table import table_from_frame
 from scaling.cli import main
 
 # Hoffmann et al. 2022, Table 3 (REFERENCE.md): parameters, FLOPs, tokens.
-TABLE_3 = [(400e6, 1.92e19, 8.0e9), (1e9, 1.21e20, 20.2e9), (10e9, 1.23e22, 205.1e9), (67e9, 5.76e23, 1.5e12),
-           (175e9, 3.85e24, 3.7e12), (280e9, 9.90e24, 5.9e12), (520e9, 3.43e25, 11.0e12), (1e12, 1.27e26, 21.2e12),
-           (10e12, 1.30e28, 216.2e12)]
+TABLE_3 = [
+    (400e6, 1.92e19, 8.0e9),
+    (1e9, 1.21e20, 20.2e9),
+    (10e9, 1.23e22, 205.1e9),
+    (67e9, 5.76e23, 1.5e12),
+    (175e9, 3.85e24, 3.7e12),
+    (280e9, 9.90e24, 5.9e12),
+    (520e9, 3.43e25, 11.0e12),
+    (1e12, 1.27e26, 21.2e12),
+    (10e12, 1.30e28, 216.2e12),
+]
 
 
 def optimal(capsys, *argv) -> dict:

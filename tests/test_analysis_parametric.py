@@ -1,5 +1,6 @@
 """Approach 3 against known truth: recovery, interval coverage, the optimum itself. (~15-25 s, most of
 it the coverage test: 40 seeded data sets x (fit + 100 bootstrap refits) on 60 runs each.)"""
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -13,8 +14,9 @@ TRUTH = {**CHINCHILLA_LAW, "a": 0.28 / 0.62, "b": 0.34 / 0.62}
 
 
 def _table(budgets=5, sizes=30, noise=0.005, seed=0):
-    return table_from_frame(isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 22, budgets), sizes, noise=noise, seed=seed),
-                            "synthetic")
+    return table_from_frame(
+        isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 22, budgets), sizes, noise=noise, seed=seed), "synthetic"
+    )
 
 
 def test_recovers_the_published_law_from_noisy_runs():
@@ -52,8 +54,9 @@ def test_95_percent_intervals_cover_the_truth_in_at_least_90_percent_of_repetiti
     # 1% noise). Measured over 100 data sets: coverage 94-97% for every parameter.
     reps, covered = 40, {k: 0 for k in TRUTH}
     for rep in range(reps):
-        table = table_from_frame(isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 21, 4), 15, noise=0.01, seed=100 + rep),
-                                 "synthetic")
+        table = table_from_frame(
+            isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 21, 4), 15, noise=0.01, seed=100 + rep), "synthetic"
+        )
         fit = fit_parametric(table, resamples=100, seed=rep, refined_starts=4)
         assert fit.bootstrap.failed == 0
         for name, true in TRUTH.items():
@@ -96,11 +99,21 @@ def test_bootstrap_refits_match_scipy_refits_of_the_same_resamples():
     runs = table.runs
     objective = HuberLogLoss(runs["N"].to_numpy(), runs["D"].to_numpy(), runs["loss"].to_numpy())
     weights = resample_weights(np.random.default_rng(4), len(runs), 20)  # the draws fit_parametric made
-    start = objective.to_centered(np.log([fit.params[k] for k in ("E", "A", "B")]).tolist()
-                                  + [fit.params["alpha"], fit.params["beta"]])
+    start = objective.to_centered(
+        np.log([fit.params[k] for k in ("E", "A", "B")]).tolist() + [fit.params["alpha"], fit.params["beta"]]
+    )
     with one_blas_thread():  # OpenBLAS threads make each tiny L-BFGS-B step ~40x slower
-        refits = [minimize(objective.value_and_grad, start, args=(w,), jac=True, method="L-BFGS-B",
-                           options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000}).x for w in weights]
+        refits = [
+            minimize(
+                objective.value_and_grad,
+                start,
+                args=(w,),
+                jac=True,
+                method="L-BFGS-B",
+                options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
+            ).x
+            for w in weights
+        ]
     np.testing.assert_allclose(fit.bootstrap.samples["alpha"], [theta[3] for theta in refits], rtol=1e-5)
     np.testing.assert_allclose(fit.bootstrap.samples["E"], [np.exp(theta[0]) for theta in refits], rtol=1e-5)
 

@@ -1,13 +1,13 @@
 """Approaches 1 (envelope of loss curves) and 2 (IsoFLOP parabolas) against known truth. (~3 s)"""
+
 import numpy as np
 import pytest
 
-from analysis.envelope import fit_envelope
+from analysis.envelope import BINS_PER_DECADE, fit_envelope
 from analysis.isoflop import fit_isoflop, parabola_coefficients
 from analysis.laws import chinchilla_allocation
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from analysis.table import table_from_frame
-from analysis.envelope import BINS_PER_DECADE
 from analysis.validation import validate_envelope, validate_isoflop
 from scaling.errors import DataError
 
@@ -15,7 +15,9 @@ A_TRUE = 0.28 / 0.62  # beta/(alpha+beta) of the published law: N_opt ~ C^0.4516
 
 
 def _runs(sizes=15, budgets=5, spread=1.0, noise=0.005, seed=0):
-    return isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 22, budgets), sizes, spread_decades=spread, noise=noise, seed=seed)
+    return isoflop_runs(
+        CHINCHILLA_LAW, np.logspace(18, 22, budgets), sizes, spread_decades=spread, noise=noise, seed=seed
+    )
 
 
 def test_parabola_coefficients_are_exact_on_a_parabola_and_nan_when_degenerate():
@@ -86,7 +88,9 @@ def test_approach_1_validation_predicts_the_held_out_budgets_lowest_loss():
     # optimum, 0.5% noise picks among neighbours): -58%..+67% over those seeds, so it is reported, not tested.
     assert abs(check["loss_relative_error"]) < 0.03
     assert check["loss_observed"] == pytest.approx(table.runs[table.runs["budget"] == 1e22]["loss"].min())
-    assert validate_envelope(table_from_frame(_runs(budgets=1), "one"), BINS_PER_DECADE) == {"skipped": "needs at least 2 budgets"}
+    assert validate_envelope(table_from_frame(_runs(budgets=1), "one"), BINS_PER_DECADE) == {
+        "skipped": "needs at least 2 budgets"
+    }
 
 
 def test_approach_1_without_curves_uses_final_points_and_says_so():

@@ -9,12 +9,12 @@ reaches it); the cases only the sweeper can detect, and a sample of the others, 
 subprocesses. About 30 s on an idle 2-core machine, plus the reference sweep (~15 s) when this
 module runs alone.
 """
+
 import json
 import math
 import shutil
 
 import pytest
-
 from conftest import assert_one_line_error, run_cli
 from faults_support import SWEEP, copy_store, reference_store, snapshot
 
@@ -26,15 +26,27 @@ TRAIN = [
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
     ("zero budget", ["budget=0", f"store={S}"], ["budget", "0.0", "positive number"]),
     ("NaN budget", ["budget=nan", f"store={S}"], ["budget", "nan", "positive number"]),
-    ("impossible budget", ["model=d768", "budget=1e12", f"store={S}"],
-     ["budget", "d768", "0 optimizer steps", "train.min_steps", "use budget >="]),
+    (
+        "impossible budget",
+        ["model=d768", "budget=1e12", f"store={S}"],
+        ["budget", "d768", "0 optimizer steps", "train.min_steps", "use budget >="],
+    ),
     ("value out of range", ["optim.beta2=1.5", f"store={S}"], ["optim.beta2", "1.5", "[0, 1)"]),
-    ("missing data file", ["data=bin", "data.path={workdir}/missing.bin", "data.vocab_size=256", f"store={S}"],
-     ["data.path", "missing.bin", "does not exist"]),
-    ("garbled data file", ["data=bin", "data.path={workdir}/odd.bin", "data.vocab_size=256", f"store={S}"],
-     ["data.path", "odd.bin", "1001 bytes", "data.dtype"]),
-    ("unwritable store", ["model=d32", "budget=4e10", "store={afile}/store"], ["store", "afile", "Not a directory",
-                                                                               "writable directory"]),
+    (
+        "missing data file",
+        ["data=bin", "data.path={workdir}/missing.bin", "data.vocab_size=256", f"store={S}"],
+        ["data.path", "missing.bin", "does not exist"],
+    ),
+    (
+        "garbled data file",
+        ["data=bin", "data.path={workdir}/odd.bin", "data.vocab_size=256", f"store={S}"],
+        ["data.path", "odd.bin", "1001 bytes", "data.dtype"],
+    ),
+    (
+        "unwritable store",
+        ["model=d32", "budget=4e10", "store={afile}/store"],
+        ["store", "afile", "Not a directory", "writable directory"],
+    ),
 ]
 SWEEP_CASES = [
     ("unknown sweep", ["nosuch"], ["sweep 'nosuch'", "no such sweep file", "tiny"]),
@@ -45,8 +57,11 @@ SWEEP_CASES = [
 ]
 SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subprocesses
     ("negative budget", [str(SWEEP), "budget=-1e10", f"store={S}"], ["budget", "-1", "positive number"]),
-    ("impossible budgets", [str(SWEEP), "budget=1e3", f"store={S}"],
-     ["all 2 combinations were dropped", "train.min_steps"]),
+    (
+        "impossible budgets",
+        [str(SWEEP), "budget=1e3", f"store={S}"],
+        ["all 2 combinations were dropped", "train.min_steps"],
+    ),
     ("unknown model in a list", [str(SWEEP), "model=d32,d33", f"store={S}"], ["model=d33", "model/d33", "d48"]),
 ]
 FIT = [
@@ -56,23 +71,36 @@ FIT = [
     ("negative loss in a table", ["{negative_csv}"], ["column 'val_loss'", "-1.5", "> 0"]),
     ("missing column", ["{no_loss_csv}"], ["no column for loss", "--loss-column", "Columns present"]),
     ("unknown column option", [S, "--loss-column", "bpb"], ["--loss-column 'bpb'", "no such column", "val_loss"]),
-    ("no completed run", ["{failed_store}"], ["no completed runs to fit", "6 runs", "diverged: training loss nan at step 3"]),
+    (
+        "no completed run",
+        ["{failed_store}"],
+        ["no completed runs to fit", "6 runs", "diverged: training loss nan at step 3"],
+    ),
     ("too few points for the approach", [S, "--approach", "2"], ["approach 2 needs", "3 distinct", "(2 sizes)"]),
     ("wrong type option", [S, "--bootstrap", "many"], ["--bootstrap", "'many'", "whole number"]),
-    ("unwritable output", [S, "--approach", "3", "--bootstrap", "0", "--out", "{afile}/fit.json"],
-     ["--out", "afile/fit.json", "directory"]),
+    (
+        "unwritable output",
+        [S, "--approach", "3", "--bootstrap", "0", "--out", "{afile}/fit.json"],
+        ["--out", "afile/fit.json", "directory"],
+    ),
 ]
 OPTIMAL = [
     ("negative budget", ["--budget", "-1e21"], ["--budget", "'-1e21'", "finite number > 0"]),
     ("zero budget", ["--budget", "0"], ["--budget", "'0'", "finite number > 0"]),
     ("unknown law", ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"], ["no-such-fit.json", "chinchilla"]),
     ("not a fit file", ["--law", "{negative_csv}", "--budget", "1e21"], ["negative.csv", "not valid JSON"]),
-    ("approach missing from the fit", ["--law", "{fit}", "--approach", "2", "--budget", "1e21"],
-     ["no approach 2 fit", "it has: 3"]),
+    (
+        "approach missing from the fit",
+        ["--law", "{fit}", "--approach", "2", "--budget", "1e21"],
+        ["no approach 2 fit", "it has: 3"],
+    ),
     ("unreachable target loss", ["--law", "chinchilla-parametric", "--target-loss", "1.0"], ["not reachable", "1.69"]),
     ("negative token cap", ["--budget", "1e21", "--max-tokens", "-5e9"], ["--max-tokens", "'-5e9'"]),
-    ("level out of range", ["--law", "{fit}", "--budget", "1e21", "--level", "7"],
-     ["--level", "'7'", "between 0 and 1"]),
+    (
+        "level out of range",
+        ["--law", "{fit}", "--budget", "1e21", "--level", "7"],
+        ["--level", "'7'", "between 0 and 1"],
+    ),
 ]
 PLOT = [
     ("output option missing", [S], ["--out", "required"]),
@@ -84,15 +112,28 @@ PLOT = [
 REPORT = [
     ("not an HTML file name", [S, "--out", "{workdir}/report.pdf"], ["--out", "report.pdf", ".html"]),
     ("output under a file", [S, "--out", "{afile}/report.html"], ["--out", "afile", "is a file, not a directory"]),
-    ("not a fit file", [S, "--out", "{workdir}/report.html", "--fit", "{negative_csv}"], ["negative.csv",
-                                                                                         "not valid JSON"]),
-    ("no completed run", ["{failed_store}", "--out", "{workdir}/report.html"], ["no completed runs", "6 runs", "(failed: diverged"]),
+    (
+        "not a fit file",
+        [S, "--out", "{workdir}/report.html", "--fit", "{negative_csv}"],
+        ["negative.csv", "not valid JSON"],
+    ),
+    (
+        "no completed run",
+        ["{failed_store}", "--out", "{workdir}/report.html"],
+        ["no completed runs", "6 runs", "(failed: diverged"],
+    ),
 ]
 STATUS = [("not a sweep store", ["{empty}"], ["sweep.json", "no sweep plan"])]
 
-IN_PROCESS = ([("train", *c) for c in TRAIN] + [("sweep", *c) for c in SWEEP_CASES] + [("fit", *c) for c in FIT]
-              + [("optimal", *c) for c in OPTIMAL] + [("plot", *c) for c in PLOT] + [("report", *c) for c in REPORT]
-              + [("status", *c) for c in STATUS])
+IN_PROCESS = (
+    [("train", *c) for c in TRAIN]
+    + [("sweep", *c) for c in SWEEP_CASES]
+    + [("fit", *c) for c in FIT]
+    + [("optimal", *c) for c in OPTIMAL]
+    + [("plot", *c) for c in PLOT]
+    + [("report", *c) for c in REPORT]
+    + [("status", *c) for c in STATUS]
+)
 
 
 @pytest.fixture(scope="module")
@@ -113,16 +154,25 @@ def files(tmp_path_factory):
     rows = [line.split(",") for line in table[1:]]
     rows[1][loss] = "-1.5"
     (workdir / "negative.csv").write_text("\n".join(",".join(r) for r in [header, *rows]) + "\n")
-    (workdir / "no-loss.csv").write_text("\n".join(",".join(c for i, c in enumerate(r) if i != loss)
-                                                   for r in [header, *rows]) + "\n")
+    (workdir / "no-loss.csv").write_text(
+        "\n".join(",".join(c for i, c in enumerate(r) if i != loss) for r in [header, *rows]) + "\n"
+    )
     (workdir / "odd.bin").write_bytes(bytes(range(256)) * 3 + bytes(233))  # 1001 bytes: not whole uint16s
     (workdir / "afile").write_text("a file where a directory is expected\n")
     (workdir / "empty").mkdir()
     assert run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--out", workdir / "fit.json").returncode == 0
     shutil.rmtree(store / "hydra", ignore_errors=True)
-    return {"workdir": workdir, "store": store, "nan_store": nan_store, "failed_store": failed_store,
-            "negative_csv": workdir / "negative.csv", "no_loss_csv": workdir / "no-loss.csv",
-            "afile": workdir / "afile", "empty": workdir / "empty", "fit": workdir / "fit.json"}
+    return {
+        "workdir": workdir,
+        "store": store,
+        "nan_store": nan_store,
+        "failed_store": failed_store,
+        "negative_csv": workdir / "negative.csv",
+        "no_loss_csv": workdir / "no-loss.csv",
+        "afile": workdir / "afile",
+        "empty": workdir / "empty",
+        "fit": workdir / "fit.json",
+    }
 
 
 def fill(argv, files):
@@ -136,6 +186,7 @@ def no_hydra(monkeypatch):
 
     def reached():
         raise AssertionError("bad input reached Hydra")
+
     monkeypatch.setattr(scaling.train_app, "hydra_main", reached)
 
 
@@ -161,9 +212,17 @@ def test_bad_input_is_one_line_and_changes_nothing(capfd, files, no_hydra, verb,
     assert snapshot(files["workdir"]) == before, "bad input changed a file that was already written"
 
 
-@pytest.mark.parametrize("verb, case, argv, names", [("sweep", *c) for c in SWEEPER_CASES] + [
-    ("train", *TRAIN[5]), ("fit", *FIT[2]), ("optimal", *OPTIMAL[0]), ("report", *REPORT[3]),
-], ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "verb, case, argv, names",
+    [("sweep", *c) for c in SWEEPER_CASES]
+    + [
+        ("train", *TRAIN[5]),
+        ("fit", *FIT[2]),
+        ("optimal", *OPTIMAL[0]),
+        ("report", *REPORT[3]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
 def test_bad_input_in_a_real_process(files, verb, case, argv, names):
     before = snapshot(files["workdir"])
     proc = run_cli(verb, *fill(argv, files), timeout=120)

@@ -1,5 +1,6 @@
 """The trainer benchmark's baseline is the project's model written the textbook way: same
 parameters, same function (about 3 s)."""
+
 import sys
 from pathlib import Path
 

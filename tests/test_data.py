@@ -1,6 +1,7 @@
 """The data layer: splits, fingerprints, batches, the evaluation set, the cache, every source's
 round trip, the synthetic source's entropy rate against independent estimates, and bad input.
 Runtime: about 6 s on 2 CPU cores (the largest part samples 3M tokens of Markov chains)."""
+
 from __future__ import annotations
 
 import os
@@ -44,7 +45,10 @@ def write_text(path: Path, content: bytes) -> dict:
 # ---------------------------------------------------------------- config files
 @pytest.mark.parametrize("source", sorted(DEFAULTS))
 def test_yaml_files_state_the_code_defaults(source):
-    assert OmegaConf.to_container(OmegaConf.load(CONF_DATA / f"{source}.yaml")) == {"source": source, **DEFAULTS[source]}
+    assert OmegaConf.to_container(OmegaConf.load(CONF_DATA / f"{source}.yaml")) == {
+        "source": source,
+        **DEFAULTS[source],
+    }
 
 
 def test_vocab_size_is_known_from_the_config_alone(tmp_path):
@@ -183,8 +187,7 @@ def test_synthetic_entropy_rate_matches_the_plug_in_estimate():
     and take the plug-in conditional entropy with the Miller-Madow bias correction
     (+ (cells seen - contexts seen) / 2n). 16 contexts x 4 symbols over 2M tokens: standard error
     about 5e-4 nats, tolerance 5e-3."""
-    corpus = load_corpus(small_synthetic(vocab_size=4, order=2, concentration=0.5, seed=7,
-                                         train_tokens=1 << 21))
+    corpus = load_corpus(small_synthetic(vocab_size=4, order=2, concentration=0.5, seed=7, train_tokens=1 << 21))
     x = np.asarray(corpus.train, dtype=np.int64)
     counts = np.bincount((x[:-2] * 4 + x[1:-1]) * 4 + x[2:], minlength=64).reshape(16, 4).astype(float)
     n = counts.sum()
@@ -219,8 +222,9 @@ def test_default_synthetic_entropy_rate_matches_the_sampled_surprisal():
     corpus = load_corpus(cfg)
     defaults = DEFAULTS["synthetic"]
     assert len(corpus.val) == defaults["val_tokens"] and corpus.vocab_size == defaults["vocab_size"]
-    chain = markov.random_markov_chain(defaults["vocab_size"], defaults["order"], defaults["concentration"],
-                                       defaults["seed"])
+    chain = markov.random_markov_chain(
+        defaults["vocab_size"], defaults["order"], defaults["concentration"], defaults["seed"]
+    )
     x = np.asarray(corpus.val, dtype=np.int64)
     surprisal = -np.log(chain.transition[x[:-2] * 64 + x[1:-1], x[2:]])
     assert corpus.entropy_rate == pytest.approx(chain.entropy_rate, abs=1e-12)
@@ -265,8 +269,15 @@ def test_bin_directory_round_trip(tmp_path):
 def test_single_uint32_bin_file_splits_by_tail(tmp_path):
     tokens = np.arange(2000, dtype=np.uint32) * 1000
     tokens.tofile(tmp_path / "all.bin")
-    corpus = load_corpus({"source": "bin", "path": str(tmp_path / "all.bin"), "dtype": "uint32",
-                          "vocab_size": 2_000_000, "val_fraction": 0.25})
+    corpus = load_corpus(
+        {
+            "source": "bin",
+            "path": str(tmp_path / "all.bin"),
+            "dtype": "uint32",
+            "vocab_size": 2_000_000,
+            "val_fraction": 0.25,
+        }
+    )
     assert np.array_equal(corpus.train, tokens[:1500]) and np.array_equal(corpus.val, tokens[1500:])
 
 

@@ -7,15 +7,29 @@ resumed run reproduces the uninterrupted run's losses and curve bit for bit. Abo
 2 cores (each killed-and-relaunched sweep 25-35 s, each preempted one ~15-25 s), plus the
 reference sweep (~15 s) when this module runs first.
 """
+
 import random
 import signal
 import time
 
 import pytest
-
-from faults_support import (HOOKS, PREEMPTED, RESUMED, RUN_STARTED, Launch, assert_same_results, checkpoint_steps,
-                            fault_env, outcome, record_bytes, records, reference_store, run_sweep, set_aside_files,
-                            wait_until)
+from faults_support import (
+    HOOKS,
+    PREEMPTED,
+    RESUMED,
+    RUN_STARTED,
+    Launch,
+    assert_same_results,
+    checkpoint_steps,
+    fault_env,
+    outcome,
+    record_bytes,
+    records,
+    reference_store,
+    run_sweep,
+    set_aside_files,
+    wait_until,
+)
 
 
 def kill_at_a_random_point(launch: Launch, store, rng: random.Random, first: bool) -> None:
@@ -39,8 +53,9 @@ def kill_at_a_random_point(launch: Launch, store, rng: random.Random, first: boo
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed, launcher, kills", [(0, "basic", 3), (1, "joblib", 1)])
-def test_sigkill_at_random_points_then_relaunch_equals_an_uninterrupted_sweep(tmp_path, tmp_path_factory, seed,
-                                                                               launcher, kills):
+def test_sigkill_at_random_points_then_relaunch_equals_an_uninterrupted_sweep(
+    tmp_path, tmp_path_factory, seed, launcher, kills
+):
     """Seeded kill points (seeds 0 and 1). The basic launcher is killed three times; joblib, which
     trains two runs at once (so a kill interrupts both), once: its workers make each launch dearer."""
     reference = reference_store(tmp_path_factory)
@@ -76,10 +91,13 @@ def test_sigkill_at_random_points_then_relaunch_equals_an_uninterrupted_sweep(tm
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher, sig", [("basic", signal.SIGTERM), ("joblib", signal.SIGTERM),
-                                           ("basic", signal.SIGINT), ("joblib", signal.SIGINT)])
-def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(tmp_path, tmp_path_factory, launcher,
-                                                                                sig):
+@pytest.mark.parametrize(
+    "launcher, sig",
+    [("basic", signal.SIGTERM), ("joblib", signal.SIGTERM), ("basic", signal.SIGINT), ("joblib", signal.SIGINT)],
+)
+def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
+    tmp_path, tmp_path_factory, launcher, sig
+):
     """SIGTERM to the sweep's process group, as a cluster preempting the job, or SIGINT, as Ctrl-C
     in its terminal: each run in training saves a checkpoint and its process exits (128 + the
     signal); no process starts another run or outlives the sweep (joblib's workers used to go on

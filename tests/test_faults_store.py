@@ -3,26 +3,41 @@ files, two sweeps writing into one store at once. Every case ends with the store
 compared with an uninterrupted sweep (tests/sweeps/faults.yaml). About 60 s on an idle 2-core
 machine, plus the reference sweep (~15 s) when this module runs alone.
 """
+
 import json
 import re
 from collections import Counter
 
 import pytest
-
 from conftest import assert_one_line_error, run_cli
-from faults_support import (HOOKS, RUN_COMPLETED, RUN_STARTED, SWEEP, Launch, assert_same_results, copy_store,
-                            fault_env, outcome, records, reference_store, run_sweep, set_aside_files, snapshot)
+from faults_support import (
+    HOOKS,
+    RUN_COMPLETED,
+    RUN_STARTED,
+    SWEEP,
+    Launch,
+    assert_same_results,
+    copy_store,
+    fault_env,
+    outcome,
+    records,
+    reference_store,
+    run_sweep,
+    set_aside_files,
+    snapshot,
+)
+
 from scaling.store import read_store
 
 
 @pytest.mark.slow
-def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_left_out_of_fits(tmp_path,
-                                                                                                tmp_path_factory):
+def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_left_out_of_fits(
+    tmp_path, tmp_path_factory
+):
     reference = reference_store(tmp_path_factory)
     store = copy_store(reference, tmp_path / "store")
     # three runs in this order: loss NaN at once (lr 1e30), loss exploding (lr 30), a sane one
-    proc = run_cli("sweep", SWEEP, f"store={store}", "budget=1e10", "model=d32", "optim.lr=1e30,30,0.003",
-                   timeout=300)
+    proc = run_cli("sweep", SWEEP, f"store={store}", "budget=1e10", "model=d32", "optim.lr=1e30,30,0.003", timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     new = {k: r for k, r in records(store).items() if k not in records(reference)}
     by_lr = {r["lr"]: r for r in new.values()}
@@ -30,8 +45,9 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     nan_run, exploding, sane = by_lr[1e30], by_lr[30], by_lr[0.003]
     assert nan_run["status"] == "failed" and re.fullmatch(r"diverged: training loss nan at step \d+", nan_run["reason"])
     assert exploding["status"] == "failed"
-    assert re.fullmatch(r"diverged: smoothed training loss \S+ at step \d+ exceeds 2\.0x its start \(\S+\)",
-                        exploding["reason"])
+    assert re.fullmatch(
+        r"diverged: smoothed training loss \S+ at step \d+ exceeds 2\.0x its start \(\S+\)", exploding["reason"]
+    )
     for failed in (nan_run, exploding):  # stopped early: no curve point past the step it diverged at
         assert all(p["step"] < failed["steps"] for p in failed["curve"])
     # the sweep went on after them, and its summary names both failures with their reasons
@@ -72,8 +88,9 @@ def test_a_run_failing_with_an_error_is_recorded_and_a_relaunch_trains_it_again(
     reference = reference_store(tmp_path_factory)
     store = tmp_path / "store"
     one_run = ("budget=1e10", "model=d32")
-    run_sweep(store, tmp_path / "first.log", *one_run,
-              env=fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_ERROR_AT_STEP="30"))
+    run_sweep(
+        store, tmp_path / "first.log", *one_run, env=fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_ERROR_AT_STEP="30")
+    )
     ((run_id, errored),) = records(store).items()
     assert errored["status"] == "failed"
     assert errored["reason"] == "error: MemoryError: simulated by tests/fault_hooks: out of memory at step 30"
@@ -111,13 +128,20 @@ def damage(store, reference_records):
     (runs / foreign_id / "record.json").write_text(json.dumps(foreign))
     (store / "sweep.json").write_text('{"sweep": "faults", "runs": [')
     (store / "table.csv").write_bytes(b"\xff\xfe\x00garbage\n\x00\x01")
-    return {"truncated": truncated, "garbled": garbled, "empty": empty, "old_schema": old_schema,
-            "bad_checkpoint": bad_checkpoint, "foreign": foreign_id}
+    return {
+        "truncated": truncated,
+        "garbled": garbled,
+        "empty": empty,
+        "old_schema": old_schema,
+        "bad_checkpoint": bad_checkpoint,
+        "foreign": foreign_id,
+    }
 
 
 @pytest.mark.slow
-def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_repairs_the_store(tmp_path,
-                                                                                                  tmp_path_factory):
+def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_repairs_the_store(
+    tmp_path, tmp_path_factory
+):
     reference = reference_store(tmp_path_factory)
     store = copy_store(reference, tmp_path / "store")
     want = records(reference)
@@ -126,8 +150,12 @@ def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_r
 
     # reading: each bad record is named by its path with the reason; every other record is read
     table = read_store(store)
-    expected = {"truncated": "not valid JSON", "garbled": "not valid JSON", "empty": "empty file",
-                "old_schema": "schema 0 is not supported"}
+    expected = {
+        "truncated": "not valid JSON",
+        "garbled": "not valid JSON",
+        "empty": "empty file",
+        "old_schema": "schema 0 is not supported",
+    }
     assert len(table.problems) == len(expected)
     for kind, reason in expected.items():
         path = str(runs / hurt[kind] / "record.json")
@@ -138,8 +166,13 @@ def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_r
     # fitting: the foreign corpus is refused in one line; pooled on request, the skipped files are
     # warnings naming their paths (and two runs are too few to fit: one line again)
     before = snapshot(store)
-    assert_one_line_error(run_cli("fit", store, "--bootstrap", "0"), "mixes runs from 2 corpora", "0123456789ab",
-                          f"runs outside the largest: {hurt['foreign']}", "--allow-mixed-corpora")
+    assert_one_line_error(
+        run_cli("fit", store, "--bootstrap", "0"),
+        "mixes runs from 2 corpora",
+        "0123456789ab",
+        f"runs outside the largest: {hurt['foreign']}",
+        "--allow-mixed-corpora",
+    )
     pooled = run_cli("fit", store, "--bootstrap", "0", "--allow-mixed-corpora")
     assert_one_line_error(pooled, "no approach could be fitted")
     for kind in expected:
@@ -153,8 +186,11 @@ def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_r
     output = run_sweep(store, tmp_path / "relaunch.log")
     assert "4 to retry" in output and "1 to resume" in output
     checkpoint = re.escape(str(runs / hurt["bad_checkpoint"] / "ckpt.pt"))
-    assert re.search(rf"\[{hurt['bad_checkpoint']}\] checkpoint {checkpoint} cannot be read \(.+\); "
-                     r"kept as ckpt\.pt\.corrupt-\d+T\d+, training from step 0", output)
+    assert re.search(
+        rf"\[{hurt['bad_checkpoint']}\] checkpoint {checkpoint} cannot be read \(.+\); "
+        r"kept as ckpt\.pt\.corrupt-\d+T\d+, training from step 0",
+        output,
+    )
     kept = {p.parent.name: p for p in set_aside_files(store)}
     assert sorted(kept) == sorted(hurt[k] for k in (*expected, "bad_checkpoint"))
     for kind in expected:

@@ -2,10 +2,10 @@
 is the same as without tracking. Real subprocesses with wandb 0.31; about 20 s on an idle 2-core
 machine, plus the reference sweep (~15 s) when this module runs alone.
 """
+
 import socket
 
 import pytest
-
 from faults_support import HOOKS, fault_env, outcome, records, reference_store, run_sweep
 
 ONE_RUN = ("budget=1e10", "model=d32", "tracking=wandb")  # the reference sweep's smallest run, tracked

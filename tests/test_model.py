@@ -1,4 +1,5 @@
 """Parameter and FLOP accounting against the built model and against published numbers."""
+
 import math
 
 import pytest
@@ -7,8 +8,15 @@ from omegaconf import OmegaConf
 
 from scaling.flops import PF_DAY_FLOPS, flops_6nd, flops_per_token_with_attention, tokens_for_budget
 from scaling.model import GPT, param_counts
-from scaling.shapes import MAX_WIDTH, ModelShape, default_lr, nearest_shape, non_embedding_params, shape_for_width
-from scaling.shapes import CONF_DIR
+from scaling.shapes import (
+    CONF_DIR,
+    MAX_WIDTH,
+    ModelShape,
+    default_lr,
+    nearest_shape,
+    non_embedding_params,
+    shape_for_width,
+)
 
 LADDER = sorted(p.stem for p in (CONF_DIR / "model").glob("d*.yaml"))
 
@@ -29,8 +37,13 @@ def test_closed_form_counts_equal_built_model(name):
 
 
 def test_ladder_spans_more_than_100x_and_trains_on_cpu():
-    ne = [non_embedding_params(OmegaConf.load(CONF_DIR / "model" / f"{n}.yaml").n_layer,
-                               OmegaConf.load(CONF_DIR / "model" / f"{n}.yaml").d_model) for n in LADDER]
+    ne = [
+        non_embedding_params(
+            OmegaConf.load(CONF_DIR / "model" / f"{n}.yaml").n_layer,
+            OmegaConf.load(CONF_DIR / "model" / f"{n}.yaml").d_model,
+        )
+        for n in LADDER
+    ]
     cpu = [n for n in ne if n <= 1.3e7]
     assert min(cpu) <= 2e4 and max(cpu) >= 5e6 and max(cpu) / min(cpu) > 100
 
@@ -52,9 +65,17 @@ def test_flops_by_hand():
 
 
 # REFERENCE.md, Chinchilla Table 3: (parameters, FLOPs, tokens); C = 6·N·D must hold within a few percent (67 B row: 4.7%).
-TABLE3 = [(400e6, 1.92e19, 8.0e9), (1e9, 1.21e20, 20.2e9), (10e9, 1.23e22, 205.1e9), (67e9, 5.76e23, 1.5e12),
-          (175e9, 3.85e24, 3.7e12), (280e9, 9.90e24, 5.9e12), (520e9, 3.43e25, 11.0e12), (1e12, 1.27e26, 21.2e12),
-          (10e12, 1.30e28, 216.2e12)]
+TABLE3 = [
+    (400e6, 1.92e19, 8.0e9),
+    (1e9, 1.21e20, 20.2e9),
+    (10e9, 1.23e22, 205.1e9),
+    (67e9, 5.76e23, 1.5e12),
+    (175e9, 3.85e24, 3.7e12),
+    (280e9, 9.90e24, 5.9e12),
+    (520e9, 3.43e25, 11.0e12),
+    (1e12, 1.27e26, 21.2e12),
+    (10e12, 1.30e28, 216.2e12),
+]
 
 
 @pytest.mark.parametrize("n, c, d", TABLE3)
@@ -64,12 +85,14 @@ def test_table3_obeys_6nd(n, c, d):
 
 
 def test_ladder_neighbours_are_close_at_the_small_end():
-    counts = [param_counts(shape_for_width(d))["total"] for d in (16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256)]
+    counts = [
+        param_counts(shape_for_width(d))["total"] for d in (16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256)
+    ]
     assert all(1 < b / a < 3.1 for a, b in zip(counts, counts[1:]))
 
 
 def test_nearest_shape():
-    assert nearest_shape(7.9e5).name == "d128"      # 793,344 non-embedding parameters
+    assert nearest_shape(7.9e5).name == "d128"  # 793,344 non-embedding parameters
     assert nearest_shape(1.0).name == "d16"
     assert nearest_shape(1e12).d_model == MAX_WIDTH
     total_128 = param_counts(shape_for_width(128))["total"]

@@ -2,21 +2,30 @@
 lines that pass through the points they were fitted to (synthetic runs from a known law).
 `scaling plot` end to end and its bad input. (~20 s on 2 idle cores: one fit with 100 resamples,
 six figures drawn and rendered, one `scaling plot` subprocess.)"""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from matplotlib import image as mpimg
 from matplotlib.colors import to_rgba
+from synthetic_store import QUICK_BUDGETS, SMALL_LAW, write_store
 
 from analysis import laws
 from analysis.fit import fit_all
-from analysis.plots import (FIGURES, OKABE_ITO, count_label, figure_bytes, flops_label, log_ticks, make_figures,
-                            optimal_allocation)
+from analysis.plots import (
+    FIGURES,
+    OKABE_ITO,
+    count_label,
+    figure_bytes,
+    flops_label,
+    log_ticks,
+    make_figures,
+    optimal_allocation,
+)
 from analysis.table import load_runs
-from conftest import run_cli
 from scaling.cli import main
-from synthetic_store import QUICK_BUDGETS, SMALL_LAW, write_store
 
 UNITS = ("FLOPs", "parameters", "tokens", "nats/token", "%")
 
@@ -198,13 +207,16 @@ def test_scaling_plot_writes_each_drawable_figure_in_every_format_and_notes_the_
     assert (out / "loss_vs_compute.pdf").read_bytes()[:5] == b"%PDF-"
 
 
-@pytest.mark.parametrize("args, fragments", [
-    (["/nonexistent/store", "--out", "{tmp}/o"], ["'/nonexistent/store'", "does not exist"]),
-    (["{store}", "--out", "{file}/o"], ["--out", "is a file, not a directory"]),
-    (["{store}", "--out", "{tmp}/o", "--format", "png,gif"], ["'png,gif'", "png, svg, pdf"]),
-    (["{empty}", "--out", "{tmp}/o"], ["holds no readable run records"]),
-    (["{store}", "--out", "{tmp}/o", "--fit", "{file}"], ["is not valid JSON"]),
-])
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (["/nonexistent/store", "--out", "{tmp}/o"], ["'/nonexistent/store'", "does not exist"]),
+        (["{store}", "--out", "{file}/o"], ["--out", "is a file, not a directory"]),
+        (["{store}", "--out", "{tmp}/o", "--format", "png,gif"], ["'png,gif'", "png, svg, pdf"]),
+        (["{empty}", "--out", "{tmp}/o"], ["holds no readable run records"]),
+        (["{store}", "--out", "{tmp}/o", "--fit", "{file}"], ["is not valid JSON"]),
+    ],
+)
 def test_scaling_plot_bad_input_is_one_line_and_writes_nothing(store, tmp_path, capsys, args, fragments):
     (tmp_path / "empty" / "runs").mkdir(parents=True)
     (tmp_path / "a-file").write_text("not a directory")

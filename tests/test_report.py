@@ -3,6 +3,7 @@ dropped combination, one planned run without a record) reported in under 30 s, s
 (no external reference), opened in a real headless browser (Debian's chromium) with every figure
 loaded; the Markdown twin; reuse of a saved fit; bad input as one line with nothing written.
 (~35 s on 2 idle cores: two report subprocesses, chromium twice, in-process error cases.)"""
+
 import base64
 import os
 import re
@@ -13,15 +14,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from matplotlib import image as mpimg
+from synthetic_store import write_store
 
 from analysis.fit import fit_all
 from analysis.plots import FIGURES
 from analysis.report import budget_ladder, fit_matches_source
 from analysis.table import load_runs
-from conftest import run_cli
 from scaling.cli import main
-from synthetic_store import write_store
 
 REPORT_SECONDS = 30.0  # issue #3: the report of the quick sweep in under 30 s
 
@@ -84,13 +85,25 @@ def test_report_is_written_within_30_s_and_self_contained(report):
 def test_report_states_the_sweep_fits_allocation_validation_and_failures(report, store):
     text = report[0].read_text()
     _, written = store
-    for fact in ("Scaling-law report: synthetic", "synthetic-law (fingerprint 0123456789abcdef)", "abc123def456",
-                 "2026-01-01T00:00:00+00:00", "200 bootstrap resamples (seed 0)",
-                 "Approach 1: envelope", "Approach 2: IsoFLOP", "Approach 3: parametric", "Optimizer: converged",
-                 "Held-out validation", "predicted within",
-                 "diverged: val loss nan at step 7", written["dropped"][0]["reason"].replace("'", "&#x27;"),
-                 "feedfacecafe", "not recorded", "dropped",
-                 "0badc0ffee00/record.json: not valid JSON"):  # a data problem of read_store
+    for fact in (
+        "Scaling-law report: synthetic",
+        "synthetic-law (fingerprint 0123456789abcdef)",
+        "abc123def456",
+        "2026-01-01T00:00:00+00:00",
+        "200 bootstrap resamples (seed 0)",
+        "Approach 1: envelope",
+        "Approach 2: IsoFLOP",
+        "Approach 3: parametric",
+        "Optimizer: converged",
+        "Held-out validation",
+        "predicted within",
+        "diverged: val loss nan at step 7",
+        written["dropped"][0]["reason"].replace("'", "&#x27;"),
+        "feedfacecafe",
+        "not recorded",
+        "dropped",
+        "0badc0ffee00/record.json: not valid JSON",
+    ):  # a data problem of read_store
         assert fact in text, fact
     # the compute-optimal ladder: smallest budget to 1e6 times it, the headline budgets, extrapolations flagged
     ladder = budget_ladder(3e11)
@@ -120,15 +133,26 @@ def _chromium() -> str:
     pytest.skip("no chromium (apt-get install chromium); required in CI")
 
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars", "--virtual-time-budget=10000"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=10000",
+]
 # Counts, after the load event, the images decoded with a size; no request is made (the report has none).
-PROBE = ("<script>addEventListener('load', () => { const imgs = [...document.images];"
-         " const ok = imgs.filter(i => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0);"
-         " const p = document.createElement('p'); p.id = 'probe';"
-         " p.textContent = `images ${ok.length}/${imgs.length} widths ${ok.map(i => i.naturalWidth).join(',')}`;"
-         " document.body.appendChild(p); });</script>")
+PROBE = (
+    "<script>addEventListener('load', () => { const imgs = [...document.images];"
+    " const ok = imgs.filter(i => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0);"
+    " const p = document.createElement('p'); p.id = 'probe';"
+    " p.textContent = `images ${ok.length}/${imgs.length} widths ${ok.map(i => i.naturalWidth).join(',')}`;"
+    " document.body.appendChild(p); });</script>"
+)
 
 
 def test_report_renders_in_headless_chromium_with_every_figure_loaded(report, tmp_path):
@@ -149,8 +173,12 @@ def test_report_renders_in_headless_chromium_with_every_figure_loaded(report, tm
     coloured = {}
     for page in (report[0], without):
         shot = tmp_path / f"{page.stem}.png"
-        subprocess.run([*common, "--window-size=1280,3000", f"--screenshot={shot}", page.as_uri()],
-                       capture_output=True, timeout=120, check=True)
+        subprocess.run(
+            [*common, "--window-size=1280,3000", f"--screenshot={shot}", page.as_uri()],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
         pixels = mpimg.imread(shot)[..., :3]
         coloured[page] = ((pixels.max(axis=-1) - pixels.min(axis=-1)) > 0.3).mean()
     assert coloured[report[0]] > 0.005 and coloured[report[0]] > 20 * coloured[without], coloured
@@ -184,14 +212,17 @@ def test_report_without_any_fit_still_describes_the_runs(tmp_path, capsys):
     assert text.count("<img ") == 2  # loss against compute, training curves
 
 
-@pytest.mark.parametrize("args, fragments", [
-    (["/nonexistent/store", "--out", "{tmp}/r.html"], ["'/nonexistent/store'", "does not exist"]),
-    (["{store}", "--out", "{tmp}/r.pdf"], ["'{tmp}/r.pdf'", ".html"]),
-    (["{store}", "--out", "{file}/r.html"], ["is a file, not a directory"]),
-    (["{store}", "--out", "{tmp}"], ["is a directory"]),
-    (["{empty}", "--out", "{tmp}/r.html"], ["holds no readable run records"]),
-    (["{store}", "--out", "{tmp}/r.html", "--bootstrap", "-3"], ["'-3'", "whole number"]),
-])
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (["/nonexistent/store", "--out", "{tmp}/r.html"], ["'/nonexistent/store'", "does not exist"]),
+        (["{store}", "--out", "{tmp}/r.pdf"], ["'{tmp}/r.pdf'", ".html"]),
+        (["{store}", "--out", "{file}/r.html"], ["is a file, not a directory"]),
+        (["{store}", "--out", "{tmp}"], ["is a directory"]),
+        (["{empty}", "--out", "{tmp}/r.html"], ["holds no readable run records"]),
+        (["{store}", "--out", "{tmp}/r.html", "--bootstrap", "-3"], ["'-3'", "whole number"]),
+    ],
+)
 def test_report_bad_input_is_one_line_and_writes_nothing(store, tmp_path, capsys, args, fragments):
     (tmp_path / "empty" / "runs").mkdir(parents=True)
     (tmp_path / "a-file").write_text("not a directory")

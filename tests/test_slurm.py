@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import SCALING
+
 from scaling.store import read_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,8 +69,11 @@ def array_ids(root: Path) -> set[str]:
 
 
 def logs_of(root: Path) -> str:
-    return "\n".join(f"--- {log}\n{log.read_text()[-2000:]}"
-                     for folder in submitit_job_folders(root) for log in sorted(folder.glob("*_log.*")))
+    return "\n".join(
+        f"--- {log}\n{log.read_text()[-2000:]}"
+        for folder in submitit_job_folders(root)
+        for log in sorted(folder.glob("*_log.*"))
+    )
 
 
 def run_multirun(command: list[str], cwd: Path, root: Path) -> None:
@@ -90,8 +93,13 @@ def accounting_states(array_id: str, n_tasks: int, timeout_s: float = 30) -> dic
     (accounting lags the jobs' end by up to a few seconds)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,State,Partition"],
-                             capture_output=True, text=True, timeout=15, check=True).stdout
+        out = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,State,Partition"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=True,
+        ).stdout
         rows = [line.split("|") for line in out.splitlines() if line]
         finished = len(rows) == n_tasks and all(state.split()[0] in FINISHED for _, state, _ in rows)
         if finished or time.monotonic() > deadline:
@@ -102,17 +110,23 @@ def accounting_states(array_id: str, n_tasks: int, timeout_s: float = 30) -> dic
 def test_hydra_multirun_runs_through_slurm(slurm, tmp_path):
     jobs = 2
     sweep_dir, results_dir = tmp_path / "sweep", tmp_path / "results"
-    run_multirun([
-        sys.executable, str(APP), "--multirun",
-        "hydra/launcher=slurm",
-        f"hydra.searchpath=[file://{ROOT / 'conf'}]",
-        f"hydra.sweep.dir={sweep_dir}",
-        "hydra.launcher.timeout_min=5",
-        "hydra.launcher.mem_gb=1",
-        f"out_dir={results_dir}",
-        f"index={','.join(str(i) for i in range(jobs))}",
-        f"peers={jobs}",
-    ], cwd=tmp_path, root=sweep_dir)
+    run_multirun(
+        [
+            sys.executable,
+            str(APP),
+            "--multirun",
+            "hydra/launcher=slurm",
+            f"hydra.searchpath=[file://{ROOT / 'conf'}]",
+            f"hydra.sweep.dir={sweep_dir}",
+            "hydra.launcher.timeout_min=5",
+            "hydra.launcher.mem_gb=1",
+            f"out_dir={results_dir}",
+            f"index={','.join(str(i) for i in range(jobs))}",
+            f"peers={jobs}",
+        ],
+        cwd=tmp_path,
+        root=sweep_dir,
+    )
 
     results = [json.loads((results_dir / f"result_{i}.json").read_text()) for i in range(jobs)]
     assert [r["index"] for r in results] == list(range(jobs))
@@ -146,8 +160,19 @@ def test_hydra_multirun_runs_through_slurm(slurm, tmp_path):
 
 def test_tiny_sweep_through_slurm_lands_in_store(slurm, tmp_path):
     store = tmp_path / "store"
-    run_multirun([SCALING, "sweep", "tiny", "hydra/launcher=slurm", f"store={store}",
-                  "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10"], cwd=tmp_path, root=store)
+    run_multirun(
+        [
+            SCALING,
+            "sweep",
+            "tiny",
+            "hydra/launcher=slurm",
+            f"store={store}",
+            "hydra.launcher.mem_gb=1",
+            "hydra.launcher.timeout_min=10",
+        ],
+        cwd=tmp_path,
+        root=store,
+    )
 
     planned = {run["run_id"] for run in json.loads((store / "sweep.json").read_text())["runs"]}
     assert len(planned) >= 2

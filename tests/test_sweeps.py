@@ -14,6 +14,7 @@
 About 2 minutes on an idle 2-core machine (the joblib comparison ~25 s, submitit_local ~15 s, each
 tiny-mode sweep 5-8 s, each dry run or error case 2-4 s).
 """
+
 import json
 import os
 import subprocess
@@ -24,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT, assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
-from conftest import ROOT, assert_one_line_error, run_cli
 from hydra_plugins.scaling_sweeper.scaling_sweeper import concurrency, launch_chunk_size
 from scaling.train_app import compose_config
 
@@ -36,9 +37,17 @@ CORES = len(os.sched_getaffinity(0))
 # Tiny mode: d32 at seq_len 32 has N = 21,984 parameters (vocab 256); 2 x 32 = 64 tokens per step, so
 # budget 2e8 buys 24 steps and 4e8 buys 47: well under a second of training each. At these budgets
 # D/N is ~0.1, so the sweep files' tokens-per-parameter windows are opened too.
-TINY_TRAIN = ["train.seq_len=32", "train.batch_size=2", "train.min_steps=10", "train.eval_tokens=256",
-              "train.evals=1", "train.log_points=4", "train.compile=false", "train.checkpoint_interval_s=0",
-              "hydra.sweeper.tokens_per_param=[0,1e9]"]
+TINY_TRAIN = [
+    "train.seq_len=32",
+    "train.batch_size=2",
+    "train.min_steps=10",
+    "train.eval_tokens=256",
+    "train.evals=1",
+    "train.log_points=4",
+    "train.compile=false",
+    "train.checkpoint_interval_s=0",
+    "hydra.sweeper.tokens_per_param=[0,1e9]",
+]
 TINY = ["budget=2e8,4e8", "model=d32", *TINY_TRAIN, "tracking=none"]
 
 
@@ -114,8 +123,8 @@ def planned(name: str, store: Path, *extra: str) -> pd.DataFrame:
     proc = sweep(name, "hydra.sweeper.dry_run=true", *extra, store=store)
     assert "nothing launched" in proc.stdout and not (store / "runs").exists() and not (store / "sweep.json").exists()
     runs = pd.DataFrame(manifest(store, "sweep.dry-run.json")["runs"])
-    assert (runs.flops == 6 * runs.params * runs.tokens).all()             # C = 6·N·D, always
-    assert np.allclose(runs.flops, runs.budget_flops, rtol=0.01)            # D = C/(6N) up to whole steps
+    assert (runs.flops == 6 * runs.params * runs.tokens).all()  # C = 6·N·D, always
+    assert np.allclose(runs.flops, runs.budget_flops, rtol=0.01)  # D = C/(6N) up to whole steps
     return runs
 
 
@@ -159,8 +168,19 @@ def test_gpu_sweep_on_a_small_corpus_drops_every_run_with_its_reason(tmp_path, t
 def test_plain_hydra_multirun_of_a_sweep_file_drops_and_lists_what_makes_no_sense(tmp_path):
     # d48 at seq_len 32 has N = 70,464: budget 2e8 buys it 7 steps, fewer than train.min_steps = 10
     store = tmp_path / "store"
-    proc = run_cli("train", "--multirun", "--config-name", "quick", f"store={store}", "budget=2e8", "model=d32,d48",
-                   *TINY_TRAIN, "tracking=none", cwd=tmp_path, check=True)
+    proc = run_cli(
+        "train",
+        "--multirun",
+        "--config-name",
+        "quick",
+        f"store={store}",
+        "budget=2e8",
+        "model=d32,d48",
+        *TINY_TRAIN,
+        "tracking=none",
+        cwd=tmp_path,
+        check=True,
+    )
     assert "1 runs planned" in proc.stdout and "1 dropped" in proc.stdout
     assert "dropped budget=2e+08 model=d48" in proc.stdout and "only 7 optimizer steps" in proc.stdout
     (dropped,) = manifest(store)["dropped"]
@@ -180,14 +200,17 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
     assert_one_line_error(proc, "--cfg", "--multirun")
 
 
-@pytest.mark.parametrize("args, names", [
-    (["hydra.sweeper.budgets=[abc]"], ["hydra.sweeper.budgets", "abc"]),
-    (["hydra.sweeper.budgets=[-1e12]"], ["hydra.sweeper.budgets", "-1000000000000.0", "positive"]),
-    (["hydra.sweeper.models=[d33]"], ["model/d33", "d32"]),
-    (["hydra.sweeper.tokens_per_param=[5,1]"], ["hydra.sweeper.tokens_per_param", "[5.0, 1.0]"]),
-    (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
-    (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["hydra.sweeper.budgets=[abc]"], ["hydra.sweeper.budgets", "abc"]),
+        (["hydra.sweeper.budgets=[-1e12]"], ["hydra.sweeper.budgets", "-1000000000000.0", "positive"]),
+        (["hydra.sweeper.models=[d33]"], ["model/d33", "d32"]),
+        (["hydra.sweeper.tokens_per_param=[5,1]"], ["hydra.sweeper.tokens_per_param", "[5.0, 1.0]"]),
+        (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
+        (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
+    ],
+)
 def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names):
     store = tmp_path / "store"
     assert_one_line_error(sweep("tiny", *args, store=store, check=False), *names)
@@ -200,8 +223,9 @@ def test_unknown_sweep_name_lists_the_sweep_files(tmp_path):
 
 # ---------------------------------------------------------------- launchers
 def test_launch_pacing_never_oversubscribes_the_cores():
-    joblib = OmegaConf.create({"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
-                               "n_jobs": -1})
+    joblib = OmegaConf.create(
+        {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher", "n_jobs": -1}
+    )
     local = OmegaConf.create({"_target_": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"})
     basic = OmegaConf.create({"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"})
     assert concurrency(joblib, 10) == CORES and concurrency(joblib, 1) == 1
@@ -213,13 +237,20 @@ def test_launch_pacing_never_oversubscribes_the_cores():
     assert concurrency(local, 10, gpu=True) == 1
 
 
-
 # 4 runs (d32, d48 at 2e10 and 4e10 FLOPs), each a few seconds: long enough for two single-threaded
 # workers to beat one two-threaded process plus the workers' start-up (small matmuls gain little from a
 # second thread; PITFALLS.md: two 1-thread jobs beat one 2-thread job on this CPU).
-JOBLIB_SWEEP = ["hydra.sweeper.budgets=[2e10,4e10]", "hydra.sweeper.models=[d32,d48]",
-                "hydra.sweeper.tokens_per_param=[0.5,20000]", "train.seq_len=64", "train.batch_size=8",
-                "train.min_steps=20", "train.eval_tokens=2048", "train.evals=1", "train.checkpoint_interval_s=0"]
+JOBLIB_SWEEP = [
+    "hydra.sweeper.budgets=[2e10,4e10]",
+    "hydra.sweeper.models=[d32,d48]",
+    "hydra.sweeper.tokens_per_param=[0.5,20000]",
+    "train.seq_len=64",
+    "train.batch_size=8",
+    "train.min_steps=20",
+    "train.eval_tokens=2048",
+    "train.evals=1",
+    "train.checkpoint_interval_s=0",
+]
 
 
 @pytest.mark.skipif(CORES < 2, reason="needs 2 cores for 2 workers")
@@ -227,8 +258,13 @@ def test_joblib_gives_the_basic_launchers_records_single_threaded_and_faster(tmp
     walls = {}
     for launcher in ("basic", "joblib"):
         t0 = time.perf_counter()
-        sweep("tiny", *JOBLIB_SWEEP, f"hydra/launcher={launcher}", *(["hydra.launcher.n_jobs=2"] * (launcher == "joblib")),
-              store=tmp_path / launcher)
+        sweep(
+            "tiny",
+            *JOBLIB_SWEEP,
+            f"hydra/launcher={launcher}",
+            *(["hydra.launcher.n_jobs=2"] * (launcher == "joblib")),
+            store=tmp_path / launcher,
+        )
         walls[launcher] = time.perf_counter() - t0
     basic = {r["run_id"]: r for r in records(tmp_path / "basic")}
     joblib = {r["run_id"]: r for r in records(tmp_path / "joblib")}
@@ -264,8 +300,13 @@ def test_submitit_local_runs_at_most_one_job_per_core(tmp_path):
 def inspect_wandb_run(run_dir: Path) -> list[dict]:
     """The records of an offline wandb run, through wandb's own CLI (there is no Python reader)."""
     wandb_cli = Path(sys.executable).with_name("wandb")
-    out = subprocess.run([str(wandb_cli), "leet", "inspect", "--json", str(run_dir)], capture_output=True,
-                         text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [str(wandb_cli), "leet", "inspect", "--json", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
@@ -273,8 +314,16 @@ def test_tracking_on_writes_tagged_offline_runs_and_sync_needs_a_login(tmp_path)
     store, home = tmp_path / "store", tmp_path / "home"
     home.mkdir()
     no_login = {"HOME": str(home), "WANDB_API_KEY": "", "WANDB_MODE": "offline"}
-    sweep("tiny", "budget=2e8,4e8", "model=d32", *TINY_TRAIN, "tracking=wandb", "tracking.tags=[mine]",
-          store=store, env=no_login)
+    sweep(
+        "tiny",
+        "budget=2e8,4e8",
+        "model=d32",
+        *TINY_TRAIN,
+        "tracking=wandb",
+        "tracking.tags=[mine]",
+        store=store,
+        env=no_login,
+    )
     for rec in records(store):
         (run_dir,) = (store / "runs" / rec["run_id"] / "wandb" / "wandb").glob("offline-run-*")
         assert list(run_dir.glob("run-*.wandb"))

@@ -1,11 +1,12 @@
 """The trainer end to end: a real run on the default corpus, the schedule, determinism, bad input."""
+
 import json
 import math
 import time
 
 import pytest
-
 from conftest import assert_one_line_error, run_cli
+
 from scaling.plan import lr_at, plan_run
 from scaling.store import read_store
 from scaling.train_app import compose_config
@@ -20,7 +21,7 @@ def records(store):
 def test_smallest_shape_on_default_corpus_under_a_minute(tmp_path):
     """d16, the smallest ladder shape, at the default budget (1e11 FLOPs: 1.8M tokens)."""
     t0 = time.perf_counter()
-    proc = run_cli("train", "model=d16", f"store={tmp_path}", "tracking=none", check=True)
+    run_cli("train", "model=d16", f"store={tmp_path}", "tracking=none", check=True)
     elapsed = time.perf_counter() - t0
     assert elapsed < 60, f"took {elapsed:.1f} s"
     (rec,) = records(tmp_path)
@@ -31,8 +32,19 @@ def test_smallest_shape_on_default_corpus_under_a_minute(tmp_path):
     assert rec["flops_attention"] > rec["flops"]
     assert rec["tokens"] == rec["steps"] * rec["batch_size"] * rec["seq_len"]
     assert rec["flops"] == pytest.approx(rec["budget_flops"], rel=0.01)
-    for key in ("params_non_embedding", "val_bpb", "train_loss", "wall_time_s", "tokens_per_s", "flops_per_s",
-                "corpus_fingerprint", "code_version", "seed", "config", "curve"):
+    for key in (
+        "params_non_embedding",
+        "val_bpb",
+        "train_loss",
+        "wall_time_s",
+        "tokens_per_s",
+        "flops_per_s",
+        "corpus_fingerprint",
+        "code_version",
+        "seed",
+        "config",
+        "curve",
+    ):
         assert key in rec
     assert rec["curve"][-1]["step"] == rec["steps"] and math.isfinite(rec["curve"][-1]["val_loss"])
     table = read_store(tmp_path)
@@ -44,9 +56,9 @@ def test_schedule_length_equals_run_length():
     plan = plan_run(cfg)
     lrs = [lr_at(s, plan, cfg.optim.min_lr_ratio) for s in range(plan.steps)]
     assert max(lrs) == pytest.approx(plan.lr)
-    assert lrs[plan.warmup_steps - 1] == pytest.approx(plan.lr)                  # warmup ends at the peak
-    assert lrs[-1] == pytest.approx(plan.lr * cfg.optim.min_lr_ratio)           # decay ends exactly at the last step
-    assert all(a >= b for a, b in zip(lrs[plan.warmup_steps:], lrs[plan.warmup_steps + 1:]))
+    assert lrs[plan.warmup_steps - 1] == pytest.approx(plan.lr)  # warmup ends at the peak
+    assert lrs[-1] == pytest.approx(plan.lr * cfg.optim.min_lr_ratio)  # decay ends exactly at the last step
+    assert all(a >= b for a, b in zip(lrs[plan.warmup_steps :], lrs[plan.warmup_steps + 1 :]))
     assert plan.tokens == plan.steps * cfg.train.batch_size * cfg.train.seq_len
 
 
@@ -79,18 +91,21 @@ def test_rerun_is_a_no_op(tmp_path):
     assert (tmp_path / "runs").glob("*/record.json").__next__().read_text() == first
 
 
-@pytest.mark.parametrize("args, names", [
-    (["model=d33"], ["model/d33", "d32"]),                                   # unknown model name, lists valid ones
-    (["budget=1e8"], ["budget", "1e+08", "min_steps"]),                      # too small for min_steps
-    (["data=text", "data.path=/no/such/file.txt"], ["data.path", "/no/such/file.txt"]),
-    (["budget=-5"], ["budget", "-5", "positive"]),
-    (["budget=lots"], ["budget", "lots"]),                                   # non-numeric
-    (["learning_rate=3"], ["learning_rate"]),                                # unknown key
-    (["train.batch_size=0"], ["train.batch_size", "0", "positive"]),
-    (["optim.lr=-1e-3"], ["optim.lr", "-0.001"]),
-    (["param_count=embedding"], ["param_count", "embedding", "non_embedding"]),
-    (["model=nearest"], ["model.target_params"]),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["model=d33"], ["model/d33", "d32"]),  # unknown model name, lists valid ones
+        (["budget=1e8"], ["budget", "1e+08", "min_steps"]),  # too small for min_steps
+        (["data=text", "data.path=/no/such/file.txt"], ["data.path", "/no/such/file.txt"]),
+        (["budget=-5"], ["budget", "-5", "positive"]),
+        (["budget=lots"], ["budget", "lots"]),  # non-numeric
+        (["learning_rate=3"], ["learning_rate"]),  # unknown key
+        (["train.batch_size=0"], ["train.batch_size", "0", "positive"]),
+        (["optim.lr=-1e-3"], ["optim.lr", "-0.001"]),
+        (["param_count=embedding"], ["param_count", "embedding", "non_embedding"]),
+        (["model=nearest"], ["model.target_params"]),
+    ],
+)
 def test_bad_input_is_one_clear_line(tmp_path, args, names):
     proc = run_cli("train", *args, f"store={tmp_path}", "tracking=none", timeout=120)
     assert_one_line_error(proc, *names)

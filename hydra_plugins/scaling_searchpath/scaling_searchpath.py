@@ -3,6 +3,7 @@
 So a sweep file in `sweeps/` is a primary config (``--config-name quick``) that builds on
 `conf/config.yaml` (``defaults: [config, ...]``), from any working directory.
 """
+
 from pathlib import Path
 
 from hydra.core.config_search_path import ConfigSearchPath

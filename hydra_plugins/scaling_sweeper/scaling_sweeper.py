@@ -28,7 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -40,13 +40,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 @dataclass
 class ScalingSweeperConf:
     _target_: str = "hydra_plugins.scaling_sweeper.scaling_sweeper.ScalingSweeper"
-    budgets: List[float] = field(default_factory=list)   # FLOP budgets C
-    models: List[str] = field(default_factory=list)      # ladder names (conf/model/*.yaml), tried at every budget
+    budgets: list[float] = field(default_factory=list)  # FLOP budgets C
+    models: list[str] = field(default_factory=list)  # ladder names (conf/model/*.yaml), tried at every budget
     grid: Any = field(default_factory=dict)  # optional per-budget shapes: {1e12: [d32, d64], 3e12: [...]}
-    tokens_per_param: List[float] = field(default_factory=lambda: [0.5, 2000.0])  # keep D/N inside [lo, hi]
-    params: Dict[str, str] = field(default_factory=dict)  # extra swept keys, as the basic sweeper: {seed: "0,1"}
-    max_batch_size: Optional[int] = None                 # launch in chunks of this many jobs (None: all at once)
-    dry_run: bool = False                                # plan, list the runs, write STORE/sweep.dry-run.json; launch nothing
+    tokens_per_param: list[float] = field(default_factory=lambda: [0.5, 2000.0])  # keep D/N inside [lo, hi]
+    params: dict[str, str] = field(default_factory=dict)  # extra swept keys, as the basic sweeper: {seed: "0,1"}
+    max_batch_size: int | None = None  # launch in chunks of this many jobs (None: all at once)
+    dry_run: bool = False  # plan, list the runs, write STORE/sweep.dry-run.json; launch nothing
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -99,7 +99,7 @@ def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int
     return 1
 
 
-def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: Optional[int]) -> int:
+def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: int | None) -> int:
     """Jobs per ``launcher.launch`` call. submitit_local starts all the jobs of one call at once and
     has no ``array_parallelism`` (PITFALLS.md), so it gets ``n_parallel`` jobs per call (largest
     first, so the jobs of a call are of similar length); the other launchers pace themselves and get
@@ -122,21 +122,25 @@ def _budget(value: Any, key: str) -> float:
     return budget
 
 
-def format_plan(jobs: List[dict]) -> str:
+def format_plan(jobs: list[dict]) -> str:
     """The planned runs as a table: budget, shape, N (the count that set D), D, D/N, C = 6·N·D, state,
     run id, and the job's other swept overrides (seed=1, ...)."""
     lines = [f"  {'budget':>8} {'shape':>6} {'N':>12} {'D':>14} {'D/N':>7} {'C=6ND':>9}  {'state':<9} run id"]
     for j in sorted(jobs, key=lambda j: (j["plan"].budget, j["plan"].n_budget)):
         p = j["plan"]
         others = [o for o in j["overrides"] if not o.startswith(("budget=", "model=", "store="))]
-        lines.append(f"  {p.budget:>8.3g} {p.shape.name:>6} {p.n_budget:>12,} {p.tokens:>14,} "
-                     f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g}  {j['state']:<9} {j['run_id']} {' '.join(others)}".rstrip())
-    lines.append(f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
-                 f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention")
+        lines.append(
+            f"  {p.budget:>8.3g} {p.shape.name:>6} {p.n_budget:>12,} {p.tokens:>14,} "
+            f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g}  {j['state']:<9} {j['run_id']} {' '.join(others)}".rstrip()
+        )
+    lines.append(
+        f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
+        f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention"
+    )
     return "\n".join(lines)
 
 
-def _child_pids() -> List[int]:
+def _child_pids() -> list[int]:
     pids = []
     for children in Path("/proc/self/task").glob("*/children"):
         try:
@@ -179,8 +183,11 @@ def forward_sigterm_to_workers() -> None:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        print(f"sweep: {signal.Signals(signum).name}; running runs checkpoint and stop; relaunch to resume",
-              file=sys.stderr, flush=True)
+        print(
+            f"sweep: {signal.Signals(signum).name}; running runs checkpoint and stop; relaunch to resume",
+            file=sys.stderr,
+            flush=True,
+        )
         # Wait (bounded) for the workers to save their checkpoints, then leave without the launcher's
         # exit handlers: joblib's would kill the workers in the middle of that.
         deadline = time.monotonic() + 120
@@ -207,8 +214,8 @@ class ScalingSweeper(Sweeper):
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
-        self.hydra_context: Optional[HydraContext] = None
-        self.config: Optional[DictConfig] = None
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
         self.launcher = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
@@ -217,7 +224,8 @@ class ScalingSweeper(Sweeper):
         self.hydra_context = hydra_context
         self.config = config
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config)
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
 
     def check_settings(self) -> None:
         """Budgets, grid and tokens_per_param as numbers, or ConfigError naming the bad setting."""
@@ -226,8 +234,10 @@ class ScalingSweeper(Sweeper):
         self.budgets = [_budget(b, "hydra.sweeper.budgets") for b in self.budgets]
         grid = self.grid if self.grid is not None else {}
         if not isinstance(grid, (dict, DictConfig)):
-            raise ConfigError(f"hydra.sweeper.grid: {grid!r} is not a mapping; write budget -> shapes, "
-                              "e.g. {1e12: [d32, d64], 3e12: [d64, d96]}")
+            raise ConfigError(
+                f"hydra.sweeper.grid: {grid!r} is not a mapping; write budget -> shapes, "
+                "e.g. {1e12: [d32, d64], 3e12: [d64, d96]}"
+            )
         self.grid = {}
         for key, shapes in grid.items():
             if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
@@ -238,15 +248,17 @@ class ScalingSweeper(Sweeper):
         except (TypeError, ValueError):
             lo = hi = math.nan
         if not 0 <= lo < hi:
-            raise ConfigError(f"hydra.sweeper.tokens_per_param: {list(self.tokens_per_param)!r} is not a range; "
-                              "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]")
+            raise ConfigError(
+                f"hydra.sweeper.tokens_per_param: {list(self.tokens_per_param)!r} is not a range; "
+                "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
+            )
         self.tokens_per_param = (lo, hi)
 
     # ------------------------------------------------------------ 1. expand
-    def expand(self, arguments: List[str]) -> List[List[str]]:
+    def expand(self, arguments: list[str]) -> list[list[str]]:
         """Every job's override list: budgets × models (or grid) × the other swept keys."""
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        axes: Dict[str, List[str]] = {}
+        axes: dict[str, list[str]] = {}
         for override in parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + list(arguments)):
             key = override.get_key_element()
             if override.is_sweep_override():
@@ -265,21 +277,24 @@ class ScalingSweeper(Sweeper):
                 pairs.append([f"budget={budget:g}", f"model={model}"])
         if not pairs:
             from scaling.errors import ConfigError
-            raise ConfigError("hydra.sweeper: no budgets × models to sweep; set hydra.sweeper.budgets and "
-                              "hydra.sweeper.models (or hydra.sweeper.grid) in the sweep file, or sweep both on the "
-                              "command line: budget=1e11,3e11 model=d32,d64 (either one replaces the grid)")
+
+            raise ConfigError(
+                "hydra.sweeper: no budgets × models to sweep; set hydra.sweeper.budgets and "
+                "hydra.sweeper.models (or hydra.sweeper.grid) in the sweep file, or sweep both on the "
+                "command line: budget=1e11,3e11 model=d32,d64 (either one replaces the grid)"
+            )
         return [pair + list(rest) for pair in pairs for rest in itertools.product(*axes.values())]
 
     # ------------------------------------------------------------ 2-3. plan
-    def plan(self, jobs: List[List[str]]):
+    def plan(self, jobs: list[list[str]]):
         """Plan every job: (kept, dropped). Bad input in a job's config (a bad value, a missing or
         malformed corpus) raises ConfigError/DataError naming the job; a budget too small for a
         shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the job."""
+        from scaling import data as data_lib
         from scaling.config import validate
         from scaling.errors import UserError
         from scaling.plan import plan_run, resolve_shape
         from scaling.store import RunPaths, run_state
-        from scaling import data as data_lib
 
         loader = self.hydra_context.config_loader
         kept, dropped, corpus_tokens = [], [], {}
@@ -291,6 +306,7 @@ class ScalingSweeper(Sweeper):
             except Exception as err:  # an unknown model name, a bad value in a swept key: bad input
                 from scaling.errors import ConfigError
                 from scaling.train_app import explain_compose_error
+
                 raise ConfigError(f"sweep job {label}: {explain_compose_error(err, list(overrides))}") from None
             with open_dict(cfg):
                 del cfg["hydra"]  # as in the job itself: its interpolations need a running job
@@ -309,20 +325,38 @@ class ScalingSweeper(Sweeper):
                 continue
             ratio = plan.tokens / plan.n_budget
             if not lo <= ratio <= hi:
-                dropped.append({"overrides": overrides, "reason": f"{ratio:.3g} tokens per parameter is outside "
-                                f"hydra.sweeper.tokens_per_param [{lo:g}, {hi:g}]"})
+                dropped.append(
+                    {
+                        "overrides": overrides,
+                        "reason": f"{ratio:.3g} tokens per parameter is outside "
+                        f"hydra.sweeper.tokens_per_param [{lo:g}, {hi:g}]",
+                    }
+                )
                 continue
             if not cfg.train.allow_repeat and plan.tokens > corpus_tokens[data_key]:
-                dropped.append({"overrides": overrides, "reason": f"needs {plan.tokens:,} tokens but the corpus's "
-                                f"training split holds {corpus_tokens[data_key]:,} (set train.allow_repeat=true to repeat data)"})
+                dropped.append(
+                    {
+                        "overrides": overrides,
+                        "reason": f"needs {plan.tokens:,} tokens but the corpus's "
+                        f"training split holds {corpus_tokens[data_key]:,} (set train.allow_repeat=true to repeat data)",
+                    }
+                )
                 continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
-            kept.append({"overrides": overrides, "label": label, "run_id": plan.run_id, "plan": plan,
-                         "state": state, "store": cfg.store})
+            kept.append(
+                {
+                    "overrides": overrides,
+                    "label": label,
+                    "run_id": plan.run_id,
+                    "plan": plan,
+                    "state": state,
+                    "store": cfg.store,
+                }
+            )
         return kept, dropped
 
     # ------------------------------------------------------------ 4. launch
-    def sweep(self, arguments: List[str]) -> Any:
+    def sweep(self, arguments: list[str]) -> Any:
         """Plan, report, launch. Bad sweep settings: one `error:` line on stderr and exit status 2
         (Hydra would print a traceback for an exception raised here)."""
         from scaling.errors import ConfigError, UserError
@@ -333,15 +367,17 @@ class ScalingSweeper(Sweeper):
             if not jobs:
                 for d in dropped:
                     print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", file=sys.stderr, flush=True)
-                raise ConfigError(f"sweep {self.config.sweep or 'sweep'}: all {len(dropped)} combinations were dropped "
-                                  "(reasons above), nothing to run; change hydra.sweeper budgets/models/grid, "
-                                  "hydra.sweeper.tokens_per_param or train.min_steps")
+                raise ConfigError(
+                    f"sweep {self.config.sweep or 'sweep'}: all {len(dropped)} combinations were dropped "
+                    "(reasons above), nothing to run; change hydra.sweeper budgets/models/grid, "
+                    "hydra.sweeper.tokens_per_param or train.min_steps"
+                )
         except UserError as err:
             print(f"error: {err}", file=sys.stderr, flush=True)
             sys.exit(2)
         return self.launch_planned(jobs, dropped)
 
-    def launch_planned(self, jobs: List[dict], dropped: List[dict]) -> Any:
+    def launch_planned(self, jobs: list[dict], dropped: list[dict]) -> Any:
         from scaling.progress import DRY_RUN_MANIFEST, MANIFEST, format_progress, write_sweep_manifest
         from scaling.store import write_tables
 
@@ -353,16 +389,21 @@ class ScalingSweeper(Sweeper):
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
         name = self.config.sweep or "sweep"
-        print(f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
-              f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
-              f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
-              f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
-              + (f", {len(busy)} running in another process (left to it)" if busy else ""), flush=True)
+        print(
+            f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
+            f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
+            f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
+            f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
+            + (f", {len(busy)} running in another process (left to it)" if busy else ""),
+            flush=True,
+        )
         for d in dropped:
             print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
         if self.dry_run:
             print(format_plan(jobs), flush=True)
-            print(f"dry run (hydra.sweeper.dry_run=true): nothing launched; the plan is in {store / manifest}", flush=True)
+            print(
+                f"dry run (hydra.sweeper.dry_run=true): nothing launched; the plan is in {store / manifest}", flush=True
+            )
             return []
         if not to_run:
             write_tables(store)
@@ -372,8 +413,11 @@ class ScalingSweeper(Sweeper):
         gpu = trains_on_gpu(self.config.train)
         n_parallel = concurrency(self.config.hydra.launcher, len(to_run), gpu)
         batch = [list(j["overrides"]) + [f"train.concurrent_runs={n_parallel}"] for j in to_run]
-        print(f"launching {len(batch)} runs, {n_parallel} at a time{' (GPU)' if gpu else ''} "
-              f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)", flush=True)
+        print(
+            f"launching {len(batch)} runs, {n_parallel} at a time{' (GPU)' if gpu else ''} "
+            f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
+            flush=True,
+        )
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -381,7 +425,7 @@ class ScalingSweeper(Sweeper):
         returns, size = [], launch_chunk_size(self.config.hydra.launcher, n_parallel, self.max_batch_size)
         forward_sigterm_to_workers()
         for start in range(0, len(batch), size):
-            chunk = batch[start:start + size]
+            chunk = batch[start : start + size]
             self.validate_batch_is_legal(chunk)
             returns.append(self.launcher.launch(chunk, initial_job_idx=start))
         write_tables(store)

@@ -11,6 +11,7 @@ PYTHONPATH and one of these variables set:
   SCALING_FAULT_ERROR_AT_STEP=S     the same hook raises MemoryError at step S: a run failing with
                                     an error, not a divergence (tests/test_faults_store.py).
 """
+
 import os
 import signal
 
