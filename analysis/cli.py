@@ -19,6 +19,7 @@ import numpy as np
 
 from analysis.results import Estimate, FitReport, to_jsonable
 from scaling.errors import UserError
+from scaling.flops import flops_6nd
 
 HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at the top of `fit --json`
 
@@ -467,7 +468,7 @@ def render_allocation(a) -> str:
         f"  tokens/parameter   {_with_interval(a.tokens_per_parameter)}",
         "  predicted loss     "
         + ("- (this law does not predict loss)" if a.loss is None else f"{_with_interval(a.loss)} nats/token"),
-        f"  check              6·N·D = {6 * a.n.value * a.d.value:.6g} FLOPs",
+        f"  check              6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs",
     ]
     if a.n.interval is not None:
         lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")

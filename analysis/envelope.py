@@ -22,6 +22,7 @@ from analysis.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.table import RunTable
 from scaling.errors import DataError
+from scaling.flops import tokens_6nd
 
 BINS_PER_DECADE = 10
 MIN_POINTS = 3  # envelope points for the two-parameter laws (the law with a floor needs 4)
@@ -75,7 +76,7 @@ def fit_envelope(
         compute=compute.tolist(),
         loss=loss.tolist(),
         n=n.tolist(),
-        d=(compute / (6 * n)).tolist(),
+        d=tokens_6nd(compute, n).tolist(),
         run_id=[grid.run_ids[i] for i in winner],
         loss_law=laws["loss"],
         loss_law_with_floor=with_floor,
@@ -145,7 +146,7 @@ def _fit_laws(compute, loss, n) -> dict[str, PowerLaw]:
     return {
         "loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)),
         "n_opt": n_law,
-        "d_opt": PowerLaw(1.0 / (6.0 * n_law.coefficient), 1.0 - n_law.exponent),
+        "d_opt": PowerLaw(tokens_6nd(1.0, n_law.coefficient), 1.0 - n_law.exponent),
     }
 
 

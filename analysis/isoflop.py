@@ -20,6 +20,7 @@ from analysis.powerlaws import log_linear_fit
 from analysis.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.table import RunTable
 from scaling.errors import DataError
+from scaling.flops import tokens_6nd
 
 MIN_SIZES = 3  # distinct model sizes a parabola needs
 
@@ -51,7 +52,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     log_n_opt = np.log([p.n_opt for p in profiles])
     intercept, a = log_linear_fit(log_c, log_n_opt)
     n_law = PowerLaw(float(np.exp(intercept)), float(a))
-    d_law = PowerLaw(float(1.0 / (6.0 * n_law.coefficient)), float(1.0 - a))
+    d_law = PowerLaw(float(tokens_6nd(1.0, n_law.coefficient)), float(1.0 - a))
     point = {
         "a": n_law.exponent,
         "b": d_law.exponent,
@@ -123,7 +124,7 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
         loss=loss.tolist(),
         run_id=runs["run_id"].tolist(),
         n_opt=n_opt,
-        d_opt=compute / (6.0 * n_opt),
+        d_opt=tokens_6nd(compute, n_opt),
         loss_opt=float(c0 - c1 * c1 / (4 * c2)),
         inside_range=bool(n.min() <= n_opt <= n.max()),
         residuals=[],
@@ -149,7 +150,7 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
         "a": a,
         "b": 1.0 - a,
         "N_coefficient": np.exp(intercept),
-        "D_coefficient": 1.0 / (6.0 * np.exp(intercept)),
+        "D_coefficient": tokens_6nd(1.0, np.exp(intercept)),
     }
     samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, ["runs resampled within each budget"])
     return samples, (np.exp(log_n_opt) if samples else None), boot

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-# Kaplan et al. 2020 count compute in PF-days: 1 PF-day = 1e15 FLOP/s · 86,400 s.
-FLOPS_PER_PF_DAY = 1e15 * 86_400
+from scaling.flops import FLOPS_PER_PARAM_TOKEN, tokens_6nd
+
+
+def flops_to_nd(compute):
+    """N·D = C / 6: the product of parameters and tokens that C FLOPs buy."""
+    return compute / FLOPS_PER_PARAM_TOKEN
 
 
 def power_law(x, coefficient, exponent, floor=0.0):
@@ -65,10 +69,10 @@ def chinchilla_allocation(compute, A, B, alpha, beta):
     g = np.power(alpha * A / (beta * B), 1.0 / (alpha + beta))
     a = beta / (alpha + beta)
     b = alpha / (alpha + beta)
-    per_six = np.asarray(compute, dtype=float) / 6.0
+    per_six = flops_to_nd(np.asarray(compute, dtype=float))
     return g * np.power(per_six, a), np.power(per_six, b) / g
 
 
 def tokens_for_compute(compute, n):
-    """D = C / (6·N): the tokens a budget of C FLOPs buys for a model of N parameters."""
-    return np.asarray(compute, dtype=float) / (6.0 * np.asarray(n, dtype=float))
+    """D = C / (6·N) (`scaling.flops.tokens_6nd`) over arrays."""
+    return tokens_6nd(np.asarray(compute, dtype=float), np.asarray(n, dtype=float))

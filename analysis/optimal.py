@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis import laws
+from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
 from analysis.results import Estimate, FitReport, ParametricFit
 from scaling.errors import UserError
+from scaling.flops import PF_DAY_FLOPS, flops_6nd, params_6nd, tokens_6nd
 
 EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (seed text §14.9.5)
 LOG10_BUDGET_RANGE = (0.0, 60.0)  # where the inverse looks for a budget, in log10 FLOPs
@@ -49,7 +51,7 @@ class Allocation:
             "D": self.d.as_json(),
             "tokens_per_parameter": self.tokens_per_parameter.as_json(),
             "loss": None if self.loss is None else self.loss.as_json(),
-            "six_N_D": 6.0 * self.n.value * self.d.value,
+            "six_N_D": flops_6nd(self.n.value, self.d.value),
             "n_kind": self.n_kind,
             "extrapolation": self.extrapolation,
             "level": self.level,
@@ -136,7 +138,7 @@ class Law(abc.ABC):
             free.max_tokens = max_tokens
             free.notes.append(f"the token cap {max_tokens:.4g} does not bind: D_opt = {free.d.value:.4g} is below it")
             return free
-        n = budget / (6.0 * max_tokens)
+        n = params_6nd(budget, max_tokens)
         loss = None
         if self._loss(self.params, n, max_tokens) is not None:
             loss = Estimate.from_samples(
@@ -172,10 +174,10 @@ class Law(abc.ABC):
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
         # D = C/(6N) and D/N = C/(6N²) fall as N grows: N's interval maps onto theirs reversed.
-        d, ratio = Estimate(c / (6.0 * n.value)), Estimate(c / (6.0 * n.value**2))
+        d, ratio = Estimate(tokens_6nd(c, n.value)), Estimate(tokens_6nd(c, n.value**2))
         if n.upper is not None:
-            d.lower, d.upper = c / (6.0 * n.upper), c / (6.0 * n.lower)
-            ratio.lower, ratio.upper = c / (6.0 * n.upper**2), c / (6.0 * n.lower**2)
+            d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
+            ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
         extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         notes = list(self.notes)
         if extrapolation:
@@ -248,7 +250,7 @@ class PowerLawAllocation(Law):
 def _chinchilla() -> Law:
     return PowerLawAllocation(
         "chinchilla",
-        {"N_coefficient": 120.0**-0.5, "a": 0.5},
+        {"N_coefficient": (6.0 * CHINCHILLA_TOKENS_PER_PARAM) ** -0.5, "a": 0.5},
         notes=[
             "Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C/120), D_opt = 20·N_opt; "
             "this rule predicts no loss"
@@ -259,7 +261,7 @@ def _chinchilla() -> Law:
 def _chinchilla_parametric() -> Law:
     return ParametricLaw(
         "chinchilla-parametric",
-        {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28},
+        dict(CHINCHILLA_APPROACH3),
         notes=[
             "Hoffmann et al. 2022, approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28, "
             "N_opt = G·(C/6)^0.46 with G = (αA/(βB))^(1/(α+β))"
@@ -267,23 +269,9 @@ def _chinchilla_parametric() -> Law:
     )
 
 
-# Kaplan et al. 2020: Table 6 N_opt = 1.3e9·C_min^0.73 and Eq. 1.3 L = (C_c/C_min)^0.050, C_c = 3.1e8,
-# both with C in PF-days; Eq. 1.5 (with Table 5 constants) for a loss off the frontier.
-KAPLAN = {
-    "N_e": 1.3e9,
-    "p_N": 0.73,
-    "C_c_pf_days": 3.1e8,
-    "alpha_C": 0.050,
-    "N_c": 8.8e13,
-    "D_c": 5.4e13,
-    "alpha_N": 0.076,
-    "alpha_D": 0.095,
-}
-
-
 def _kaplan() -> Law:
     k = KAPLAN
-    pf = laws.FLOPS_PER_PF_DAY
+    pf = PF_DAY_FLOPS
     return PowerLawAllocation(
         "kaplan",
         {

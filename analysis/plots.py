@@ -41,6 +41,7 @@ from analysis import laws  # noqa: E402
 from analysis.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit  # noqa: E402
 from analysis.results import FitReport  # noqa: E402
 from analysis.table import RunTable  # noqa: E402
+from scaling.flops import flops_6nd, tokens_6nd
 
 # Okabe & Ito 2008: eight colours distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = {
@@ -339,7 +340,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
             )
             ax.plot(
                 grid,
-                report.parametric.predict(grid, p.compute / (6.0 * grid)),
+                report.parametric.predict(grid, tokens_6nd(p.compute, grid)),
                 color=colour,
                 linewidth=1.0,
                 linestyle="--",
@@ -428,7 +429,7 @@ def optimal_allocation(report: FitReport) -> Figure:
     axes = fig.subplots(1, 2)
     reference = PRESETS[REFERENCE_PRESET]()
     reference_n = np.array([reference.allocate(float(x)).n.value for x in c])
-    shown = {"n": list(reference_n), "d": list(c / (6 * reference_n))}
+    shown = {"n": list(reference_n), "d": list(tokens_6nd(c, reference_n))}
     for fit in report.fits:
         curve = law_along(report, fit.approach, c)
         exponent = fit.estimates["a"]
@@ -451,7 +452,7 @@ def optimal_allocation(report: FitReport) -> Figure:
     for ax, key in zip(axes, ("n", "d")):
         ax.plot(
             c,
-            reference_n if key == "n" else c / (6 * reference_n),
+            reference_n if key == "n" else tokens_6nd(c, reference_n),
             color=REFERENCE_COLOUR,
             linestyle="--",
             linewidth=1.2,
@@ -483,7 +484,7 @@ def _smallest_compute(fit) -> float:
         return float(fit.diagnostics["compute_range"][0])
     if fit.approach == 2:
         return min(p.compute for p in fit.profiles)
-    return float(min(6.0 * n * d for n, d in zip(fit.n, fit.d)))
+    return float(min(flops_6nd(n, d) for n, d in zip(fit.n, fit.d)))
 
 
 def _isoflop_minima(axes, fit, shown) -> None:
@@ -494,10 +495,10 @@ def _isoflop_minima(axes, fit, shown) -> None:
         compute = np.array([p.compute for p in profiles])
         n_opt = np.array([p.n_opt for p in profiles])
         lower, upper = np.array([p.n_opt_interval or [p.n_opt, p.n_opt] for p in profiles]).T
-        d_opt = compute / (6 * n_opt)
+        d_opt = tokens_6nd(compute, n_opt)
         n_err = np.maximum([n_opt - lower, upper - n_opt], 0.0)
         # D = C/(6N): the upper end of N's interval is the lower end of D's
-        d_err = np.maximum([d_opt - compute / (6 * upper), compute / (6 * lower) - d_opt], 0.0)
+        d_err = np.maximum([d_opt - tokens_6nd(compute, upper), tokens_6nd(compute, lower) - d_opt], 0.0)
         label = "approach 2: parabola minima" + ("" if inside else " outside the trained sizes")
         for ax, y, err, key in ((axes[0], n_opt, n_err, "n"), (axes[1], d_opt, d_err, "d")):
             bars = ax.errorbar(
@@ -546,12 +547,12 @@ def loss_landscape(report: FitReport) -> Figure:
     ax.set_yscale("log")
     ax.set_xlim(n_grid[0], n_grid[-1])
     ax.set_ylim(d_grid[0], d_grid[-1])
-    c_runs = 6.0 * n_runs * d_runs
+    c_runs = flops_6nd(n_runs, d_runs)
     for c in _distinct_budgets(c_runs):
-        ax.plot(n_grid, c / (6.0 * n_grid), color="white", linestyle=":", linewidth=1.0)
+        ax.plot(n_grid, tokens_6nd(c, n_grid), color="white", linestyle=":", linewidth=1.0)
         smallest = n_runs[np.abs(c_runs / c - 1.0) < 0.05].min()  # label the line just before its first run
-        _label_along(ax, n_grid, c / (6.0 * n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
-    c_path = np.geomspace(6.0 * n_grid[0] * d_grid[0], 6.0 * n_grid[-1] * d_grid[-1], 200)
+        _label_along(ax, n_grid, tokens_6nd(c, n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
+    c_path = np.geomspace(flops_6nd(n_grid[0], d_grid[0]), flops_6nd(n_grid[-1], d_grid[-1]), 200)
     n_opt, d_opt = laws.chinchilla_allocation(c_path, *(fit.params[k] for k in ("A", "B", "alpha", "beta")))
     ax.plot(
         n_opt,
@@ -675,7 +676,7 @@ def _run_residuals(fit):
         return n, 100.0 * (observed / fitted - 1.0), budget
     n, d = np.asarray(fit.n), np.asarray(fit.d)
     percent = 100.0 * (np.exp(-np.asarray(fit.residuals)) - 1.0)  # residuals are log(predicted) − log(observed)
-    return n, percent, np.array(_budget_of(6.0 * n * d))
+    return n, percent, np.array(_budget_of(flops_6nd(n, d)))
 
 
 def _budget_of(compute) -> list[float]:
@@ -700,7 +701,9 @@ def training_curves(table: RunTable) -> Figure:
     axes = np.atleast_1d(fig.subplots(rows, columns, sharey=True, squeeze=False)).ravel()
     norm = _size_norm(runs["N"])
     budget_of = dict(zip(runs["run_id"], runs["budget"]))
-    curves = table.curves.assign(budget=table.curves["run_id"].map(budget_of), tokens=lambda f: f["C"] / (6.0 * f["N"]))
+    curves = table.curves.assign(
+        budget=table.curves["run_id"].map(budget_of), tokens=lambda f: tokens_6nd(f["C"], f["N"])
+    )
     for ax, budget in zip(axes, budgets):
         for _, curve in curves[curves["budget"] == budget].groupby("run_id", sort=False):
             curve = curve.sort_values("tokens")

@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 
 from analysis import laws
+from analysis.published import CHINCHILLA_APPROACH3
+from scaling.flops import flops_6nd
 
 # Hoffmann et al. 2022, approach 3 (Eq. 10): a realistic truth to draw from.
-CHINCHILLA_LAW = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+CHINCHILLA_LAW = CHINCHILLA_APPROACH3
 
 
 def isoflop_runs(
@@ -40,7 +42,7 @@ def isoflop_runs(
                     "run_id": f"r{len(rows):04d}",
                     "status": "completed",
                     "budget_flops": budget,
-                    "flops": 6.0 * n * d,
+                    "flops": flops_6nd(n, d),
                     "params": n,
                     "tokens": d,
                     "val_loss": loss,
@@ -69,7 +71,7 @@ def loss_curves(
                     "run_id": run.run_id,
                     "step": np.arange(1, points_per_run + 1),
                     "tokens": tokens,
-                    "flops": 6.0 * run.params * tokens,
+                    "flops": flops_6nd(run.params, tokens),
                     "train_loss": loss,
                     "val_loss": loss,
                     "lr": np.nan,

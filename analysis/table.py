@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from scaling.errors import DataError, UserError
+from scaling.flops import flops_6nd, tokens_6nd
 
 N_KINDS = ("total", "non_embedding")
 BUDGET_TOLERANCE = 0.05  # runs whose C agree within 5% belong to one budget (when no budget column)
@@ -192,9 +193,9 @@ def table_from_frame(
     if d_col is not None:
         d = _positive_column(frame, d_col, run_ids, "token counts D")
     else:
-        d = c_given / (6.0 * n)
+        d = tokens_6nd(c_given, n)
         notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
-    compute = 6.0 * n * d
+    compute = flops_6nd(n, d)
     if c_given is not None and d_col is not None:
         _note_compute_mismatch(c_given, compute, c_col, notes)
     notes.append(
@@ -374,5 +375,5 @@ def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, note
     notes.append(f"curves: {usable.sum()} points of {column!r} from {merged.loc[usable, 'run_id'].nunique()} runs")
     n = merged["N"].to_numpy(dtype=float)[usable]
     return pd.DataFrame(
-        {"run_id": merged["run_id"].to_numpy()[usable], "N": n, "C": 6.0 * n * tokens[usable], "loss": loss[usable]}
+        {"run_id": merged["run_id"].to_numpy()[usable], "N": n, "C": flops_6nd(n, tokens[usable]), "loss": loss[usable]}
     )

@@ -34,6 +34,8 @@ import time
 import common  # noqa: F401  (puts the checkout on sys.path)
 from common import ROOT, cores, interleaved_medians, median, print_header, print_table, rss_bytes
 
+from scaling.flops import flops_6nd
+
 CPU_LADDER = ("d32", "d48", "d64", "d96", "d128", "d160", "d192", "d256")
 
 
@@ -199,8 +201,8 @@ def measure(
     counts = param_counts(shape)
     flops_per_token = flops_per_token_with_attention(counts["total"], shape.n_layer, shape.d_model, seq_len)
     # the GEMMs of the weights (blocks' Linears and the tied head): 6 FLOPs per weight per token
-    gemm_flops_per_step = (
-        6 * tokens_per_step * (12 * shape.n_layer * shape.d_model**2 + shape.vocab_size * shape.d_model)
+    gemm_flops_per_step = flops_6nd(
+        12 * shape.n_layer * shape.d_model**2 + shape.vocab_size * shape.d_model, tokens_per_step
     )
     shares = step_time_shares(steps["project"])
     result = {

@@ -22,11 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the benchmarks run as scripts: make `scaling` importable from the checkout
     sys.path.insert(0, str(ROOT))
 import scaling.train  # noqa: E402,F401  (the trainer's process settings, e.g. OpenMP waiting, before torch loads)
+from scaling.machine import usable_cores  # noqa: E402
 
 
 def cores() -> int:
-    """CPUs this process may run on (its affinity), as the trainer counts them."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """CPUs this process may run on, as the trainer counts them."""
+    return usable_cores()
 
 
 def load_average() -> str:

@@ -17,14 +17,28 @@ from scaling.errors import ConfigError
 PF_DAY_FLOPS = 1e15 * 86_400
 
 
-def flops_6nd(n_params: float, tokens: float) -> float:
+# The one home of C = 6·N·D: every other module calls these (they broadcast over numpy arrays).
+FLOPS_PER_PARAM_TOKEN = 6.0
+
+
+def flops_6nd(n_params, tokens):
     """C = 6·N·D."""
-    return 6.0 * n_params * tokens
+    return FLOPS_PER_PARAM_TOKEN * n_params * tokens
+
+
+def tokens_6nd(compute, n_params):
+    """D = C / (6·N): the tokens C FLOPs buy for a model of N parameters."""
+    return compute / (FLOPS_PER_PARAM_TOKEN * n_params)
+
+
+def params_6nd(compute, tokens):
+    """N = C / (6·D): the parameters C FLOPs buy for D tokens."""
+    return compute / (FLOPS_PER_PARAM_TOKEN * tokens)
 
 
 def flops_per_token_with_attention(n_params: float, n_layer: int, d_model: int, seq_len: int) -> float:
     """6·N + 12·n_layer·d_model·seq_len (PaLM App. B)."""
-    return 6.0 * n_params + 12.0 * n_layer * d_model * seq_len
+    return FLOPS_PER_PARAM_TOKEN * n_params + 12.0 * n_layer * d_model * seq_len
 
 
 def tokens_for_budget(budget_flops: float, n_params: float) -> float:
@@ -33,9 +47,4 @@ def tokens_for_budget(budget_flops: float, n_params: float) -> float:
         raise ConfigError(f"budget: {budget_flops!r} is not valid; it must be a positive number of FLOPs, e.g. 1e12")
     if not (math.isfinite(n_params) and n_params > 0):
         raise ConfigError(f"parameter count {n_params!r} is not valid; it must be positive")
-    return budget_flops / (6.0 * n_params)
-
-
-def steps_for_budget(budget_flops: float, n_params: float, tokens_per_step: int) -> int:
-    """Optimizer steps that spend the budget, rounded to the nearest whole step (at least 0)."""
-    return max(0, round(tokens_for_budget(budget_flops, n_params) / tokens_per_step))
+    return tokens_6nd(budget_flops, n_params)

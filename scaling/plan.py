@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from scaling import data as data_lib
 from scaling.config import validate
 from scaling.errors import ConfigError
-from scaling.flops import flops_6nd, flops_per_token_with_attention
+from scaling.flops import flops_6nd, flops_per_token_with_attention, tokens_6nd
 from scaling.shapes import ARCHITECTURE, ModelShape, ladder_lr, nearest_shape, param_counts
 from scaling.store import run_id
 
@@ -104,9 +104,9 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     counts = param_counts(shape)
     n_budget = counts[cfg.param_count]
     tokens_per_step = cfg.train.batch_size * cfg.train.seq_len
-    steps = round(cfg.budget / (6.0 * n_budget) / tokens_per_step)
+    steps = round(tokens_6nd(cfg.budget, n_budget) / tokens_per_step)
     if steps < cfg.train.min_steps:
-        min_budget = 6.0 * n_budget * tokens_per_step * cfg.train.min_steps
+        min_budget = flops_6nd(n_budget, tokens_per_step * cfg.train.min_steps)
         raise ConfigError(
             f"budget: {cfg.budget:.3g} FLOPs buys model {shape.name} (N={n_budget:,}) only {steps} optimizer steps of "
             f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g} "

@@ -33,6 +33,7 @@ import torch  # noqa: E402  (after the line above)
 
 from scaling import data as data_lib
 from scaling.errors import ConfigError
+from scaling.machine import usable_cores
 from scaling.model import GPT
 from scaling.plan import RunPlan, lr_at, plan_run
 from scaling.shapes import ARCHITECTURE
@@ -65,10 +66,7 @@ def pick_device(name: str) -> torch.device:
 
 def set_threads(t) -> int:
     """Torch CPU threads: explicit, or cores // concurrent runs (never oversubscribe: PITFALLS.md)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if os.environ.get("SLURM_CPUS_PER_TASK", "").isdigit():  # clusters that do not pin CPUs (task/none)
-        cores = min(cores, int(os.environ["SLURM_CPUS_PER_TASK"]))
-    threads = t.threads or max(1, cores // t.concurrent_runs)
+    threads = t.threads or max(1, usable_cores() // t.concurrent_runs)
     torch.set_num_threads(threads)
     return threads
 

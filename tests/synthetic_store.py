@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis import laws
+from scaling.flops import flops_6nd, tokens_6nd
 from scaling.store import SCHEMA, atomic_write_json, run_id
 
 QUICK_BUDGETS = (3e11, 1e12, 3e12)  # the `quick` sweep's budgets (FLOPs)
@@ -20,7 +21,7 @@ CURVE_POINTS = 12
 
 
 def _record(law: dict, budget: float, shape: str, n: float, rng: np.random.Generator, noise: float) -> dict:
-    d = budget / (6.0 * n)
+    d = tokens_6nd(budget, n)
     tokens = np.geomspace(d / 50.0, d, CURVE_POINTS)
     losses = laws.chinchilla_loss(n, tokens, **law) * np.exp(noise * rng.standard_normal(CURVE_POINTS))
     identity = {"budget": budget, "shape": shape, "law": law}
@@ -31,8 +32,8 @@ def _record(law: dict, budget: float, shape: str, n: float, rng: np.random.Gener
         "status": "completed",
         "reason": "",
         "budget_flops": budget,
-        "flops": 6.0 * n * d,
-        "flops_attention": 6.0 * n * d,
+        "flops": flops_6nd(n, d),
+        "flops_attention": flops_6nd(n, d),
         "param_count": "total",
         "params": n,
         "params_non_embedding": 0.9 * n,
@@ -56,7 +57,7 @@ def _record(law: dict, budget: float, shape: str, n: float, rng: np.random.Gener
         "loss_floor": law["E"],
         "wall_time_s": 1.0,
         "tokens_per_s": d,
-        "flops_per_s": 6.0 * n * d,
+        "flops_per_s": flops_6nd(n, d),
         "device": "cpu",
         "threads": 1,
         "code_version": "abc123def456",
@@ -67,7 +68,7 @@ def _record(law: dict, budget: float, shape: str, n: float, rng: np.random.Gener
             {
                 "step": i + 1,
                 "tokens": float(t),
-                "flops": float(6.0 * n * t),
+                "flops": float(flops_6nd(n, t)),
                 "train_loss": float(v),
                 "val_loss": float(v),
                 "lr": 1e-3,

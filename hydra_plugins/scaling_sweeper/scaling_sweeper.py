@@ -36,6 +36,8 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from scaling.machine import usable_cores
+
 
 @dataclass
 class ScalingSweeperConf:
@@ -50,10 +52,6 @@ class ScalingSweeperConf:
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
@@ -92,10 +90,10 @@ def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int
         return 1  # one local GPU: runs sharing it would each run slower, and could run out of its memory
     if "Joblib" in target:
         n = int(launcher_cfg.get("n_jobs", -1) or -1)
-        workers = _cores() + 1 + n if n < 0 else n
+        workers = usable_cores() + 1 + n if n < 0 else n
         return max(1, min(n_jobs, workers))
     if _is_submitit_local(launcher_cfg):
-        return max(1, min(n_jobs, _cores()))
+        return max(1, min(n_jobs, usable_cores()))
     return 1
 
 

@@ -1,0 +1,23 @@
+"""Published laws' constants, each defined once: the presets of `scaling optimal` and the
+synthetic truths of the tests read them from here."""
+
+from __future__ import annotations
+
+# Hoffmann et al. 2022 (Chinchilla), approach 3: L(N, D) = E + A/N^alpha + B/D^beta.
+CHINCHILLA_APPROACH3 = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+
+# Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C / 120), D_opt = 20 N_opt.
+CHINCHILLA_TOKENS_PER_PARAM = 20.0
+
+# Kaplan et al. 2020: Table 6 N_opt = 1.3e9·C_min^0.73 and Eq. 1.3 L = (C_c/C_min)^0.050, C_c = 3.1e8,
+# both with C in PF-days; Eq. 1.5 (with Table 5 constants) for a loss off the frontier.
+KAPLAN = {
+    "N_e": 1.3e9,
+    "p_N": 0.73,
+    "C_c_pf_days": 3.1e8,
+    "alpha_C": 0.050,
+    "N_c": 8.8e13,
+    "D_c": 5.4e13,
+    "alpha_N": 0.076,
+    "alpha_D": 0.095,
+}
