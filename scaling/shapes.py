@@ -7,7 +7,7 @@ The rule (one rule for every shape in ``conf/model/``; widths are multiples of t
     lr      = 4e-3 · sqrt(32 / d_model)              peak learning rate (smaller models take larger steps)
 
 Kaplan et al. (2020, §3.1) found loss depends only weakly on the aspect ratio over a wide range, so
-a fixed ratio gives a fair one-dimensional ladder; steps of 16 in width keep neighbouring shapes
+a fixed ratio gives a fair one-dimensional ladder; width steps of one head size (8/16/32/64) keep neighbours
 within about 2× in parameters even at the small end, which IsoFLOP profiles at CPU-sized budgets
 need. ``d<width>`` names a shape (``d128`` = 4 layers × 128 wide). The learning rate is written into
 each ladder file, so it can be tuned per size (Porian et al. 2024: per-size tuning matters at small
@@ -68,7 +68,7 @@ def head_dim(d_model: int) -> int:
 
 
 def shape_for_width(d_model: int, vocab_size: int = 256, seq_len: int = 128) -> ModelShape:
-    """The ladder's shape of a given width under the aspect-ratio rule (width a multiple of 16)."""
+    """The ladder's shape of a given width under the aspect-ratio rule (width a multiple of its head size)."""
     if d_model not in ladder_widths():
         raise ConfigError(
             f"d_model: {d_model} is not on the ladder; valid: multiples of its head size "
