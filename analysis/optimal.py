@@ -22,7 +22,7 @@ from analysis.results import Estimate, FitReport, ParametricFit
 from scaling.errors import UserError
 from scaling.flops import PF_DAY_FLOPS, flops_6nd, params_6nd, tokens_6nd
 
-EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (seed text §14.9.5)
+EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
 LOG10_BUDGET_RANGE = (0.0, 60.0)  # where the inverse looks for a budget, in log10 FLOPs
 
 
@@ -246,7 +246,7 @@ class PowerLawAllocation(Law):
         return None if self.point_loss is None or p is not self.params else self.point_loss(n, d)
 
 
-# ---------------------------------------------------------------- presets (REFERENCE.md)
+# ---------------------------------------------------------------- presets (sources: docs/NOTES.md)
 def _chinchilla() -> Law:
     return PowerLawAllocation(
         "chinchilla",

@@ -1,4 +1,4 @@
-"""Hold-out validation: refit without the largest budget and predict it (seed text §14.9.3, step 4).
+"""Hold-out validation: refit without the largest budget and predict it (docs/NOTES.md, Fitting rules).
 
   * approach 1: predict, from the envelope of the other budgets' curves, the lowest loss reached at
     the held-out budget and the size that reached it (its best run's final loss and N);

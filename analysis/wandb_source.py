@@ -1,6 +1,6 @@
 """Read a wandb project's runs into a DataFrame (one row per run: config and summary, flattened).
 
-Online only: wandb has no reader for offline runs (see PITFALLS.md), and the project's own results
+Online only: wandb has no reader for offline runs (see docs/NOTES.md), and the project's own results
 store stays the source of truth. The network is probed with a short timeout first, so a machine
 without access fails at once with one line instead of hanging in wandb's retry loop.
 """

@@ -54,7 +54,7 @@ class TrainConfig:
     divergence_factor: float = 2.0  # stop as diverged when the smoothed loss exceeds this × its start
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 elsewhere) | fp32 | bf16
-    compile: bool = False  # torch.compile the model (pays off on GPUs; see PITFALLS for CPU)
+    compile: bool = False  # torch.compile the model (pays off on GPUs, not on CPUs: docs/NOTES.md)
     threads: int = 0  # torch CPU threads; 0: cores // concurrent_runs
     concurrent_runs: int = 1  # runs sharing this machine at once (set by parallel launchers)
 

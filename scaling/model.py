@@ -1,6 +1,6 @@
 """A decoder-only transformer, its shape, and its exact parameter count.
 
-The model is GPT-2 style (as in nanoGPT and the seed text, §14): token and learned position
+The model is GPT-2 style (as in nanoGPT): token and learned position
 embeddings, pre-LayerNorm blocks of causal multi-head self-attention (fused
 ``scaled_dot_product_attention``) and a 4x GELU MLP, a final LayerNorm, and an output projection
 tied to the token embedding.

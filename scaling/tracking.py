@@ -1,7 +1,7 @@
 """Experiment tracking behind a small interface: wandb, or nothing.
 
 The results store is the source of truth; wandb is a mirror for people who use its UI. So tracking
-must never block or fail a run: with no API key configured it runs offline (PITFALLS.md: a
+must never block or fail a run: with no API key configured it runs offline (docs/NOTES.md: a
 non-interactive ``wandb.init`` with no key fails at once), every wandb call is guarded, and a wandb
 failure mid-run disables tracking for the rest of the run with one warning.
 """

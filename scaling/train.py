@@ -65,7 +65,7 @@ def pick_device(name: str) -> torch.device:
 
 
 def set_threads(t) -> int:
-    """Torch CPU threads: explicit, or cores // concurrent runs (never oversubscribe: PITFALLS.md)."""
+    """Torch CPU threads: explicit, or cores // concurrent runs (never oversubscribe: docs/NOTES.md)."""
     threads = t.threads or max(1, usable_cores() // t.concurrent_runs)
     torch.set_num_threads(threads)
     return threads

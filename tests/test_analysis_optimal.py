@@ -12,7 +12,7 @@ from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from analysis.table import table_from_frame
 from scaling.cli import main
 
-# Hoffmann et al. 2022, Table 3 (REFERENCE.md): parameters, FLOPs, tokens.
+# Hoffmann et al. 2022, Table 3 (docs/NOTES.md): parameters, FLOPs, tokens.
 TABLE_3 = [
     (400e6, 1.92e19, 8.0e9),
     (1e9, 1.21e20, 20.2e9),
@@ -51,8 +51,8 @@ def test_chinchilla_preset_reproduces_every_row_of_table_3(capsys, n, compute, d
 
 def test_chinchilla_at_1e23_is_consistent_with_6nd_unlike_the_seed_rule_of_thumb(capsys):
     got = optimal(capsys, "--budget", "1e23")  # chinchilla is the default law
-    # REFERENCE.md: 20 tokens per parameter under C = 6ND gives 28.9 B parameters on 577 B tokens,
-    # not the seed text's 7 B on 140 B (which costs 5.9e21 FLOPs, 17x less than the budget).
+    # docs/NOTES.md: 20 tokens per parameter under C = 6ND gives 28.9 B parameters on 577 B tokens,
+    # not the rule of thumb's 7 B on 140 B (which costs 5.9e21 FLOPs, 17x less than the budget).
     assert got["N"]["estimate"] == pytest.approx(28.87e9, rel=1e-3)
     assert got["D"]["estimate"] == pytest.approx(577.4e9, rel=1e-3)
     assert got["tokens_per_parameter"]["estimate"] == pytest.approx(20.0)
@@ -64,7 +64,7 @@ def test_chinchilla_parametric_preset_gives_the_closed_form_allocation(capsys):
     e, a, b, alpha, beta = (CHINCHILLA_LAW[k] for k in ("E", "A", "B", "alpha", "beta"))
     g = (alpha * a / (beta * b)) ** (1 / (alpha + beta))
     assert got["N"]["estimate"] == pytest.approx(g * (1e23 / 6) ** (beta / (alpha + beta)), rel=1e-12)
-    assert got["N"]["estimate"] == pytest.approx(1.5e10, rel=0.05)  # REFERENCE.md: N ~ 1.5e10, D ~ 1.1e12
+    assert got["N"]["estimate"] == pytest.approx(1.5e10, rel=0.05)  # docs/NOTES.md: N ~ 1.5e10, D ~ 1.1e12
     assert got["D"]["estimate"] == pytest.approx(1.1e12, rel=0.05)
     n, d = got["N"]["estimate"], got["D"]["estimate"]
     assert got["loss"]["estimate"] == pytest.approx(e + a / n**alpha + b / d**beta)

@@ -64,7 +64,7 @@ def test_flops_by_hand():
     assert PF_DAY_FLOPS == 8.64e19
 
 
-# REFERENCE.md, Chinchilla Table 3: (parameters, FLOPs, tokens); C = 6·N·D must hold within a few percent (67 B row: 4.7%).
+# Hoffmann et al. 2022 (Chinchilla), Table 3: (parameters, FLOPs, tokens); C = 6·N·D must hold within a few percent (67 B row: 4.7%).
 TABLE3 = [
     (400e6, 1.92e19, 8.0e9),
     (1e9, 1.21e20, 20.2e9),

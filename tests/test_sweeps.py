@@ -239,7 +239,7 @@ def test_launch_pacing_never_oversubscribes_the_cores():
 
 # 4 runs (d32, d48 at 2e10 and 4e10 FLOPs), each a few seconds: long enough for two single-threaded
 # workers to beat one two-threaded process plus the workers' start-up (small matmuls gain little from a
-# second thread; PITFALLS.md: two 1-thread jobs beat one 2-thread job on this CPU).
+# second thread; README, Benchmarks, the layout table: two 1-thread runs beat one 2-thread run).
 JOBLIB_SWEEP = [
     "hydra.sweeper.budgets=[2e10,4e10]",
     "hydra.sweeper.models=[d32,d48]",

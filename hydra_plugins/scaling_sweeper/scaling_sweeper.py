@@ -1,6 +1,6 @@
 """A Hydra sweeper for IsoFLOP sweeps: FLOP budgets × model shapes, planned before launch.
 
-Hydra 1.3's basic sweeper can only take Cartesian products and has no resume (PITFALLS.md). This
+Hydra 1.3's basic sweeper can only take Cartesian products and has no resume (docs/NOTES.md). This
 sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
 
 1. expands ``budgets`` × ``models`` (or a per-budget ``grid``) × any other swept overrides;
@@ -99,7 +99,7 @@ def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int
 
 def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: int | None) -> int:
     """Jobs per ``launcher.launch`` call. submitit_local starts all the jobs of one call at once and
-    has no ``array_parallelism`` (PITFALLS.md), so it gets ``n_parallel`` jobs per call (largest
+    has no ``array_parallelism`` (docs/NOTES.md), so it gets ``n_parallel`` jobs per call (largest
     first, so the jobs of a call are of similar length); the other launchers pace themselves and get
     ``max_batch_size`` jobs per call (None: all)."""
     if _is_submitit_local(launcher_cfg) or ("Joblib" in str(launcher_cfg.get("_target_", "")) and n_parallel == 1):
