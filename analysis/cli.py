@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.results import Estimate, FitReport, to_jsonable
+from analysis.fits.results import Estimate, FitReport, to_jsonable
 from scaling.errors import UserError
 from scaling.flops import flops_6nd
 
@@ -152,7 +152,7 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
 
 
 def column_map(args: argparse.Namespace):
-    from analysis.table import ColumnMap
+    from analysis.sources.schema import ColumnMap
 
     return ColumnMap(n=args.n_column, d=args.d_column, c=args.c_column, loss=args.loss_column, n_kind=args.n_kind)
 
@@ -164,8 +164,8 @@ def fit_main(argv: list[str]) -> int:
     if args.out and not Path(args.out).resolve().parent.is_dir():
         raise UserError(f"--out {args.out!r}: directory {str(Path(args.out).parent)!r} does not exist")
     # scipy and pandas are imported once the arguments are known to be good
-    from analysis.fit import fit_all
-    from analysis.table import load_runs
+    from analysis.fits.fit import fit_all
+    from analysis.sources.load import load_runs
 
     table = load_runs(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
     _tell(table.warnings, "warning")
@@ -384,7 +384,7 @@ def _render_validation(v: dict | None, kind: str) -> str:
 
 # ================================================================= scaling optimal
 def optimal_parser() -> argparse.ArgumentParser:
-    from analysis.optimal import PRESETS
+    from analysis.fits.optimal import PRESETS
 
     p = _Parser(
         prog="scaling optimal",
@@ -442,7 +442,7 @@ def optimal_main(argv: list[str]) -> int:
 
 def resolve_law(name: str, approach: int | None = None, level: float | None = None):
     """A preset by name, or the law of a FIT.json file."""
-    from analysis.optimal import PRESETS, law_from_fit
+    from analysis.fits.optimal import PRESETS, law_from_fit
 
     if name in PRESETS:
         if approach is not None:
@@ -547,8 +547,9 @@ def check_output_dir(directory: Path, option: str) -> None:
 
 def _source_and_fit(args: argparse.Namespace, verb: str):
     """(Source, FitReport or None, how it was fitted, warnings about the fit) for `plot` and `report`."""
-    from analysis.fit import fit_all
-    from analysis.report import fit_matches_source, read_source
+    from analysis.fits.fit import fit_all
+    from analysis.report import fit_matches_source
+    from analysis.sources.load import read_source
     from scaling.errors import DataError
 
     source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
@@ -580,7 +581,7 @@ def _source_and_fit(args: argparse.Namespace, verb: str):
 
 
 def _figures(source, fit) -> tuple[dict, dict[str, str]]:
-    from analysis.plots import make_figures
+    from analysis.figures import make_figures
 
     figures, missing = make_figures(source.table, fit)
     _tell([f"not drawn: {name}: {why}" for name, why in missing.items()], "note")
@@ -595,7 +596,7 @@ def plot_main(argv: list[str]) -> int:
         return args
     out = Path(args.out)
     check_output_dir(out, f"--out {args.out!r}")
-    from analysis.plots import figure_bytes
+    from analysis.figures import figure_bytes
     from analysis.report import write_readable
 
     source, fit, _how, problems = _source_and_fit(args, "plot")
@@ -620,7 +621,7 @@ def report_main(argv: list[str]) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"--out {args.out!r}: give an .html file name (the Markdown twin is written beside it as .md)")
     check_output_dir(out.parent, f"--out {args.out!r}")
-    from analysis.plots import figure_bytes
+    from analysis.figures import figure_bytes
     from analysis.report import report_blocks, write_report
 
     source, fit, how, problems = _source_and_fit(args, "report")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -32,83 +31,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
-from analysis.plots import FIGURES, count_label, flops_label
-from analysis.results import Estimate, FitReport
-from analysis.table import ColumnMap, RunTable, read_table_file, table_from_frame
-from scaling.errors import DataError
+from analysis.describe.numbers import count_label, flops_label
+from analysis.figures import FIGURES
+from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
+from analysis.fits.results import Estimate, FitReport
+from analysis.sources.schema import RunTable, Source
 from scaling.store import atomic_write_bytes
 
 HEADLINE_BUDGETS = (1e18, 1e21, 1e24)  # FLOPs: always in the allocation table, for orientation
 LADDER_DECADES = 6  # the ladder runs from the smallest swept budget to 10^6 times it
 
 
-# ---------------------------------------------------------------- the source, read once
-@dataclass
-class Source:
-    """A checked `RunTable` and the raw facts around it: every row as read (failed runs included),
-    the store's unreadable files (``problems``) and its sweep plan (``manifest``, {} without one)."""
-
-    table: RunTable
-    frame: pd.DataFrame
-    problems: list[str] = field(default_factory=list)
-    manifest: dict = field(default_factory=dict)
-    manifest_problem: str = ""
-
-
-def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> Source:
-    """Read a results store, a CSV/Parquet table or ``wandb:ENTITY/PROJECT`` once, and check it
-    (the rules of `analysis.table.load_runs`); DataError (one line) when nothing usable is there."""
-    source = str(source)
-    path = Path(source)
-    problems, manifest, manifest_problem, curves = [], {}, "", None
-    if source.startswith("wandb:"):
-        from analysis.wandb_source import read_wandb_runs
-
-        frame = read_wandb_runs(source[len("wandb:") :])
-    elif path.is_dir():
-        from scaling.progress import MANIFEST
-        from scaling.store import read_store
-
-        store = read_store(path)
-        frame, curves, problems = store.runs, store.curves, store.problems
-        if frame.empty:
-            raise DataError(
-                f"results store {source!r} holds no readable run records under {str(path / 'runs')!r}"
-                + (f" ({len(problems)} skipped: {problems[0]})" if problems else "")
-            )
-        manifest, manifest_problem = _read_manifest(path / MANIFEST)
-    else:
-        frame = read_table_file(path)
-    table = table_from_frame(
-        frame,
-        source,
-        columns,
-        curves=curves,
-        warnings=[f"skipped {p}" for p in problems],
-        allow_mixed_corpora=allow_mixed_corpora,
-    )
-    return Source(
-        table=table,
-        frame=frame.reset_index(drop=True),
-        problems=problems,
-        manifest=manifest,
-        manifest_problem=manifest_problem,
-    )
-
-
-def _read_manifest(path: Path) -> tuple[dict, str]:
-    if not path.exists():
-        return (
-            {},
-            f"{path} does not exist (runs not launched by `scaling sweep`): the plan and dropped runs are unknown",
-        )
-    try:
-        return json.loads(path.read_text()), ""
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        return {}, f"{path} cannot be read ({err}): the plan and dropped runs are unknown"
-
-
+# ---------------------------------------------------------------- the source
 def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[str]:
     """Warnings when a saved fit was not made from the runs ``table`` holds now."""
     used = set()

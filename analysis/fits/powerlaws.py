@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.results import PowerLaw
+from analysis.fits.results import PowerLaw
 
 MAX_EVALUATIONS = 2000  # Levenberg-Marquardt evaluations from a cold start
 MAX_EVALUATIONS_WARM = 200  # from a warm start (a bootstrap refit): a fit that needs more has failed
