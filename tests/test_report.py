@@ -241,7 +241,7 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
     write_store(path, budgets=(1e12,), sizes=2, with_failures=False)
     out = tmp_path / "r.html"
     out.write_text("<html>previous report</html>")
-    import analysis.report as report_module
+    import analysis.report.render as report_module
 
     def crash(_blocks, _figures):
         raise KeyboardInterrupt

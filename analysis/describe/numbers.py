@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from analysis.fits.results import Estimate
+
 
 def count_label(value: float) -> str:
     """A count as 950, 10k, 2.5M, 1B, 3T (k = 1e3, M = 1e6, B = 1e9, T = 1e12); 1e15 and up as `flops_label`."""
@@ -30,3 +32,25 @@ def flops_label(value: float) -> str:
 def plain_label(value: float) -> str:
     """A loss as 1.5, 2, 3."""
     return f"{value:.3g}"
+
+
+def num(x: float) -> str:
+    """A value to 4 significant digits."""
+    return f"{x:.4g}"
+
+
+def two(x: float) -> str:
+    """A value to 2 decimals (exponents)."""
+    return f"{x:.2f}"
+
+
+def interval_text(e: Estimate | None, fmt=num) -> str:
+    """An estimate as "value [lower, upper]" (just the value without an interval; – without an estimate)."""
+    if e is None:
+        return "–"
+    return fmt(e.value) if e.interval is None else f"{fmt(e.value)} [{fmt(e.lower)}, {fmt(e.upper)}]"
+
+
+def times(factor: float) -> str:
+    """A ratio as 99.9×, 1,000×, 3.33e8×."""
+    return f"{factor:.3g}×" if factor < 100 else f"{factor:,.0f}×" if factor < 1e6 else f"{flops_label(factor)}×"

@@ -38,12 +38,6 @@ def log_linear_fit(
     return mean_y - slope * mean_x, slope
 
 
-def fit_power_law(x, y) -> PowerLaw:
-    """y = k·x^p by least squares on logs (p and ln k are the slope and intercept)."""
-    intercept, slope = log_linear_fit(np.log(x), np.log(y))
-    return PowerLaw(coefficient=float(np.exp(intercept)), exponent=float(slope))
-
-
 def fit_power_law_with_floor(x, y, start: PowerLaw | None = None) -> PowerLaw | None:
     """y = E + A·x^(−α), E > 0, by least squares on log y (relative errors), or None if no fit
     converges. Levenberg-Marquardt in (ln E, ln A, α) with the analytic Jacobian
