@@ -294,7 +294,8 @@ def test_wandb_source_fails_fast_with_one_line_when_offline():
 
 def test_the_analysis_never_imports_torch():
     code = (
-        "import sys, analysis.cli, analysis.fits.fit, analysis.fits.optimal, analysis.sources.load; "
+        "import sys, analysis.cli, analysis.fits.fit, analysis.fits.optimal, analysis.sources.load, analysis.figures, "
+        "analysis.report; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0

@@ -247,9 +247,33 @@ class FitReport:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA or "source" not in data:
             raise DataError(f"{str(path)!r} is not a fit file written by `scaling fit --out` (schema {SCHEMA})")
         try:
-            return from_jsonable(cls, data)
-        except (KeyError, TypeError, ValueError) as err:
+            report = from_jsonable(cls, data)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DataError(f"fit file {str(path)!r} is incomplete or damaged ({type(err).__name__}: {err})") from None
+        check_estimates(report, str(path))
+        return report
+
+
+# The estimates each approach's law needs, and those that must be > 0 for its form to hold.
+REQUIRED_ESTIMATES = {1: ("a", "b", "N_coefficient"), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
+POSITIVE_ESTIMATES = {1: ("N_coefficient",), 2: ("N_coefficient",), 3: ("A", "B", "alpha", "beta", "a", "b")}
+
+
+def check_estimates(report: FitReport, path: str) -> None:
+    """A loaded fit (perhaps hand-edited or damaged) has each approach's estimates, finite, and > 0
+    where the law needs it; else one DataError line naming the file, approach, key and value."""
+    redo = "write it again with `scaling fit SOURCE --out FIT.json`"
+    for fit in report.fits:
+        where = f"fit file {path!r}, approach {fit.approach}"
+        missing = [k for k in REQUIRED_ESTIMATES[fit.approach] if k not in fit.estimates]
+        if missing:
+            raise DataError(f"{where}: estimates lack {', '.join(map(repr, missing))}; the file is damaged: {redo}")
+        for key in REQUIRED_ESTIMATES[fit.approach]:
+            value = fit.estimates[key].value
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise DataError(f"{where}: estimate {key!r} = {value!r} is not a finite number; {redo}")
+            if key in POSITIVE_ESTIMATES[fit.approach] and value <= 0:
+                raise DataError(f"{where}: estimate {key!r} = {value!r} must be > 0 for the law to hold; {redo}")
 
 
 # ---------------------------------------------------------------- JSON codec for the dataclasses above
