@@ -1,15 +1,15 @@
-"""Scaling-law analysis: from a table of runs to fitted laws with intervals and allocations.
+"""Scaling-law analysis: from a source of runs to fitted laws with intervals, figures and a report.
 
-Modules (data flows top to bottom; nothing here imports torch):
-  table        load and check runs from a results store, CSV/Parquet or wandb -> RunTable
-  laws         the laws as pure functions (power laws, Kaplan's joint form, Chinchilla's L(N, D))
-  envelope     approach 1: envelope of the loss curves
-  isoflop      approach 2: IsoFLOP parabolas, then N_opt and D_opt power laws
-  parametric   approach 3: Huber fit of L(N, D) on log-loss
-  bootstrap    resampling shared by the fits;  powerlaws: power-law fitting helpers
-  validation   refit without the largest budget and predict it
-  fit          run the approaches on one table -> FitReport (results.py: result objects + JSON)
-  optimal      compute-optimal N, D for a budget from presets or fits; inverse; data-capped
-  synthetic    runs drawn from a known law, to check a fitting setup
-  cli          `scaling fit` and `scaling optimal`
+Packages (data flows top to bottom; a package imports only from those above it; nothing here imports torch):
+  sources/   read a source once (store directory, CSV/Parquet, wandb) into one typed schema:
+             schema (ColumnMap, RunTable, Source), load (read_source, load_runs), check (the rules),
+             budgets (the one budget rule), files, wandb, synthetic (runs drawn from a known law)
+  fits/      laws (pure functions), envelope (approach 1), isoflop (2), parametric (3, Huber on
+             log-loss; lbfgs_batch), bootstrap, powerlaws, validation (hold out the largest budget),
+             fit (all approaches -> FitReport), results (result objects + JSON), optimal (N, D for a budget)
+  published  published constants (Hoffmann et al. 2022, Kaplan et al. 2020)
+  describe/  how numbers and fits read: numbers (10k, 2.5M, 1e12, value [interval])
+  figures/   one module per figure family; axes (palettes, log axes, bands); make_figures, figure_bytes
+  report/    blocks, render (HTML + Markdown, atomic writes), sections: sweep, laws, allocation, runs
+  cli/       one module per verb: fit, optimal, plot, report; common (parser, options, source and fit)
 """

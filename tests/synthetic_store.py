@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import laws
+from analysis.fits import laws
 from scaling.flops import flops_6nd, tokens_6nd
 from scaling.store import SCHEMA, atomic_write_json, run_id
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.results import FitReport, to_jsonable
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from analysis.fits.results import FitReport, to_jsonable
+from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from scaling.cli import main
 from scaling.store import SCHEMA, atomic_write_json
 
@@ -294,7 +294,8 @@ def test_wandb_source_fails_fast_with_one_line_when_offline():
 
 def test_the_analysis_never_imports_torch():
     code = (
-        "import sys, analysis.cli, analysis.fit, analysis.optimal, analysis.table; "
+        "import sys, analysis.cli, analysis.fits.fit, analysis.fits.optimal, analysis.sources.load, analysis.figures, "
+        "analysis.report; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from analysis.fit import fit_all
-from analysis.results import FitReport
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
-from analysis.table import table_from_frame
+from analysis.fits.fit import fit_all
+from analysis.fits.results import FitReport
+from analysis.sources.check import table_from_frame
+from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
 # Hoffmann et al. 2022, Table 3 (docs/NOTES.md): parameters, FLOPs, tokens.

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from analysis.bootstrap import one_blas_thread
-from analysis.parametric import HuberLogLoss, fit_parametric, start_grid
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
-from analysis.table import table_from_frame
+from analysis.fits.bootstrap import one_blas_thread
+from analysis.fits.parametric import HuberLogLoss, fit_parametric, start_grid
+from analysis.sources.check import table_from_frame
+from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
 
 TRUTH = {**CHINCHILLA_LAW, "a": 0.28 / 0.62, "b": 0.34 / 0.62}
 
@@ -75,7 +75,7 @@ def test_bootstrap_samples_carry_every_parameter_and_the_count_of_failures():
 
 
 def test_batched_lbfgs_solves_many_rosenbrock_problems_at_once():
-    from analysis.lbfgs_batch import minimize_batch
+    from analysis.fits.lbfgs_batch import minimize_batch
 
     shifts = np.linspace(0.5, 2.0, 7)  # problem k: minimum at (s_k, s_k^2)
 
@@ -92,7 +92,7 @@ def test_batched_lbfgs_solves_many_rosenbrock_problems_at_once():
 
 
 def test_bootstrap_refits_match_scipy_refits_of_the_same_resamples():
-    from analysis.bootstrap import resample_weights
+    from analysis.fits.bootstrap import resample_weights
 
     table = _table(budgets=4, sizes=12, noise=0.01, seed=9)
     fit = fit_parametric(table, resamples=20, seed=4)

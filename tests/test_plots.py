@@ -12,19 +12,18 @@ from matplotlib import image as mpimg
 from matplotlib.colors import to_rgba
 from synthetic_store import QUICK_BUDGETS, SMALL_LAW, write_store
 
-from analysis import laws
-from analysis.fit import fit_all
-from analysis.plots import (
+from analysis.describe.numbers import count_label, flops_label
+from analysis.figures import (
     FIGURES,
     OKABE_ITO,
-    count_label,
     figure_bytes,
-    flops_label,
     log_ticks,
     make_figures,
     optimal_allocation,
 )
-from analysis.table import load_runs
+from analysis.fits import laws
+from analysis.fits.fit import fit_all
+from analysis.sources.load import load_runs
 from scaling.cli import main
 
 UNITS = ("FLOPs", "parameters", "tokens", "nats/token", "%")
@@ -184,8 +183,8 @@ def test_too_few_runs_for_a_fit_still_draws_what_the_runs_support(tmp_path):
 
 
 def test_allocation_figure_needs_a_fit():
-    from analysis.plots import FigureUnavailable
-    from analysis.results import FitReport
+    from analysis.figures import FigureUnavailable
+    from analysis.fits.results import FitReport
 
     with pytest.raises(FigureUnavailable, match="no approach was fitted"):
         optimal_allocation(FitReport(source="x", n_kind="total", runs=0, warnings=[], notes=[]))

@@ -18,10 +18,10 @@ from conftest import run_cli
 from matplotlib import image as mpimg
 from synthetic_store import write_store
 
-from analysis.fit import fit_all
-from analysis.plots import FIGURES
+from analysis.figures import FIGURES
+from analysis.fits.fit import fit_all
 from analysis.report import budget_ladder, fit_matches_source
-from analysis.table import load_runs
+from analysis.sources.load import load_runs
 from scaling.cli import main
 
 REPORT_SECONDS = 30.0  # issue #3: the report of the quick sweep in under 30 s
@@ -241,7 +241,7 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
     write_store(path, budgets=(1e12,), sizes=2, with_failures=False)
     out = tmp_path / "r.html"
     out.write_text("<html>previous report</html>")
-    import analysis.report as report_module
+    import analysis.report.render as report_module
 
     def crash(_blocks, _figures):
         raise KeyboardInterrupt

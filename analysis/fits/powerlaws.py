@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.results import PowerLaw
+from analysis.fits.results import PowerLaw
 
 MAX_EVALUATIONS = 2000  # Levenberg-Marquardt evaluations from a cold start
 MAX_EVALUATIONS_WARM = 200  # from a warm start (a bootstrap refit): a fit that needs more has failed
@@ -36,12 +36,6 @@ def log_linear_fit(
         sxx = (dx * dx).sum(axis=-1)
         slope = np.where(sxx > 1e-12, (dx * dy).sum(axis=-1) / sxx, np.nan)
     return mean_y - slope * mean_x, slope
-
-
-def fit_power_law(x, y) -> PowerLaw:
-    """y = k·x^p by least squares on logs (p and ln k are the slope and intercept)."""
-    intercept, slope = log_linear_fit(np.log(x), np.log(y))
-    return PowerLaw(coefficient=float(np.exp(intercept)), exponent=float(slope))
 
 
 def fit_power_law_with_floor(x, y, start: PowerLaw | None = None) -> PowerLaw | None:

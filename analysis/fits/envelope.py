@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
-from analysis.powerlaws import fit_power_law_with_floor, log_linear_fit
-from analysis.results import EnvelopeFit, Estimate, PowerLaw
-from analysis.table import RunTable
+from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
+from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
+from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw
+from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 

@@ -1,25 +1,25 @@
 """Run the three approaches of Hoffmann et al. 2022 on one `RunTable` and gather a `FitReport`.
 
-    from analysis.table import load_runs
-    from analysis.fit import fit_all
+    from analysis.sources.load import load_runs
+    from analysis.fits.fit import fit_all
     report = fit_all(load_runs("results/quick"), approaches=(1, 2, 3), resamples=1000, seed=0)
     report.parametric.estimates["alpha"]        # Estimate(value, lower, upper)
     report.save("fit.json")                     # FitReport.load("fit.json") gives it back
 
-Approach 1: `analysis.envelope`; 2: `analysis.isoflop`; 3: `analysis.parametric`;
-validation (refit without the largest budget): `analysis.validation`.
+Approach 1: `analysis.fits.envelope`; 2: `analysis.fits.isoflop`; 3: `analysis.fits.parametric`;
+validation (refit without the largest budget): `analysis.fits.validation`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.envelope import BINS_PER_DECADE, fit_envelope
-from analysis.isoflop import fit_isoflop
-from analysis.parametric import fit_parametric
-from analysis.results import FitReport
-from analysis.table import RunTable
-from analysis.validation import validate_envelope, validate_isoflop, validate_parametric
+from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
+from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.parametric import fit_parametric
+from analysis.fits.results import FitReport
+from analysis.fits.validation import validate_envelope, validate_isoflop, validate_parametric
+from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
 APPROACHES = (1, 2, 3)

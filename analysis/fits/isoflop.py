@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.bootstrap import estimates_from_samples, resample_within_groups, summarize
-from analysis.powerlaws import log_linear_fit
-from analysis.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
-from analysis.table import RunTable
+from analysis.fits.bootstrap import estimates_from_samples, resample_within_groups, summarize
+from analysis.fits.powerlaws import log_linear_fit
+from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 

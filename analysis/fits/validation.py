@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.optimal import EXTRAPOLATION_FACTOR
-from analysis.table import RunTable
+from analysis.fits.optimal import EXTRAPOLATION_FACTOR
+from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
 
@@ -27,7 +27,7 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
     """Refit approach 1 without the largest budget; errors of the predicted lowest loss and N_opt
     there, against the held-out budget's best run (its final loss and N; the envelope at that
     compute, as far as the held-out sizes bracket the optimum)."""
-    from analysis.envelope import fit_envelope
+    from analysis.fits.envelope import fit_envelope
 
     if len(table.budgets) < 2:
         return {"skipped": "needs at least 2 budgets"}
@@ -62,7 +62,7 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
 
 def validate_parametric(table: RunTable) -> dict:
     """Refit approach 3 without the largest budget; relative errors of the held-out runs' loss."""
-    from analysis.parametric import fit_parametric
+    from analysis.fits.parametric import fit_parametric
 
     if len(table.budgets) < 2:
         return {"skipped": "needs at least 2 budgets"}
@@ -92,7 +92,7 @@ def validate_parametric(table: RunTable) -> dict:
 def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dict:
     """Refit approach 2 without the largest budget; error of the predicted N_opt there.
     ``observed_n_opt`` maps budget → N_opt from that budget's own parabola (the full fit)."""
-    from analysis.isoflop import fit_isoflop
+    from analysis.fits.isoflop import fit_isoflop
 
     largest, rest, held = _held_out(table)
     if largest not in observed_n_opt:

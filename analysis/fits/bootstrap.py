@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from analysis.results import Bootstrap, Estimate
+from analysis.fits.results import Bootstrap, Estimate
 
 MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
 

@@ -1,157 +1,26 @@
-"""From a source of runs to a checked `RunTable`: one row per usable run with N, D, C and loss.
+"""Check a DataFrame of runs into a `RunTable`: one row per usable run with N, D, C and loss.
 
-Sources (``load_runs``):
-  * a results store directory (docs/CONTRACTS.md), read with ``scaling.store.read_store``;
-  * a CSV or Parquet file with one row per run (columns mapped by `ColumnMap`);
-  * ``wandb:ENTITY/PROJECT`` (online only; see `analysis.wandb_source`).
-
-Rules, applied the same way to every source:
+Rules, applied the same way to every source (`analysis.sources.load` reads them):
   * rows whose ``status`` is not "completed" are excluded, and a warning names them and why;
   * runs from different corpora (``corpus_fingerprint``) are refused unless allowed;
   * N, D and loss must be finite and positive; the first bad value is reported with its column,
     row and run;
   * D = C/(6N) when D is absent, and C = 6·N·D always (Kaplan et al. 2020, §2.1): a C column
     that disagrees is noted, and arithmetic wins;
-  * runs are grouped into compute budgets: by the requested ``budget_flops`` when present, else
-    by clustering C values that agree within `BUDGET_TOLERANCE`.
+  * runs are grouped into compute budgets by the one rule of `analysis.sources.budgets`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from scaling.errors import DataError, UserError
+from analysis.sources.budgets import budgets_of_frame
+from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
+from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
 
-N_KINDS = ("total", "non_embedding")
-BUDGET_TOLERANCE = 0.05  # runs whose C agree within 5% belong to one budget (when no budget column)
 MAX_LISTED = 5  # how many excluded runs a warning names before "and k more"
-
-# Column names tried, in order, when the user names none. The first of each is the store's own.
-FALLBACK_COLUMNS = {
-    "n": {
-        "total": ("params", "N", "n", "n_params", "num_params", "parameters"),
-        "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
-    },
-    "d": ("tokens", "D", "d", "n_tokens", "num_tokens"),
-    "c": ("flops", "C", "c", "compute", "FLOPs"),
-    "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
-}
-OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column"}
-
-
-@dataclass(frozen=True)
-class ColumnMap:
-    """Which source columns hold N, D, C and the loss; None means "try the usual names".
-
-    ``n_kind`` chooses the parameter count when the source has both: "total" (Chinchilla's
-    convention, column ``params``) or "non_embedding" (Kaplan's, ``params_non_embedding``).
-    """
-
-    n: str | None = None
-    d: str | None = None
-    c: str | None = None
-    loss: str | None = None
-    n_kind: str = "total"
-
-    def __post_init__(self):
-        if self.n_kind not in N_KINDS:
-            raise UserError(f"--n-kind {self.n_kind!r} is not valid; use one of: {', '.join(N_KINDS)}")
-
-
-@dataclass
-class RunTable:
-    """Checked runs, ready to fit.
-
-    runs:   one row per run: run_id, N, D, C (= 6·N·D), loss, budget (the compute budget the run
-            belongs to, in FLOPs: the requested budget, or the geometric mean of a cluster).
-    curves: loss curves, one row per evaluation: run_id, N, C (= 6·N·tokens so far), loss; None
-            when the source has final losses only.
-    source: where the runs came from.  n_kind: which parameter count N is.
-    warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
-    """
-
-    runs: pd.DataFrame
-    curves: pd.DataFrame | None
-    source: str
-    n_kind: str = "total"
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.runs)
-
-    @property
-    def budgets(self) -> np.ndarray:
-        """The distinct compute budgets, ascending (FLOPs)."""
-        return np.sort(self.runs["budget"].unique())
-
-    def without_budget(self, budget: float) -> RunTable:
-        """The same table less the runs (and curves) of one budget: for hold-out validation."""
-        keep = self.runs["budget"] != budget
-        runs = self.runs[keep].reset_index(drop=True)
-        curves = None if self.curves is None else self.curves[self.curves["run_id"].isin(runs["run_id"])]
-        return replace(self, runs=runs, curves=curves, warnings=[], notes=[])
-
-
-# ---------------------------------------------------------------- entry point
-def load_runs(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> RunTable:
-    """Read ``source`` (store directory, CSV/Parquet file, or ``wandb:ENTITY/PROJECT``) and check it.
-
-    Raises `scaling.errors.DataError` with one line naming the file, column, row and value when
-    the input cannot be used.
-    """
-    source = str(source)
-    warnings: list[str] = []
-    curves = None
-    if source.startswith("wandb:"):
-        from analysis.wandb_source import read_wandb_runs
-
-        frame = read_wandb_runs(source[len("wandb:") :])
-    else:
-        path = Path(source)
-        if path.is_dir():
-            frame, curves, warnings = _read_store(path)
-        else:
-            frame = read_table_file(path)
-    return table_from_frame(
-        frame, source, columns, curves=curves, warnings=warnings, allow_mixed_corpora=allow_mixed_corpora
-    )
-
-
-def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    from scaling.store import read_store
-
-    store = read_store(path)
-    warnings = [f"skipped {problem}" for problem in store.problems]
-    if store.runs.empty:
-        raise DataError(
-            f"results store {str(path)!r} holds no readable run records under {str(path / 'runs')!r}"
-            + (f" ({len(store.problems)} skipped)" if store.problems else "")
-        )
-    return store.runs, store.curves, warnings
-
-
-def read_table_file(path: Path) -> pd.DataFrame:
-    """Read a CSV (or TSV) or Parquet file of runs; any failure becomes one DataError line."""
-    if not path.exists():
-        raise DataError(
-            f"{str(path)!r} does not exist; give a results store directory, a .csv/.parquet file "
-            "or wandb:ENTITY/PROJECT"
-        )
-    suffix = path.suffix.lower()
-    kind = "Parquet" if suffix in (".parquet", ".pq") else "CSV"
-    try:
-        if kind == "Parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
-    except Exception as err:  # pandas/pyarrow raise many types; the user needs the file and the reason
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise DataError(f"cannot read {str(path)!r} as {kind}: {reason}") from None
 
 
 # ---------------------------------------------------------------- checking
@@ -204,7 +73,7 @@ def table_from_frame(
     )
 
     runs = pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
-    runs["budget"] = _budgets(frame, runs["C"].to_numpy(), notes)
+    runs["budget"] = budgets_of_frame(frame, runs["C"].to_numpy(), notes, columns.budget, columns.budget_tolerance)
     return RunTable(
         runs=runs,
         curves=_curves(curves, runs, loss_col, notes),
@@ -328,31 +197,6 @@ def _note_compute_mismatch(c_given: np.ndarray, compute: np.ndarray, c_col: str,
     worst = float(np.max(np.abs(c_given / compute - 1.0)))
     if worst > 0.02:
         notes.append(f"column {c_col!r} differs from 6·N·D by up to {worst:.0%}; the analysis uses C = 6·N·D")
-
-
-def _budgets(frame: pd.DataFrame, compute: np.ndarray, notes: list[str]) -> np.ndarray:
-    """Each run's budget: the requested ``budget_flops`` when present, else a cluster of C."""
-    if "budget_flops" in frame.columns:
-        requested = pd.to_numeric(frame["budget_flops"], errors="coerce").to_numpy(dtype=float)
-        if np.all(np.isfinite(requested) & (requested > 0)):
-            return requested
-        notes.append("column 'budget_flops' has missing values: budgets are clustered from C instead")
-    return cluster_budgets(compute, BUDGET_TOLERANCE)
-
-
-def cluster_budgets(compute: np.ndarray, tolerance: float) -> np.ndarray:
-    """Group C values: sorted ascending, a value opens a new group when it exceeds the group's
-    smallest member by more than ``tolerance`` (relative). Each run gets its group's geometric
-    mean, so runs planned for one budget that differ by rounding share one budget."""
-    order = np.argsort(compute)
-    labels = np.empty(len(compute))
-    start = 0
-    sorted_c = compute[order]
-    for i in range(1, len(sorted_c) + 1):
-        if i == len(sorted_c) or sorted_c[i] > sorted_c[start] * (1.0 + tolerance):
-            labels[order[start:i]] = np.exp(np.mean(np.log(sorted_c[start:i])))
-            start = i
-    return labels
 
 
 def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, notes: list[str]) -> pd.DataFrame | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import laws
+from analysis.fits import laws
 from scaling.errors import DataError
 
 SCHEMA = 1
@@ -54,7 +54,7 @@ class Estimate:
 
 @dataclass
 class PowerLaw:
-    """y = floor + coefficient · x^exponent (`analysis.laws.power_law`), callable on arrays."""
+    """y = floor + coefficient · x^exponent (`analysis.fits.laws.power_law`), callable on arrays."""
 
     coefficient: float
     exponent: float
@@ -94,7 +94,7 @@ class EnvelopeFit:
     Fitted through them: ``loss_law`` L = A·C^(−α), ``loss_law_with_floor`` L = E + A·C^(−α),
     ``n_opt_law`` N_opt = k_N·C^a and ``d_opt_law`` D_opt = k_D·C^b.
     ``residuals[name]`` are log(observed) − log(fitted) per envelope point. ``validation``
-    (`analysis.validation.validate_envelope`): held_out_budget, fitted_runs, extrapolation_factor,
+    (`analysis.fits.validation.validate_envelope`): held_out_budget, fitted_runs, extrapolation_factor,
     extrapolation (bool), compute, loss_observed/predicted/relative_error, n_opt_observed/predicted/
     relative_error, best_run_id; or {skipped: why}.
     """
@@ -151,7 +151,7 @@ class IsoFLOPFit:
     """Approach 2 (Hoffmann et al. 2022, §3.2): per budget a parabola of loss against ln N,
     its minimum N_opt(C), then N_opt = k_N·C^a and D_opt = k_D·C^b through the minima.
     ``dropped`` lists budgets that could not give a minimum, and why. ``validation``
-    (`analysis.validation.validate_isoflop`): held_out_budget, fitted_budgets, extrapolation_factor,
+    (`analysis.fits.validation.validate_isoflop`): held_out_budget, fitted_budgets, extrapolation_factor,
     extrapolation (bool), n_opt_observed, n_opt_predicted, n_opt_relative_error; or {skipped: why}."""
 
     profiles: list[Parabola]
@@ -177,12 +177,12 @@ class ParametricFit:
     loss (δ = ``huber_delta``) on log-loss, summed over runs (``objective`` at the optimum).
 
     ``estimates`` holds E, A, B, alpha, beta and the allocation exponents a = β/(α+β),
-    b = α/(α+β) and prefactor G (see `analysis.laws.chinchilla_allocation`).
+    b = α/(α+β) and prefactor G (see `analysis.fits.laws.chinchilla_allocation`).
     ``residuals`` are predicted − observed log-loss per run. ``convergence`` reports the optimizer:
     converged (bool: max |gradient| small at the scale of the objective), optimizer (str), message
     (scipy's), gradient_max_abs, grid_starts, refined_starts, starts_agreeing (refined starts that
     reached the optimum), best_grid_objective, and when present warning (not converged) or note
-    (E indistinguishable from 0). ``validation`` (`analysis.validation.validate_parametric`):
+    (E indistinguishable from 0). ``validation`` (`analysis.fits.validation.validate_parametric`):
     held_out_budget, held_out_runs, fitted_runs, extrapolation_factor, extrapolation (bool),
     loss_relative_error_mean_abs, loss_relative_error_max_abs, runs [{run_id, observed, predicted}];
     or {skipped: why}.
@@ -247,9 +247,33 @@ class FitReport:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA or "source" not in data:
             raise DataError(f"{str(path)!r} is not a fit file written by `scaling fit --out` (schema {SCHEMA})")
         try:
-            return from_jsonable(cls, data)
-        except (KeyError, TypeError, ValueError) as err:
+            report = from_jsonable(cls, data)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DataError(f"fit file {str(path)!r} is incomplete or damaged ({type(err).__name__}: {err})") from None
+        check_estimates(report, str(path))
+        return report
+
+
+# The estimates each approach's law needs, and those that must be > 0 for its form to hold.
+REQUIRED_ESTIMATES = {1: ("a", "b", "N_coefficient"), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
+POSITIVE_ESTIMATES = {1: ("N_coefficient",), 2: ("N_coefficient",), 3: ("A", "B", "alpha", "beta", "a", "b")}
+
+
+def check_estimates(report: FitReport, path: str) -> None:
+    """A loaded fit (perhaps hand-edited or damaged) has each approach's estimates, finite, and > 0
+    where the law needs it; else one DataError line naming the file, approach, key and value."""
+    redo = "write it again with `scaling fit SOURCE --out FIT.json`"
+    for fit in report.fits:
+        where = f"fit file {path!r}, approach {fit.approach}"
+        missing = [k for k in REQUIRED_ESTIMATES[fit.approach] if k not in fit.estimates]
+        if missing:
+            raise DataError(f"{where}: estimates lack {', '.join(map(repr, missing))}; the file is damaged: {redo}")
+        for key in REQUIRED_ESTIMATES[fit.approach]:
+            value = fit.estimates[key].value
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise DataError(f"{where}: estimate {key!r} = {value!r} is not a finite number; {redo}")
+            if key in POSITIVE_ESTIMATES[fit.approach] and value <= 0:
+                raise DataError(f"{where}: estimate {key!r} = {value!r} must be > 0 for the law to hold; {redo}")
 
 
 # ---------------------------------------------------------------- JSON codec for the dataclasses above

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis import laws
+from analysis.fits import laws
+from analysis.fits.results import Estimate, FitReport, ParametricFit
 from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
-from analysis.results import Estimate, FitReport, ParametricFit
 from scaling.errors import UserError
 from scaling.flops import PF_DAY_FLOPS, flops_6nd, params_6nd, tokens_6nd
 

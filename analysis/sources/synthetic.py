@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import laws
+from analysis.fits import laws
 from analysis.published import CHINCHILLA_APPROACH3
 from scaling.flops import flops_6nd
 

@@ -13,7 +13,7 @@ How the optimum is found fast and reliably:
   1. the objective is evaluated, vectorised, on the 4,500-point grid of starts of Besiroglu et al.
      (their code: α, β ∈ {0, .5, …, 2}, e ∈ {−1, −.5, …, 1}, a, b ∈ {0, 5, …, 25});
   2. L-BFGS with the analytic gradient refines the `REFINED_STARTS` best grid points, all at once
-     (`analysis.lbfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances;
+     (`analysis.fits.lbfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances;
   3. ln N and ln D are centred (a' = a − α·mean ln N), an exact linear change of variables that
      removes most of the ill-conditioning between A and α, and between B and β.
 Bootstrap refits (`_bootstrap`) run all resamples together from the full-sample optimum, in
@@ -30,10 +30,10 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from analysis.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
-from analysis.lbfgs_batch import minimize_batch
-from analysis.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
-from analysis.table import RunTable
+from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
+from analysis.fits.lbfgs_batch import minimize_batch
+from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
+from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
 HUBER_DELTA = 1e-3  # Hoffmann et al. 2022, App. D.2

@@ -1,0 +1,227 @@
+"""What the analysis verbs share: the argument parser whose errors are one line, value types,
+the fit and column options, reading a source and its fit, drawing the figures, writing outputs."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+from analysis.fits.results import Estimate, FitReport
+from scaling.errors import UserError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one-line UserErrors instead of usage text and exit(2)."""
+
+    def error(self, message):
+        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--opt -1e21`` as ``--opt=-1e21``: argparse takes a word that starts with '-' for an option
+    unless it looks like a number by its own pattern (which knows -1 and -.5, not exponents), so
+    ``--budget -1e21`` said "expected one argument"; joined, the value reaches the check that names it."""
+    joined: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.startswith("--") and "=" not in word and i + 1 < len(argv) and NEGATIVE_NUMBER.match(argv[i + 1]):
+            joined.append(f"{word}={argv[i + 1]}")
+            i += 2
+        else:
+            joined.append(word)
+            i += 1
+    return joined
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    try:
+        return parser.parse_args(join_negative_values(list(argv)))
+    except SystemExit as done:  # --help
+        return int(done.code or 0)
+
+
+def positive_float(what: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {what}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; give {what} (a finite number > 0)")
+        return value
+
+    return parse
+
+
+def level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a confidence level between 0 and 1, e.g. 0.95")
+    return value
+
+
+def count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a whole number >= 0")
+    return value
+
+
+def tell(lines: list[str], prefix: str) -> None:
+    for line in lines:
+        print(f"{prefix}: {line}", file=sys.stderr)
+
+
+def g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def with_interval(e: Estimate) -> str:
+    return g(e.value) if e.interval is None else f"{g(e.value):<10} [{g(e.lower)}, {g(e.upper)}]"
+
+
+def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
+    """--bootstrap, --seed, --level, --bins-per-decade: how `fit`, `plot` and `report` fit."""
+    p.add_argument(
+        "--bootstrap",
+        type=count,
+        default=default_resamples,
+        metavar="K",
+        help=f"bootstrap resamples (default {default_resamples}; 0: none)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--level", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
+    p.add_argument(
+        "--bins-per-decade", type=count, default=10, help="compute bins per decade for approach 1 (default 10)"
+    )
+
+
+def add_table_options(p: argparse.ArgumentParser) -> None:
+    """The column mapping of a source of runs (see `column_map`), shared by `fit`, `plot` and `report`."""
+    p.add_argument("--n-column", help="column holding N (default: params, else N, n, ...)")
+    p.add_argument("--d-column", help="column holding D, tokens (default: tokens, else D, ...); D = C/(6N) if absent")
+    p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
+    p.add_argument("--loss-column", help="column holding the loss (default: val_loss, else loss, L, ...)")
+    p.add_argument(
+        "--n-kind",
+        choices=["total", "non_embedding"],
+        default="total",
+        help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)",
+    )
+    p.add_argument("--allow-mixed-corpora", action="store_true", help="pool runs trained on different corpora")
+
+
+def column_map(args: argparse.Namespace):
+    from analysis.sources.schema import ColumnMap
+
+    return ColumnMap(n=args.n_column, d=args.d_column, c=args.c_column, loss=args.loss_column, n_kind=args.n_kind)
+
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def formats(text: str) -> list[str]:
+    formats = [f.strip().lower() for f in text.split(",") if f.strip()]
+    bad = [f for f in formats if f not in FIGURE_FORMATS]
+    if bad or not formats:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid; give a comma-separated list of {', '.join(FIGURE_FORMATS)}"
+        )
+    return list(dict.fromkeys(formats))
+
+
+def source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "source",
+        help="a sweep's results store directory, a .csv/.parquet table of runs, or wandb:ENTITY/PROJECT (online)",
+    )
+    p.add_argument(
+        "--fit", metavar="FIT.json", help="use this saved fit (`scaling fit --out FIT.json`) instead of fitting again"
+    )
+    add_fit_options(p, default_resamples=200)
+    add_table_options(p)
+
+
+def check_output_dir(directory: Path, option: str) -> None:
+    """A directory we may create or write into: the nearest existing ancestor must be a writable
+    directory (nothing is created here: bad input must leave no trace)."""
+
+    path = directory.absolute()
+    while not path.exists():
+        path = path.parent
+    if not path.is_dir():
+        raise UserError(f"{option}: {str(path)!r} is a file, not a directory; give a directory path")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"{option}: directory {str(path)!r} is not writable; give a directory you can write to")
+
+
+def source_and_fit(args: argparse.Namespace, verb: str):
+    """(Source, FitReport or None, how it was fitted, warnings about the fit) for `plot` and `report`."""
+    from analysis.fits.fit import fit_all
+    from analysis.report import fit_matches_source
+    from analysis.sources.load import read_source
+    from scaling.errors import DataError
+
+    source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
+    tell(source.table.warnings, "warning")
+    if args.fit:
+        fit = FitReport.load(args.fit)
+        problems = fit_matches_source(fit, source.table, args.fit)
+        boot = next((f.bootstrap for f in fit.fits if f.bootstrap), None)
+        how = f"loaded from {args.fit} (a fit of {fit.source}, {fit.runs} runs; " + (
+            f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)"
+        )
+        return source, fit, how, problems
+    how = (
+        f"fitted by `scaling {verb}`: approaches 1-3, {args.bootstrap} bootstrap resamples (seed {args.seed}), "
+        f"{args.level:.0%} intervals"
+    )
+    try:
+        fit = fit_all(
+            source.table,
+            (1, 2, 3),
+            resamples=args.bootstrap,
+            seed=args.seed,
+            level=args.level,
+            bins_per_decade=args.bins_per_decade,
+        )
+    except DataError as err:
+        return source, None, how, [str(err)]
+    return source, fit, how, []
+
+
+def draw_figures(source, fit) -> tuple[dict, dict[str, str]]:
+    from analysis.figures import make_figures
+
+    figures, missing = make_figures(source.table, fit)
+    tell([f"not drawn: {name}: {why}" for name, why in missing.items()], "note")
+    if not figures:
+        raise UserError(f"nothing to plot from {source.table.source!r}: " + "; ".join(missing.values()))
+    return figures, missing
+
+
+def write_output(path: Path, data: bytes, option: str) -> None:
+    """Write one output file atomically and readable (`analysis.report.render.write_readable`); a
+    path that cannot be written is one UserError line naming it."""
+    from analysis.report.render import write_readable
+
+    try:
+        write_readable(path, data)
+    except OSError as err:
+        raise UserError(
+            f"{option}: cannot write {str(path)!r}: {err.strerror or err}; give a path you can write to"
+        ) from None

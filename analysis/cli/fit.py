@@ -1,0 +1,277 @@
+"""`scaling fit`: fit approaches 1-3 to a source of runs; text, --json, or --out FIT.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from analysis.cli.common import (
+    Parser,
+    add_fit_options,
+    add_table_options,
+    column_map,
+    g,
+    parse,
+    tell,
+    with_interval,
+)
+from analysis.fits.results import FitReport, to_jsonable
+from scaling.errors import UserError
+
+HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at the top of `fit --json`
+
+
+# ================================================================= scaling fit
+def fit_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="scaling fit",
+        description="Fit scaling laws (Hoffmann et al. 2022, approaches 1-3) to a table "
+        "of runs, with bootstrap intervals and a hold-out check.",
+    )
+    p.add_argument(
+        "source",
+        help="a sweep's results store directory, a .csv/.parquet table of runs, or wandb:ENTITY/PROJECT (online)",
+    )
+    p.add_argument(
+        "--approach",
+        choices=["1", "2", "3", "all"],
+        default="all",
+        help="1: envelope of loss curves; 2: IsoFLOP parabolas; 3: parametric L(N, D); all (default): "
+        "each the data supports",
+    )
+    add_fit_options(p, default_resamples=1000)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument(
+        "--out",
+        metavar="FIT.json",
+        help="save the full fit (points, residuals, bootstrap samples) for "
+        "`scaling optimal --law FIT.json`, plots and reports",
+    )
+    add_table_options(p)
+    return p
+
+
+def fit_main(argv: list[str]) -> int:
+    args = parse(fit_parser(), argv)
+    if isinstance(args, int):
+        return args
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise UserError(f"--out {args.out!r}: directory {str(Path(args.out).parent)!r} does not exist")
+    # scipy and pandas are imported once the arguments are known to be good
+    from analysis.fits.fit import fit_all
+    from analysis.sources.load import load_runs
+
+    table = load_runs(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
+    tell(table.warnings, "warning")
+    approaches = (1, 2, 3) if args.approach == "all" else (int(args.approach),)
+    report = fit_all(
+        table,
+        approaches,
+        resamples=args.bootstrap,
+        seed=args.seed,
+        level=args.level,
+        bins_per_decade=args.bins_per_decade,
+    )
+    tell(report.notes, "note")
+    tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], "warning")
+    if args.out:
+        try:
+            report.save(args.out)
+        except OSError as err:
+            raise UserError(f"cannot write --out {args.out!r}: {err.strerror or err}") from None
+    if args.json:
+        print(json.dumps(to_jsonable(fit_summary(report, single=len(approaches) == 1))))
+    else:
+        print(render_fit(report))
+        if args.out:
+            print(f"\nsaved the full fit to {args.out} (use: scaling optimal --budget C --law {args.out})")
+    return 0
+
+
+def fit_summary(report: FitReport, single: bool) -> dict:
+    """The ``--json`` object: for one approach its keys at the top level; for several, one
+    object per approach under approach_1/2/3, with approach 3's E, A, B, alpha, beta, a, b
+    repeated at the top level as the headline law."""
+    head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind}
+    parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
+    if single:
+        return {**head, **next(iter(parts.values()))}
+    out = {**head, **parts, "skipped": report.skipped}
+    if report.parametric is not None:
+        out.update({k: parts["approach_3"][k] for k in HEADLINE})
+    return out
+
+
+def _approach_summary(fit) -> dict:
+    out = {"approach": fit.approach, **{k: e.as_json() for k, e in fit.estimates.items()}}
+    boot = fit.bootstrap
+    out["bootstrap"] = (
+        None
+        if boot is None
+        else {
+            "resamples": boot.resamples,
+            "failed": boot.failed,
+            "level": boot.level,
+            "seed": boot.seed,
+            "notes": boot.notes,
+        }
+    )
+    out["fitted_compute_max"] = fit.fitted_compute_max
+    if fit.approach == 3:
+        out.update(
+            objective=fit.objective,
+            converged=fit.convergence["converged"],
+            convergence=fit.convergence,
+            validation=fit.validation,
+        )
+    elif fit.approach == 2:
+        out["budgets"] = [
+            {
+                "budget": p.budget,
+                "compute": p.compute,
+                "n_opt": p.n_opt,
+                "n_opt_interval": p.n_opt_interval,
+                "d_opt": p.d_opt,
+                "loss_opt": p.loss_opt,
+                "sizes": len(set(p.n)),
+                "inside_sampled_sizes": p.inside_range,
+            }
+            for p in fit.profiles
+        ]
+        out.update(dropped=fit.dropped, validation=fit.validation)
+    else:
+        out["diagnostics"] = fit.diagnostics
+    return out
+
+
+def render_fit(report: FitReport) -> str:
+    lines = [f"{report.source}: {report.runs} runs, N = {report.n_kind.replace('_', '-')} parameters"]
+    for fit in report.fits:
+        lines.append("")
+        lines += {1: _render_envelope, 2: _render_isoflop, 3: _render_parametric}[fit.approach](fit)
+    for approach, why in report.skipped.items():
+        lines += ["", f"approach {approach}: skipped ({why})"]
+    return "\n".join(lines)
+
+
+def _rows(fit, names_and_labels) -> list[str]:
+    return [
+        f"  {label:<26} {with_interval(fit.estimates[name])}"
+        for name, label in names_and_labels
+        if name in fit.estimates
+    ]
+
+
+def _render_parametric(fit) -> list[str]:
+    c = fit.convergence
+    lines = [
+        f"approach 3: L(N, D) = E + A/N^alpha + B/D^beta  (Huber, delta {fit.huber_delta:g}, on log-loss; "
+        f"{len(fit.n)} runs)"
+    ]
+    lines += _rows(
+        fit,
+        [
+            ("E", "E"),
+            ("A", "A"),
+            ("B", "B"),
+            ("alpha", "alpha"),
+            ("beta", "beta"),
+            ("a", "a   (N_opt ~ C^a)"),
+            ("b", "b   (D_opt ~ C^b)"),
+            ("G", "G"),
+        ],
+    )
+    state = "converged" if c["converged"] else "NOT converged"
+    lines.append(
+        f"  optimizer: {state} ({c['optimizer']}; {c['starts_agreeing']} of {c['refined_starts']} starts "
+        f"reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; objective {fit.objective:.6g})"
+    )
+    lines += [f"  {key}: {c[key]}" for key in ("warning", "note") if key in c]
+    lines.append(_render_bootstrap(fit.bootstrap))
+    lines.append(_render_validation(fit.validation, "loss"))
+    return lines
+
+
+def _render_isoflop(fit) -> list[str]:
+    lines = [f"approach 2: IsoFLOP profiles ({len(fit.profiles)} budgets; parabola of loss in ln N per budget)"]
+    for p in fit.profiles:
+        interval = "" if p.n_opt_interval is None else f" [{g(p.n_opt_interval[0])}, {g(p.n_opt_interval[1])}]"
+        where = "" if p.inside_range else "  (minimum outside the sizes trained)"
+        lines.append(
+            f"  C = {p.budget:<9.3g} N_opt {g(p.n_opt)}{interval}, D_opt {g(p.d_opt)}, loss {g(p.loss_opt)}"
+            f" ({len(set(p.n))} sizes){where}"
+        )
+    lines += [f"  dropped {why}" for why in fit.dropped]
+    lines += _rows(
+        fit,
+        [
+            ("a", "a   (N_opt = k_N·C^a)"),
+            ("b", "b   (D_opt = k_D·C^b)"),
+            ("N_coefficient", "k_N"),
+            ("D_coefficient", "k_D"),
+        ],
+    )
+    lines.append(_render_bootstrap(fit.bootstrap))
+    lines.append(_render_validation(fit.validation, "n_opt"))
+    return lines
+
+
+def _render_envelope(fit) -> list[str]:
+    d = fit.diagnostics
+    lines = [
+        f"approach 1: envelope of the loss curves ({d['envelope_points']} points from {d['points_used']}, "
+        f"{d['bins_per_decade']} bins per decade)"
+    ]
+    lines += _rows(
+        fit,
+        [
+            ("a", "a   (N_opt = k_N·C^a)"),
+            ("b", "b   (D_opt = k_D·C^b)"),
+            ("N_coefficient", "k_N"),
+            ("loss_A", "A   (L = A·C^-alpha)"),
+            ("loss_alpha", "alpha"),
+            ("floor_E", "E   (L = E + A·C^-alpha)"),
+            ("floor_A", "A"),
+            ("floor_alpha", "alpha"),
+        ],
+    )
+    if fit.loss_law_with_floor is None:
+        lines.append(f"  L = E + A·C^-alpha: {d['loss_law_with_floor']}")
+    lines.append(_render_bootstrap(fit.bootstrap))
+    lines.append(_render_validation(fit.validation, "envelope"))
+    return lines
+
+
+def _render_bootstrap(boot) -> str:
+    if boot is None:
+        return "  no intervals (--bootstrap 0)"
+    extra = "".join(f"; {note}" for note in boot.notes)
+    intervals = f"{boot.level:.0%} percentile intervals" if boot.samples else "no intervals"
+    return f"  bootstrap: {boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{extra}"
+
+
+def _render_validation(v: dict | None, kind: str) -> str:
+    if not v:
+        return "  validation: not run"
+    if "skipped" in v:
+        return f"  validation: skipped ({v['skipped']})"
+    where = (
+        f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond "
+        f"the rest{', an EXTRAPOLATION' if v['extrapolation'] else ''})"
+    )
+    if kind == "envelope":
+        return (
+            f"  validation: {where}: lowest loss there predicted {g(v['loss_predicted'])} against "
+            f"{g(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), its N {g(v['n_opt_predicted'])} against "
+            f"{g(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}) (the budget's best run)"
+        )
+    if kind == "loss":
+        return (
+            f"  validation: {where}: loss of its {v['held_out_runs']} runs predicted within "
+            f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst"
+        )
+    return (
+        f"  validation: {where}: N_opt predicted {g(v['n_opt_predicted'])} against {g(v['n_opt_observed'])} "
+        f"observed ({v['n_opt_relative_error']:+.1%})"
+    )

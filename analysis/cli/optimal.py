@@ -1,0 +1,129 @@
+"""`scaling optimal`: compute-optimal N and D for a budget, from a preset or a saved fit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from analysis.cli.common import (
+    Parser,
+    g,
+    level,
+    parse,
+    positive_float,
+    with_interval,
+)
+from analysis.fits.results import FitReport, to_jsonable
+from scaling.errors import UserError
+from scaling.flops import flops_6nd
+
+
+# ================================================================= scaling optimal
+def optimal_parser() -> argparse.ArgumentParser:
+    from analysis.fits.optimal import PRESETS
+
+    p = Parser(
+        prog="scaling optimal",
+        description="Compute-optimal model size N and tokens D for a FLOP budget "
+        "(C = 6·N·D), from a published law or a saved fit.",
+    )
+    p.add_argument("--budget", type=positive_float("a budget in FLOPs, e.g. 1e21"), help="compute budget C in FLOPs")
+    p.add_argument(
+        "--law",
+        default="chinchilla",
+        help=f"{', '.join(PRESETS)} (published; default chinchilla), or a FIT.json written by `scaling fit --out`",
+    )
+    p.add_argument(
+        "--approach", choices=["1", "2", "3"], help="which approach of FIT.json (default: 3 if present, else 2, else 1)"
+    )
+    p.add_argument(
+        "--target-loss",
+        type=positive_float("a loss in nats per token"),
+        metavar="L",
+        help="instead of --budget: the smallest budget whose optimal loss is L (laws that predict loss)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=positive_float("a token count"),
+        metavar="D",
+        help="data-limited: at most D tokens available; the best N for the budget under that cap",
+    )
+    p.add_argument("--level", type=level, help="confidence level for a fit's intervals (default: the fit's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    return p
+
+
+def optimal_main(argv: list[str]) -> int:
+    args = parse(optimal_parser(), argv)
+    if isinstance(args, int):
+        return args
+    if args.max_tokens is not None and args.budget is None:
+        raise UserError("scaling optimal: --max-tokens needs --budget")
+    if (args.budget is None) == (args.target_loss is None):
+        raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
+    law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
+    with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
+        if args.target_loss is not None:
+            allocation = law.budget_for_loss(args.target_loss)
+        elif args.max_tokens is not None:
+            allocation = law.capped(args.budget, args.max_tokens)
+        else:
+            allocation = law.allocate(args.budget)
+    check_finite(allocation, args.law)
+    if args.json:
+        print(json.dumps(to_jsonable(allocation.as_json())))
+    else:
+        print(render_allocation(allocation))
+    return 0
+
+
+def resolve_law(name: str, approach: int | None = None, level: float | None = None):
+    """A preset by name, or the law of a FIT.json file."""
+    from analysis.fits.optimal import PRESETS, law_from_fit
+
+    if name in PRESETS:
+        if approach is not None:
+            raise UserError(f"--approach applies to a FIT.json law, not to the preset {name!r}")
+        return PRESETS[name]()
+    if not Path(name).exists():
+        raise UserError(
+            f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
+            "(write one with `scaling fit SOURCE --out FIT.json`)"
+        )
+    return law_from_fit(FitReport.load(name), name, approach, level)
+
+
+def render_allocation(a) -> str:
+    n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
+    lines = [f"law: {a.law}"]
+    if a.target_loss is not None:
+        lines.append(f"  target loss        {g(a.target_loss)} nats/token")
+    lines += [
+        f"  budget C           {with_interval(a.budget)} FLOPs" + ("   EXTRAPOLATION" if a.extrapolation else ""),
+        f"  N_opt              {with_interval(a.n)} {n_kind}",
+        f"  D_opt              {with_interval(a.d)} tokens",
+        f"  tokens/parameter   {with_interval(a.tokens_per_parameter)}",
+        "  predicted loss     "
+        + ("- (this law does not predict loss)" if a.loss is None else f"{with_interval(a.loss)} nats/token"),
+        f"  check              6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs",
+    ]
+    if a.n.interval is not None:
+        lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")
+    lines += [f"  note: {note}" for note in a.notes]
+    return "\n".join(lines)
+
+
+def check_finite(a, law_name: str) -> None:
+    """A law that gives no finite N, D or budget is an error, never a printed answer."""
+    values = {"budget": a.budget.value, "N_opt": a.n.value, "D_opt": a.d.value}
+    bad = {k: v for k, v in values.items() if not (math.isfinite(v) and v > 0)}
+    if bad:
+        shown = ", ".join(f"{k} = {v:g}" for k, v in bad.items())
+        raise UserError(
+            f"--law {law_name!r} gives no usable answer ({shown}); check the law's values (a fit file: write it "
+            "again with `scaling fit SOURCE --out FIT.json`)"
+        )

@@ -1,0 +1,61 @@
+"""`scaling report`: one self-contained HTML report and its Markdown twin."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from analysis.cli.common import (
+    Parser,
+    check_output_dir,
+    draw_figures,
+    parse,
+    source_and_fit,
+    source_options,
+    tell,
+)
+from scaling.errors import UserError
+
+
+def report_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="scaling report",
+        description="Write one self-contained HTML report of a sweep (figures embedded, "
+        "no network needed to view it) and its Markdown twin (NAME.md, figures in NAME-figures/).",
+    )
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the report (its directory is created if missing)")
+    source_options(p)
+    return p
+
+
+def report_main(argv: list[str]) -> int:
+    args = parse(report_parser(), argv)
+    if isinstance(args, int):
+        return args
+    out = Path(args.out)
+    if out.is_dir():
+        raise UserError(
+            f"--out {args.out!r} is a directory; give an .html file name, e.g. {str(out / 'report.html')!r}"
+        )
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"--out {args.out!r}: give an .html file name (the Markdown twin is written beside it as .md)")
+    check_output_dir(out.parent, f"--out {args.out!r}")
+    from analysis.figures import figure_bytes
+    from analysis.report import report_blocks, write_report
+
+    source, fit, how, problems = source_and_fit(args, "report")
+    tell(problems, "warning")
+    figures, missing = draw_figures(source, fit)
+    pngs = {name: figure_bytes(fig, "png") for name, fig in figures.items()}
+    blocks = report_blocks(source, fit, pngs, missing, how_fitted=how, fit_problems=problems)
+    try:
+        written = write_report(out, blocks, pngs)
+    except OSError as err:
+        raise UserError(
+            f"--out {args.out!r}: cannot write the report: {err.strerror or err}; give a path you can write to"
+        ) from None
+    print(
+        f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(pngs)} figures embedded) and {written[-2]} "
+        f"(figures in {written[0].parent}/)"
+    )
+    return 0

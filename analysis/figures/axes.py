@@ -1,0 +1,171 @@
+"""What every figure shares: the palettes, sizes and axis labels, log axes with readable ticks,
+the model-size colour bar, budget colours, and the fitted laws along a curve with their bands.
+
+Conventions: log axes for compute, parameters and tokens, labelled 1e12 / 10M / 1B (never 10^x
+offsets); units in the axis labels (FLOPs, parameters, tokens, nats/token). Model size N is
+coloured with viridis (perceptually uniform, monotone in lightness, so it survives greyscale
+printing and the common colour-vision deficiencies; van der Walt & Smith 2015), cut at 90% so
+its palest yellow stays visible on white; categories (approaches, reference laws) use the
+Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"). Bands are the fit's bootstrap
+percentile intervals, evaluated along the curve (`analysis.fits.optimal.law_from_fit`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import ListedColormap, LogNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+from analysis.describe.numbers import count_label
+from analysis.fits.optimal import law_from_fit
+from analysis.fits.results import FitReport
+from analysis.sources.budgets import cluster_budgets
+from analysis.sources.schema import RunTable
+
+# Okabe & Ito 2008: eight colours distinguishable under the common colour-vision deficiencies.
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+}
+APPROACH_COLOUR = {1: OKABE_ITO["green"], 2: OKABE_ITO["blue"], 3: OKABE_ITO["vermillion"]}
+REFERENCE_COLOUR = OKABE_ITO["black"]
+SIZE_CMAP = ListedColormap(colormaps["viridis"](np.linspace(0.0, 0.9, 256)), name="viridis_to_90")
+BAND_ALPHA = 0.18
+DPI = 150
+WIDE = (7.5, 4.8)  # inches: 1125 × 720 px at DPI
+
+LABEL_COMPUTE = "compute C (FLOPs)"
+LABEL_LOSS = "validation loss (nats/token)"
+LABEL_TOKENS = "tokens D"
+
+
+class FigureUnavailable(Exception):
+    """The data or the fits cannot support this figure; the message says why (one line)."""
+
+
+# ---------------------------------------------------------------- log axes
+def log_ticks(lo: float, hi: float) -> list[float] | None:
+    """Labelled tick positions for a log axis from ``lo`` to ``hi``: None (powers of ten only) over
+    more than 3.2 decades; else 1-2-5 (over 1.3 decades), 1-2-3-5 (over 0.6) or finer mantissas,
+    and a few evenly spaced values when the axis spans too little for any of those."""
+    span = math.log10(hi / lo)
+    if span > 3.2:
+        return None
+    mantissas = (1, 2, 5) if span > 1.3 else (1, 2, 3, 5) if span > 0.6 else (1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8)
+    ticks = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in mantissas]
+    ticks = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+    if len(ticks) < 3:
+        ticks = [t for t in MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi) if lo <= t <= hi]
+    return ticks
+
+
+def finish_log_axis(axis, label) -> None:
+    """Freeze the axis' current limits and label it with ``label`` (e.g. `count_label`) at `log_ticks`."""
+    lo, hi = sorted(axis.get_view_interval())
+    ticks = log_ticks(lo, hi)
+    axis.set_major_locator(LogLocator(10, numticks=9) if ticks is None else FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: label(v)))
+    axis.set_minor_locator(LogLocator(10, subs=np.arange(2, 10), numticks=100))
+    axis.set_minor_formatter(NullFormatter())
+    (axis.axes.set_xlim if axis.axis_name == "x" else axis.axes.set_ylim)(lo, hi)
+
+
+def log_axes(ax, x_label, y_label=None) -> None:
+    """Log scale on x (and on y when ``y_label`` is given): call after everything is drawn."""
+    finish_log_axis(ax.xaxis, x_label)
+    if y_label is not None:
+        finish_log_axis(ax.yaxis, y_label)
+
+
+def size_colorbar(fig: Figure, axes, norm: LogNorm, label: str = "parameters N"):
+    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=SIZE_CMAP), ax=axes, pad=0.02)
+    bar.set_label(label)
+    ticks = log_ticks(norm.vmin, norm.vmax) or [
+        10.0**e for e in range(math.ceil(math.log10(norm.vmin)), math.floor(math.log10(norm.vmax)) + 1)
+    ]
+    bar.set_ticks(ticks)
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: count_label(v)))
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    return bar
+
+
+def size_norm(n_values) -> LogNorm:
+    n = np.asarray(n_values, dtype=float)
+    lo, hi = float(n.min()), float(n.max())
+    return LogNorm(lo / 1.2, hi * 1.2) if lo == hi else LogNorm(lo, hi)
+
+
+def budget_colours(budgets) -> dict[float, tuple]:
+    """One colour per budget, ordered along the truncated viridis by log budget."""
+    budgets = sorted(set(float(b) for b in budgets))
+    positions = np.linspace(0.0, 1.0, len(budgets)) if len(budgets) > 1 else [0.0]
+    return {b: SIZE_CMAP(p) for b, p in zip(budgets, positions)}
+
+
+def style(ax, title: str | None = None) -> None:
+    ax.grid(True, which="major", color="0.85", linewidth=0.6)
+    ax.set_axisbelow(True)
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def legend(ax, **kwargs) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, framealpha=0.92, **kwargs)
+
+
+def limits(values, pad: float = 1.25) -> tuple[float, float]:
+    values = np.asarray([v for v in np.ravel(values) if np.isfinite(v) and v > 0], dtype=float)
+    return float(values.min()) / pad, float(values.max()) * pad
+
+
+# ---------------------------------------------------------------- laws along a curve, with bands
+def law_along(report: FitReport, approach: int, compute) -> dict[str, np.ndarray]:
+    """N_opt, D_opt and (when the law predicts it) the optimal loss of one approach's law at each
+    budget in ``compute``, with the lower/upper ends of their bootstrap intervals (NaN without)."""
+    law = law_from_fit(report, f"approach {approach}", approach)
+    with np.errstate(all="ignore"):  # a bootstrap sample with an overflowed A gives NaN, which intervals skip
+        allocations = [law.allocate(float(c)) for c in compute]
+    out: dict[str, np.ndarray] = {}
+    for key in ("n", "d", "loss"):
+        estimates = [getattr(a, key) for a in allocations]
+        if any(e is None for e in estimates):
+            continue
+        out[key] = np.array([e.value for e in estimates])
+        out[f"{key}_lower"] = np.array([np.nan if e.lower is None else e.lower for e in estimates])
+        out[f"{key}_upper"] = np.array([np.nan if e.upper is None else e.upper for e in estimates])
+    return out
+
+
+def band(ax, x, curve: dict, key: str, colour, label: str | None) -> None:
+    lower, upper = curve[f"{key}_lower"], curve[f"{key}_upper"]
+    if np.isfinite(lower).any():
+        ax.fill_between(x, lower, upper, color=colour, alpha=BAND_ALPHA, linewidth=0, label=label)
+
+
+def interval_label(report: FitReport, approach: int) -> str:
+    fit = {f.approach: f for f in report.fits}[approach]
+    return f"{fit.bootstrap.level:.0%} bootstrap interval" if fit.bootstrap else ""
+
+
+def run_budgets(run_ids, compute, table: RunTable | None = None) -> np.ndarray:
+    """Each run's compute budget by the one rule (`analysis.sources.budgets`): the table's (which
+    applied the source's budget column) when it holds every run, else clustered from C."""
+    if table is not None:
+        budget_of = dict(zip(table.runs["run_id"], table.runs["budget"]))
+        if all(r in budget_of for r in run_ids):
+            return np.array([budget_of[r] for r in run_ids], dtype=float)
+    return cluster_budgets(compute)

@@ -1,0 +1,116 @@
+"""Loss against compute: every run's curve and final loss, the envelope and approach 1's law."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.describe.numbers import flops_label, plain_label
+from analysis.figures.axes import (
+    APPROACH_COLOUR,
+    DPI,
+    LABEL_COMPUTE,
+    LABEL_LOSS,
+    REFERENCE_COLOUR,
+    SIZE_CMAP,
+    WIDE,
+    band,
+    interval_label,
+    law_along,
+    legend,
+    limits,
+    log_axes,
+    size_colorbar,
+    size_norm,
+    style,
+)
+from analysis.fits.results import FitReport
+from analysis.sources.schema import RunTable
+
+
+def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
+    """Every run's validation-loss curve against compute C = 6·N·(tokens so far), coloured by N,
+    its final point as a dot; approach 1's envelope points and its law L(C) (with a floor E when
+    fitted) with the bootstrap band over the fitted compute range; approach 3's loss on the
+    compute-optimal frontier L(N_opt(C), D_opt(C)) for comparison."""
+    runs = table.runs
+    fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    norm = size_norm(runs["N"])
+    if table.curves is not None:
+        for run_id, curve in table.curves.groupby("run_id", sort=False):
+            curve = curve.sort_values("C")
+            ax.plot(
+                curve["C"],
+                curve["loss"],
+                color=SIZE_CMAP(norm(curve["N"].iloc[0])),
+                linewidth=1.0,
+                alpha=0.75,
+                gid=f"curve:{run_id}",
+            )
+    ax.scatter(
+        runs["C"],
+        runs["loss"],
+        c=runs["N"],
+        cmap=SIZE_CMAP,
+        norm=norm,
+        s=28,
+        edgecolors="black",
+        linewidths=0.5,
+        zorder=3,
+        gid="runs",
+    )
+    ax.scatter([], [], color="0.6", s=28, edgecolors="black", linewidths=0.5, label="a run's final loss (colour: N)")
+    if report is not None and report.envelope is not None:
+        env = report.envelope
+        ax.scatter(
+            env.compute,
+            env.loss,
+            marker="D",
+            s=30,
+            facecolors="none",
+            edgecolors=REFERENCE_COLOUR,
+            linewidths=1.0,
+            zorder=4,
+            label="envelope: lowest loss per compute bin",
+            gid="envelope",
+        )
+        c = np.geomspace(*env.diagnostics["compute_range"], 80)
+        curve = law_along(report, 1, c)
+        law = env.loss_law_with_floor or env.loss_law
+        formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
+        if law.floor > 1e-3 * min(env.loss):  # else the floor E is indistinguishable from 0
+            formula = f"L = {law.floor:.3g} + {formula[4:]}"
+        ax.plot(
+            c,
+            curve["loss"],
+            color=APPROACH_COLOUR[1],
+            linewidth=2.2,
+            zorder=5,
+            label=f"approach 1: {formula}",
+            gid="fit:approach1",
+        )
+        band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_label(report, 1))
+    if report is not None and report.parametric is not None:
+        c = np.geomspace(runs["C"].min(), runs["C"].max(), 80)
+        frontier = law_along(report, 3, c)
+        ax.plot(
+            c,
+            frontier["loss"],
+            color=APPROACH_COLOUR[3],
+            linewidth=1.8,
+            linestyle="--",
+            zorder=5,
+            label="approach 3: loss at the compute-optimal N, D",
+            gid="fit:approach3",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(*limits(np.concatenate([runs["loss"], [] if table.curves is None else table.curves["loss"]]), 1.05))
+    ax.set_xlabel(LABEL_COMPUTE)
+    ax.set_ylabel(LABEL_LOSS)
+    style(ax, f"Loss against compute ({len(runs)} runs)")
+    legend(ax, loc="upper right")
+    size_colorbar(fig, ax, norm)
+    log_axes(ax, flops_label, plain_label)
+    return fig

@@ -1,0 +1,139 @@
+"""IsoFLOP profiles: loss against N at each budget, approach 2's parabolas and their minima."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.describe.numbers import count_label, flops_label
+from analysis.figures.axes import (
+    DPI,
+    LABEL_LOSS,
+    WIDE,
+    FigureUnavailable,
+    budget_colours,
+    legend,
+    limits,
+    log_axes,
+    style,
+)
+from analysis.fits.results import FitReport
+from analysis.sources.schema import RunTable
+from scaling.flops import tokens_6nd
+
+PARABOLA_REACH = 30.0  # a parabola is drawn out to its minimum only within this factor of the trained sizes
+
+
+def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure:
+    """Loss against N at each budget (approach 2): the runs, the fitted parabola in ln N (solid over
+    the trained sizes, dotted where extended to a minimum outside them), its minimum (filled star
+    inside the trained sizes, hollow outside) with the bootstrap interval of N_opt; approach 3's
+    L(N, C/(6N)) at the same budget, dashed. Budgets without a parabola are drawn as grey crosses."""
+    fit = report.isoflop
+    if fit is None:
+        raise FigureUnavailable(
+            "approach 2 (IsoFLOP parabolas) was not fitted: " + report.skipped.get("2", "not asked for")
+        )
+    fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    colours = budget_colours(p.budget for p in fit.profiles)
+    shown_n, shown_loss = [], []
+    for p in fit.profiles:
+        colour = colours[p.budget]
+        n = np.asarray(p.n)
+        ax.scatter(
+            n, p.loss, color=colour, s=30, edgecolors="black", linewidths=0.5, zorder=3, gid=f"points:{p.budget:g}"
+        )
+        trained = np.geomspace(n.min(), n.max(), 60)
+        ax.plot(
+            trained,
+            p(trained),
+            color=colour,
+            linewidth=1.8,
+            gid=f"parabola:{p.budget:g}",
+            label=f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}"
+            + ("" if p.inside_range else " (outside the trained sizes)"),
+        )
+        reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
+        if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum
+            beyond = np.geomspace(p.n_opt, n.min(), 30) if p.n_opt < n.min() else np.geomspace(n.max(), p.n_opt, 30)
+            ax.plot(beyond, p(beyond), color=colour, linewidth=1.2, linestyle=":")
+        if reachable:
+            _minimum_marker(ax, p, colour)
+            shown_n.append(p.n_opt)
+            shown_loss.append(p.loss_opt)
+        shown_n += list(n)
+        shown_loss += list(p.loss)
+        if report.parametric is not None:
+            grid = np.geomspace(
+                min(n.min(), p.n_opt if reachable else n.min()), max(n.max(), p.n_opt if reachable else n.max()), 60
+            )
+            ax.plot(
+                grid,
+                report.parametric.predict(grid, tokens_6nd(p.compute, grid)),
+                color=colour,
+                linewidth=1.0,
+                linestyle="--",
+                alpha=0.9,
+                gid=f"approach3:{p.budget:g}",
+            )
+    if table is not None:
+        fitted = {p.budget for p in fit.profiles}
+        other = table.runs[~table.runs["budget"].isin(fitted)]
+        if len(other):
+            ax.scatter(
+                other["N"],
+                other["loss"],
+                marker="x",
+                color="0.5",
+                s=26,
+                zorder=2,
+                label="runs of budgets without a parabola",
+            )
+            shown_n += list(other["N"])
+            shown_loss += list(other["loss"])
+    if report.parametric is not None:  # one legend entry for all the dashed lines
+        ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="approach 3: L(N, C/6N) at each budget")
+    ax.set_xscale("log")
+    ax.set_xlim(*limits(shown_n, 1.5))
+    _mark_cut_intervals(ax, [p for p in fit.profiles if p.n_opt_interval is not None], colours)
+    lo, hi = min(shown_loss), max(shown_loss)
+    ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
+    ax.set_xlabel("parameters N")
+    ax.set_ylabel(LABEL_LOSS)
+    style(ax, "IsoFLOP profiles (approach 2): loss against model size at fixed compute")
+    legend(ax, loc="best")  # "upper center" hid a run of the smallest budget
+    log_axes(ax, count_label)
+    return fig
+
+
+def _mark_cut_intervals(ax, profiles, colours) -> None:
+    """A triangle at the edge of the axes where an N_opt interval runs beyond it."""
+    x_lo, x_hi = ax.get_xlim()
+    for p in profiles:
+        lower, upper = p.n_opt_interval
+        for cut, edge, marker in ((lower < x_lo, x_lo, "<"), (upper > x_hi, x_hi, ">")):
+            if cut:
+                ax.plot(
+                    [edge], [p.loss_opt], marker=marker, color=colours[p.budget], markersize=7, clip_on=False, zorder=6
+                )
+
+
+def _minimum_marker(ax, p, colour) -> None:
+    """N_opt of one parabola: a star (hollow when outside the trained sizes) and its interval."""
+    xerr = None
+    if p.n_opt_interval is not None:
+        lo, hi = p.n_opt_interval
+        xerr = [[max(p.n_opt - lo, 0.0)], [max(hi - p.n_opt, 0.0)]]
+    ax.errorbar([p.n_opt], [p.loss_opt], xerr=xerr, color=colour, linewidth=1.0, capsize=3, zorder=4, fmt="none")
+    ax.scatter(
+        [p.n_opt],
+        [p.loss_opt],
+        marker="*",
+        s=160,
+        zorder=5,
+        edgecolors=colour if not p.inside_range else "black",
+        facecolors=colour if p.inside_range else "white",
+        linewidths=1.2,
+        gid=f"minimum:{p.budget:g}",
+    )

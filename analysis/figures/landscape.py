@@ -1,0 +1,122 @@
+"""The fitted L(N, D) of approach 3 as contours, with the runs, the iso-FLOP lines and the optimal path."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import BoundaryNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from analysis.describe.numbers import count_label, flops_label, plain_label
+from analysis.figures.axes import (
+    DPI,
+    LABEL_LOSS,
+    LABEL_TOKENS,
+    OKABE_ITO,
+    FigureUnavailable,
+    legend,
+    log_axes,
+    run_budgets,
+    style,
+)
+from analysis.fits import laws
+from analysis.fits.results import FitReport
+from analysis.sources.schema import RunTable
+from scaling.flops import flops_6nd, tokens_6nd
+
+
+def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
+    """Contours of approach 3's L(N, D) = E + A/N^α + B/D^β over the trained N and D (×/÷ 3), the
+    runs coloured by their observed loss on the same scale (a run that matches its background is
+    fitted well), the iso-FLOP lines D = C/(6N) of the budgets, the compute-optimal path
+    (N_opt(C), D_opt(C)) and, for reference, Chinchilla's 20 tokens per parameter."""
+    fit = report.parametric
+    if fit is None:
+        raise FigureUnavailable(
+            "approach 3 (parametric L(N, D)) was not fitted: " + report.skipped.get("3", "not asked for")
+        )
+    n_runs, d_runs, loss_runs = np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss)
+    n_grid = np.geomspace(n_runs.min() / 3, n_runs.max() * 3, 160)
+    d_grid = np.geomspace(d_runs.min() / 3, d_runs.max() * 3, 160)
+    surface = fit.predict(n_grid[None, :], d_grid[:, None])
+    lo, hi = np.percentile(surface, [1, 99])
+    levels = MaxNLocator(nbins=12, steps=[1, 2, 2.5, 5, 10]).tick_values(
+        min(lo, loss_runs.min()), max(hi, loss_runs.max())
+    )
+    cmap = colormaps["cividis"]
+    norm = BoundaryNorm(levels, cmap.N, extend="both")  # one colour per band, shared by the runs
+    fig = Figure(figsize=(7.5, 5.6), dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    filled = ax.contourf(n_grid, d_grid, surface, levels=levels, cmap=cmap, norm=norm, extend="both")
+    lines = ax.contour(n_grid, d_grid, surface, levels=levels[1::2], colors="white", linewidths=0.6, alpha=0.8)
+    ax.clabel(lines, fmt=plain_label, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(n_grid[0], n_grid[-1])
+    ax.set_ylim(d_grid[0], d_grid[-1])
+    c_runs = flops_6nd(n_runs, d_runs)
+    budget = run_budgets(fit.run_id, c_runs, table)
+    for c in np.unique(budget):
+        ax.plot(n_grid, tokens_6nd(c, n_grid), color="white", linestyle=":", linewidth=1.0)
+        smallest = n_runs[budget == c].min()  # label the line just before its first run
+        _label_along(ax, n_grid, tokens_6nd(c, n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
+    c_path = np.geomspace(flops_6nd(n_grid[0], d_grid[0]), flops_6nd(n_grid[-1], d_grid[-1]), 200)
+    n_opt, d_opt = laws.chinchilla_allocation(c_path, *(fit.params[k] for k in ("A", "B", "alpha", "beta")))
+    ax.plot(
+        n_opt,
+        d_opt,
+        color=OKABE_ITO["orange"],
+        linewidth=2.4,
+        label="compute-optimal N, D (approach 3)",
+        gid="optimal-path",
+    )
+    ax.plot(
+        n_grid, 20.0 * n_grid, color="black", linestyle="--", linewidth=1.2, label="20 tokens/parameter (Chinchilla)"
+    )
+    ax.scatter(
+        n_runs,
+        d_runs,
+        c=loss_runs,
+        cmap=cmap,
+        norm=norm,
+        s=64,
+        edgecolors="white",
+        linewidths=0.9,
+        zorder=5,
+        gid="runs",
+    )
+    ax.scatter([], [], color="0.6", s=64, edgecolors="white", linewidths=0.9, label="runs (colour: observed loss)")
+    ax.set_xlabel("parameters N")
+    ax.set_ylabel(LABEL_TOKENS)
+    p = fit.params
+    style(ax, f"Fitted L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}")
+    ax.grid(False)
+    legend(ax, loc="upper right")
+    bar = fig.colorbar(filled, ax=ax, pad=0.02)
+    bar.set_label(LABEL_LOSS)
+    log_axes(ax, count_label, count_label)
+    return fig
+
+
+def _label_along(ax, x, y, text: str, near_x: float) -> None:
+    """Write ``text`` on the line (x, y) at the point inside the axes nearest ``near_x``, rotated to
+    the line's slope on screen."""
+    (x_lo, x_hi), (y_lo, y_hi) = ax.get_xlim(), ax.get_ylim()
+    inside = np.flatnonzero((x > x_lo) & (x < x_hi) & (y > y_lo) & (y < y_hi))
+    if inside.size < 3:
+        return
+    i = int(np.clip(inside[np.argmin(np.abs(np.log(x[inside] / near_x)))], inside[1], inside[-2]))
+    (x0, y0), (x1, y1) = ax.transData.transform([(x[i - 1], y[i - 1]), (x[i + 1], y[i + 1])])
+    ax.annotate(
+        text,
+        (x[i], y[i]),
+        color="white",
+        fontsize=7,
+        ha="center",
+        va="bottom",
+        rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)),
+        rotation_mode="anchor",
+    )

@@ -1,0 +1,79 @@
+"""Residuals: observed against fitted loss, per approach."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.describe.numbers import count_label, flops_label
+from analysis.figures.axes import (
+    APPROACH_COLOUR,
+    DPI,
+    LABEL_COMPUTE,
+    FigureUnavailable,
+    budget_colours,
+    log_axes,
+    run_budgets,
+    style,
+)
+from analysis.fits.results import FitReport
+from analysis.sources.schema import RunTable
+from scaling.flops import flops_6nd
+
+
+def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
+    """Observed against fitted loss, in % of the fitted value, one panel per approach:
+    approach 1 the envelope points against L(C); approach 2 each run against its budget's parabola;
+    approach 3 each run against L(N, D). Points scattered evenly around 0 mean the law's shape fits."""
+    if not report.fits:
+        raise FigureUnavailable("no approach was fitted")
+    fig = Figure(figsize=(4.0 * len(report.fits) + 1.0, 4.2), dpi=DPI, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(report.fits), sharey=True))
+    for ax, fit in zip(axes, report.fits):
+        if fit.approach == 1:
+            key = "loss_law_with_floor" if fit.loss_law_with_floor is not None else "loss_law"
+            percent = 100.0 * (np.exp(np.asarray(fit.residuals[key])) - 1.0)  # log(obs) − log(fit)
+            ax.scatter(fit.compute, percent, color=APPROACH_COLOUR[1], s=26, edgecolors="black", linewidths=0.5)
+            ax.set_xlabel(LABEL_COMPUTE)
+            ax.set_xscale("log")
+            label = flops_label
+            title = "approach 1: envelope against L(C)"
+        else:
+            n, percent, budget = _run_residuals(fit, table)
+            colours = budget_colours(budget)
+            for b in sorted(set(budget)):
+                pick = budget == b
+                ax.scatter(
+                    n[pick],
+                    percent[pick],
+                    color=colours[b],
+                    s=26,
+                    edgecolors="black",
+                    linewidths=0.5,
+                    label=f"C = {flops_label(b)}",
+                )
+            ax.set_xlabel("parameters N")
+            ax.set_xscale("log")
+            label = count_label
+            title = "approach 2: runs against parabolas" if fit.approach == 2 else "approach 3: runs against L(N, D)"
+        ax.axhline(0.0, color="0.3", linewidth=0.8)
+        style(ax, title)
+        log_axes(ax, label)
+    axes[0].set_ylabel("observed − fitted loss (% of fitted)")
+    handles, labels = axes[-1].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def _run_residuals(fit, table: RunTable | None):
+    """(N, residual in % of the fitted loss, budget) per run for approach 2 or 3."""
+    if fit.approach == 2:
+        n = np.concatenate([p.n for p in fit.profiles])
+        observed = np.concatenate([p.loss for p in fit.profiles])
+        fitted = np.concatenate([p(p.n) for p in fit.profiles])
+        budget = np.concatenate([[p.budget] * len(p.n) for p in fit.profiles])
+        return n, 100.0 * (observed / fitted - 1.0), budget
+    n, d = np.asarray(fit.n), np.asarray(fit.d)
+    percent = 100.0 * (np.exp(-np.asarray(fit.residuals)) - 1.0)  # residuals are log(predicted) − log(observed)
+    return n, percent, run_budgets(fit.run_id, flops_6nd(n, d), table)

@@ -1,0 +1,99 @@
+"""The report's compute-optimal allocation along a ladder of budgets, extrapolations flagged."""
+
+from __future__ import annotations
+
+from analysis.describe.numbers import count_label, flops_label, interval_text, times
+from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
+from analysis.fits.results import FitReport
+from analysis.report.blocks import FLAG, Heading, Paragraph, Table
+from analysis.sources.schema import Source
+
+HEADLINE_BUDGETS = (1e18, 1e21, 1e24)  # FLOPs: always in the allocation table, for orientation
+LADDER_DECADES = 6  # the ladder runs from the smallest swept budget to 10^6 times it
+
+
+# ---------------------------------------------------------------- compute-optimal allocation
+def budget_ladder(smallest: float) -> list[float]:
+    """The smallest swept budget times 10^k for k = 0…`LADDER_DECADES`, with `HEADLINE_BUDGETS`, ascending."""
+    ladder = {smallest * 10.0**k for k in range(LADDER_DECADES + 1)} | set(HEADLINE_BUDGETS)
+    return sorted(ladder)
+
+
+def allocation_blocks(fit: FitReport | None, source: Source) -> list:
+    blocks: list = [Heading("Compute-optimal allocation")]
+    if fit is None:
+        return blocks + [Paragraph("No law was fitted, so no allocation can be given.")]
+    approach = max(f.approach for f in fit.fits)  # 3 predicts loss at any N, D; then 2, then 1
+    law = law_from_fit(fit, "this fit", approach)
+    reference = PRESETS["chinchilla"]()
+    ladder = budget_ladder(float(source.table.budgets[0]))
+    rows, flagged = [], set()
+    for i, c in enumerate(ladder):
+        a, r = law.allocate(c), reference.allocate(c)
+        note = ""
+        if a.extrapolation:
+            flagged.add(i)
+            note = f"{FLAG} extrapolation: {times(c / law.fitted_compute_max)} the largest fitted run"
+        rows.append(
+            [
+                flops_label(c),
+                interval_text(a.n, count_label),
+                interval_text(a.d, count_label),
+                interval_text(a.tokens_per_parameter, count_label),
+                interval_text(a.loss),
+                count_label(r.n.value),
+                count_label(r.d.value),
+                note,
+            ]
+        )
+    fitted_max = law.fitted_compute_max
+    blocks += [
+        Paragraph(
+            f"From approach {approach}'s law (the most complete fitted: 3 predicts loss at any N and D, "
+            f"then 2, then 1), for budgets from the smallest swept to 10^{LADDER_DECADES} times it and "
+            f"{', '.join(flops_label(b) for b in HEADLINE_BUDGETS)} FLOPs. D = C/(6·N), so 6·N·D = C in "
+            f"every row. The largest fitted run used {flops_label(fitted_max)} FLOPs; budgets beyond "
+            f"{EXTRAPOLATION_FACTOR:g}× that are extrapolations, flagged {FLAG}: treat them as speculation. "
+            "Chinchilla: the published rule (Hoffmann et al. 2022, Table 3: N_opt = sqrt(C/120), "
+            "20 tokens per parameter) for reference."
+            + (
+                ""
+                if source.table.n_kind == "total"
+                else " Note: N here counts non-embedding parameters, Chinchilla's N counts all."
+            )
+        ),
+        Table(
+            [
+                "budget C (FLOPs)",
+                "N_opt [interval]",
+                "D_opt [interval]",
+                "tokens/parameter",
+                "predicted loss (nats/token)",
+                "Chinchilla N_opt",
+                "Chinchilla D_opt",
+                "note",
+            ],
+            rows,
+            flagged,
+        ),
+    ]
+    if len(fit.fits) > 1:
+        blocks += _approaches_side_by_side(fit, ladder, reference)
+    return blocks
+
+
+def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> list:
+    laws = {f.approach: law_from_fit(fit, "fit", f.approach) for f in fit.fits}
+    rows = [
+        [flops_label(c)]
+        + [interval_text(law.allocate(c).n, count_label) for law in laws.values()]
+        + [count_label(reference.allocate(c).n.value)]
+        for c in ladder
+    ]
+    flagged = {
+        i for i, c in enumerate(ladder) if c > EXTRAPOLATION_FACTOR * max(f.fitted_compute_max for f in fit.fits)
+    }
+    return [
+        Paragraph("N_opt by approach (the approaches disagree when the data cannot pin the exponent down):"),
+        Table(["budget C (FLOPs)"] + [f"approach {k}" for k in laws] + ["Chinchilla"], rows, flagged),
+    ]

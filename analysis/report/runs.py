@@ -1,0 +1,83 @@
+"""The report's failed, dropped and missing runs, and the notes on reading the input."""
+
+from __future__ import annotations
+
+from analysis.describe.numbers import count_label, flops_label
+from analysis.fits.results import FitReport
+from analysis.report.blocks import Bullets, Heading, Paragraph, Table
+from analysis.report.sweep import finite
+from analysis.sources.schema import Source
+
+
+# ---------------------------------------------------------------- failures and notes
+def failures_blocks(source: Source, fit: FitReport | None) -> list:
+    frame = source.frame
+    blocks: list = [Heading("Failed, dropped and missing runs")]
+    if "status" in frame.columns:
+        failed = frame[frame["status"].astype(str) != "completed"]
+        if len(failed):
+            blocks.append(
+                Paragraph(f"{len(failed)} run{'s' * (len(failed) != 1)} did not complete (not used in the fits):")
+            )
+            blocks.append(
+                Table(
+                    ["run", "budget (FLOPs)", "shape", "N", "status", "reason"],
+                    [
+                        [
+                            str(r.get("run_id", "")),
+                            _flops_or_dash(r.get("budget_flops")),
+                            str(r.get("shape", "")),
+                            _count_or_dash(r.get("params")),
+                            str(r["status"]),
+                            str(r.get("reason", "")),
+                        ]
+                        for r in failed.to_dict("records")
+                    ],
+                )
+            )
+    dropped = source.manifest.get("dropped", [])
+    if dropped:
+        blocks.append(
+            Paragraph(
+                f"{len(dropped)} combination{'s' * (len(dropped) != 1)} dropped when the sweep was "
+                "planned (never launched):"
+            )
+        )
+        blocks.append(
+            Table(["combination", "reason"], [[" ".join(d.get("overrides", [])), d.get("reason", "")] for d in dropped])
+        )
+    recorded = set(frame["run_id"].astype(str)) if "run_id" in frame.columns else set()
+    absent = [r for r in source.manifest.get("runs", []) if r["run_id"] not in recorded]
+    if absent:
+        blocks.append(
+            Paragraph(
+                f"{len(absent)} planned run{'s' * (len(absent) != 1)} without a record (still running, "
+                "interrupted, or never run; `scaling status` tells which):"
+            )
+        )
+        blocks.append(
+            Table(
+                ["run", "budget (FLOPs)", "shape", "N"],
+                [[r["run_id"], flops_label(r["budget_flops"]), r["shape"], count_label(r["params"])] for r in absent],
+            )
+        )
+    notes = [*source.table.warnings, *source.table.notes]
+    if source.manifest_problem:
+        notes.append(source.manifest_problem)
+    if fit is not None:
+        notes += [f"approach {k} not fitted: {why}" for k, why in fit.skipped.items()]
+    if len(blocks) == 1:
+        blocks.append(Paragraph("None: every planned run completed."))
+    if notes:
+        blocks += [Paragraph("Notes on reading the input:"), Bullets(notes)]
+    return blocks
+
+
+def _flops_or_dash(value) -> str:
+    value = finite(value)
+    return "–" if value is None else flops_label(value)
+
+
+def _count_or_dash(value) -> str:
+    value = finite(value)
+    return "–" if value is None else count_label(value)

@@ -1,0 +1,175 @@
+"""The report's account of the sweep: what was run and read, the summary, the budgets × shapes table."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.describe.numbers import count_label, flops_label, interval_text, num, two
+from analysis.fits.results import FitReport
+from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
+from analysis.sources.schema import RunTable, Source
+
+
+# ---------------------------------------------------------------- the source
+def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[str]:
+    """Warnings when a saved fit was not made from the runs ``table`` holds now."""
+    used = set()
+    for f in fit.fits:
+        used |= set(getattr(f, "run_id", []) or [])
+        used |= {r for p in getattr(f, "profiles", []) for r in p.run_id}
+    now = set(table.runs["run_id"])
+    lines = []
+    if fit.runs != len(table) or not used <= now:
+        lines.append(
+            f"the fit {fit_path!r} was made from {fit.runs} runs of {fit.source!r}; {table.source!r} now holds "
+            f"{len(table)} usable runs ({len(used - now)} runs of the fit are not among them): refit to "
+            "describe the runs as they are"
+        )
+    return lines
+
+
+def text_column(frame: pd.DataFrame, name: str) -> pd.Series:
+    if name not in frame.columns:
+        return pd.Series([], dtype=object)
+    return frame[name].dropna().astype(str).str.strip().loc[lambda s: s != ""]
+
+
+def sweep_name(source: Source) -> str:
+    names = sorted(set(text_column(source.frame, "sweep")))
+    return source.manifest.get("sweep") or (", ".join(names) if names else Path(source.table.source).name)
+
+
+def about_blocks(source: Source, fit: FitReport | None, how_fitted: str, generated_at: datetime) -> list:
+    frame = source.frame
+    corpora = (
+        frame[["corpus", "corpus_fingerprint"]].astype(str).drop_duplicates().itertuples(index=False)
+        if {"corpus", "corpus_fingerprint"} <= set(frame.columns)
+        else []
+    )
+    corpus = (
+        "; ".join(f"{name} (fingerprint {fp})" for name, fp in corpora if name or fp) or "not recorded in the source"
+    )
+    versions = text_column(frame, "code_version").value_counts()
+    code = (
+        "; ".join(f"{v} ({k} run{'s' * (k != 1)})" for v, k in versions.items())
+        if len(versions)
+        else "not recorded in the source"
+    )
+    if any(v.endswith("-dirty") for v in versions.index):
+        code += " (-dirty: trained from a checkout with uncommitted changes)"
+    started, finished = text_column(frame, "started_at"), text_column(frame, "finished_at")
+    dates = f"{started.min()} to {finished.max()}" if len(started) and len(finished) else "not recorded in the source"
+    n_kind = source.table.n_kind.replace("_", "-")
+    rows = [
+        ["sweep", sweep_name(source)],
+        ["source", source.table.source],
+        ["corpus", corpus],
+        ["code version of the runs", code],
+        ["runs trained", dates],
+    ]
+    if source.manifest.get("launched_at"):
+        rows.append(["sweep launched", str(source.manifest["launched_at"])])
+    rows += [
+        ["N counts", f"{n_kind} parameters"],
+        ["fits", how_fitted],
+        ["report generated", f"{generated_at.isoformat(timespec='seconds')} by scaling {_package_version()}"],
+    ]
+    return [Table(["", ""], rows)]
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scaling")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str]) -> list:
+    table = source.table
+    budgets = table.budgets
+    items = [
+        f"{len(table)} completed runs used, over {len(budgets)} compute budget{'s' * (len(budgets) != 1)} from "
+        f"{flops_label(budgets[0])} to {flops_label(budgets[-1])} FLOPs and model sizes from "
+        f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."
+    ]
+    if fit is None:
+        items.append("No scaling law could be fitted to these runs (see the notes below).")
+    else:
+        for f in fit.fits:
+            items.append(
+                f"Approach {f.approach}: N_opt ∝ C^a with a = {interval_text(f.estimates['a'], two)}, "
+                f"D_opt ∝ C^b with b = {interval_text(f.estimates['b'], two)} (Chinchilla: a ≈ b ≈ 0.5)."
+            )
+        if fit.parametric is not None and fit.parametric.validation and "skipped" not in fit.parametric.validation:
+            v = fit.parametric.validation
+            items.append(
+                f"Held out: approach 3 refitted without the largest budget predicts its runs' loss within "
+                f"{v['loss_relative_error_mean_abs']:.1%} on average ({v['loss_relative_error_max_abs']:.1%} at "
+                "worst)."
+            )
+    items += [f"{FLAG} {line}" for line in fit_problems]
+    return [Heading("Summary"), Bullets(items)]
+
+
+# ---------------------------------------------------------------- what was swept
+def swept_blocks(source: Source) -> list:
+    """Budgets × shapes: the loss of each completed run (from the checked table, so mapped columns
+    work), the status of each other recorded run, and the sweep plan's runs without a record and
+    dropped combinations. A shape is the ``shape`` column's name, else the run's N."""
+    frame, runs = source.frame, source.table.runs
+    shape_of = (
+        dict(zip(frame["run_id"].astype(str), frame["shape"].fillna("").astype(str)))
+        if {"run_id", "shape"} <= set(frame.columns)
+        else {}
+    )
+    cells: dict[tuple[float, str], str] = {}
+    size_of: dict[str, float] = {}
+
+    def put(budget: float, shape: str, size: float, text: str) -> None:
+        size_of.setdefault(shape, size)
+        cells.setdefault((budget, shape), text)
+
+    for run in runs.itertuples(index=False):
+        put(float(run.budget), shape_of.get(str(run.run_id)) or count_label(run.N), float(run.N), num(run.loss))
+    if "status" in frame.columns:
+        for row in frame[frame["status"].astype(str) != "completed"].to_dict("records"):
+            budget, size = finite(row.get("budget_flops")), finite(row.get("params")) or math.nan
+            if budget is not None:
+                put(budget, str(row.get("shape") or "") or count_label(size), size, str(row["status"]))
+    for run in source.manifest.get("runs", []):
+        put(float(run["budget_flops"]), str(run["shape"]), float(run.get("params", math.nan)), "not recorded")
+    for dropped in source.manifest.get("dropped", []):
+        overrides = dict(o.split("=", 1) for o in dropped.get("overrides", []) if "=" in o)
+        if "budget" in overrides and "model" in overrides and finite(overrides["budget"]):
+            put(float(overrides["budget"]), overrides["model"], size_of.get(overrides["model"], math.nan), "dropped")
+    shapes = sorted(size_of, key=lambda s: (size_of[s] if math.isfinite(size_of[s]) else math.inf, s))
+    budgets = sorted({b for b, _ in cells})
+    header = ["budget C (FLOPs)"] + [
+        s if not math.isfinite(size_of[s]) or s == count_label(size_of[s]) else f"{s} ({count_label(size_of[s])})"
+        for s in shapes
+    ]
+    rows = [[flops_label(b)] + [cells.get((b, s), "") for s in shapes] for b in budgets]
+    return [
+        Heading("What was swept"),
+        Paragraph(
+            "Each cell is one (budget, shape) combination: the final validation loss in nats/token of a "
+            "completed run; 'failed' (see the failures below); 'dropped' (not launched: see the reasons "
+            "below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
+            f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."
+        ),
+        Table(header, rows),
+    ]
+
+
+def finite(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None

@@ -1,0 +1,100 @@
+"""The typed schema of a source of runs: how its columns map (`ColumnMap`), the checked runs
+(`RunTable`) and everything read from the source beside them (`Source`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from analysis.sources.budgets import BUDGET_COLUMN, BUDGET_TOLERANCE
+from scaling.errors import UserError
+
+N_KINDS = ("total", "non_embedding")
+
+# Column names tried, in order, when the user names none. The first of each is the store's own.
+FALLBACK_COLUMNS = {
+    "n": {
+        "total": ("params", "N", "n", "n_params", "num_params", "parameters"),
+        "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
+    },
+    "d": ("tokens", "D", "d", "n_tokens", "num_tokens"),
+    "c": ("flops", "C", "c", "compute", "FLOPs"),
+    "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
+}
+OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column"}
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which source columns hold N, D, C and the loss; None means "try the usual names".
+
+    ``n_kind`` chooses the parameter count when the source has both: "total" (Chinchilla's
+    convention, column ``params``) or "non_embedding" (Kaplan's, ``params_non_embedding``).
+    ``budget`` names the column of requested budgets (it wins when present and complete; None: never
+    use one) and ``budget_tolerance`` the relative width of a budget when C values are clustered
+    (`analysis.sources.budgets`).
+    """
+
+    n: str | None = None
+    d: str | None = None
+    c: str | None = None
+    loss: str | None = None
+    n_kind: str = "total"
+    budget: str | None = BUDGET_COLUMN
+    budget_tolerance: float = BUDGET_TOLERANCE
+
+    def __post_init__(self):
+        if self.n_kind not in N_KINDS:
+            raise UserError(f"--n-kind {self.n_kind!r} is not valid; use one of: {', '.join(N_KINDS)}")
+        if not self.budget_tolerance >= 0:
+            raise UserError(f"budget tolerance {self.budget_tolerance!r} is not valid; give a number >= 0, e.g. 0.05")
+
+
+@dataclass
+class RunTable:
+    """Checked runs, ready to fit.
+
+    runs:   one row per run: run_id, N, D, C (= 6·N·D), loss, budget (the compute budget the run
+            belongs to, in FLOPs: `analysis.sources.budgets.assign_budgets`).
+    curves: loss curves, one row per evaluation: run_id, N, C (= 6·N·tokens so far), loss; None
+            when the source has final losses only.
+    source: where the runs came from.  n_kind: which parameter count N is.
+    warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
+    """
+
+    runs: pd.DataFrame
+    curves: pd.DataFrame | None
+    source: str
+    n_kind: str = "total"
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    @property
+    def budgets(self) -> np.ndarray:
+        """The distinct compute budgets, ascending (FLOPs)."""
+        return np.sort(self.runs["budget"].unique())
+
+    def without_budget(self, budget: float) -> RunTable:
+        """The same table less the runs (and curves) of one budget: for hold-out validation."""
+        keep = self.runs["budget"] != budget
+        runs = self.runs[keep].reset_index(drop=True)
+        curves = None if self.curves is None else self.curves[self.curves["run_id"].isin(runs["run_id"])]
+        return replace(self, runs=runs, curves=curves, warnings=[], notes=[])
+
+
+@dataclass
+class Source:
+    """A source read once: the checked `RunTable` and the raw facts around it: every row as read
+    (failed runs included), the store's unreadable files (``problems``) and its sweep plan
+    (``manifest``, {} without one; ``manifest_problem`` says why it is missing)."""
+
+    table: RunTable
+    frame: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+    manifest: dict = field(default_factory=dict)
+    manifest_problem: str = ""

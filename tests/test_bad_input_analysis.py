@@ -1,0 +1,100 @@
+"""Bad input to the analysis verbs: a hand-edited or damaged fit file, an unwritable --out, and
+argparse's handling of negative numbers. Each is one `error:` line, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from conftest import assert_one_line_error, run_cli
+from synthetic_store import write_store
+
+from analysis.cli.common import join_negative_values
+
+
+@pytest.fixture(scope="module")
+def saved_fit(tmp_path_factory):
+    """A small store and a fit of it saved by `scaling fit --out` (no bootstrap: quick)."""
+    root = tmp_path_factory.mktemp("fit")
+    write_store(root / "store", budgets=(3e11, 1e12, 3e12), with_failures=False)
+    run_cli("fit", root / "store", "--bootstrap", "0", "--out", root / "fit.json", check=True)
+    return root / "store", root / "fit.json"
+
+
+def _edited(saved: str, tmp_path, edit) -> str:
+    data = json.loads(open(saved).read())
+    edit(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_negative_exponent_in_a_fit_file_is_an_error_not_a_nan_answer(saved_fit, tmp_path):
+    _store, fit = saved_fit
+    law = _edited(fit, tmp_path, lambda d: d["parametric"]["estimates"]["alpha"].update(value=-0.5))
+    proc = run_cli("optimal", "--budget", "1e20", "--law", law)
+    assert_one_line_error(proc, "edited.json", "approach 3", "'alpha'", "-0.5", "> 0")
+    assert "nan" not in proc.stdout
+
+
+@pytest.mark.parametrize("verb", ["optimal", "report", "plot"])
+def test_a_fit_file_missing_a_key_is_one_line_naming_it(saved_fit, tmp_path, verb):
+    store, fit = saved_fit
+    law = _edited(fit, tmp_path, lambda d: d["parametric"]["estimates"].pop("beta"))
+    args = {
+        "optimal": ["optimal", "--budget", "1e20", "--law", law],
+        "report": ["report", store, "--fit", law, "--out", tmp_path / "r.html"],
+        "plot": ["plot", store, "--fit", law, "--out", tmp_path / "figures"],
+    }[verb]
+    assert_one_line_error(run_cli(*args), "edited.json", "'beta'", "scaling fit SOURCE --out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edited.json"]  # nothing written
+
+
+def test_a_law_that_gives_no_finite_allocation_is_an_error(saved_fit, tmp_path):
+    _store, fit = saved_fit
+
+    def edit(d):  # approach 2 only, its N_opt exponent overflowed (JSON: a huge number reads as inf)
+        d["envelope"] = d["parametric"] = None
+        d["isoflop"]["n_opt_law"]["exponent"] = 1e999
+
+    law = _edited(fit, tmp_path, edit)
+    proc = run_cli("optimal", "--budget", "1e20", "--law", law)
+    assert_one_line_error(proc, "edited.json", "no usable answer", "N_opt")
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fit", "{store}", "--bootstrap", "0", "--out", "/proc/x/fit.json"],
+        ["plot", "{store}", "--fit", "{fit}", "--out", "/proc/x"],
+        ["report", "{store}", "--fit", "{fit}", "--out", "/proc/x/r.html"],
+    ],
+    ids=["fit", "plot", "report"],
+)
+def test_out_under_an_unwritable_system_path_is_one_line(saved_fit, args):
+    store, fit = saved_fit
+    proc = run_cli(*[a.format(store=store, fit=fit) for a in args])
+    assert_one_line_error(proc, "--out", "/proc/x")
+
+
+def test_a_negative_budget_reaches_the_check_that_names_it():
+    assert_one_line_error(run_cli("optimal", "--budget", "-1e21"), "--budget", "-1e21", "finite number > 0")
+    assert_one_line_error(run_cli("optimal", "--budget", "-5"), "--budget", "-5")
+
+
+def test_negative_values_are_joined_to_their_option_only():
+    assert join_negative_values(["--budget", "-1e21", "--json"]) == ["--budget=-1e21", "--json"]
+    assert join_negative_values(["--budget", "-.5e3", "x"]) == ["--budget=-.5e3", "x"]
+    assert join_negative_values(["--budget=-1", "--level", "0.9"]) == ["--budget=-1", "--level", "0.9"]
+    assert join_negative_values(["--json", "--budget", "1e21"]) == ["--json", "--budget", "1e21"]
+
+
+def test_argparse_still_reads_an_exponent_after_an_option_as_an_option():
+    """Why `join_negative_values` exists: fails (and it can go) once argparse reads `-1e21` as a value."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument("--budget", type=float)
+    with pytest.raises((argparse.ArgumentError, SystemExit)):
+        parser.parse_args(["--budget", "-1e21"])
+    assert parser.parse_args(["--budget=-1e21"]).budget == -1e21
