@@ -143,6 +143,9 @@ def run_task(cfg: DictConfig) -> float | None:
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> float | None:
+    from hydra_plugins.scaling_sweeper.processes import watch_sweep
+
+    watch_sweep()  # in a sweep's local worker: end with the sweep's process (a no-op elsewhere)
     return run_task(cfg)
 
 

@@ -28,7 +28,7 @@ import pytest
 from conftest import ROOT, assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
-from hydra_plugins.scaling_sweeper.scaling_sweeper import concurrency, launch_chunk_size
+from hydra_plugins.scaling_sweeper.layout import concurrency, launch_chunk_size
 from scaling.train_app import compose_config
 
 SWEEP_NAMES = sorted(p.stem for p in (ROOT / "sweeps").glob("*.yaml"))

@@ -23,9 +23,7 @@ sweep whose every combination is dropped is an error.
 
 import itertools
 import math
-import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,14 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from scaling.machine import usable_cores
+from hydra_plugins.scaling_sweeper import processes
+from hydra_plugins.scaling_sweeper.layout import (
+    check_launcher,
+    concurrency,
+    is_local_launcher,
+    launch_chunk_size,
+    trains_on_gpu,
+)
 
 
 @dataclass
@@ -52,59 +57,6 @@ class ScalingSweeperConf:
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
-
-
-def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
-    return str(launcher_cfg.get("_target_", "")).endswith("submitit_launcher.LocalLauncher")
-
-
-def trains_on_gpu(train_cfg: DictConfig) -> bool:
-    """Whether the sweep's runs will train on a GPU: ``train.device`` names CUDA, or is ``auto`` on
-    a machine whose torch sees one (asked only where an NVIDIA device node exists, so CPU-only
-    machines never import torch here)."""
-    device = str(train_cfg.get("device", "auto"))
-    if device.startswith("cuda"):
-        return True
-    if device != "auto" or not os.path.exists("/dev/nvidiactl"):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int:
-    """How many jobs the configured launcher runs at once on this machine; each job then trains
-    with cores // concurrency torch threads (train.concurrent_runs), so workers × threads <= cores.
-
-    The layout rule, measured (bench/bench_trainer.py's layout table, README): on a CPU, one
-    single-threaded run per core beats one run on every core's thread for every ladder width
-    (1.10-1.62x on 2 cores), so the local sweep files use joblib, whose default is one worker per
-    core; fewer runs than cores get more threads each. On a GPU, runs go one at a time (``gpu``).
-
-    joblib runs ``n_jobs`` workers (joblib's convention: -1 all cores, -2 all but one, ...);
-    submitit_local would start every job it is given at once, so the sweeper hands it at most one
-    job per core at a time (`launch_chunk_size`); basic runs one job after another; SLURM gives
-    each job its own CPUs (cpus_per_task), so each job may use every core it sees."""
-    target = str(launcher_cfg.get("_target_", ""))
-    if gpu and ("Joblib" in target or _is_submitit_local(launcher_cfg)):
-        return 1  # one local GPU: runs sharing it would each run slower, and could run out of its memory
-    if "Joblib" in target:
-        n = int(launcher_cfg.get("n_jobs", -1) or -1)
-        workers = usable_cores() + 1 + n if n < 0 else n
-        return max(1, min(n_jobs, workers))
-    if _is_submitit_local(launcher_cfg):
-        return max(1, min(n_jobs, usable_cores()))
-    return 1
-
-
-def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: int | None) -> int:
-    """Jobs per ``launcher.launch`` call. submitit_local starts all the jobs of one call at once and
-    has no ``array_parallelism`` (PITFALLS.md), so it gets ``n_parallel`` jobs per call (largest
-    first, so the jobs of a call are of similar length); the other launchers pace themselves and get
-    ``max_batch_size`` jobs per call (None: all)."""
-    if _is_submitit_local(launcher_cfg) or ("Joblib" in str(launcher_cfg.get("_target_", "")) and n_parallel == 1):
-        return min(n_parallel, max_batch_size or n_parallel)  # joblib at 1: one job per call, one at a time
-    return max_batch_size or 1 << 62
 
 
 def _budget(value: Any, key: str) -> float:
@@ -136,68 +88,6 @@ def format_plan(jobs: list[dict]) -> str:
         f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention"
     )
     return "\n".join(lines)
-
-
-def _child_pids() -> list[int]:
-    pids = []
-    for children in Path("/proc/self/task").glob("*/children"):
-        try:
-            pids += [int(p) for p in children.read_text().split()]
-        except OSError:
-            pass
-    return pids
-
-
-def _is_resource_tracker(pid: int) -> bool:
-    """joblib's resource tracker outlives SIGTERM by design; it is not a run to wait for."""
-    try:
-        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    """True unless the process has exited (a zombie awaiting its parent's wait counts as exited)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def forward_sigterm_to_workers() -> None:
-    """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) or a Ctrl-C (SIGINT) reaches
-    its local workers as SIGTERM (joblib, submitit_local): each running run checkpoints and exits
-    instead of being orphaned, and the sweep exits (143, or 130 for Ctrl-C). joblib's workers ignore
-    a terminal's SIGINT outside training, and joblib itself would go on launching runs after one.
-    In-process runs (basic launcher) install their own handlers while they train."""
-    import signal
-
-    def handler(signum, frame):
-        children = [pid for pid in _child_pids() if not _is_resource_tracker(pid)]
-        if signum == signal.SIGINT and not children:  # nothing to forward to: Ctrl-C as usual
-            raise KeyboardInterrupt
-        for pid in children:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        print(
-            f"sweep: {signal.Signals(signum).name}; running runs checkpoint and stop; relaunch to resume",
-            file=sys.stderr,
-            flush=True,
-        )
-        # Wait (bounded) for the workers to save their checkpoints, then leave without the launcher's
-        # exit handlers: joblib's would kill the workers in the middle of that.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in children):
-            time.sleep(0.1)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(128 + signum)
-
-    if Path("/proc/self/task").is_dir():
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
 
 
 class ScalingSweeper(Sweeper):
@@ -361,6 +251,7 @@ class ScalingSweeper(Sweeper):
 
         try:
             self.check_settings()
+            check_launcher(self.config.hydra.launcher)
             jobs, dropped = self.plan(self.expand(arguments))
             if not jobs:
                 for d in dropped:
@@ -397,6 +288,13 @@ class ScalingSweeper(Sweeper):
         )
         for d in dropped:
             print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
+        orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
+        if orphans:
+            print(
+                f"  {len(busy)} runs are held by workers of a sweep that is no longer running (pids "
+                f"{', '.join(map(str, orphans))}): they checkpoint and exit; relaunch then to resume them",
+                flush=True,
+            )
         if self.dry_run:
             print(format_plan(jobs), flush=True)
             print(
@@ -421,7 +319,9 @@ class ScalingSweeper(Sweeper):
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
         returns, size = [], launch_chunk_size(self.config.hydra.launcher, n_parallel, self.max_batch_size)
-        forward_sigterm_to_workers()
+        processes.forward_sigterm_to_workers()
+        if is_local_launcher(self.config.hydra.launcher):
+            processes.mark_sweep_parent()  # its workers end when this process dies (processes.watch_sweep)
         for start in range(0, len(batch), size):
             chunk = batch[start : start + size]
             self.validate_batch_is_legal(chunk)
