@@ -66,6 +66,19 @@ def only_shows(args: argparse.Namespace) -> bool:
     return bool(args.cfg or args.info or args.help or args.hydra_help or args.shell_completion)
 
 
+def unquoted_non_ascii(overrides: list[str]) -> str | None:
+    """The message for an override whose unquoted value has a character Hydra's override grammar
+    does not take (``store=résultats``: its lexer error would follow), or None."""
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if sep and not value.isascii() and value[:1] not in "\"'":
+            return (
+                f"{override}: a value with non-ASCII characters must be quoted for Hydra; "
+                f"write '{key}=\"{value}\"' (the single quotes are for the shell)"
+            )
+    return None
+
+
 def first_values(overrides: list[str]) -> list[str]:
     """Each swept override (``budget=1e11,3e11``, ``seed=range(3)``) replaced by its first value, so
     that one composition checks every key and every value's type before a multirun starts."""
@@ -74,7 +87,7 @@ def first_values(overrides: list[str]) -> list[str]:
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as err:
-        raise ConfigError(explain_compose_error(err, overrides)) from None
+        raise ConfigError(unquoted_non_ascii(overrides) or explain_compose_error(err, overrides)) from None
     firsts = []
     for override in parsed:
         if not override.is_sweep_override():
@@ -117,7 +130,11 @@ def precheck(argv: list[str]) -> None:
         extra_dir=args.config_dir,
         with_hydra=True,
     )
-    if not (args.multirun or args.cfg):
+    if args.multirun:
+        from hydra_plugins.scaling_sweeper.layout import check_launcher
+
+        check_launcher(cfg.hydra.launcher)
+    elif not args.cfg:
         with open_dict(cfg):
             del cfg["hydra"]
         plan_run(cfg)

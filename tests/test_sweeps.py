@@ -209,12 +209,23 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         (["hydra.sweeper.tokens_per_param=[5,1]"], ["hydra.sweeper.tokens_per_param", "[5.0, 1.0]"]),
         (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
         (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
+        (["hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], ["hydra.launcher.n_jobs", "0", "-1 for one per core"]),
     ],
 )
 def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names):
     store = tmp_path / "store"
     assert_one_line_error(sweep("tiny", *args, store=store, check=False), *names)
     assert nothing_written(store)
+
+
+def test_an_unquoted_non_ascii_value_is_one_line_showing_the_quoting(tmp_path):
+    """Hydra's override grammar takes unquoted values in ASCII only: its lexer error is replaced by
+    one line that shows the quoted form, which works."""
+    proc = run_cli("sweep", "tiny", "store=résultats", cwd=tmp_path)
+    assert_one_line_error(proc, "store=résultats", """'store="résultats"'""")
+    assert not (tmp_path / "résultats").exists()
+    proc = run_cli("sweep", "tiny", 'store="résultats"', "hydra.sweeper.dry_run=true", cwd=tmp_path, check=True)
+    assert (tmp_path / "résultats" / "sweep.dry-run.json").is_file()
 
 
 def test_unknown_sweep_name_lists_the_sweep_files(tmp_path):
