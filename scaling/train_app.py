@@ -55,7 +55,12 @@ def compose_config(
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:
-    """Hydra's own reading of a command line: flags (--multirun, --cfg job, --config-name quick) and overrides."""
+    """Hydra's own reading of a command line: flags (--multirun, --cfg job, --config-name quick) and overrides.
+
+    Hydra 1.3 has no public parser of its command line (the flags are read inside hydra.main); copying
+    its flags into a parser of ours would make two definitions that drift apart, so this is the one
+    use of the private ``hydra._internal.utils.get_args_parser``. tests/test_sweeps.py's
+    test_hydras_command_line_parser_still_reads_the_flags_the_cli_uses fails if it changes."""
     from hydra._internal.utils import get_args_parser
 
     return get_args_parser().parse_args(argv)
@@ -166,8 +171,23 @@ def hydra_main(cfg: DictConfig) -> float | None:
     return run_task(cfg)
 
 
+def run_hydra(prog: str, argv: list[str]) -> None:
+    """Run the Hydra app on ``argv`` (overrides and Hydra's flags) as its command line.
+
+    hydra.main reads ``sys.argv``, and Hydra 1.3 has no public way to hand it arguments:
+    ``initialize_config_dir`` + ``compose`` (public, used by `compose_config`) compose a config but run
+    no sweeper or launcher, so they cannot run a multirun. So this is the one place where sys.argv is
+    set, for the call only. tests/test_sweeps.py's test_run_hydra_hands_hydra_its_command_line fails
+    if hydra.main stops reading it."""
+    saved = sys.argv
+    sys.argv = [prog, *argv]
+    try:
+        hydra_main()
+    finally:
+        sys.argv = saved
+
+
 def main(argv: list[str]) -> int:
     precheck(argv)
-    sys.argv = ["scaling train", *argv]
-    hydra_main()
+    run_hydra("scaling train", argv)
     return 0
