@@ -16,6 +16,9 @@ sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
 ``hydra.sweeper.dry_run=true`` stops after step 3: it lists the planned runs (N, D, D/N, C = 6ND)
 and writes them to ``STORE/sweep.dry-run.json``, launching nothing.
 
+Launcher layout rules (runs at once, jobs per launch call) live in `layout`; the sweep's worker
+processes (signals, ending with the sweep, a dead sweep's workers) in `processes`.
+
 A bad sweep setting (a budget that is not a number, an unknown model) is one ``error:`` line and exit
 status 2, before anything is written. Combinations that make no sense are dropped, not errors; a
 sweep whose every combination is dropped is an error.
@@ -88,6 +91,29 @@ def format_plan(jobs: list[dict]) -> str:
         f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention"
     )
     return "\n".join(lines)
+
+
+def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict]) -> None:
+    """What the sweep found before launching: runs planned, dropped (each with its reason), already
+    finished, to resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
+    busy = [j for j in jobs if j["state"] == "running"]
+    print(
+        f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
+        f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
+        f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
+        f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
+        + (f", {len(busy)} running in another process (left to it)" if busy else ""),
+        flush=True,
+    )
+    for d in dropped:
+        print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
+    orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
+    if orphans:
+        print(
+            f"  runs held by workers of a sweep that is no longer running (pids {', '.join(map(str, orphans))}): "
+            "they checkpoint and exit; relaunch then to resume them",
+            flush=True,
+        )
 
 
 class ScalingSweeper(Sweeper):
@@ -272,29 +298,11 @@ class ScalingSweeper(Sweeper):
 
         store = Path(self.config.store)
         to_run = [j for j in jobs if j["state"] in ("new", "partial", "corrupt", "errored")]
-        busy = [j for j in jobs if j["state"] == "running"]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
-        name = self.config.sweep or "sweep"
-        print(
-            f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
-            f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
-            f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
-            f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
-            + (f", {len(busy)} running in another process (left to it)" if busy else ""),
-            flush=True,
-        )
-        for d in dropped:
-            print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
-        orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
-        if orphans:
-            print(
-                f"  {len(busy)} runs are held by workers of a sweep that is no longer running (pids "
-                f"{', '.join(map(str, orphans))}): they checkpoint and exit; relaunch then to resume them",
-                flush=True,
-            )
+        print_summary(self.config.sweep or "sweep", store, jobs, dropped)
         if self.dry_run:
             print(format_plan(jobs), flush=True)
             print(
