@@ -16,6 +16,14 @@ sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
 ``hydra.sweeper.dry_run=true`` stops after step 3: it lists the planned runs (N, D, D/N, C = 6ND)
 and writes them to ``STORE/sweep.dry-run.json``, launching nothing.
 
+Exit status of `scaling sweep` (tests: test_sweeps.py, test_faults_kill.py):
+  0    every planned run was launched and ended with a record (completed, or failed: diverged or
+       errored, each with its reason in the store: see `scaling status`); a dry run;
+  2    bad input (sweep file, setting, override, launcher setting), with one ``error:`` line, before
+       anything is written;
+  130  Ctrl-C (SIGINT), 143 SIGTERM: running runs checkpointed, the relaunch resumes them;
+  -9   (killed) the sweep's local workers checkpoint and exit too (`processes.watch_sweep`).
+
 Launcher layout rules (runs at once, jobs per launch call) live in `layout`; the sweep's worker
 processes (signals, ending with the sweep, a dead sweep's workers) in `processes`.
 
