@@ -8,6 +8,7 @@ interval must cover the truth in at least 90% of them.
 """
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ import pytest
 
 from analysis.cli.fit import render_fit
 from analysis.describe.numbers import interval_text
+from analysis.figures.isoflop import isoflop_profiles
 from analysis.fits import laws
 from analysis.fits.bootstrap import scale_identification
 from analysis.fits.fit import fit_all
@@ -193,3 +195,26 @@ def test_unidentified_intervals_are_words_not_numbers(tmp_path):
     assert [p.n_opt_unidentified for p in again.isoflop.profiles] == [p.n_opt_unidentified for p in fit.profiles]
     assert scale_identification(0.0014, 3.7e9) == "interval spans 12.4 orders of magnitude"  # the issue's N_opt
     assert scale_identification(1e9, 5e9) == ""
+
+
+def test_repeated_seeds_resample_as_one_unit(tmp_path):
+    """A table listed three times, its copies one unit each, gives the intervals of the table once."""
+    table = _table(final_points(np.random.default_rng(0)), tmp_path)
+    once = fit_isoflop(table, resamples=300, seed=0)
+    runs = table.runs.assign(unit=np.arange(len(table.runs)))
+    thrice = pd.concat([runs, runs, runs], ignore_index=True).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+    again = fit_isoflop(replace(table, runs=thrice), resamples=300, seed=0)
+    assert again.estimates["a"].interval == pytest.approx(once.estimates["a"].interval, rel=1e-9)
+    assert again.bootstrap.notes[0] == "units resampled within each budget"
+    apart = fit_isoflop(replace(table, runs=thrice.drop(columns="unit")), resamples=300, seed=0)
+    width = np.diff(apart.estimates["a"].interval)[0]
+    assert width < 0.8 * np.diff(once.estimates["a"].interval)[0]  # copies drawn apart: too narrow
+
+
+def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):
+    table = _table(outliers(np.random.default_rng(0)), tmp_path)
+    report = fit_all(table, (2, 3), resamples=0, exclude_outliers=True, validate=False)
+    fig = isoflop_profiles(report, table)
+    rings = [c for c in fig.axes[0].collections if c.get_gid() == "outliers"]
+    assert len(rings) == 1 and len(rings[0].get_offsets()) == 5
+    assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
