@@ -81,9 +81,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
         )
         estimates = estimates_from_samples(point, samples, level)
-        for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
-            profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
-            profile.n_opt_unidentified = scale_identification(*(profile.n_opt_interval or (None, None)))
+        _n_opt_intervals(profiles, n_opt_samples, level)
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     return IsoFLOPFit(
@@ -97,6 +95,13 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         fitted_compute_max=float(runs["C"].max()),
         bootstrap=boot,
     )
+
+
+def _n_opt_intervals(profiles: list[Parabola], n_opt_samples: np.ndarray | None, level: float) -> None:
+    """Each budget's N_opt interval from its resamples (NaN where left out), flagged unidentified."""
+    for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
+        profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
+        profile.n_opt_unidentified = scale_identification(*(profile.n_opt_interval or (None, None)))
 
 
 def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
