@@ -16,6 +16,8 @@ from analysis.cli.common import (
     tell,
     with_interval,
 )
+from analysis.describe.numbers import interval_text
+from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport, to_jsonable
 from scaling.errors import UserError
 
@@ -48,6 +50,12 @@ def fit_parser() -> argparse.ArgumentParser:
         help="save the full fit (points, residuals, bootstrap samples) for "
         "`scaling optimal --law FIT.json`, plots and reports",
     )
+    p.add_argument(
+        "--exclude-outliers",
+        action="store_true",
+        help="refit without the runs the outlier rule flags (they are listed either way). The rule: "
+        + OUTLIER_RULE.replace("%", "%%"),
+    )
     add_table_options(p)
     return p
 
@@ -72,6 +80,7 @@ def fit_main(argv: list[str]) -> int:
         seed=args.seed,
         level=args.level,
         bins_per_decade=args.bins_per_decade,
+        exclude_outliers=args.exclude_outliers,
     )
     tell(report.notes, "note")
     tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], "warning")
@@ -94,6 +103,12 @@ def fit_summary(report: FitReport, single: bool) -> dict:
     object per approach under approach_1/2/3, with approach 3's E, A, B, alpha, beta, a, b
     repeated at the top level as the headline law."""
     head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind}
+    head["outliers"] = {
+        "rule": report.outlier_rule,
+        "excluded": report.outliers_excluded,
+        "runs": [to_jsonable(o) for o in report.outliers],
+    }
+    head["headline_left_out"] = {str(k): why for k, why in report.headline_left_out().items()}
     parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
     if single:
         return {**head, **next(iter(parts.values()))}
@@ -132,6 +147,8 @@ def _approach_summary(fit) -> dict:
                 "compute": p.compute,
                 "n_opt": p.n_opt,
                 "n_opt_interval": p.n_opt_interval,
+                "n_opt_unidentified": p.n_opt_unidentified,
+                "resamples_failed": p.resamples_failed,
                 "d_opt": p.d_opt,
                 "loss_opt": p.loss_opt,
                 "sizes": len(set(p.n)),
@@ -152,15 +169,39 @@ def render_fit(report: FitReport) -> str:
         lines += {1: _render_envelope, 2: _render_isoflop, 3: _render_parametric}[fit.approach](fit)
     for approach, why in report.skipped.items():
         lines += ["", f"approach {approach}: skipped ({why})"]
+    lines += _render_headline(report) + _render_outliers(report)
     return "\n".join(lines)
 
 
-def _rows(fit, names_and_labels) -> list[str]:
-    return [
-        f"  {label:<26} {with_interval(fit.estimates[name])}"
-        for name, label in names_and_labels
-        if name in fit.estimates
+def _render_headline(report: FitReport) -> list[str]:
+    left_out = report.headline_left_out()
+    if not left_out:
+        return []
+    lead = ", ".join(str(f.approach) for f in report.headline) or "none"
+    return ["", f"headline: approach {lead}"] + [f"  approach {k} left out: {why}" for k, why in left_out.items()]
+
+
+def _render_outliers(report: FitReport) -> list[str]:
+    done = (
+        "fitted without them (--exclude-outliers)"
+        if report.outliers_excluded
+        else "kept (--exclude-outliers drops them)"
+    )
+    if not report.outliers:
+        return ["", "outliers: none flagged"]
+    lines = ["", f"outliers: {len(report.outliers)} run(s) flagged, {done}"]
+    lines += [
+        f"  {o.run_id}: {o.rule.replace('_', ' ')}, {o.detail} (C = {o.budget:.3g}, N = {g(o.n)}, loss {g(o.loss)})"
+        for o in report.outliers
     ]
+    return lines
+
+
+def _rows(fit, names_and_labels) -> list[str]:
+    def text(e):
+        return interval_text(e, g) if e.unidentified else with_interval(e)
+
+    return [f"  {label:<26} {text(fit.estimates[name])}" for name, label in names_and_labels if name in fit.estimates]
 
 
 def _render_parametric(fit) -> list[str]:
@@ -197,6 +238,7 @@ def _render_isoflop(fit) -> list[str]:
     lines = [f"approach 2: IsoFLOP profiles ({len(fit.profiles)} budgets; parabola of loss in ln N per budget)"]
     for p in fit.profiles:
         interval = "" if p.n_opt_interval is None else f" [{g(p.n_opt_interval[0])}, {g(p.n_opt_interval[1])}]"
+        interval = f", unidentified ({p.n_opt_unidentified})" if p.n_opt_unidentified else interval
         where = "" if p.inside_range else "  (minimum outside the sizes trained)"
         lines.append(
             f"  C = {p.budget:<9.3g} N_opt {g(p.n_opt)}{interval}, D_opt {g(p.d_opt)}, loss {g(p.loss_opt)}"
@@ -223,6 +265,8 @@ def _render_envelope(fit) -> list[str]:
         f"approach 1: envelope of the loss curves ({d['envelope_points']} points from {d['points_used']}, "
         f"{d['bins_per_decade']} bins per decade)"
     ]
+    if not d.get("from_curves", True):
+        lines.append("  final points only: the envelope reduces to the per-budget minimum run (not headlined)")
     lines += _rows(
         fit,
         [

@@ -45,9 +45,12 @@ def two(x: float) -> str:
 
 
 def interval_text(e: Estimate | None, fmt=num) -> str:
-    """An estimate as "value [lower, upper]" (just the value without an interval; – without an estimate)."""
+    """An estimate as "value [lower, upper]" (just the value without an interval; – without an estimate;
+    "unidentified (why)" when its interval does not pin it down: `Estimate.unidentified`)."""
     if e is None:
         return "–"
+    if getattr(e, "unidentified", ""):
+        return f"unidentified ({e.unidentified})"
     return fmt(e.value) if e.interval is None else f"{fmt(e.value)} [{fmt(e.lower)}, {fmt(e.upper)}]"
 
 

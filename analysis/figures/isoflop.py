@@ -28,7 +28,8 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     """Loss against N at each budget (approach 2): the runs, the fitted parabola in ln N (solid over
     the trained sizes, dotted where extended to a minimum outside them), its minimum (filled star
     inside the trained sizes, hollow outside) with the bootstrap interval of N_opt; approach 3's
-    L(N, C/(6N)) at the same budget, dashed. Budgets without a parabola are drawn as grey crosses."""
+    L(N, C/(6N)) at the same budget, dashed. Budgets without a parabola are drawn as grey crosses;
+    runs flagged as outliers are ringed in red."""
     fit = report.isoflop
     if fit is None:
         raise FigureUnavailable(
@@ -92,6 +93,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
             )
             shown_n += list(other["N"])
             shown_loss += list(other["loss"])
+    _mark_outliers(ax, report)
+    shown_n += [o.n for o in report.outliers]
+    shown_loss += [o.loss for o in report.outliers]
     if report.parametric is not None:  # one legend entry for all the dashed lines
         ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="approach 3: L(N, C/6N) at each budget")
     ax.set_xscale("log")
@@ -105,6 +109,24 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     legend(ax, loc="best")  # "upper center" hid a run of the smallest budget
     log_axes(ax, count_label)
     return fig
+
+
+def _mark_outliers(ax, report: FitReport) -> None:
+    """A red ring round each run the outlier rule flagged (`analysis.fits.outliers`)."""
+    if not report.outliers:
+        return
+    state = "excluded from the fits" if report.outliers_excluded else "kept in the fits"
+    ax.scatter(
+        [o.n for o in report.outliers],
+        [o.loss for o in report.outliers],
+        s=110,
+        facecolors="none",
+        edgecolors="red",
+        linewidths=1.4,
+        zorder=6,
+        gid="outliers",
+        label=f"flagged outlier ({state})",
+    )
 
 
 def _mark_cut_intervals(ax, profiles, colours) -> None:

@@ -3,16 +3,25 @@
 A resample draws as many runs as the data holds, with replacement (Efron 1979). Fits that sum
 over runs take the draw as integer weights (a run drawn twice counts twice), which is the same
 objective as refitting the duplicated table, without copying it.
+
+Identification (`identification`): an interval so wide that the data do not pin the value down is
+reported as unidentified, not as numbers: a positive scale (N_opt at a budget) whose interval spans
+more than `MAX_DECADES` orders of magnitude (upper/lower > 10), or an allocation exponent (a, b:
+N_opt ∝ C^a, D_opt ∝ C^b, which lie in (0, 1)) whose interval is wider than `MAX_EXPONENT_WIDTH`.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from analysis.fits.results import Bootstrap, Estimate
 
 MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
+MAX_DECADES = 1.0  # a scale's interval spanning more orders of magnitude than this is unidentified
+MAX_EXPONENT_WIDTH = 0.5  # an allocation exponent's interval wider than this is unidentified
+EXPONENTS = ("a", "b")  # the allocation exponents, checked by width
 
 
 def one_blas_thread():
@@ -32,14 +41,53 @@ def resample_within_groups(rng: np.random.Generator, groups: list[np.ndarray], r
     return [group[rng.integers(0, len(group), size=(resamples, len(group)))] for group in groups]
 
 
+def unit_weights(rng: np.random.Generator, groups: list[np.ndarray], resamples: int) -> list[np.ndarray]:
+    """For each group (e.g. one compute budget) of unit labels, one per run, a (resamples, group
+    size) array of integer weights: the group's units are drawn with replacement, as many as it
+    holds, and every run of a unit drawn k times weighs k (repeated seeds of one (N, D) point are
+    one unit and are resampled together). With one unit per run this is `resample_within_groups`
+    as weights; group sizes in units never change (stratified)."""
+    out = []
+    for labels in groups:
+        codes, uniques = pd.factorize(np.asarray(labels))
+        k = len(uniques)
+        counts = rng.multinomial(k, np.full(k, 1.0 / k), size=resamples).astype(float)
+        out.append(counts[:, codes])
+    return out
+
+
+def identification(name: str, lower: float | None, upper: float | None) -> str:
+    """Why the interval [lower, upper] of ``name`` does not identify it ("" when it does): the
+    rules of the module docstring (`EXPONENTS` by width, anything else as a positive scale only
+    when asked through `scale_identification`)."""
+    if lower is None or upper is None or name not in EXPONENTS:
+        return ""
+    if upper - lower > MAX_EXPONENT_WIDTH:
+        return f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_EXPONENT_WIDTH:g}"
+    return ""
+
+
+def scale_identification(lower: float | None, upper: float | None) -> str:
+    """Why the interval of a positive scale (N_opt) does not identify it ("" when it does)."""
+    if lower is None or upper is None:
+        return ""
+    if not lower > 0:
+        return "interval reaches 0 or below"
+    decades = float(np.log10(upper / lower))
+    return f"interval spans {decades:.3g} orders of magnitude" if decades > MAX_DECADES else ""
+
+
 def estimates_from_samples(
     values: dict[str, float], samples: dict[str, np.ndarray], level: float
 ) -> dict[str, Estimate]:
-    """An `Estimate` per name: the full-sample value with the percentile interval of its samples."""
-    return {
-        name: (Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value))
-        for name, value in values.items()
-    }
+    """An `Estimate` per name: the full-sample value with the percentile interval of its samples,
+    flagged unidentified by `identification`."""
+    out = {}
+    for name, value in values.items():
+        e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
+        e.unidentified = identification(name, e.lower, e.upper)
+        out[name] = e
+    return out
 
 
 def summarize(

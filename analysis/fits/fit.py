@@ -7,7 +7,8 @@
     report.save("fit.json")                     # FitReport.load("fit.json") gives it back
 
 Approach 1: `analysis.fits.envelope`; 2: `analysis.fits.isoflop`; 3: `analysis.fits.parametric`;
-validation (refit without the largest budget): `analysis.fits.validation`.
+validation (refit without the largest budget): `analysis.fits.validation`; outliers (flagged
+always, left out with ``exclude_outliers=True``): `analysis.fits.outliers`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
 from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.outliers import RULE, flag_outliers, without_outliers
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import FitReport
 from analysis.fits.validation import validate_envelope, validate_isoflop, validate_parametric
@@ -34,19 +36,30 @@ def fit_all(
     level: float = 0.95,
     bins_per_decade: int = BINS_PER_DECADE,
     validate: bool = True,
+    exclude_outliers: bool = False,
 ) -> FitReport:
     """Fit each approach in ``approaches``. With one approach asked for, its DataError propagates;
     with several, an approach the data cannot support is skipped and the reason recorded in
-    ``report.skipped`` (and all failing is an error)."""
-    report = FitReport(
-        source=table.source,
-        n_kind=table.n_kind,
-        runs=len(table),
-        warnings=list(table.warnings),
-        notes=list(table.notes),
-    )
+    ``report.skipped`` (and all failing is an error). Outliers (`analysis.fits.outliers`) are
+    always flagged in ``report.outliers``; with ``exclude_outliers`` the fits run without them."""
     with np.errstate(all="ignore"):  # wild resamples overflow on purpose; every fit checks its own results
-        _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade, validate)
+        outliers, outlier_notes = flag_outliers(table) if exclude_outliers else ([], [])
+        fitted = without_outliers(table, outliers) if exclude_outliers else table
+        report = FitReport(
+            source=table.source,
+            n_kind=table.n_kind,
+            runs=len(fitted),
+            warnings=list(table.warnings),
+            notes=list(fitted.notes) + outlier_notes,
+            outlier_rule=RULE,
+            outliers_excluded=exclude_outliers,
+        )
+        _fit_each(fitted, approaches, report, resamples, seed, level, bins_per_decade, validate)
+        if not exclude_outliers:
+            report.outliers, more_notes = flag_outliers(table, report.parametric)
+            report.notes += more_notes
+        else:
+            report.outliers = outliers
     if not report.fits:
         raise DataError(
             "no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items())

@@ -7,15 +7,24 @@ its minimum is N_opt(C) = exp(mean ln N − c1/(2·c2)), D_opt(C) = C/(6·N_opt)
 by least squares on logs. Because every D_opt is C/(6·N_opt), b = 1 − a and k_D = 1/(6·k_N)
 exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 0.51.)
 
-C of a budget is the geometric mean of its runs' C = 6·N·D. The bootstrap resamples runs within
-each budget (group sizes fixed) and refits everything, vectorised over resamples.
+C of a budget is its budget (`analysis.sources.budgets`: the source's budget column when given,
+else the geometric mean of its cluster's C = 6·N·D).
+
+The bootstrap resamples within each budget (group sizes fixed): the runs, or the units of the
+``unit`` column when the table has one (repeated seeds of one (N, D) point, drawn together), as
+integer weights, and refits everything, vectorised over resamples. A budget that cannot be fitted
+in one resample (fewer than 3 distinct sizes drawn, a parabola not curving upward, or a minimum
+more than `MINIMUM_REACH`× beyond the sizes drawn) is left out of that resample only; the failures
+are counted per budget (`Parabola.resamples_failed`). A resample fails only when fewer than 2
+budgets remain. N_opt intervals spanning orders of magnitude are flagged unidentified
+(`analysis.fits.bootstrap.scale_identification`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import estimates_from_samples, resample_within_groups, summarize
+from analysis.fits.bootstrap import estimates_from_samples, scale_identification, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.sources.schema import RunTable
@@ -23,12 +32,14 @@ from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
 MIN_SIZES = 3  # distinct model sizes a parabola needs
+MINIMUM_REACH = 10.0  # in a resample, a minimum beyond this factor of the sizes drawn is no minimum
 
 
 def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> IsoFLOPFit:
     """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
     runs = table.runs
     log_n, loss = np.log(runs["N"].to_numpy()), runs["loss"].to_numpy()
+    units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
     groups, profiles, dropped = [], [], []
     for budget in table.budgets:
         idx = np.flatnonzero(runs["budget"].to_numpy() == budget)
@@ -66,10 +77,11 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     }
     boot = None
     if resamples > 0:
-        samples, n_opt_samples, boot = _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level)
+        samples, n_opt_samples, boot = _bootstrap(
+            log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
+        )
         estimates = estimates_from_samples(point, samples, level)
-        for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
-            profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
+        _n_opt_intervals(profiles, n_opt_samples, level)
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     return IsoFLOPFit(
@@ -85,13 +97,24 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     )
 
 
-def parabola_coefficients(u: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares (c0, c1, c2) of y ≈ c0 + c1·u + c2·u² for each row of (K, m) arrays → (K, 3).
-    Rows whose normal equations are singular (fewer than 3 distinct u) get NaN."""
+def _n_opt_intervals(profiles: list[Parabola], n_opt_samples: np.ndarray | None, level: float) -> None:
+    """Each budget's N_opt interval from its resamples (NaN where left out), flagged unidentified."""
+    for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
+        profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
+        profile.n_opt_unidentified = scale_identification(*(profile.n_opt_interval or (None, None)))
+
+
+def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares (c0, c1, c2) of y ≈ c0 + c1·u + c2·u² for each row of (K, m) arrays → (K, 3),
+    each point weighted by ``weights`` (K, m) (None: 1). Rows whose normal equations are singular
+    (fewer than 3 distinct u of positive weight) get NaN."""
+    w = np.ones(np.broadcast_shapes(np.shape(u), np.shape(y))) if weights is None else weights
+    u = np.broadcast_to(u, w.shape)
     powers = (np.ones_like(u), u, u * u)
-    gram = np.stack([np.stack([(p * q).sum(axis=-1) for q in powers], axis=-1) for p in powers], axis=-2)
-    rhs = np.stack([(p * y).sum(axis=-1) for p in powers], axis=-1)
-    distinct = 1 + (np.diff(np.sort(u, axis=-1), axis=-1) > 1e-12).sum(axis=-1)
+    gram = np.stack([np.stack([(w * p * q).sum(axis=-1) for q in powers], axis=-1) for p in powers], axis=-2)
+    rhs = np.stack([(w * p * y).sum(axis=-1) for p in powers], axis=-1)
+    drawn = np.sort(np.where(w > 0, u, np.nan), axis=-1)  # NaNs sort last; their differences never count
+    distinct = 1 + (np.diff(drawn, axis=-1) > 1e-12).sum(axis=-1)
     singular = distinct < 3
     gram[singular] = np.eye(3)
     coefficients = np.linalg.solve(gram, rhs[..., None])[..., 0]
@@ -113,7 +136,7 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
             "train sizes on both sides of the optimum"
         )
     u_opt = -c1 / (2 * c2)
-    compute = float(np.exp(np.mean(np.log(runs["C"].to_numpy()))))
+    compute = float(budget)
     n_opt = float(np.exp(center + u_opt))
     profile = Parabola(
         budget=float(budget),
@@ -134,23 +157,59 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
 
 
 def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
-    """Resample within each budget; a resample fails when any budget's parabola is degenerate or
-    not convex. Returns samples by name, N_opt samples (resamples, budgets) and the summary."""
+    """Resample units within each budget (``groups``: (run indices, unit labels) per budget); a
+    budget without a usable minimum in a resample is left out of it. Returns samples by name,
+    N_opt samples (resamples, budgets; NaN where left out) and the summary."""
     rng = np.random.default_rng(seed)
-    drawn = resample_within_groups(rng, groups, resamples)
+    weights = unit_weights(rng, [labels for _, labels in groups], resamples)
     log_n_opt = np.empty((resamples, len(profiles)))
-    for j, (idx, profile) in enumerate(zip(drawn, profiles)):
-        u = log_n[idx] - profile.center
-        c = parabola_coefficients(u, loss[idx])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            log_n_opt[:, j] = np.where(c[:, 2] > 0, profile.center - c[:, 1] / (2 * c[:, 2]), np.nan)
-    ok = np.all(np.isfinite(log_n_opt), axis=1)
-    intercept, a = log_linear_fit(log_c, log_n_opt[ok])
+    for j, ((idx, _), w, profile) in enumerate(zip(groups, weights, profiles)):
+        log_n_opt[:, j] = profile.center + _minima(log_n[idx] - profile.center, loss[idx], w)
+    usable = np.isfinite(log_n_opt)
+    for profile, column in zip(profiles, usable.T):
+        profile.resamples_failed = int((~column).sum())
+    ok = usable.sum(axis=1) >= 2
+    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], usable[ok])
     samples = {
         "a": a,
         "b": 1.0 - a,
         "N_coefficient": np.exp(intercept),
         "D_coefficient": tokens_6nd(1.0, np.exp(intercept)),
     }
-    samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, ["runs resampled within each budget"])
+    notes = [
+        "units resampled within each budget"
+        if len(log_n) > sum(len(set(u)) for _, u in groups)
+        else "runs resampled within each budget"
+    ]
+    notes += [
+        f"budget {p.budget:.3g} had no usable minimum in {p.resamples_failed} resamples and was left out of those"
+        for p in profiles
+        if p.resamples_failed
+    ]
+    samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, notes)
     return samples, (np.exp(log_n_opt) if samples else None), boot
+
+
+def _minima(u: np.ndarray, loss: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per resample (row of ``weights``) the u of the weighted parabola's minimum; NaN where the
+    drawn points have < 3 distinct sizes, the parabola does not curve upward, or the minimum lies
+    more than `MINIMUM_REACH`× beyond the sizes drawn."""
+    c = parabola_coefficients(u, loss, weights)
+    drawn = np.where(weights > 0, u, np.nan)
+    reach = np.log(MINIMUM_REACH)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u_opt = -c[:, 1] / (2 * c[:, 2])
+        inside = (u_opt >= np.nanmin(drawn, axis=1) - reach) & (u_opt <= np.nanmax(drawn, axis=1) + reach)
+    return np.where((c[:, 2] > 0) & inside, u_opt, np.nan)
+
+
+def _masked_log_linear_fit(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``y`` (K, m), least squares y ≈ intercept + slope·x over the points where ``mask``."""
+    w = mask.astype(float)
+    y = np.where(mask, y, 0.0)
+    count = w.sum(axis=1)
+    x_mean = (w * x).sum(axis=1) / count
+    y_mean = (w * y).sum(axis=1) / count
+    dx = x[None, :] - x_mean[:, None]
+    slope = (w * dx * (y - y_mean[:, None])).sum(axis=1) / (w * dx * dx).sum(axis=1)
+    return y_mean - slope * x_mean, slope

@@ -27,11 +27,16 @@ SCHEMA = 1
 # ---------------------------------------------------------------- building blocks
 @dataclass
 class Estimate:
-    """A fitted value and, when a bootstrap ran, its percentile interval [lower, upper]."""
+    """A fitted value and, when a bootstrap ran, its percentile interval [lower, upper].
+
+    ``unidentified`` is empty, or says why the data do not pin the value down (e.g. "interval spans
+    12 orders of magnitude", `analysis.fits.bootstrap.identification`): the interval is then
+    reported as unidentified, never printed as numbers."""
 
     value: float
     lower: float | None = None
     upper: float | None = None
+    unidentified: str = ""
 
     @classmethod
     def from_samples(cls, value: float, samples, level: float) -> Estimate:
@@ -49,7 +54,8 @@ class Estimate:
         return None if self.lower is None else [self.lower, self.upper]
 
     def as_json(self) -> dict:
-        return {"estimate": self.value, "interval": self.interval}
+        out = {"estimate": self.value, "interval": self.interval}
+        return {**out, "unidentified": self.unidentified} if self.unidentified else out
 
 
 @dataclass
@@ -124,6 +130,8 @@ class Parabola:
 
     Its minimum is N_opt = exp(center − c1/(2·c2)) with D_opt = compute/(6·N_opt);
     ``inside_range`` says whether N_opt lies within the sizes trained at this budget.
+    ``resamples_failed``: bootstrap resamples in which this budget's parabola had no usable minimum;
+    the budget was left out of those resamples only.
     """
 
     budget: float
@@ -139,6 +147,8 @@ class Parabola:
     inside_range: bool
     residuals: list[float]
     n_opt_interval: list[float] | None = None
+    n_opt_unidentified: str = ""  # why the N_opt interval is not given as numbers ("" when it is)
+    resamples_failed: int = 0  # bootstrap resamples in which this budget gave no minimum (left out of those)
 
     def __call__(self, n):
         u = np.log(np.asarray(n, dtype=float)) - self.center
@@ -211,11 +221,28 @@ class ParametricFit:
         return laws.chinchilla_loss(np.asarray(n, dtype=float), np.asarray(d, dtype=float), **self.params)
 
 
+# ---------------------------------------------------------------- outliers
+@dataclass
+class Outlier:
+    """A run flagged by `analysis.fits.outliers`: which rule (``residual`` or ``near_duplicate_size``)
+    and the detail (its robust z-score, or the run it nearly duplicates)."""
+
+    run_id: str
+    n: float
+    d: float
+    loss: float
+    budget: float
+    rule: str
+    detail: str
+
+
 # ---------------------------------------------------------------- a whole `scaling fit`
 @dataclass
 class FitReport:
     """Everything one `scaling fit` produced: the approaches that ran, those skipped and why,
-    and how the input was read (``warnings``: exclusions, skipped files; ``notes``: column use)."""
+    and how the input was read (``warnings``: exclusions, skipped files; ``notes``: column use).
+    ``outliers``: runs flagged by `analysis.fits.outliers` (always computed; refitted without them
+    when ``outliers_excluded``). `headline_left_out` says which approaches a summary should not lead with."""
 
     source: str
     n_kind: str
@@ -226,11 +253,32 @@ class FitReport:
     isoflop: IsoFLOPFit | None = None
     parametric: ParametricFit | None = None
     skipped: dict[str, str] = field(default_factory=dict)
+    outliers: list[Outlier] = field(default_factory=list)
+    outlier_rule: str = ""  # the rule that flagged ``outliers`` (analysis.fits.outliers.RULE)
+    outliers_excluded: bool = False  # True: the fits above ran without the flagged runs
     schema: int = SCHEMA
 
     @property
     def fits(self) -> list:
         return [f for f in (self.envelope, self.isoflop, self.parametric) if f is not None]
+
+    def headline_left_out(self) -> dict[int, str]:
+        """Approaches fitted but not to be headlined (summary, "which approach to trust"), with the
+        reason. Approach 1 on final points only (no training curves) is left out: its envelope is
+        just each budget's lowest-loss run, so N_opt(C) moves in steps of the sizes trained."""
+        out = {}
+        if self.envelope is not None and not self.envelope.diagnostics.get("from_curves", True):
+            out[1] = (
+                "approach 1 had final points only (no training curves), so it reduces to the per-budget "
+                "minimum run: N_opt(C) only takes the sizes trained; approaches 2 and 3 interpolate between them"
+            )
+        return out
+
+    @property
+    def headline(self) -> list:
+        """The fits a summary leads with: those fitted less `headline_left_out`."""
+        left_out = self.headline_left_out()
+        return [f for f in self.fits if f.approach not in left_out]
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(to_jsonable(self), indent=1) + "\n")

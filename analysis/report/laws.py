@@ -117,7 +117,7 @@ def _minima(f) -> list:
             if p.inside_range
             else f"{FLAG} outside the trained sizes: the parabola is extrapolated to its minimum"
         )
-        n_opt = Estimate(p.n_opt, *(p.n_opt_interval or (None, None)))
+        n_opt = Estimate(p.n_opt, *(p.n_opt_interval or (None, None)), unidentified=p.n_opt_unidentified)
         rows.append(
             [
                 flops_label(p.budget),

@@ -106,6 +106,7 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
                 f"Approach {f.approach}: N_opt ∝ C^a with a = {interval_text(f.estimates['a'], two)}, "
                 f"D_opt ∝ C^b with b = {interval_text(f.estimates['b'], two)} (Chinchilla: a ≈ b ≈ 0.5)."
             )
+        items += [f"Approach {k} is not headlined: {why}." for k, why in fit.headline_left_out().items()]
         if fit.parametric is not None and fit.parametric.validation and "skipped" not in fit.parametric.validation:
             v = fit.parametric.validation
             items.append(
