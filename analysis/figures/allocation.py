@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.describe.fit import exponent_legend
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -44,10 +45,7 @@ def optimal_allocation(report: FitReport) -> Figure:
     shown = {"n": list(reference_n), "d": list(tokens_6nd(c, reference_n))}
     for fit in report.fits:
         curve = law_along(report, fit.approach, c)
-        exponent = fit.estimates["a"]
-        label = f"approach {fit.approach}: N_opt ∝ C^{exponent.value:.2f}"
-        if exponent.interval is not None:
-            label += f" [{exponent.lower:.2f}, {exponent.upper:.2f}]"
+        label = exponent_legend(fit)
         for ax, key in zip(axes, ("n", "d")):
             ax.plot(
                 c,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.describe.fit import envelope_law_legend, interval_legend
 from analysis.describe.numbers import flops_label, plain_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -15,7 +16,6 @@ from analysis.figures.axes import (
     SIZE_CMAP,
     WIDE,
     band,
-    interval_label,
     law_along,
     legend,
     limits,
@@ -77,20 +77,16 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
         )
         c = np.geomspace(*env.diagnostics["compute_range"], 80)
         curve = law_along(report, 1, c)
-        law = env.loss_law_with_floor or env.loss_law
-        formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
-        if law.floor > 1e-3 * min(env.loss):  # else the floor E is indistinguishable from 0
-            formula = f"L = {law.floor:.3g} + {formula[4:]}"
         ax.plot(
             c,
             curve["loss"],
             color=APPROACH_COLOUR[1],
             linewidth=2.2,
             zorder=5,
-            label=f"approach 1: {formula}",
+            label=envelope_law_legend(env),
             gid="fit:approach1",
         )
-        band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_label(report, 1))
+        band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_legend(report, 1))
     if report is not None and report.parametric is not None:
         c = np.geomspace(runs["C"].min(), runs["C"].max(), 80)
         frontier = law_along(report, 3, c)

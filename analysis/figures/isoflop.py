@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.numbers import count_label, flops_label
+from analysis.describe.fit import minimum_legend
+from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
     LABEL_LOSS,
@@ -51,8 +52,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
             color=colour,
             linewidth=1.8,
             gid=f"parabola:{p.budget:g}",
-            label=f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}"
-            + ("" if p.inside_range else " (outside the trained sizes)"),
+            label=minimum_legend(p),
         )
         reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
         if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum

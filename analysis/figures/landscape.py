@@ -10,6 +10,7 @@ from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from analysis.describe.fit import parametric_law_text
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
@@ -91,8 +92,7 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
     ax.scatter([], [], color="0.6", s=64, edgecolors="white", linewidths=0.9, label="runs (colour: observed loss)")
     ax.set_xlabel("parameters N")
     ax.set_ylabel(LABEL_TOKENS)
-    p = fit.params
-    style(ax, f"Fitted L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}")
+    style(ax, f"Fitted {parametric_law_text(fit)}")
     ax.grid(False)
     legend(ax, loc="upper right")
     bar = fig.colorbar(filled, ax=ax, pad=0.02)
