@@ -235,3 +235,19 @@ def loss_floor_text(floor: float, fit) -> str:
         f"The corpus' lowest reachable loss (loss_floor of the records) is {floor:.4g} nats/token; "
         f"compare E = {fit.estimates['E'].value:.4g}."
     )
+
+
+def band_phrase(report: FitReport | None, approach: int) -> str:
+    """What an approach's shaded band is, for a caption: ``its 95% bootstrap band (200 resamples)``."""
+    fit = {f.approach: f for f in report.fits}.get(approach) if report is not None else None
+    if fit is None or fit.bootstrap is None or not fit.bootstrap.samples:
+        return "no band (no bootstrap intervals)"
+    return f"its {fit.bootstrap.level:.0%} bootstrap band ({fit.bootstrap.resamples} resamples)"
+
+
+def fitted_phrase(report: FitReport | None, approach: int) -> str:
+    """``approach 2`` when fitted, else ``approach 2 (not fitted: why)``, for a caption."""
+    if report is not None and any(f.approach == approach for f in report.fits):
+        return f"approach {approach}"
+    why = "no fit" if report is None else report.skipped.get(str(approach), "not asked for")
+    return f"approach {approach} (not fitted: {why})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import exponent_legend
+from analysis.describe.fit import band_phrase, exponent_legend, fitted_phrase
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -25,6 +25,20 @@ from scaling.flops import flops_6nd, tokens_6nd
 
 REFERENCE_PRESET = "chinchilla"
 ALLOCATION_REACH = 1e3  # the allocation figure runs to this factor beyond the largest budget
+
+
+def caption(report: FitReport | None) -> str:
+    """What `optimal_allocation` shows."""
+    approaches = ", ".join(
+        f"{fitted_phrase(report, k)} ({colour}, {band_phrase(report, k)})"
+        for k, colour in ((1, "green"), (2, "blue"), (3, "vermillion"))
+    )
+    return (
+        "Model size (left) and tokens (right) against compute: approach 2's parabola minima (dots, hollow "
+        f"outside the trained sizes) with their intervals; each approach's power law: {approaches}; dashed "
+        "black: the Chinchilla preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
+        f"In the shaded region the budget is more than {EXTRAPOLATION_FACTOR:g}× the largest run: an extrapolation."
+    )
 
 
 def optimal_allocation(report: FitReport) -> Figure:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import envelope_law_legend, interval_legend
+from analysis.describe.fit import band_phrase, envelope_law_legend, fitted_phrase, interval_legend
 from analysis.describe.numbers import flops_label, plain_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -26,6 +26,16 @@ from analysis.figures.axes import (
 )
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
+
+
+def caption(report: FitReport | None) -> str:
+    """What `loss_vs_compute` shows."""
+    return (
+        "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
+        "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
+        f"reached in each compute bin; green: {fitted_phrase(report, 1)}'s law fitted through it, with "
+        f"{band_phrase(report, 1)}; dashed vermillion: {fitted_phrase(report, 3)}'s loss at the compute-optimal N and D."
+    )
 
 
 def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import minimum_legend
+from analysis.describe.fit import band_phrase, fitted_phrase, minimum_legend
 from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
@@ -23,6 +23,18 @@ from analysis.sources.schema import RunTable
 from scaling.flops import tokens_6nd
 
 PARABOLA_REACH = 30.0  # a parabola is drawn out to its minimum only within this factor of the trained sizes
+
+
+def caption(report: FitReport | None) -> str:
+    """What `isoflop_profiles` shows."""
+    return (
+        f"At each budget (one colour per budget), loss against N with the parabola in ln N fitted by "
+        f"{fitted_phrase(report, 2)} (dotted where it is extended beyond the trained sizes to reach its minimum) "
+        "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) "
+        f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
+        f"an interval that runs off the axes). Dashed: {fitted_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
+        "Grey crosses: runs of budgets without a parabola."
+    )
 
 
 def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure:

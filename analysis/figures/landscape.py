@@ -10,7 +10,7 @@ from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from analysis.describe.fit import parametric_law_text
+from analysis.describe.fit import fitted_phrase, parametric_law_text
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
@@ -27,6 +27,17 @@ from analysis.fits import laws
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 from scaling.flops import flops_6nd, tokens_6nd
+
+
+def caption(report: FitReport | None) -> str:
+    """What `loss_landscape` shows."""
+    law = parametric_law_text(report.parametric) if report is not None and report.parametric else "L(N, D)"
+    return (
+        f"{fitted_phrase(report, 3).capitalize()}'s {law} (filled contours), the runs coloured by their observed "
+        "loss on the same scale (a run whose colour matches its background is fitted well), the lines of "
+        "constant compute C = 6·N·D through the budgets (dotted white), the compute-optimal path (orange), "
+        "and Chinchilla's 20 tokens per parameter (dashed black)."
+    )
 
 
 def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
