@@ -69,12 +69,33 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
     ax.set_yscale("log")
     ax.set_xlim(n_grid[0], n_grid[-1])
     ax.set_ylim(d_grid[0], d_grid[-1])
+    _budget_lines(ax, fit, table, n_grid)
+    _optimal_path(ax, fit, n_grid, d_grid)
+    _runs(ax, fit, cmap, norm)
+    ax.set_xlabel("parameters N")
+    ax.set_ylabel(LABEL_TOKENS)
+    style(ax, f"Fitted {parametric_law_text(fit)}")
+    ax.grid(False)
+    legend(ax, loc="upper right")
+    bar = fig.colorbar(filled, ax=ax, pad=0.02)
+    bar.set_label(LABEL_LOSS)
+    log_axes(ax, count_label, count_label)
+    return fig
+
+
+def _budget_lines(ax, fit, table: RunTable | None, n_grid) -> None:
+    """The iso-FLOP line D = C/(6N) of each budget, dotted, labelled just before its first run."""
+    n_runs, d_runs = np.asarray(fit.n), np.asarray(fit.d)
     c_runs = flops_6nd(n_runs, d_runs)
     budget = run_budgets(fit.run_id, c_runs, table)
     for c in np.unique(budget):
         ax.plot(n_grid, tokens_6nd(c, n_grid), color="white", linestyle=":", linewidth=1.0)
         smallest = n_runs[budget == c].min()  # label the line just before its first run
         _label_along(ax, n_grid, tokens_6nd(c, n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
+
+
+def _optimal_path(ax, fit, n_grid, d_grid) -> None:
+    """The compute-optimal (N_opt(C), D_opt(C)) of approach 3, and Chinchilla's 20 tokens per parameter."""
     c_path = np.geomspace(flops_6nd(n_grid[0], d_grid[0]), flops_6nd(n_grid[-1], d_grid[-1]), 200)
     n_opt, d_opt = laws.chinchilla_allocation(c_path, *(fit.params[k] for k in ("A", "B", "alpha", "beta")))
     ax.plot(
@@ -88,6 +109,11 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
     ax.plot(
         n_grid, 20.0 * n_grid, color="black", linestyle="--", linewidth=1.2, label="20 tokens/parameter (Chinchilla)"
     )
+
+
+def _runs(ax, fit, cmap, norm) -> None:
+    """The runs, coloured by their observed loss on the contours' scale."""
+    n_runs, d_runs, loss_runs = np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss)
     ax.scatter(
         n_runs,
         d_runs,
@@ -101,15 +127,6 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
         gid="runs",
     )
     ax.scatter([], [], color="0.6", s=64, edgecolors="white", linewidths=0.9, label="runs (colour: observed loss)")
-    ax.set_xlabel("parameters N")
-    ax.set_ylabel(LABEL_TOKENS)
-    style(ax, f"Fitted {parametric_law_text(fit)}")
-    ax.grid(False)
-    legend(ax, loc="upper right")
-    bar = fig.colorbar(filled, ax=ax, pad=0.02)
-    bar.set_label(LABEL_LOSS)
-    log_axes(ax, count_label, count_label)
-    return fig
 
 
 def _label_along(ax, x, y, text: str, near_x: float) -> None:
