@@ -8,8 +8,11 @@ Packages (data flows top to bottom; a package imports only from those above it; 
              log-loss; lbfgs_batch), bootstrap, powerlaws, validation (hold out the largest budget),
              fit (all approaches -> FitReport), results (result objects + JSON), optimal (N, D for a budget)
   published  published constants (Hoffmann et al. 2022, Kaplan et al. 2020)
-  describe/  how numbers and fits read: numbers (10k, 2.5M, 1e12, value [interval])
-  figures/   one module per figure family; axes (palettes, log axes, bands); make_figures, figure_bytes
+  describe/  how numbers and fits read, the one description every renderer lays out: numbers (10k, 2.5M,
+             1e12, value [interval]), fit (each approach's estimates, bootstrap, validation, legends,
+             caption phrases), allocation (an Allocation's items and report cells)
+  figures/   one module per figure family, each with its caption(report); axes (palettes, log axes, bands);
+             make_figures, figure_bytes, figure_caption
   report/    blocks, render (HTML + Markdown, atomic writes), sections: sweep, laws, allocation, runs
   cli/       one module per verb: fit, optimal, plot, report; common (parser, options, source and fit)
 """

@@ -17,12 +17,14 @@ from analysis.figures import (
     FIGURES,
     OKABE_ITO,
     figure_bytes,
+    figure_caption,
     log_ticks,
     make_figures,
     optimal_allocation,
 )
 from analysis.fits import laws
 from analysis.fits.fit import fit_all
+from analysis.fits.results import FitReport
 from analysis.sources.load import load_runs
 from scaling.cli import main
 
@@ -198,8 +200,17 @@ def test_scaling_plot_writes_each_drawable_figure_in_every_format_and_notes_the_
     proc = run_cli("plot", store, "--out", out, "--format", "png,svg,pdf", "--bootstrap", "0", check=True)
     drawn = ("loss_vs_compute", "training_curves")
     written = sorted(p.name for p in out.iterdir())
-    assert written == sorted(f"{name}.{fmt}" for name in drawn for fmt in ("png", "svg", "pdf"))
-    assert sorted(proc.stdout.split()) == sorted(str(out / name) for name in written)
+    figures = sorted(f"{name}.{fmt}" for name in drawn for fmt in ("png", "svg", "pdf"))
+    assert written == sorted(figures + ["captions.md"])
+    paths = [line for line in proc.stdout.splitlines() if not line.startswith("  ")]
+    assert sorted(paths) == sorted(str(out / name) for name in written)
+    # each figure's caption: printed after its last file, and listed with its files in captions.md
+    lines = proc.stdout.splitlines()
+    listing = (out / "captions.md").read_text()
+    for name in drawn:
+        caption = figure_caption(name, None)
+        assert lines[lines.index(str(out / f"{name}.pdf")) + 1] == f"  {caption}"
+        assert f"`{name}.png`, `{name}.svg`, `{name}.pdf`\n\n{caption}\n" in listing
     notes = [line for line in proc.stderr.splitlines() if line.startswith("note: not drawn: ")]
     assert len(notes) == len(FIGURES) - len(drawn) and all("no law could be fitted" in n for n in notes)
     assert (out / "loss_vs_compute.png").stat().st_mode & 0o044 == 0o044  # readable by others, like any new file
@@ -226,3 +237,27 @@ def test_scaling_plot_bad_input_is_one_line_and_writes_nothing(store, tmp_path, 
     assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
     assert all(fragment in errors[0] for fragment in fragments), errors[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_scaling_plot_writes_a_caption_for_each_figure_and_the_report_shows_the_same(store, tmp_path):
+    fit = tmp_path / "fit.json"
+    run_cli("fit", store, "--bootstrap", "20", "--out", fit, check=True)
+    out = tmp_path / "figures"
+    proc = run_cli("plot", store, "--fit", fit, "--out", out, check=True)
+    report = FitReport.load(fit)
+    listing = (out / "captions.md").read_text()
+    lines = proc.stdout.splitlines()
+    for name in FIGURES:
+        caption = figure_caption(name, report)
+        assert (out / f"{name}.png").exists() and f"`{name}.png`\n\n{caption}\n" in listing
+        assert lines[lines.index(str(out / f"{name}.png")) + 1] == f"  {caption}"
+    assert (
+        "approach 1's law" in figure_caption("loss_vs_compute", report)
+        and "95% bootstrap band (20 resamples)" in listing
+    )
+    # the report's caption under each figure is the one the figure declares
+    html = tmp_path / "report.html"
+    run_cli("report", store, "--fit", fit, "--out", html, check=True)
+    markdown = html.with_suffix(".md").read_text()
+    for name, (title, _draw) in FIGURES.items():
+        assert f"*{title}.* {figure_caption(name, report)}" in markdown

@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from analysis.fits.results import Estimate, FitReport
+from analysis.fits.results import FitReport
 from scaling.errors import UserError
 
 
@@ -84,14 +84,6 @@ def count(text: str) -> int:
 def tell(lines: list[str], prefix: str) -> None:
     for line in lines:
         print(f"{prefix}: {line}", file=sys.stderr)
-
-
-def g(x: float) -> str:
-    return f"{x:.4g}"
-
-
-def with_interval(e: Estimate) -> str:
-    return g(e.value) if e.interval is None else f"{g(e.value):<10} [{g(e.lower)}, {g(e.upper)}]"
 
 
 def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:

@@ -11,12 +11,10 @@ from analysis.cli.common import (
     add_fit_options,
     add_table_options,
     column_map,
-    g,
     parse,
     tell,
-    with_interval,
 )
-from analysis.describe.numbers import interval_text
+from analysis.describe.numbers import num
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport, to_jsonable
 from scaling.errors import UserError
@@ -163,10 +161,21 @@ def _approach_summary(fit) -> dict:
 
 
 def render_fit(report: FitReport) -> str:
+    """The fit as text: the items of `analysis.describe.fit`, laid out in columns."""
+    from analysis.describe.fit import describe_fit
+
     lines = [f"{report.source}: {report.runs} runs, N = {report.n_kind.replace('_', '-')} parameters"]
-    for fit in report.fits:
-        lines.append("")
-        lines += {1: _render_envelope, 2: _render_isoflop, 3: _render_parametric}[fit.approach](fit)
+    for d in describe_fit(report, compact=False):
+        lines += ["", f"{d.heading}  ({d.reference})"]
+        lines += [f"  {row.key:<14} {row.text:<34} {row.meaning}".rstrip() for row in d.rows]
+        lines += [
+            f"  C = {m.budget:<7} N_opt {m.n_opt}, D_opt {m.d_opt}, loss {m.loss}, sizes {m.sizes}"
+            + ("" if m.inside else f"; {m.where}")
+            for m in d.minima
+        ]
+        lines += [f"  {why}" for why in d.dropped]
+        lines += [f"  {line.label}: {line.text}" for line in d.lines]
+        lines += [f"  warning: {w}" for w in d.warnings]
     for approach, why in report.skipped.items():
         lines += ["", f"approach {approach}: skipped ({why})"]
     lines += _render_headline(report) + _render_outliers(report)
@@ -191,131 +200,7 @@ def _render_outliers(report: FitReport) -> list[str]:
         return ["", "outliers: none flagged"]
     lines = ["", f"outliers: {len(report.outliers)} run(s) flagged, {done}"]
     lines += [
-        f"  {o.run_id}: {o.rule.replace('_', ' ')}, {o.detail} (C = {o.budget:.3g}, N = {g(o.n)}, loss {g(o.loss)})"
+        f"  {o.run_id}: {o.rule.replace('_', ' ')}, {o.detail} (C = {o.budget:.3g}, N = {num(o.n)}, loss {num(o.loss)})"
         for o in report.outliers
     ]
     return lines
-
-
-def _rows(fit, names_and_labels) -> list[str]:
-    def text(e):
-        return interval_text(e, g) if e.unidentified else with_interval(e)
-
-    return [f"  {label:<26} {text(fit.estimates[name])}" for name, label in names_and_labels if name in fit.estimates]
-
-
-def _render_parametric(fit) -> list[str]:
-    c = fit.convergence
-    lines = [
-        f"approach 3: L(N, D) = E + A/N^alpha + B/D^beta  (Huber, delta {fit.huber_delta:g}, on log-loss; "
-        f"{len(fit.n)} runs)"
-    ]
-    lines += _rows(
-        fit,
-        [
-            ("E", "E"),
-            ("A", "A"),
-            ("B", "B"),
-            ("alpha", "alpha"),
-            ("beta", "beta"),
-            ("a", "a   (N_opt ~ C^a)"),
-            ("b", "b   (D_opt ~ C^b)"),
-            ("G", "G"),
-        ],
-    )
-    state = "converged" if c["converged"] else "NOT converged"
-    lines.append(
-        f"  optimizer: {state} ({c['optimizer']}; {c['starts_agreeing']} of {c['refined_starts']} starts "
-        f"reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; objective {fit.objective:.6g})"
-    )
-    lines += [f"  {key}: {c[key]}" for key in ("warning", "note") if key in c]
-    lines.append(_render_bootstrap(fit.bootstrap))
-    lines.append(_render_validation(fit.validation, "loss"))
-    return lines
-
-
-def _render_isoflop(fit) -> list[str]:
-    lines = [f"approach 2: IsoFLOP profiles ({len(fit.profiles)} budgets; parabola of loss in ln N per budget)"]
-    for p in fit.profiles:
-        interval = "" if p.n_opt_interval is None else f" [{g(p.n_opt_interval[0])}, {g(p.n_opt_interval[1])}]"
-        interval = f", unidentified ({p.n_opt_unidentified})" if p.n_opt_unidentified else interval
-        where = "" if p.inside_range else "  (minimum outside the sizes trained)"
-        lines.append(
-            f"  C = {p.budget:<9.3g} N_opt {g(p.n_opt)}{interval}, D_opt {g(p.d_opt)}, loss {g(p.loss_opt)}"
-            f" ({len(set(p.n))} sizes){where}"
-        )
-    lines += [f"  dropped {why}" for why in fit.dropped]
-    lines += _rows(
-        fit,
-        [
-            ("a", "a   (N_opt = k_N·C^a)"),
-            ("b", "b   (D_opt = k_D·C^b)"),
-            ("N_coefficient", "k_N"),
-            ("D_coefficient", "k_D"),
-        ],
-    )
-    lines.append(_render_bootstrap(fit.bootstrap))
-    lines.append(_render_validation(fit.validation, "n_opt"))
-    return lines
-
-
-def _render_envelope(fit) -> list[str]:
-    d = fit.diagnostics
-    lines = [
-        f"approach 1: envelope of the loss curves ({d['envelope_points']} points from {d['points_used']}, "
-        f"{d['bins_per_decade']} bins per decade)"
-    ]
-    if not d.get("from_curves", True):
-        lines.append("  final points only: the envelope reduces to the per-budget minimum run (not headlined)")
-    lines += _rows(
-        fit,
-        [
-            ("a", "a   (N_opt = k_N·C^a)"),
-            ("b", "b   (D_opt = k_D·C^b)"),
-            ("N_coefficient", "k_N"),
-            ("loss_A", "A   (L = A·C^-alpha)"),
-            ("loss_alpha", "alpha"),
-            ("floor_E", "E   (L = E + A·C^-alpha)"),
-            ("floor_A", "A"),
-            ("floor_alpha", "alpha"),
-        ],
-    )
-    if fit.loss_law_with_floor is None:
-        lines.append(f"  L = E + A·C^-alpha: {d['loss_law_with_floor']}")
-    lines.append(_render_bootstrap(fit.bootstrap))
-    lines.append(_render_validation(fit.validation, "envelope"))
-    return lines
-
-
-def _render_bootstrap(boot) -> str:
-    if boot is None:
-        return "  no intervals (--bootstrap 0)"
-    extra = "".join(f"; {note}" for note in boot.notes)
-    intervals = f"{boot.level:.0%} percentile intervals" if boot.samples else "no intervals"
-    return f"  bootstrap: {boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{extra}"
-
-
-def _render_validation(v: dict | None, kind: str) -> str:
-    if not v:
-        return "  validation: not run"
-    if "skipped" in v:
-        return f"  validation: skipped ({v['skipped']})"
-    where = (
-        f"refit without the largest budget ({v['held_out_budget']:.3g} FLOPs, {v['extrapolation_factor']:.3g}x beyond "
-        f"the rest{', an EXTRAPOLATION' if v['extrapolation'] else ''})"
-    )
-    if kind == "envelope":
-        return (
-            f"  validation: {where}: lowest loss there predicted {g(v['loss_predicted'])} against "
-            f"{g(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), its N {g(v['n_opt_predicted'])} against "
-            f"{g(v['n_opt_observed'])} ({v['n_opt_relative_error']:+.1%}) (the budget's best run)"
-        )
-    if kind == "loss":
-        return (
-            f"  validation: {where}: loss of its {v['held_out_runs']} runs predicted within "
-            f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst"
-        )
-    return (
-        f"  validation: {where}: N_opt predicted {g(v['n_opt_predicted'])} against {g(v['n_opt_observed'])} "
-        f"observed ({v['n_opt_relative_error']:+.1%})"
-    )

@@ -11,15 +11,12 @@ import numpy as np
 
 from analysis.cli.common import (
     Parser,
-    g,
     level,
     parse,
     positive_float,
-    with_interval,
 )
 from analysis.fits.results import FitReport, to_jsonable
 from scaling.errors import UserError
-from scaling.flops import flops_6nd
 
 
 # ================================================================= scaling optimal
@@ -98,21 +95,12 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
 
 
 def render_allocation(a) -> str:
-    n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
+    """The allocation as text: the items of `analysis.describe.allocation`, in columns."""
+    from analysis.describe.allocation import allocation_items, intervals_line
+
     lines = [f"law: {a.law}"]
-    if a.target_loss is not None:
-        lines.append(f"  target loss        {g(a.target_loss)} nats/token")
-    lines += [
-        f"  budget C           {with_interval(a.budget)} FLOPs" + ("   EXTRAPOLATION" if a.extrapolation else ""),
-        f"  N_opt              {with_interval(a.n)} {n_kind}",
-        f"  D_opt              {with_interval(a.d)} tokens",
-        f"  tokens/parameter   {with_interval(a.tokens_per_parameter)}",
-        "  predicted loss     "
-        + ("- (this law does not predict loss)" if a.loss is None else f"{with_interval(a.loss)} nats/token"),
-        f"  check              6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs",
-    ]
-    if a.n.interval is not None:
-        lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")
+    lines += [f"  {item.label:<18} {item.text}" for item in allocation_items(a).values()]
+    lines += [f"  {line}" for line in [intervals_line(a)] if line]
     lines += [f"  note: {note}" for note in a.notes]
     return "\n".join(lines)
 

@@ -1,4 +1,5 @@
-"""`scaling plot`: write the figures of a source of runs and its fit."""
+"""`scaling plot`: write the figures of a source of runs and its fit, and `captions.md` beside them
+(each figure's caption, as the report shows it)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from analysis.cli.common import (
     tell,
     write_output,
 )
+
+CAPTIONS_FILE = "captions.md"  # beside the figures: each file with its caption
 
 
 def plot_parser() -> argparse.ArgumentParser:
@@ -42,13 +45,22 @@ def plot_main(argv: list[str]) -> int:
         return args
     out = Path(args.out)
     check_output_dir(out, f"--out {args.out!r}")
-    from analysis.figures import figure_bytes
+    from analysis.figures import FIGURES, figure_bytes, figure_caption
 
     source, fit, _how, problems = source_and_fit(args, "plot")
     tell(problems, "warning")
     figures, _missing = draw_figures(source, fit)
     rendered = {out / f"{name}.{fmt}": figure_bytes(fig, fmt) for name, fig in figures.items() for fmt in args.format}
+    captions = {name: figure_caption(name, fit) for name in figures}
     for path, data in rendered.items():
         write_output(path, data, f"--out {args.out!r}")
         print(path)
+        if path.suffix == f".{args.format[-1]}":  # the caption once, after the figure's last file
+            print(f"  {captions[path.stem]}")
+    listing = [
+        f"## {FIGURES[name][0]}\n\n{', '.join(f'`{name}.{fmt}`' for fmt in args.format)}\n\n{caption}\n"
+        for name, caption in captions.items()
+    ]
+    write_output(out / CAPTIONS_FILE, "\n".join(listing).encode(), f"--out {args.out!r}")
+    print(out / CAPTIONS_FILE)
     return 0

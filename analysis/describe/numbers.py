@@ -7,6 +7,8 @@ import math
 
 from analysis.fits.results import Estimate
 
+FLAG = "⚠"  # marks an extrapolation, a warning, a row to look at
+
 
 def count_label(value: float) -> str:
     """A count as 950, 10k, 2.5M, 1B, 3T (k = 1e3, M = 1e6, B = 1e9, T = 1e12); 1e15 and up as `flops_label`."""

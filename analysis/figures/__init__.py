@@ -12,7 +12,7 @@ matplotlib Figure (shared palettes, axes and bands: `analysis.figures.axes`).
     training_curves(table)           curves.py: validation loss against tokens, one panel per budget
 
 `make_figures(table, report)` draws every figure the data supports and says why each other one
-is missing; `figure_bytes(fig, "png")` renders one.
+is missing; `figure_bytes(fig, "png")` renders one; `figure_caption(name, report)` says what it shows.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
+from analysis.figures import allocation, compute, curves, isoflop, landscape
+from analysis.figures import residuals as residuals_module
 from analysis.figures.allocation import optimal_allocation
 from analysis.figures.axes import DPI, OKABE_ITO, FigureUnavailable, log_ticks
 from analysis.figures.compute import loss_vs_compute
@@ -37,6 +39,7 @@ __all__ = [
     "OKABE_ITO",
     "FigureUnavailable",
     "figure_bytes",
+    "figure_caption",
     "isoflop_profiles",
     "log_ticks",
     "loss_landscape",
@@ -55,6 +58,16 @@ FIGURES = {
     "residuals": ("Residuals", lambda table, report: residuals(report, table)),
     "training_curves": ("Training curves", lambda table, report: training_curves(table)),
 }
+# Each figure module declares its caption (what is drawn, what colours, markers and bands mean, which
+# approach), built from `analysis.describe.fit` where it depends on the fit; the report and `scaling plot` show it.
+CAPTIONS = {
+    "loss_vs_compute": compute.caption,
+    "isoflop_profiles": isoflop.caption,
+    "optimal_allocation": allocation.caption,
+    "loss_landscape": landscape.caption,
+    "residuals": residuals_module.caption,
+    "training_curves": curves.caption,
+}
 NEEDS_A_FIT = {"isoflop_profiles", "optimal_allocation", "loss_landscape", "residuals"}
 
 
@@ -70,6 +83,11 @@ def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, F
         except FigureUnavailable as why:
             missing[name] = str(why)
     return figures, missing
+
+
+def figure_caption(name: str, report: FitReport | None) -> str:
+    """The caption figure ``name`` declares, for this fit."""
+    return CAPTIONS[name](report)
 
 
 PNG_COLOURS = 256  # a palette PNG is ~4x smaller than matplotlib's RGBA and looks the same for line art

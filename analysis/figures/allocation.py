@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.describe.fit import band_phrase, exponent_legend, fitted_phrase
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -26,6 +27,20 @@ REFERENCE_PRESET = "chinchilla"
 ALLOCATION_REACH = 1e3  # the allocation figure runs to this factor beyond the largest budget
 
 
+def caption(report: FitReport | None) -> str:
+    """What `optimal_allocation` shows."""
+    approaches = ", ".join(
+        f"{fitted_phrase(report, k)} ({colour}, {band_phrase(report, k)})"
+        for k, colour in ((1, "green"), (2, "blue"), (3, "vermillion"))
+    )
+    return (
+        "Model size (left) and tokens (right) against compute: approach 2's parabola minima (dots, hollow "
+        f"outside the trained sizes) with their intervals; each approach's power law: {approaches}; dashed "
+        "black: the Chinchilla preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
+        f"In the shaded region the budget is more than {EXTRAPOLATION_FACTOR:g}× the largest run: an extrapolation."
+    )
+
+
 def optimal_allocation(report: FitReport) -> Figure:
     """N_opt(C) and D_opt(C) = C/(6·N_opt): approach 2's per-budget minima with their bootstrap
     intervals (hollow when a minimum lies outside the trained sizes) and each fitted law with its
@@ -44,10 +59,7 @@ def optimal_allocation(report: FitReport) -> Figure:
     shown = {"n": list(reference_n), "d": list(tokens_6nd(c, reference_n))}
     for fit in report.fits:
         curve = law_along(report, fit.approach, c)
-        exponent = fit.estimates["a"]
-        label = f"approach {fit.approach}: N_opt ∝ C^{exponent.value:.2f}"
-        if exponent.interval is not None:
-            label += f" [{exponent.lower:.2f}, {exponent.upper:.2f}]"
+        label = exponent_legend(fit)
         for ax, key in zip(axes, ("n", "d")):
             ax.plot(
                 c,

@@ -156,11 +156,6 @@ def band(ax, x, curve: dict, key: str, colour, label: str | None) -> None:
         ax.fill_between(x, lower, upper, color=colour, alpha=BAND_ALPHA, linewidth=0, label=label)
 
 
-def interval_label(report: FitReport, approach: int) -> str:
-    fit = {f.approach: f for f in report.fits}[approach]
-    return f"{fit.bootstrap.level:.0%} bootstrap interval" if fit.bootstrap else ""
-
-
 def run_budgets(run_ids, compute, table: RunTable | None = None) -> np.ndarray:
     """Each run's compute budget by the one rule (`analysis.sources.budgets`): the table's (which
     applied the source's budget column) when it holds every run, else clustered from C."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.describe.fit import band_phrase, envelope_law_legend, fitted_phrase, interval_legend
 from analysis.describe.numbers import flops_label, plain_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -15,7 +16,6 @@ from analysis.figures.axes import (
     SIZE_CMAP,
     WIDE,
     band,
-    interval_label,
     law_along,
     legend,
     limits,
@@ -28,6 +28,16 @@ from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 
 
+def caption(report: FitReport | None) -> str:
+    """What `loss_vs_compute` shows."""
+    return (
+        "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
+        "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
+        f"reached in each compute bin; green: {fitted_phrase(report, 1)}'s law fitted through it, with "
+        f"{band_phrase(report, 1)}; dashed vermillion: {fitted_phrase(report, 3)}'s loss at the compute-optimal N and D."
+    )
+
+
 def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
     """Every run's validation-loss curve against compute C = 6·N·(tokens so far), coloured by N,
     its final point as a dot; approach 1's envelope points and its law L(C) (with a floor E when
@@ -37,6 +47,26 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
     fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
     ax = fig.subplots()
     norm = size_norm(runs["N"])
+    _runs(ax, table, norm)
+    if report is not None and report.envelope is not None:
+        _envelope(ax, report)
+    if report is not None and report.parametric is not None:
+        _frontier(ax, report, runs)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(*limits(np.concatenate([runs["loss"], [] if table.curves is None else table.curves["loss"]]), 1.05))
+    ax.set_xlabel(LABEL_COMPUTE)
+    ax.set_ylabel(LABEL_LOSS)
+    style(ax, f"Loss against compute ({len(runs)} runs)")
+    legend(ax, loc="upper right")
+    size_colorbar(fig, ax, norm)
+    log_axes(ax, flops_label, plain_label)
+    return fig
+
+
+def _runs(ax, table: RunTable, norm) -> None:
+    """Each run's loss curve and its final loss, coloured by N."""
+    runs = table.runs
     if table.curves is not None:
         for run_id, curve in table.curves.groupby("run_id", sort=False):
             curve = curve.sort_values("C")
@@ -61,56 +91,48 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
         gid="runs",
     )
     ax.scatter([], [], color="0.6", s=28, edgecolors="black", linewidths=0.5, label="a run's final loss (colour: N)")
-    if report is not None and report.envelope is not None:
-        env = report.envelope
-        ax.scatter(
-            env.compute,
-            env.loss,
-            marker="D",
-            s=30,
-            facecolors="none",
-            edgecolors=REFERENCE_COLOUR,
-            linewidths=1.0,
-            zorder=4,
-            label="envelope: lowest loss per compute bin",
-            gid="envelope",
-        )
-        c = np.geomspace(*env.diagnostics["compute_range"], 80)
-        curve = law_along(report, 1, c)
-        law = env.loss_law_with_floor or env.loss_law
-        formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
-        if law.floor > 1e-3 * min(env.loss):  # else the floor E is indistinguishable from 0
-            formula = f"L = {law.floor:.3g} + {formula[4:]}"
-        ax.plot(
-            c,
-            curve["loss"],
-            color=APPROACH_COLOUR[1],
-            linewidth=2.2,
-            zorder=5,
-            label=f"approach 1: {formula}",
-            gid="fit:approach1",
-        )
-        band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_label(report, 1))
-    if report is not None and report.parametric is not None:
-        c = np.geomspace(runs["C"].min(), runs["C"].max(), 80)
-        frontier = law_along(report, 3, c)
-        ax.plot(
-            c,
-            frontier["loss"],
-            color=APPROACH_COLOUR[3],
-            linewidth=1.8,
-            linestyle="--",
-            zorder=5,
-            label="approach 3: loss at the compute-optimal N, D",
-            gid="fit:approach3",
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_ylim(*limits(np.concatenate([runs["loss"], [] if table.curves is None else table.curves["loss"]]), 1.05))
-    ax.set_xlabel(LABEL_COMPUTE)
-    ax.set_ylabel(LABEL_LOSS)
-    style(ax, f"Loss against compute ({len(runs)} runs)")
-    legend(ax, loc="upper right")
-    size_colorbar(fig, ax, norm)
-    log_axes(ax, flops_label, plain_label)
-    return fig
+
+
+def _envelope(ax, report: FitReport) -> None:
+    """Approach 1: the envelope points and the law L(C) through them, with its bootstrap band."""
+    env = report.envelope
+    ax.scatter(
+        env.compute,
+        env.loss,
+        marker="D",
+        s=30,
+        facecolors="none",
+        edgecolors=REFERENCE_COLOUR,
+        linewidths=1.0,
+        zorder=4,
+        label="envelope: lowest loss per compute bin",
+        gid="envelope",
+    )
+    c = np.geomspace(*env.diagnostics["compute_range"], 80)
+    curve = law_along(report, 1, c)
+    ax.plot(
+        c,
+        curve["loss"],
+        color=APPROACH_COLOUR[1],
+        linewidth=2.2,
+        zorder=5,
+        label=envelope_law_legend(env),
+        gid="fit:approach1",
+    )
+    band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_legend(report, 1))
+
+
+def _frontier(ax, report: FitReport, runs) -> None:
+    """Approach 3: the loss at the compute-optimal N, D, dashed."""
+    c = np.geomspace(runs["C"].min(), runs["C"].max(), 80)
+    frontier = law_along(report, 3, c)
+    ax.plot(
+        c,
+        frontier["loss"],
+        color=APPROACH_COLOUR[3],
+        linewidth=1.8,
+        linestyle="--",
+        zorder=5,
+        label="approach 3: loss at the compute-optimal N, D",
+        gid="fit:approach3",
+    )

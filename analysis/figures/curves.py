@@ -19,10 +19,19 @@ from analysis.figures.axes import (
     size_norm,
     style,
 )
+from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 from scaling.flops import tokens_6nd
 
 MAX_PANEL_COLUMNS = 3
+
+
+def caption(report: FitReport | None) -> str:
+    """What `training_curves` shows (no fit in it)."""
+    return (
+        "Validation loss against tokens trained, one panel per compute budget; colour: model size N; "
+        "dot: the run's final loss."
+    )
 
 
 def training_curves(table: RunTable) -> Figure:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.numbers import count_label, flops_label
+from analysis.describe.fit import band_phrase, fitted_phrase, minimum_legend
+from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
     LABEL_LOSS,
@@ -24,6 +25,18 @@ from scaling.flops import tokens_6nd
 PARABOLA_REACH = 30.0  # a parabola is drawn out to its minimum only within this factor of the trained sizes
 
 
+def caption(report: FitReport | None) -> str:
+    """What `isoflop_profiles` shows."""
+    return (
+        f"At each budget (one colour per budget), loss against N with the parabola in ln N fitted by "
+        f"{fitted_phrase(report, 2)} (dotted where it is extended beyond the trained sizes to reach its minimum) "
+        "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) "
+        f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
+        f"an interval that runs off the axes). Dashed: {fitted_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
+        "Grey crosses: runs of budgets without a parabola."
+    )
+
+
 def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure:
     """Loss against N at each budget (approach 2): the runs, the fitted parabola in ln N (solid over
     the trained sizes, dotted where extended to a minimum outside them), its minimum (filled star
@@ -40,59 +53,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     colours = budget_colours(p.budget for p in fit.profiles)
     shown_n, shown_loss = [], []
     for p in fit.profiles:
-        colour = colours[p.budget]
-        n = np.asarray(p.n)
-        ax.scatter(
-            n, p.loss, color=colour, s=30, edgecolors="black", linewidths=0.5, zorder=3, gid=f"points:{p.budget:g}"
-        )
-        trained = np.geomspace(n.min(), n.max(), 60)
-        ax.plot(
-            trained,
-            p(trained),
-            color=colour,
-            linewidth=1.8,
-            gid=f"parabola:{p.budget:g}",
-            label=f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}"
-            + ("" if p.inside_range else " (outside the trained sizes)"),
-        )
-        reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
-        if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum
-            beyond = np.geomspace(p.n_opt, n.min(), 30) if p.n_opt < n.min() else np.geomspace(n.max(), p.n_opt, 30)
-            ax.plot(beyond, p(beyond), color=colour, linewidth=1.2, linestyle=":")
-        if reachable:
-            _minimum_marker(ax, p, colour)
-            shown_n.append(p.n_opt)
-            shown_loss.append(p.loss_opt)
-        shown_n += list(n)
-        shown_loss += list(p.loss)
-        if report.parametric is not None:
-            grid = np.geomspace(
-                min(n.min(), p.n_opt if reachable else n.min()), max(n.max(), p.n_opt if reachable else n.max()), 60
-            )
-            ax.plot(
-                grid,
-                report.parametric.predict(grid, tokens_6nd(p.compute, grid)),
-                color=colour,
-                linewidth=1.0,
-                linestyle="--",
-                alpha=0.9,
-                gid=f"approach3:{p.budget:g}",
-            )
+        _profile(ax, p, colours[p.budget], report.parametric, shown_n, shown_loss)
     if table is not None:
-        fitted = {p.budget for p in fit.profiles}
-        other = table.runs[~table.runs["budget"].isin(fitted)]
-        if len(other):
-            ax.scatter(
-                other["N"],
-                other["loss"],
-                marker="x",
-                color="0.5",
-                s=26,
-                zorder=2,
-                label="runs of budgets without a parabola",
-            )
-            shown_n += list(other["N"])
-            shown_loss += list(other["loss"])
+        _other_runs(ax, table, fit, shown_n, shown_loss)
     _mark_outliers(ax, report)
     shown_n += [o.n for o in report.outliers]
     shown_loss += [o.loss for o in report.outliers]
@@ -127,6 +90,63 @@ def _mark_outliers(ax, report: FitReport) -> None:
         gid="outliers",
         label=f"flagged outlier ({state})",
     )
+
+
+def _profile(ax, p, colour, parametric, shown_n: list, shown_loss: list) -> None:
+    """One budget: its runs, its parabola (dotted beyond the trained sizes), its minimum, and approach
+    3's L(N, C/6N) dashed; what it drew is added to ``shown_n`` and ``shown_loss`` (the axes' limits)."""
+    n = np.asarray(p.n)
+    ax.scatter(n, p.loss, color=colour, s=30, edgecolors="black", linewidths=0.5, zorder=3, gid=f"points:{p.budget:g}")
+    trained = np.geomspace(n.min(), n.max(), 60)
+    ax.plot(
+        trained,
+        p(trained),
+        color=colour,
+        linewidth=1.8,
+        gid=f"parabola:{p.budget:g}",
+        label=minimum_legend(p),
+    )
+    reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
+    if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum
+        beyond = np.geomspace(p.n_opt, n.min(), 30) if p.n_opt < n.min() else np.geomspace(n.max(), p.n_opt, 30)
+        ax.plot(beyond, p(beyond), color=colour, linewidth=1.2, linestyle=":")
+    if reachable:
+        _minimum_marker(ax, p, colour)
+        shown_n.append(p.n_opt)
+        shown_loss.append(p.loss_opt)
+    shown_n += list(n)
+    shown_loss += list(p.loss)
+    if parametric is not None:
+        grid = np.geomspace(
+            min(n.min(), p.n_opt if reachable else n.min()), max(n.max(), p.n_opt if reachable else n.max()), 60
+        )
+        ax.plot(
+            grid,
+            parametric.predict(grid, tokens_6nd(p.compute, grid)),
+            color=colour,
+            linewidth=1.0,
+            linestyle="--",
+            alpha=0.9,
+            gid=f"approach3:{p.budget:g}",
+        )
+
+
+def _other_runs(ax, table: RunTable, fit, shown_n: list, shown_loss: list) -> None:
+    """The runs of budgets without a parabola, as grey crosses."""
+    fitted = {p.budget for p in fit.profiles}
+    other = table.runs[~table.runs["budget"].isin(fitted)]
+    if len(other):
+        ax.scatter(
+            other["N"],
+            other["loss"],
+            marker="x",
+            color="0.5",
+            s=26,
+            zorder=2,
+            label="runs of budgets without a parabola",
+        )
+        shown_n += list(other["N"])
+        shown_loss += list(other["loss"])
 
 
 def _mark_cut_intervals(ax, profiles, colours) -> None:

@@ -10,6 +10,7 @@ from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from analysis.describe.fit import fitted_phrase, parametric_law_text
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
@@ -26,6 +27,17 @@ from analysis.fits import laws
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 from scaling.flops import flops_6nd, tokens_6nd
+
+
+def caption(report: FitReport | None) -> str:
+    """What `loss_landscape` shows."""
+    law = parametric_law_text(report.parametric) if report is not None and report.parametric else "L(N, D)"
+    return (
+        f"{fitted_phrase(report, 3).capitalize()}'s {law} (filled contours), the runs coloured by their observed "
+        "loss on the same scale (a run whose colour matches its background is fitted well), the lines of "
+        "constant compute C = 6·N·D through the budgets (dotted white), the compute-optimal path (orange), "
+        "and Chinchilla's 20 tokens per parameter (dashed black)."
+    )
 
 
 def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
@@ -57,12 +69,33 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
     ax.set_yscale("log")
     ax.set_xlim(n_grid[0], n_grid[-1])
     ax.set_ylim(d_grid[0], d_grid[-1])
+    _budget_lines(ax, fit, table, n_grid)
+    _optimal_path(ax, fit, n_grid, d_grid)
+    _runs(ax, fit, cmap, norm)
+    ax.set_xlabel("parameters N")
+    ax.set_ylabel(LABEL_TOKENS)
+    style(ax, f"Fitted {parametric_law_text(fit)}")
+    ax.grid(False)
+    legend(ax, loc="upper right")
+    bar = fig.colorbar(filled, ax=ax, pad=0.02)
+    bar.set_label(LABEL_LOSS)
+    log_axes(ax, count_label, count_label)
+    return fig
+
+
+def _budget_lines(ax, fit, table: RunTable | None, n_grid) -> None:
+    """The iso-FLOP line D = C/(6N) of each budget, dotted, labelled just before its first run."""
+    n_runs, d_runs = np.asarray(fit.n), np.asarray(fit.d)
     c_runs = flops_6nd(n_runs, d_runs)
     budget = run_budgets(fit.run_id, c_runs, table)
     for c in np.unique(budget):
         ax.plot(n_grid, tokens_6nd(c, n_grid), color="white", linestyle=":", linewidth=1.0)
         smallest = n_runs[budget == c].min()  # label the line just before its first run
         _label_along(ax, n_grid, tokens_6nd(c, n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
+
+
+def _optimal_path(ax, fit, n_grid, d_grid) -> None:
+    """The compute-optimal (N_opt(C), D_opt(C)) of approach 3, and Chinchilla's 20 tokens per parameter."""
     c_path = np.geomspace(flops_6nd(n_grid[0], d_grid[0]), flops_6nd(n_grid[-1], d_grid[-1]), 200)
     n_opt, d_opt = laws.chinchilla_allocation(c_path, *(fit.params[k] for k in ("A", "B", "alpha", "beta")))
     ax.plot(
@@ -76,6 +109,11 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
     ax.plot(
         n_grid, 20.0 * n_grid, color="black", linestyle="--", linewidth=1.2, label="20 tokens/parameter (Chinchilla)"
     )
+
+
+def _runs(ax, fit, cmap, norm) -> None:
+    """The runs, coloured by their observed loss on the contours' scale."""
+    n_runs, d_runs, loss_runs = np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss)
     ax.scatter(
         n_runs,
         d_runs,
@@ -89,16 +127,6 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
         gid="runs",
     )
     ax.scatter([], [], color="0.6", s=64, edgecolors="white", linewidths=0.9, label="runs (colour: observed loss)")
-    ax.set_xlabel("parameters N")
-    ax.set_ylabel(LABEL_TOKENS)
-    p = fit.params
-    style(ax, f"Fitted L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}")
-    ax.grid(False)
-    legend(ax, loc="upper right")
-    bar = fig.colorbar(filled, ax=ax, pad=0.02)
-    bar.set_label(LABEL_LOSS)
-    log_axes(ax, count_label, count_label)
-    return fig
 
 
 def _label_along(ax, x, y, text: str, near_x: float) -> None:

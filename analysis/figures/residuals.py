@@ -21,6 +21,16 @@ from analysis.sources.schema import RunTable
 from scaling.flops import flops_6nd
 
 
+def caption(report: FitReport | None) -> str:
+    """What `residuals` shows."""
+    fitted = ", ".join(f"approach {f.approach}" for f in report.fits) if report is not None else "none"
+    return (
+        f"Observed minus fitted loss, in % of the fitted value, one panel per approach fitted ({fitted}); "
+        "colour: the budget. Residuals scattered evenly around zero mean the law's shape fits; a trend means "
+        "it does not."
+    )
+
+
 def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
     """Observed against fitted loss, in % of the fitted value, one panel per approach:
     approach 1 the envelope points against L(C); approach 2 each run against its budget's parabola;

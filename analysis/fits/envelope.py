@@ -84,22 +84,24 @@ def fit_envelope(
         d_opt_law=laws["d_opt"],
         estimates=estimates,
         residuals=residuals,
-        diagnostics={
-            "bins_per_decade": bins_per_decade,
-            "envelope_points": int(len(compute)),
-            "curve_points": grid.n_points,
-            "from_curves": grid.from_curves,
-            "points_used": "training curves"
-            if grid.from_curves
-            else "final points only (the source has no loss curves)",
-            "compute_range": [grid.lowest, grid.highest],
-            "loss_law_with_floor": "fitted"
-            if with_floor is not None
-            else f"not fitted (needs more than {MIN_POINTS} envelope points, or did not converge)",
-        },
+        diagnostics=_diagnostics(grid, bins_per_decade, len(compute), with_floor),
         fitted_compute_max=float(table.runs["C"].max()),
         bootstrap=boot,
     )
+
+
+def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:
+    return {
+        "bins_per_decade": bins_per_decade,
+        "envelope_points": int(points),
+        "curve_points": grid.n_points,
+        "from_curves": grid.from_curves,
+        "points_used": "training curves" if grid.from_curves else "final points only (the source has no loss curves)",
+        "compute_range": [grid.lowest, grid.highest],
+        "loss_law_with_floor": "fitted"
+        if with_floor is not None
+        else f"not fitted (needs more than {MIN_POINTS} envelope points, or did not converge)",
+    }
 
 
 class _EnvelopeGrid:

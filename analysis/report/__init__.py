@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from analysis.figures import FIGURES
+from analysis.figures import FIGURES, figure_caption
 from analysis.fits.results import FitReport
 from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
@@ -61,7 +61,7 @@ def report_blocks(
     blocks += about_blocks(source, fit, how_fitted, generated_at)
     blocks += summary_blocks(source, fit, fit_problems or [])
     blocks += swept_blocks(source)
-    blocks += figure_blocks(figures, missing)
+    blocks += figure_blocks(figures, missing, fit)
     blocks += fitted_laws_blocks(fit, source)
     with np.errstate(all="ignore"):  # bootstrap samples with an overflowed A give NaN, which intervals skip
         blocks += allocation_blocks(fit, source)
@@ -71,35 +71,12 @@ def report_blocks(
 
 
 # ---------------------------------------------------------------- figures
-CAPTIONS = {
-    "loss_vs_compute": "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
-    "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
-    "reached in each compute bin; green: approach 1's law fitted through it, with its bootstrap "
-    "band; dashed: approach 3's loss at the compute-optimal N and D.",
-    "isoflop_profiles": "At each budget, loss against N with the parabola in ln N fitted by approach "
-    "2 (dotted where it is extended beyond the trained sizes to reach its minimum) and its minimum "
-    "(star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) with "
-    "the bootstrap interval of N_opt (a triangle marks an interval that runs off the axes). "
-    "Dashed: approach 3's L(N, C/6N) at the same budget.",
-    "optimal_allocation": "Model size and tokens against compute: approach 2's parabola minima with "
-    "their intervals, each approach's power law with its bootstrap band, and the Chinchilla "
-    "preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. In the "
-    "shaded region the budget is more than 10× the largest run: an extrapolation.",
-    "loss_landscape": "Approach 3's L(N, D) (filled contours), the runs coloured by their observed loss on the "
-    "same scale (a run whose colour matches its background is fitted well), the lines of constant "
-    "compute C = 6·N·D through the budgets (dotted), the compute-optimal path, and Chinchilla's 20 "
-    "tokens per parameter.",
-    "residuals": "Observed minus fitted loss, in % of the fitted value, per approach. Residuals scattered evenly around "
-    "zero mean the law's shape fits; a trend means it does not.",
-    "training_curves": "Validation loss against tokens trained, one panel per compute budget, colour: model size N.",
-}
-
-
-def figure_blocks(figures: dict[str, bytes], missing: dict[str, str]) -> list:
+def figure_blocks(figures: dict[str, bytes], missing: dict[str, str], fit: FitReport | None) -> list:
+    """Each figure drawn, with the caption its module declares (`analysis.figures.figure_caption`)."""
     blocks: list = [Heading("Figures")]
     for name, (title, _draw) in FIGURES.items():
         if name in figures:
-            blocks.append(FigureBlock(name, title, CAPTIONS[name]))
+            blocks.append(FigureBlock(name, title, figure_caption(name, fit)))
     if missing:
         blocks.append(Paragraph("Not drawn:"))
         blocks.append(Bullets([f"{FIGURES[name][0]}: {why}" for name, why in missing.items()]))

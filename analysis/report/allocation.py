@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from analysis.describe.numbers import count_label, flops_label, interval_text, times
+from analysis.describe.allocation import allocation_cells, n_opt_cell
+from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
@@ -27,25 +28,9 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     law = law_from_fit(fit, "this fit", approach)
     reference = PRESETS["chinchilla"]()
     ladder = budget_ladder(float(source.table.budgets[0]))
-    rows, flagged = [], set()
-    for i, c in enumerate(ladder):
-        a, r = law.allocate(c), reference.allocate(c)
-        note = ""
-        if a.extrapolation:
-            flagged.add(i)
-            note = f"{FLAG} extrapolation: {times(c / law.fitted_compute_max)} the largest fitted run"
-        rows.append(
-            [
-                flops_label(c),
-                interval_text(a.n, count_label),
-                interval_text(a.d, count_label),
-                interval_text(a.tokens_per_parameter, count_label),
-                interval_text(a.loss),
-                count_label(r.n.value),
-                count_label(r.d.value),
-                note,
-            ]
-        )
+    allocations = [law.allocate(c) for c in ladder]
+    rows = [allocation_cells(a, reference.allocate(c), law.fitted_compute_max) for a, c in zip(allocations, ladder)]
+    flagged = {i for i, a in enumerate(allocations) if a.extrapolation}
     fitted_max = law.fitted_compute_max
     blocks += [
         Paragraph(
@@ -86,7 +71,7 @@ def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> 
     laws = {f.approach: law_from_fit(fit, "fit", f.approach) for f in fit.fits}
     rows = [
         [flops_label(c)]
-        + [interval_text(law.allocate(c).n, count_label) for law in laws.values()]
+        + [n_opt_cell(law.allocate(c)) for law in laws.values()]
         + [count_label(reference.allocate(c).n.value)]
         for c in ladder
     ]

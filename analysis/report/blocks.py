@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.describe.numbers import FLAG
+
+__all__ = ["FLAG", "Bullets", "FigureBlock", "Heading", "Paragraph", "Table"]
+
 
 @dataclass
 class Heading:
@@ -34,6 +38,3 @@ class FigureBlock:
     name: str
     title: str
     caption: str
-
-
-FLAG = "⚠"

@@ -61,16 +61,22 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
                 [[r["run_id"], flops_label(r["budget_flops"]), r["shape"], count_label(r["params"])] for r in absent],
             )
         )
+    if len(blocks) == 1:
+        blocks.append(Paragraph("None: every planned run completed."))
+    notes = _reading_notes(source, fit)
+    if notes:
+        blocks += [Paragraph("Notes on reading the input:"), Bullets(notes)]
+    return blocks
+
+
+def _reading_notes(source: Source, fit: FitReport | None) -> list[str]:
+    """Exclusions and column notes of the reader, a damaged plan, and approaches not fitted."""
     notes = [*source.table.warnings, *source.table.notes]
     if source.manifest_problem:
         notes.append(source.manifest_problem)
     if fit is not None:
         notes += [f"approach {k} not fitted: {why}" for k, why in fit.skipped.items()]
-    if len(blocks) == 1:
-        blocks.append(Paragraph("None: every planned run completed."))
-    if notes:
-        blocks += [Paragraph("Notes on reading the input:"), Bullets(notes)]
-    return blocks
+    return notes
 
 
 def _flops_or_dash(value) -> str:

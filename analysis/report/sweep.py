@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.describe.numbers import count_label, flops_label, interval_text, num, two
+from analysis.describe.fit import exponents_text
+from analysis.describe.numbers import count_label, flops_label, num
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
@@ -102,10 +103,7 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
         items.append("No scaling law could be fitted to these runs (see the notes below).")
     else:
         for f in fit.fits:
-            items.append(
-                f"Approach {f.approach}: N_opt ∝ C^a with a = {interval_text(f.estimates['a'], two)}, "
-                f"D_opt ∝ C^b with b = {interval_text(f.estimates['b'], two)} (Chinchilla: a ≈ b ≈ 0.5)."
-            )
+            items.append(f"Approach {f.approach}: {exponents_text(f)} (Chinchilla: a ≈ b ≈ 0.5).")
         items += [f"Approach {k} is not headlined: {why}." for k, why in fit.headline_left_out().items()]
         if fit.parametric is not None and fit.parametric.validation and "skipped" not in fit.parametric.validation:
             v = fit.parametric.validation

@@ -1,0 +1,64 @@
+"""One description of a compute-optimal allocation (`analysis.fits.optimal.Allocation`): the items
+`scaling optimal` prints and the report's allocation tables show, each estimate with its interval.
+The CLI's items carry 4 significant digits; the report's cells compact numbers (67.2k, 2.5M, 1e21)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
+from scaling.flops import flops_6nd
+
+
+@dataclass
+class Item:
+    label: str
+    text: str  # "value [lower, upper] unit"
+
+
+def allocation_items(a) -> dict[str, Item]:
+    """budget, N_opt, D_opt, tokens/parameter, predicted loss and the 6·N·D check, by key."""
+    count = num  # the CLI: 4 significant digits
+    n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
+    loss = "- (this law does not predict loss)" if a.loss is None else f"{interval_text(a.loss)} nats/token"
+    items = {
+        "budget": Item(
+            "budget C",
+            f"{interval_text(a.budget)} FLOPs" + ("   EXTRAPOLATION" if a.extrapolation else ""),
+        ),
+        "n": Item("N_opt", f"{interval_text(a.n, count)} {n_kind}"),
+        "d": Item("D_opt", f"{interval_text(a.d, count)} tokens"),
+        "tokens_per_parameter": Item("tokens/parameter", interval_text(a.tokens_per_parameter, count)),
+        "loss": Item("predicted loss", loss),
+        "check": Item("check", f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs"),
+    }
+    if a.target_loss is not None:
+        items = {"target_loss": Item("target loss", f"{num(a.target_loss)} nats/token"), **items}
+    return items
+
+
+def intervals_line(a) -> str | None:
+    return f"intervals: {a.level:.0%} bootstrap percentiles" if a.n.interval is not None else None
+
+
+def allocation_cells(a, reference, fitted_compute_max: float) -> list[str]:
+    """One row of the report's ladder: budget, N_opt, D_opt, tokens/parameter, loss (with intervals),
+    the reference law's N and D, and the extrapolation note."""
+    c = a.budget.value
+    note = ""
+    if a.extrapolation:
+        note = f"{FLAG} extrapolation: {times(c / fitted_compute_max)} the largest fitted run"
+    return [
+        flops_label(c),
+        interval_text(a.n, count_label),
+        interval_text(a.d, count_label),
+        interval_text(a.tokens_per_parameter, count_label),
+        interval_text(a.loss),
+        count_label(reference.n.value),
+        count_label(reference.d.value),
+        note,
+    ]
+
+
+def n_opt_cell(a) -> str:
+    return interval_text(a.n, count_label)

@@ -1,0 +1,257 @@
+"""One description of a fit: what each approach found, as items the CLI text, the report and the
+figures lay out (they format no estimate themselves).
+
+    for d in describe_fit(report):        # one ApproachDescription per fitted approach
+        d.heading                         # "approach 3: parametric L(N, D) = E + A/N^α + B/D^β"
+        d.rows                            # EstimateRow(key, text "0.443 [0.3956, 0.4771]", meaning)
+        d.lines                           # Line("optimizer", "..."), Line("bootstrap", ...), Line("validation", ...)
+        d.warnings                        # flagged lines (not converged, E indistinguishable from 0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
+from analysis.fits.results import Estimate, FitReport
+
+NAMES = {
+    1: "envelope of the training curves",
+    2: "IsoFLOP profiles",
+    3: "parametric L(N, D) = E + A/N^α + B/D^β",
+}
+REFERENCES = {1: "Hoffmann et al. 2022, §3.1", 2: "Hoffmann et al. 2022, §3.2", 3: "Hoffmann et al. 2022, §3.3"}
+MEANINGS = {
+    "E": "irreducible loss (nats/token)",
+    "A": "model-size term coefficient",
+    "alpha": "model-size exponent α",
+    "B": "data term coefficient",
+    "beta": "data exponent β",
+    "a": "N_opt ∝ C^a",
+    "b": "D_opt ∝ C^b",
+    "G": "N_opt = G·(C/6)^a",
+    "N_coefficient": "k_N in N_opt = k_N·C^a",
+    "D_coefficient": "k_D in D_opt = k_D·C^b",
+    "loss_A": "L = A·C^(−α): A",
+    "loss_alpha": "L = A·C^(−α): α",
+    "floor_E": "L = E + A·C^(−α): E (nats/token)",
+    "floor_A": "L = E + A·C^(−α): A",
+    "floor_alpha": "L = E + A·C^(−α): α",
+}
+
+
+@dataclass
+class EstimateRow:
+    key: str
+    text: str  # "value [lower, upper]"
+    meaning: str
+
+
+@dataclass
+class Line:
+    """One labelled statement: ``label`` ("bootstrap", "validation", "optimizer", ...) and its text."""
+
+    label: str
+    text: str
+
+
+@dataclass
+class Minimum:
+    """One budget's parabola minimum (approach 2), every field as text."""
+
+    budget: str
+    sizes: str
+    n_opt: str
+    d_opt: str
+    loss: str
+    inside: bool
+    where: str
+
+
+@dataclass
+class ApproachDescription:
+    approach: int
+    heading: str  # "approach k: name"
+    reference: str
+    rows: list[EstimateRow]
+    lines: list[Line]
+    warnings: list[str] = field(default_factory=list)
+    minima: list[Minimum] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def describe_fit(report: FitReport, compact: bool = True) -> list[ApproachDescription]:
+    """Each fitted approach described; ``compact`` counts read 67.2k, else 6.721e+04 (4 digits, for the CLI)."""
+    return [describe_approach(f, compact) for f in report.fits]
+
+
+def describe_approach(fit, compact: bool = True) -> ApproachDescription:
+    count = count_label if compact else num
+    d = ApproachDescription(
+        approach=fit.approach,
+        heading=f"approach {fit.approach}: {NAMES[fit.approach]}",
+        reference=REFERENCES[fit.approach],
+        rows=[EstimateRow(k, interval_text(e), MEANINGS.get(k, "")) for k, e in fit.estimates.items()],
+        lines=[],
+    )
+    if fit.approach == 3:
+        d.lines.append(Line("optimizer", optimizer_text(fit)))
+        d.warnings += [fit.convergence[key] for key in ("warning", "note") if fit.convergence.get(key)]
+    elif fit.approach == 2:
+        d.lines.append(Line("profiles", f"{len(fit.profiles)} budgets; a parabola of loss in ln N per budget"))
+        d.minima = [describe_minimum(p, count) for p in fit.profiles]
+        d.dropped = [f"budget without a parabola: {why}" for why in fit.dropped]
+    else:
+        d.lines.append(Line("envelope", envelope_text(fit)))
+        if not fit.diagnostics.get("from_curves", True):
+            d.lines.append(
+                Line("final points only", "the envelope reduces to the per-budget minimum run (not headlined)")
+            )
+    d.lines.append(Line("bootstrap", bootstrap_text(fit.bootstrap)))
+    d.lines.append(Line("validation", validation_text(fit, count)))
+    return d
+
+
+def optimizer_text(fit) -> str:
+    c = fit.convergence
+    return (
+        f"{'converged' if c['converged'] else 'NOT converged'} ({c['optimizer']}; {c['starts_agreeing']} of "
+        f"{c['refined_starts']} best grid starts reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; "
+        f"Huber δ = {fit.huber_delta:g} on log-loss, objective {fit.objective:.6g}; {len(fit.n)} runs)"
+    )
+
+
+def envelope_text(fit) -> str:
+    d = fit.diagnostics
+    return (
+        f"{d['envelope_points']} envelope points from {d['points_used']} ({d['bins_per_decade']} bins per "
+        f"decade, compute {flops_label(d['compute_range'][0])} to {flops_label(d['compute_range'][1])} "
+        f"FLOPs); the law with a floor: {d['loss_law_with_floor']}"
+    )
+
+
+def describe_minimum(p, count=count_label) -> Minimum:
+    n = list(p.n)
+    n_opt = Estimate(p.n_opt, *(p.n_opt_interval or (None, None)), unidentified=p.n_opt_unidentified)
+    return Minimum(
+        budget=flops_label(p.budget),
+        sizes=f"{len(set(n))} ({count_label(min(n))} to {count_label(max(n))})",
+        n_opt=interval_text(n_opt, count),
+        d_opt=count(p.d_opt),
+        loss=num(p.loss_opt),
+        inside=p.inside_range,
+        where="inside the trained sizes"
+        if p.inside_range
+        else "outside the trained sizes: the parabola is extrapolated to its minimum",
+    )
+
+
+def bootstrap_text(boot) -> str:
+    if boot is None:
+        return "none (0 resamples): no intervals"
+    notes = "".join(f"; {n}" for n in boot.notes)
+    intervals = f"{boot.level:.0%} percentile intervals" if boot.samples else "no intervals"
+    return f"{boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{notes}"
+
+
+def intervals_preface(report: FitReport) -> str:
+    """What the brackets after each estimate are."""
+    level = next((f.bootstrap.level for f in report.fits if f.bootstrap), None)
+    if level:
+        return f"Estimates with {level:.0%} bootstrap percentile intervals [lower, upper]."
+    return "Estimates with no intervals (no bootstrap)."
+
+
+def validation_text(fit, count=count_label) -> str:
+    """The held-out check of one approach in one line (see `analysis.fits.validation`)."""
+    v = fit.validation
+    if not v:
+        return "not run (it needs at least two budgets)"
+    if "skipped" in v:
+        return f"skipped ({v['skipped']})"
+    where = (
+        f"refit without the largest budget ({flops_label(v['held_out_budget'])} FLOPs, "
+        f"{times(v['extrapolation_factor'])} beyond the budgets fitted"
+        + (", an EXTRAPOLATION" if v["extrapolation"] else "")
+        + ")"
+    )
+    if fit.approach == 1:
+        return (
+            f"{where}: the lowest loss there predicted {num(v['loss_predicted'])} against "
+            f"{num(v['loss_observed'])} ({v['loss_relative_error']:+.2%}), the size that reaches it "
+            f"{count(v['n_opt_predicted'])} against {count(v['n_opt_observed'])} "
+            f"({v['n_opt_relative_error']:+.1%}); observed: that budget's best run, {v['best_run_id']}"
+        )
+    if fit.approach == 3:
+        return (
+            f"{where}: the loss of its {v['held_out_runs']} runs predicted within "
+            f"{v['loss_relative_error_mean_abs']:.2%} on average, {v['loss_relative_error_max_abs']:.2%} at worst"
+        )
+    return (
+        f"{where}: N_opt predicted {count(v['n_opt_predicted'])} against "
+        f"{count(v['n_opt_observed'])} from that budget's own parabola ({v['n_opt_relative_error']:+.1%})"
+    )
+
+
+def exponents_text(fit) -> str:
+    """The allocation exponents a and b with their intervals, for a summary."""
+    return (
+        f"N_opt ∝ C^a with a = {interval_text(fit.estimates['a'], two)}, "
+        f"D_opt ∝ C^b with b = {interval_text(fit.estimates['b'], two)}"
+    )
+
+
+# ---------------------------------------------------------------- short forms for figure legends and titles
+def exponent_legend(fit) -> str:
+    """``approach k: N_opt ∝ C^0.44 [0.38, 0.52]``."""
+    return f"approach {fit.approach}: N_opt ∝ C^{interval_text(fit.estimates['a'], two)}"
+
+
+def envelope_law_legend(env) -> str:
+    """Approach 1's loss law as drawn: ``L = E + A·C^-α`` (without E when it is indistinguishable from 0)."""
+    law = env.loss_law_with_floor or env.loss_law
+    formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
+    if law.floor > 1e-3 * min(env.loss):
+        formula = f"L = {law.floor:.3g} + {formula[4:]}"
+    return f"approach 1: {formula}"
+
+
+def parametric_law_text(fit) -> str:
+    p = fit.params
+    return f"L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}"
+
+
+def minimum_legend(p) -> str:
+    """``C = 1e12: N_opt = 67.2k`` (and where it lies when outside the trained sizes)."""
+    return f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}" + (
+        "" if p.inside_range else " (outside the trained sizes)"
+    )
+
+
+def interval_legend(report: FitReport, approach: int) -> str:
+    """``95% bootstrap interval`` for an approach with a bootstrap, else empty."""
+    fit = {f.approach: f for f in report.fits}[approach]
+    return f"{fit.bootstrap.level:.0%} bootstrap interval" if fit.bootstrap else ""
+
+
+def loss_floor_text(floor: float, fit) -> str:
+    return (
+        f"The corpus' lowest reachable loss (loss_floor of the records) is {floor:.4g} nats/token; "
+        f"compare E = {fit.estimates['E'].value:.4g}."
+    )
+
+
+def band_phrase(report: FitReport | None, approach: int) -> str:
+    """What an approach's shaded band is, for a caption: ``its 95% bootstrap band (200 resamples)``."""
+    fit = {f.approach: f for f in report.fits}.get(approach) if report is not None else None
+    if fit is None or fit.bootstrap is None or not fit.bootstrap.samples:
+        return "no band (no bootstrap intervals)"
+    return f"its {fit.bootstrap.level:.0%} bootstrap band ({fit.bootstrap.resamples} resamples)"
+
+
+def fitted_phrase(report: FitReport | None, approach: int) -> str:
+    """``approach 2`` when fitted, else ``approach 2 (not fitted: why)``, for a caption."""
+    if report is not None and any(f.approach == approach for f in report.fits):
+        return f"approach {approach}"
+    why = "no fit" if report is None else report.skipped.get(str(approach), "not asked for")
+    return f"approach {approach} (not fitted: {why})"
