@@ -25,6 +25,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "optimal": ("analysis.cli:optimal_main", "compute-optimal N and D for a budget, from a fit or a published law"),
     "plot": ("analysis.cli:plot_main", "write the log-log figures of a sweep or table"),
     "report": ("analysis.cli:report_main", "write a self-contained HTML report (and Markdown twin)"),
+    "compare": ("analysis.cli:compare_main", "how much compute a candidate recipe is worth: m(C) against a baseline"),
 }
 
 

@@ -8,7 +8,6 @@ The command line is composed once first, so a typo is one clear line, not a trac
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from scaling.errors import ConfigError
@@ -49,10 +48,9 @@ def main(argv: list[str]) -> int:
             f"sweeps: {available_sweeps()}\nprogress of a running or finished sweep: scaling status results/NAME"
         )
         return 0
-    from scaling.train_app import hydra_main, precheck
+    from scaling.train_app import precheck, run_hydra
 
     command_line = hydra_command_line(resolve_sweep(argv[0]), argv[1:])
     precheck(command_line)
-    sys.argv = ["scaling sweep", *command_line]
-    hydra_main()
+    run_hydra("scaling sweep", command_line)
     return 0

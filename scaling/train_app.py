@@ -55,7 +55,12 @@ def compose_config(
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:
-    """Hydra's own reading of a command line: flags (--multirun, --cfg job, --config-name quick) and overrides."""
+    """Hydra's own reading of a command line: flags (--multirun, --cfg job, --config-name quick) and overrides.
+
+    Hydra 1.3 has no public parser of its command line (the flags are read inside hydra.main); copying
+    its flags into a parser of ours would make two definitions that drift apart, so this is the one
+    use of the private ``hydra._internal.utils.get_args_parser``. tests/test_sweeps.py's
+    test_hydras_command_line_parser_still_reads_the_flags_the_cli_uses fails if it changes."""
     from hydra._internal.utils import get_args_parser
 
     return get_args_parser().parse_args(argv)
@@ -66,6 +71,19 @@ def only_shows(args: argparse.Namespace) -> bool:
     return bool(args.cfg or args.info or args.help or args.hydra_help or args.shell_completion)
 
 
+def unquoted_non_ascii(overrides: list[str]) -> str | None:
+    """The message for an override whose unquoted value has a character Hydra's override grammar
+    does not take (``store=résultats``: its lexer error would follow), or None."""
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if sep and not value.isascii() and value[:1] not in "\"'":
+            return (
+                f"{override}: a value with non-ASCII characters must be quoted for Hydra; "
+                f"write '{key}=\"{value}\"' (the single quotes are for the shell)"
+            )
+    return None
+
+
 def first_values(overrides: list[str]) -> list[str]:
     """Each swept override (``budget=1e11,3e11``, ``seed=range(3)``) replaced by its first value, so
     that one composition checks every key and every value's type before a multirun starts."""
@@ -74,7 +92,7 @@ def first_values(overrides: list[str]) -> list[str]:
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as err:
-        raise ConfigError(explain_compose_error(err, overrides)) from None
+        raise ConfigError(unquoted_non_ascii(overrides) or explain_compose_error(err, overrides)) from None
     firsts = []
     for override in parsed:
         if not override.is_sweep_override():
@@ -117,7 +135,11 @@ def precheck(argv: list[str]) -> None:
         extra_dir=args.config_dir,
         with_hydra=True,
     )
-    if not (args.multirun or args.cfg):
+    if args.multirun:
+        from hydra_plugins.scaling_sweeper.layout import check_launcher
+
+        check_launcher(cfg.hydra.launcher)
+    elif not args.cfg:
         with open_dict(cfg):
             del cfg["hydra"]
         plan_run(cfg)
@@ -143,11 +165,29 @@ def run_task(cfg: DictConfig) -> float | None:
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> float | None:
+    from hydra_plugins.scaling_sweeper.processes import watch_sweep
+
+    watch_sweep()  # in a sweep's local worker: end with the sweep's process (a no-op elsewhere)
     return run_task(cfg)
+
+
+def run_hydra(prog: str, argv: list[str]) -> None:
+    """Run the Hydra app on ``argv`` (overrides and Hydra's flags) as its command line.
+
+    hydra.main reads ``sys.argv``, and Hydra 1.3 has no public way to hand it arguments:
+    ``initialize_config_dir`` + ``compose`` (public, used by `compose_config`) compose a config but run
+    no sweeper or launcher, so they cannot run a multirun. So this is the one place where sys.argv is
+    set, for the call only. tests/test_sweeps.py's test_run_hydra_hands_hydra_its_command_line fails
+    if hydra.main stops reading it."""
+    saved = sys.argv
+    sys.argv = [prog, *argv]
+    try:
+        hydra_main()
+    finally:
+        sys.argv = saved
 
 
 def main(argv: list[str]) -> int:
     precheck(argv)
-    sys.argv = ["scaling train", *argv]
-    hydra_main()
+    run_hydra("scaling train", argv)
     return 0

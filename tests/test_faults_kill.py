@@ -8,16 +8,22 @@ resumed run reproduces the uninterrupted run's losses and curve bit for bit. Abo
 reference sweep (~15 s) when this module runs first.
 """
 
+import json
+import os
 import random
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
+from conftest import run_cli
 from faults_support import (
     HOOKS,
     PREEMPTED,
     RESUMED,
     RUN_STARTED,
+    SWEEP,
     Launch,
     assert_same_results,
     checkpoint_steps,
@@ -117,6 +123,7 @@ def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
     preempted = {run_id: int(step) for run_id, step in PREEMPTED.findall(output)}
     assert preempted and checkpoint_steps(store) == preempted, output[-3000:]
     assert "Traceback" not in output and not records(store), "a run was finished or started after the signal"
+    assert "leaked" not in output, "loky's resource tracker warned about its cleanup"
 
     resumed = run_sweep(store, tmp_path / "resumed.log", *overrides)
     assert {run_id: int(step) for run_id, step in RESUMED.findall(resumed)} == preempted
@@ -137,3 +144,57 @@ def test_sigterm_during_the_last_step_records_the_run_then_exits_143(tmp_path, t
     ((run_id, rec),) = records(store).items()
     assert rec["steps"] == 65 and outcome(rec) == outcome(records(reference)[run_id])
     assert not list(store.glob("runs/*/ckpt.pt"))
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_sweep_process_alone_ends_its_joblib_workers_and_the_relaunch_resumes(tmp_path):
+    """`kill -9` of the sweep's own process (not its group): its loky workers used to live on,
+    re-parented to PID 1, for good. Each worker watches its parent: its run checkpoints and the
+    worker exits, the resource trackers follow; the relaunch resumes the runs and completes them.
+    Two runs (one per worker on 2 cores), killed after the first checkpoint."""
+    store = tmp_path / "store"
+    overrides = ["budget=2e10", "hydra/launcher=joblib"]
+    launch = Launch(store, tmp_path / "killed.log", *overrides)
+    assert wait_until(lambda: any(store.glob("runs/*/ckpt.pt")), launch), launch.output[-3000:]
+    os.kill(launch.proc.pid, signal.SIGKILL)
+    assert launch.wait(60) == -signal.SIGKILL
+    assert launch.group_is_gone(within=30), "a worker of the killed sweep outlived it"
+    output = launch.output
+    assert "its sweep (pid" in output and "leaked" not in output, output[-3000:]
+    checkpoints = checkpoint_steps(store)
+    assert checkpoints, output[-3000:]
+
+    resumed = run_sweep(store, tmp_path / "resumed.log", *overrides)
+    assert {run_id: int(step) for run_id, step in RESUMED.findall(resumed)} == checkpoints
+    assert len(records(store)) == 2 and all(r["status"] == "completed" for r in records(store).values())
+
+
+def test_a_relaunch_names_live_workers_of_a_dead_sweep_holding_runs(tmp_path):
+    """A run lock held by a live process that no running `scaling` command started (a killed
+    sweep's worker, here a plain Python process holding the flock): the relaunch says so in one
+    line naming its pid, and leaves the run to it."""
+    store = tmp_path / "store"
+    overrides = [f"store={store}", "budget=1e10", "model=d32", "hydra.sweeper.dry_run=true"]
+    run_cli("sweep", SWEEP, *overrides, check=True)
+    (run,) = json.loads((store / "sweep.dry-run.json").read_text())["runs"]
+    lock = store / "runs" / run["run_id"] / ".lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import fcntl,sys,time; f=open({str(lock)!r},'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = run_cli("sweep", SWEEP, *overrides, check=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    lines = [line for line in proc.stdout.splitlines() if "no longer running" in line]
+    assert len(lines) == 1 and f"pids {holder.pid}" in lines[0], proc.stdout
+    assert "1 running in another process (left to it)" in proc.stdout

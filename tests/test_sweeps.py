@@ -28,8 +28,8 @@ import pytest
 from conftest import ROOT, assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
-from hydra_plugins.scaling_sweeper.scaling_sweeper import concurrency, launch_chunk_size
-from scaling.train_app import compose_config
+from hydra_plugins.scaling_sweeper.layout import concurrency, launch_chunk_size
+from scaling.train_app import compose_config, parse_command_line, run_hydra
 
 SWEEP_NAMES = sorted(p.stem for p in (ROOT / "sweeps").glob("*.yaml"))
 CORES = len(os.sched_getaffinity(0))
@@ -209,12 +209,50 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         (["hydra.sweeper.tokens_per_param=[5,1]"], ["hydra.sweeper.tokens_per_param", "[5.0, 1.0]"]),
         (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
         (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
+        (["hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], ["hydra.launcher.n_jobs", "0", "-1 for one per core"]),
     ],
 )
 def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names):
     store = tmp_path / "store"
     assert_one_line_error(sweep("tiny", *args, store=store, check=False), *names)
     assert nothing_written(store)
+
+
+def test_an_unquoted_non_ascii_value_is_one_line_showing_the_quoting(tmp_path):
+    """Hydra's override grammar takes unquoted values in ASCII only: its lexer error is replaced by
+    one line that shows the quoted form, which works."""
+    proc = run_cli("sweep", "tiny", "store=résultats", cwd=tmp_path)
+    assert_one_line_error(proc, "store=résultats", """'store="résultats"'""")
+    assert not (tmp_path / "résultats").exists()
+    proc = run_cli("sweep", "tiny", 'store="résultats"', "hydra.sweeper.dry_run=true", cwd=tmp_path, check=True)
+    assert (tmp_path / "résultats" / "sweep.dry-run.json").is_file()
+
+
+def test_hydras_command_line_parser_still_reads_the_flags_the_cli_uses():
+    """scaling/train_app.py's one private Hydra use (its command-line parser): fails loudly if a
+    Hydra release renames or drops a flag that `precheck` and `scaling sweep` read."""
+    args = parse_command_line(
+        ["--multirun", "--config-name", "quick", "--config-dir", "/x", "--cfg", "job", "a=1", "b=2,3"]
+    )
+    assert (args.multirun, args.config_name, args.config_dir, args.cfg) == (True, "quick", "/x", "job")
+    assert args.overrides == ["a=1", "b=2,3"]
+    for flag in ("--info", "--help", "--hydra-help", "--experimental-rerun=f", "--config-path=p", "--shell-completion"):
+        args = parse_command_line([flag])
+        assert any(vars(args).values()), flag
+    assert not any(
+        getattr(parse_command_line([]), name)
+        for name in ("multirun", "cfg", "info", "help", "hydra_help", "shell_completion", "experimental_rerun")
+    )
+
+
+def test_run_hydra_hands_hydra_its_command_line(capsys, monkeypatch):
+    """hydra.main reads sys.argv (no public way to pass arguments): run_hydra sets it for the call
+    only. Fails if hydra.main stops reading it."""
+    monkeypatch.setattr(sys, "argv", ["pytest", "untouched"])
+    run_hydra("scaling train", ["--cfg", "job", "store=/somewhere/else", "seed=7"])
+    job = OmegaConf.create(capsys.readouterr().out)
+    assert (job.store, job.seed) == ("/somewhere/else", 7)
+    assert sys.argv == ["pytest", "untouched"]
 
 
 def test_unknown_sweep_name_lists_the_sweep_files(tmp_path):

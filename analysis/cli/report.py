@@ -25,6 +25,17 @@ def report_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, metavar="FILE.html", help="the report (its directory is created if missing)")
     source_options(p)
+    p.add_argument(
+        "candidates",
+        nargs="*",
+        metavar="CANDIDATE",
+        help="further sources: the report adds a comparison of each with the first (as `scaling compare`)",
+    )
+    p.add_argument(
+        "--allow-different-eval",
+        action="store_true",
+        help="with several sources: compare them even when evaluated on different data",
+    )
     return p
 
 
@@ -48,6 +59,10 @@ def report_main(argv: list[str]) -> int:
     figures, missing = draw_figures(source, fit)
     pngs = {name: figure_bytes(fig, "png") for name, fig in figures.items()}
     blocks = report_blocks(source, fit, pngs, missing, how_fitted=how, fit_problems=problems)
+    if args.candidates:
+        from analysis.cli.compare import report_comparison
+
+        blocks += report_comparison(args, source, pngs)
     try:
         written = write_report(out, blocks, pngs)
     except OSError as err:

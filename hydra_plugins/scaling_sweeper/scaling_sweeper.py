@@ -16,6 +16,17 @@ sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
 ``hydra.sweeper.dry_run=true`` stops after step 3: it lists the planned runs (N, D, D/N, C = 6ND)
 and writes them to ``STORE/sweep.dry-run.json``, launching nothing.
 
+Exit status of `scaling sweep` (tests: test_sweeps.py, test_faults_kill.py):
+  0    every planned run was launched and ended with a record (completed, or failed: diverged or
+       errored, each with its reason in the store: see `scaling status`); a dry run;
+  2    bad input (sweep file, setting, override, launcher setting), with one ``error:`` line, before
+       anything is written;
+  130  Ctrl-C (SIGINT), 143 SIGTERM: running runs checkpointed, the relaunch resumes them;
+  -9   (killed) the sweep's local workers checkpoint and exit too (`processes.watch_sweep`).
+
+Launcher layout rules (runs at once, jobs per launch call) live in `layout`; the sweep's worker
+processes (signals, ending with the sweep, a dead sweep's workers) in `processes`.
+
 A bad sweep setting (a budget that is not a number, an unknown model) is one ``error:`` line and exit
 status 2, before anything is written. Combinations that make no sense are dropped, not errors; a
 sweep whose every combination is dropped is an error.
@@ -23,9 +34,7 @@ sweep whose every combination is dropped is an error.
 
 import itertools
 import math
-import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +45,14 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from scaling.machine import usable_cores
+from hydra_plugins.scaling_sweeper import processes
+from hydra_plugins.scaling_sweeper.layout import (
+    check_launcher,
+    concurrency,
+    is_local_launcher,
+    launch_chunk_size,
+    trains_on_gpu,
+)
 
 
 @dataclass
@@ -52,59 +68,6 @@ class ScalingSweeperConf:
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
-
-
-def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
-    return str(launcher_cfg.get("_target_", "")).endswith("submitit_launcher.LocalLauncher")
-
-
-def trains_on_gpu(train_cfg: DictConfig) -> bool:
-    """Whether the sweep's runs will train on a GPU: ``train.device`` names CUDA, or is ``auto`` on
-    a machine whose torch sees one (asked only where an NVIDIA device node exists, so CPU-only
-    machines never import torch here)."""
-    device = str(train_cfg.get("device", "auto"))
-    if device.startswith("cuda"):
-        return True
-    if device != "auto" or not os.path.exists("/dev/nvidiactl"):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int:
-    """How many jobs the configured launcher runs at once on this machine; each job then trains
-    with cores // concurrency torch threads (train.concurrent_runs), so workers × threads <= cores.
-
-    The layout rule, measured (bench/bench_trainer.py's layout table, README): on a CPU, one
-    single-threaded run per core beats one run on every core's thread for every ladder width
-    (1.10-1.62x on 2 cores), so the local sweep files use joblib, whose default is one worker per
-    core; fewer runs than cores get more threads each. On a GPU, runs go one at a time (``gpu``).
-
-    joblib runs ``n_jobs`` workers (joblib's convention: -1 all cores, -2 all but one, ...);
-    submitit_local would start every job it is given at once, so the sweeper hands it at most one
-    job per core at a time (`launch_chunk_size`); basic runs one job after another; SLURM gives
-    each job its own CPUs (cpus_per_task), so each job may use every core it sees."""
-    target = str(launcher_cfg.get("_target_", ""))
-    if gpu and ("Joblib" in target or _is_submitit_local(launcher_cfg)):
-        return 1  # one local GPU: runs sharing it would each run slower, and could run out of its memory
-    if "Joblib" in target:
-        n = int(launcher_cfg.get("n_jobs", -1) or -1)
-        workers = usable_cores() + 1 + n if n < 0 else n
-        return max(1, min(n_jobs, workers))
-    if _is_submitit_local(launcher_cfg):
-        return max(1, min(n_jobs, usable_cores()))
-    return 1
-
-
-def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: int | None) -> int:
-    """Jobs per ``launcher.launch`` call. submitit_local starts all the jobs of one call at once and
-    has no ``array_parallelism`` (docs/NOTES.md), so it gets ``n_parallel`` jobs per call (largest
-    first, so the jobs of a call are of similar length); the other launchers pace themselves and get
-    ``max_batch_size`` jobs per call (None: all)."""
-    if _is_submitit_local(launcher_cfg) or ("Joblib" in str(launcher_cfg.get("_target_", "")) and n_parallel == 1):
-        return min(n_parallel, max_batch_size or n_parallel)  # joblib at 1: one job per call, one at a time
-    return max_batch_size or 1 << 62
 
 
 def _budget(value: Any, key: str) -> float:
@@ -138,66 +101,27 @@ def format_plan(jobs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _child_pids() -> list[int]:
-    pids = []
-    for children in Path("/proc/self/task").glob("*/children"):
-        try:
-            pids += [int(p) for p in children.read_text().split()]
-        except OSError:
-            pass
-    return pids
-
-
-def _is_resource_tracker(pid: int) -> bool:
-    """joblib's resource tracker outlives SIGTERM by design; it is not a run to wait for."""
-    try:
-        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    """True unless the process has exited (a zombie awaiting its parent's wait counts as exited)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def forward_sigterm_to_workers() -> None:
-    """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) or a Ctrl-C (SIGINT) reaches
-    its local workers as SIGTERM (joblib, submitit_local): each running run checkpoints and exits
-    instead of being orphaned, and the sweep exits (143, or 130 for Ctrl-C). joblib's workers ignore
-    a terminal's SIGINT outside training, and joblib itself would go on launching runs after one.
-    In-process runs (basic launcher) install their own handlers while they train."""
-    import signal
-
-    def handler(signum, frame):
-        children = [pid for pid in _child_pids() if not _is_resource_tracker(pid)]
-        if signum == signal.SIGINT and not children:  # nothing to forward to: Ctrl-C as usual
-            raise KeyboardInterrupt
-        for pid in children:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict]) -> None:
+    """What the sweep found before launching: runs planned, dropped (each with its reason), already
+    finished, to resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
+    busy = [j for j in jobs if j["state"] == "running"]
+    print(
+        f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
+        f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
+        f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
+        f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
+        + (f", {len(busy)} running in another process (left to it)" if busy else ""),
+        flush=True,
+    )
+    for d in dropped:
+        print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
+    orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
+    if orphans:
         print(
-            f"sweep: {signal.Signals(signum).name}; running runs checkpoint and stop; relaunch to resume",
-            file=sys.stderr,
+            f"  runs held by workers of a sweep that is no longer running (pids {', '.join(map(str, orphans))}): "
+            "they checkpoint and exit; relaunch then to resume them",
             flush=True,
         )
-        # Wait (bounded) for the workers to save their checkpoints, then leave without the launcher's
-        # exit handlers: joblib's would kill the workers in the middle of that.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in children):
-            time.sleep(0.1)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(128 + signum)
-
-    if Path("/proc/self/task").is_dir():
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
 
 
 class ScalingSweeper(Sweeper):
@@ -361,6 +285,7 @@ class ScalingSweeper(Sweeper):
 
         try:
             self.check_settings()
+            check_launcher(self.config.hydra.launcher)
             jobs, dropped = self.plan(self.expand(arguments))
             if not jobs:
                 for d in dropped:
@@ -381,22 +306,11 @@ class ScalingSweeper(Sweeper):
 
         store = Path(self.config.store)
         to_run = [j for j in jobs if j["state"] in ("new", "partial", "corrupt", "errored")]
-        busy = [j for j in jobs if j["state"] == "running"]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
-        name = self.config.sweep or "sweep"
-        print(
-            f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
-            f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
-            f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
-            f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
-            + (f", {len(busy)} running in another process (left to it)" if busy else ""),
-            flush=True,
-        )
-        for d in dropped:
-            print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
+        print_summary(self.config.sweep or "sweep", store, jobs, dropped)
         if self.dry_run:
             print(format_plan(jobs), flush=True)
             print(
@@ -421,7 +335,9 @@ class ScalingSweeper(Sweeper):
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
         returns, size = [], launch_chunk_size(self.config.hydra.launcher, n_parallel, self.max_batch_size)
-        forward_sigterm_to_workers()
+        processes.forward_sigterm_to_workers()
+        if is_local_launcher(self.config.hydra.launcher):
+            processes.mark_sweep_parent()  # its workers end when this process dies (processes.watch_sweep)
         for start in range(0, len(batch), size):
             chunk = batch[start : start + size]
             self.validate_batch_is_legal(chunk)

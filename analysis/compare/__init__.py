@@ -1,0 +1,44 @@
+"""How much compute is a candidate recipe worth? Compare fitted scaling laws of several sources.
+
+    inputs = read_inputs(["results/base", "results/new"], ColumnMap())   # or read_groups(table, "recipe", ...)
+    comparisons = compare_inputs(inputs, resamples=1000, seed=0)          # one per candidate, vs inputs[0]
+    comparisons[0].rows[0].multiplier                                     # Estimate: m(C) with its interval
+
+Each source is fitted with approach 3 (`analysis.fits.parametric.fit_parametric`; the baseline
+with ``seed``, candidate k with ``seed + k``, so `scaling fit --seed` reproduces each side), and
+compared through its loss frontier (`frontier`): the effective compute multiplier m(C), the loss
+difference at fixed compute and the exponent differences (`multiplier`), a row per budget and
+the one-sentence answer (`result`), checked for comparable evaluation data first (`inputs`).
+Rendered as text and JSON by `render`; drawn by `analysis.figures.compare`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.compare.inputs import Input, check_same_eval, read_groups, read_inputs
+from analysis.compare.result import Comparison, Side, compare
+from analysis.fits.parametric import fit_parametric
+
+__all__ = ["Comparison", "Input", "Side", "check_same_eval", "compare_inputs", "fit_side", "read_groups", "read_inputs"]
+
+
+def fit_side(item: Input, resamples: int, seed: int, level: float) -> Side:
+    """Fit approach 3 to one input (DataError, naming the source, when it cannot be fitted)."""
+    from scaling.errors import DataError
+
+    try:
+        with np.errstate(all="ignore"):  # wild resamples overflow on purpose; the fit checks its results
+            fit = fit_parametric(item.table, resamples=resamples, seed=seed, level=level)
+    except DataError as err:
+        raise DataError(f"cannot compare {item.label!r}: {err}") from None
+    return Side(item.label, len(item.table), [float(b) for b in item.table.budgets], fit, seed)
+
+
+def compare_inputs(
+    inputs: list[Input], *, resamples: int = 1000, seed: int = 0, level: float = 0.95
+) -> list[Comparison]:
+    """Each of ``inputs[1:]`` (candidates) compared with ``inputs[0]`` (the baseline)."""
+    sides = [fit_side(item, resamples, seed + k, level) for k, item in enumerate(inputs)]
+    with np.errstate(all="ignore"):
+        return [compare(sides[0], side, level) for side in sides[1:]]

@@ -1,0 +1,119 @@
+"""The sources a comparison reads, and the rule that their losses are comparable.
+
+A source is what `scaling fit` takes (a store directory, a CSV/Parquet table, wandb:ENTITY/PROJECT),
+or one group of a table: the rows whose ``group_by`` column holds a value (selected from the raw
+rows as read, then checked as a table of its own by `analysis.sources.check`).
+
+Losses are comparable only on the same evaluation data. A store records each run's corpus
+fingerprint (``corpus_fingerprint``), from which its validation split is drawn; a user may name
+another column (``--eval-column``). Sources whose values of that column differ are refused
+unless allowed; a source without the column cannot be checked, and that is said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.sources.check import table_from_frame
+from analysis.sources.load import read_source
+from analysis.sources.schema import ColumnMap, RunTable
+from scaling.errors import DataError, UserError
+
+EVAL_COLUMN = "corpus_fingerprint"  # the store's record of the data each run was evaluated on
+MAX_SHOWN = 3  # distinct evaluation values shown per source in a refusal
+
+
+@dataclass
+class Input:
+    """One side of a comparison: a label, the checked runs and the raw rows they came from."""
+
+    label: str
+    table: RunTable
+    frame: pd.DataFrame
+
+
+def read_inputs(sources: list[str], columns: ColumnMap, allow_mixed_corpora: bool = False) -> list[Input]:
+    """Each source read and checked on its own."""
+    inputs = []
+    for source in sources:
+        read = read_source(source, columns, allow_mixed_corpora=allow_mixed_corpora)
+        inputs.append(Input(source, read.table, read.frame))
+    return inputs
+
+
+def read_groups(
+    source: str,
+    column: str,
+    columns: ColumnMap,
+    baseline: str | None = None,
+    candidates: list[str] | None = None,
+    allow_mixed_corpora: bool = False,
+) -> list[Input]:
+    """The groups of one table by the values of ``column``: ``baseline`` (default: the first value
+    in the table) then ``candidates`` (default: every other value, in order of first appearance)."""
+    frame = read_source(source, columns, allow_mixed_corpora=True).frame
+    if column not in frame.columns:
+        raise UserError(
+            f"--group-by {column!r}: {source!r} has no such column; columns: {', '.join(map(str, frame.columns))}"
+        )
+    values = frame[column].astype(str)
+    present = list(dict.fromkeys(values[frame[column].notna()]))
+    first = baseline if baseline is not None else present[0]
+    wanted = [first, *(candidates or [g for g in present if g != first])]
+    missing = [g for g in wanted if g not in present]
+    if missing:
+        raise UserError(
+            f"--group-by {column!r}: {source!r} has no group {missing[0]!r}; its groups: {', '.join(present)}"
+        )
+    if len(wanted) < 2:
+        raise UserError(f"--group-by {column!r}: {source!r} has one group ({present[0]!r}); a comparison needs two")
+    inputs = []
+    for group in wanted:
+        rows = frame[values == group]
+        label = f"{source}[{column}={group}]"
+        table = table_from_frame(rows, label, columns, allow_mixed_corpora=allow_mixed_corpora)
+        inputs.append(Input(label, table, rows.reset_index(drop=True)))
+    return inputs
+
+
+def check_same_eval(inputs: list[Input], column: str | None, allow_different: bool) -> list[str]:
+    """Refuse (DataError) inputs whose evaluation data differ by ``column`` (default `EVAL_COLUMN`;
+    a named column must be present in every input); return lines for the user."""
+    named = column is not None
+    column = column or EVAL_COLUMN
+    values: dict[str, list[str]] = {}
+    unchecked = []
+    for item in inputs:
+        if column not in item.frame.columns:
+            if named:
+                raise UserError(
+                    f"--eval-column {column!r}: {item.label!r} has no such column; columns: "
+                    f"{', '.join(map(str, item.frame.columns))}"
+                )
+            unchecked.append(item.label)
+            continue
+        present = item.frame[column].dropna().astype(str)
+        values[item.label] = sorted(set(present[present != ""]))
+    notes = []
+    if unchecked:
+        notes.append(
+            f"cannot check that the losses share evaluation data: no {column!r} column in "
+            f"{', '.join(map(repr, unchecked))} (name one with --eval-column)"
+        )
+    distinct = {tuple(v) for v in values.values()}
+    if len(distinct) > 1:
+        listing = "; ".join(f"{label}: {_shown(v)}" for label, v in values.items())
+        if not allow_different:
+            raise DataError(
+                f"the sources were evaluated on different data ({column} {listing}): their losses are not "
+                "comparable; pass --allow-different-eval to compare them anyway"
+            )
+        notes.append(f"comparing losses on different evaluation data as asked ({column} {listing})")
+    return notes
+
+
+def _shown(values: list[str]) -> str:
+    shown = ", ".join(v[:16] for v in values[:MAX_SHOWN])
+    return shown + (f" and {len(values) - MAX_SHOWN} more" if len(values) > MAX_SHOWN else "") if values else "none"

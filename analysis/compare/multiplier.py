@@ -1,0 +1,118 @@
+"""The effective compute multiplier m(C), the loss difference and the exponent differences of a
+candidate's fitted law against a baseline's, each with a bootstrap interval.
+
+    m(C) = C_b / C  where  L*_baseline(C_b) = L*_candidate(C)
+
+is the compute the baseline needs to reach the loss the candidate reaches with C (the frontiers
+L* of `analysis.compare.frontier`): m = 2 means the candidate recipe is worth twice the compute.
+m = ∞ where the candidate goes below the baseline's irreducible loss E. The loss difference is
+L*_candidate(C) − L*_baseline(C) (negative: the candidate is better).
+
+Intervals: the two sources are bootstrapped independently (each fit's own resamples, with its
+own seed); resample i of the baseline is paired with resample i of the candidate, every quantity
+is computed per pair, and the interval is the percentile interval over the pairs. Pairs where
+either resample failed, or gives no usable frontier, are left out and counted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.compare.frontier import Frontier
+from analysis.fits.results import PARAMETRIC_NAMES, ParametricFit
+
+QUANTITIES = ("baseline_loss", "candidate_loss", "loss_difference", "multiplier")
+# Exponents (and the floor E) whose difference, candidate − baseline, is reported. gamma is the
+# frontier's exponent α·β/(α + β): m(C) is constant only when gamma and E agree.
+DIFFERENCES = ("alpha", "beta", "a", "gamma", "E")
+
+
+def law_samples(fit: ParametricFit) -> dict[str, np.ndarray] | None:
+    """The fit's bootstrap parameters by name (arrays, one element per successful resample), or None."""
+    boot = fit.bootstrap
+    if boot is None or not boot.samples or any(name not in boot.samples for name in PARAMETRIC_NAMES):
+        return None
+    return {name: np.asarray(values, dtype=float) for name, values in boot.samples.items()}
+
+
+def _with_gamma(params: dict) -> dict:
+    alpha, beta = np.asarray(params["alpha"], float), np.asarray(params["beta"], float)
+    with np.errstate(all="ignore"):
+        return {**params, "gamma": alpha * beta / (alpha + beta)}
+
+
+def frontier_of(params: dict) -> Frontier:
+    return Frontier.of_law(*(params[name] for name in PARAMETRIC_NAMES))
+
+
+def _quantities(base: Frontier, cand: Frontier, compute: np.ndarray) -> dict[str, np.ndarray]:
+    base_loss, cand_loss = base.loss(compute), cand.loss(compute)
+    return {
+        "baseline_loss": base_loss,
+        "candidate_loss": cand_loss,
+        "loss_difference": cand_loss - base_loss,
+        "multiplier": base.compute_for(cand_loss) / compute,
+    }
+
+
+def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval along axis 0. An infinite sample counts as the largest value (it is
+    a real outcome: the loss is never reached), so the quantiles pick actual samples
+    (``inverted_cdf``) instead of interpolating towards ∞; NaNs are left out."""
+    tail = 0.5 * (1.0 - level)
+    lower = np.nanquantile(samples, tail, axis=0, method="inverted_cdf")
+    upper = np.nanquantile(samples, 1.0 - tail, axis=0, method="inverted_cdf")
+    return lower, upper
+
+
+def paired_samples(baseline: ParametricFit, candidate: ParametricFit) -> tuple[dict, dict, int, int] | None:
+    """The paired bootstrap parameters (baseline, candidate), the pairs kept and those left out; None
+    when either fit has no bootstrap samples."""
+    base, cand = law_samples(baseline), law_samples(candidate)
+    if base is None or cand is None:
+        return None
+    pairs = min(len(base["alpha"]), len(cand["alpha"]))
+    base = {k: v[:pairs] for k, v in base.items()}
+    cand = {k: v[:pairs] for k, v in cand.items()}
+    usable = frontier_of(base).finite & frontier_of(cand).finite
+    lost = max(baseline.bootstrap.resamples, candidate.bootstrap.resamples) - int(usable.sum())
+    return {k: v[usable] for k, v in base.items()}, {k: v[usable] for k, v in cand.items()}, int(usable.sum()), lost
+
+
+def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: float) -> dict[str, dict]:
+    """For each of `QUANTITIES` at each compute: {"value", "lower", "upper"} arrays (lower/upper
+    None without bootstrap samples), plus "pairs" and "lost" (pairs used / left out)."""
+    compute = np.asarray(compute, dtype=float)
+    point = _quantities(frontier_of(baseline.params), frontier_of(candidate.params), compute)
+    out: dict[str, dict] = {name: {"value": value, "lower": None, "upper": None} for name, value in point.items()}
+    out["pairs"], out["lost"] = 0, 0
+    paired = paired_samples(baseline, candidate)
+    if paired is None or paired[2] < 2:
+        return out
+    base, cand, out["pairs"], out["lost"] = paired
+    drawn = _quantities(frontier_of(base), frontier_of(cand), compute)
+    for name, values in drawn.items():
+        out[name]["lower"], out[name]["upper"] = percentile_interval(values, level)
+    return out
+
+
+def differences(baseline: ParametricFit, candidate: ParametricFit, level: float) -> dict[str, dict]:
+    """Candidate − baseline of each of `DIFFERENCES`: {"baseline", "candidate", "value", "lower", "upper"}."""
+    base_point = _with_gamma({**baseline.params, "a": baseline.estimates["a"].value})
+    cand_point = _with_gamma({**candidate.params, "a": candidate.estimates["a"].value})
+    paired = paired_samples(baseline, candidate)
+    out = {}
+    for name in DIFFERENCES:
+        entry = {
+            "baseline": float(base_point[name]),
+            "candidate": float(cand_point[name]),
+            "value": float(cand_point[name] - base_point[name]),
+            "lower": None,
+            "upper": None,
+        }
+        if paired is not None and paired[2] >= 2:
+            base, cand = _with_gamma(paired[0]), _with_gamma(paired[1])
+            lower, upper = percentile_interval((cand[name] - base[name])[:, None], level)
+            entry["lower"], entry["upper"] = float(lower[0]), float(upper[0])
+        out[name] = entry
+    return out

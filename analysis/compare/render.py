@@ -1,0 +1,115 @@
+"""A comparison as text (a table per budget, the exponent differences, the answer) and as JSON."""
+
+from __future__ import annotations
+
+import math
+
+from analysis.compare.multiplier import DIFFERENCES
+from analysis.compare.result import Comparison
+from analysis.fits.results import Estimate
+
+LABELS = {
+    "alpha": "alpha (N exponent)",
+    "beta": "beta  (D exponent)",
+    "a": "a     (N_opt ~ C^a)",
+    "gamma": "gamma (L* - E ~ C^-gamma)",
+    "E": "E     (irreducible loss)",
+}
+BEYOND = "beyond fitted range"
+
+
+def _g(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return "unbounded" if math.isinf(x) else f"{x:.4g}"
+
+
+def _with_interval(e: Estimate, signed: bool = False) -> str:
+    value = f"{e.value:+.4g}" if signed else _g(e.value)
+    return value if e.lower is None else f"{value} [{_g(e.lower)}, {_g(e.upper)}]"
+
+
+def render_comparison(comparison: Comparison) -> str:
+    c = comparison
+    lines = [
+        f"baseline:  {c.baseline.source} ({c.baseline.runs} runs, budgets {_g(c.baseline.fitted_range[0])}–"
+        f"{_g(c.baseline.fitted_range[1])} FLOPs)",
+        f"candidate: {c.candidate.source} ({c.candidate.runs} runs, budgets {_g(c.candidate.fitted_range[0])}–"
+        f"{_g(c.candidate.fitted_range[1])} FLOPs)",
+        "",
+        c.summary,
+        "",
+        f"per budget (approach-3 frontiers; {c.level:.0%} intervals from {c.pairs} bootstrap pairs; m(C): the compute "
+        "the baseline needs for the loss the candidate reaches with C):",
+        f"  {'C (FLOPs)':<11} {'m(C)':<28} {'loss difference':<30} {'baseline loss':<14} {'candidate loss':<14}",
+    ]
+    for row in c.rows:
+        flag = f"  ({BEYOND})" if row.beyond_fitted_range else ""
+        lines.append(
+            f"  {row.compute:<11.3g} {_with_interval(row.multiplier):<28} "
+            f"{_with_interval(row.loss_difference, signed=True):<30} {_g(row.baseline_loss.value):<14} "
+            f"{_g(row.candidate_loss.value):<14}{flag}"
+        )
+    lines += ["", "differences (candidate - baseline):"]
+    for name in DIFFERENCES:
+        d = c.differences[name]
+        diff = _with_interval(Estimate(d["value"], d["lower"], d["upper"]), signed=True)
+        lines.append(f"  {LABELS[name]:<27} {diff:<32} ({_g(d['baseline'])} -> {_g(d['candidate'])})")
+    lines += [f"  note: {n}" for n in c.notes]
+    return "\n".join(lines)
+
+
+def comparison_json(comparison: Comparison) -> dict:
+    c = comparison
+
+    def side(s) -> dict:
+        return {
+            "source": s.source,
+            "runs": s.runs,
+            "budgets": s.budgets,
+            "seed": s.seed,
+            "law": {k: e.as_json() for k, e in s.fit.estimates.items()},
+            "bootstrap": None
+            if s.fit.bootstrap is None
+            else {"resamples": s.fit.bootstrap.resamples, "failed": s.fit.bootstrap.failed},
+        }
+
+    return {
+        "baseline": side(c.baseline),
+        "candidate": side(c.candidate),
+        "level": c.level,
+        "pairs": c.pairs,
+        "summary": c.summary,
+        "scale_dependent": c.scale_dependent,
+        "shared_fitted_range": list(c.shared_range),
+        "budgets": [
+            {
+                "compute": r.compute,
+                "beyond_fitted_range": r.beyond_fitted_range,
+                "multiplier": _json(r.multiplier),
+                "loss_difference": _json(r.loss_difference),
+                "baseline_loss": _json(r.baseline_loss),
+                "candidate_loss": _json(r.candidate_loss),
+            }
+            for r in c.rows
+        ],
+        "differences": {
+            name: {
+                "baseline": d["baseline"],
+                "candidate": d["candidate"],
+                "estimate": d["value"],
+                "interval": None if d["lower"] is None else [d["lower"], d["upper"]],
+            }
+            for name, d in c.differences.items()
+        },
+        "notes": c.notes,
+    }
+
+
+def _json(e: Estimate) -> dict:
+    """An Estimate as JSON; an infinite m (the baseline never reaches that loss) is the string "inf"."""
+
+    def num(x):
+        return "inf" if x is not None and math.isinf(x) else x
+
+    return {"estimate": num(e.value), "interval": None if e.lower is None else [num(e.lower), num(e.upper)]}

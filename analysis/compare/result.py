@@ -1,0 +1,171 @@
+"""A comparison of a candidate's fitted law with a baseline's: a row per budget, the exponent
+differences and the one-sentence answer.
+
+Budgets: the union of both sources' budgets (merged by `analysis.sources.budgets.cluster_budgets`),
+and `EXTRAPOLATE` × the largest. A budget is "beyond the fitted range" when it lies outside
+either source's budgets (above the smaller of the two largest, or below the larger of the two
+smallest): there one of the laws is extrapolated.
+
+The answer: m(C) is summarised as one number (its value at the middle of the shared fitted range,
+log scale) only when it does not change with scale: the interval of its drift across the shared
+range, m(C_hi)/m(C_lo), contains 1 and the interval of the frontier-exponent difference Δγ
+contains 0. Otherwise m(C) is given at both ends of the range ("goes from ... to ...").
+Without bootstrap intervals a drift under `FLAT_DRIFT` counts as constant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.compare.multiplier import differences, evaluate, frontier_of, paired_samples, percentile_interval
+from analysis.fits.results import Estimate, ParametricFit
+from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
+
+EXTRAPOLATE = (10.0, 100.0)  # extra rows at these multiples of the largest budget, flagged
+FLAT_DRIFT = 0.01  # without intervals: |ln(m(C_hi)/m(C_lo))| below this counts as constant
+
+
+@dataclass
+class Side:
+    """One source of a comparison, as fitted."""
+
+    source: str
+    runs: int
+    budgets: list[float]
+    fit: ParametricFit = field(repr=False)
+    seed: int = 0
+
+    @property
+    def fitted_range(self) -> tuple[float, float]:
+        return min(self.budgets), max(self.budgets)
+
+
+@dataclass
+class Row:
+    compute: float
+    beyond_fitted_range: bool
+    multiplier: Estimate
+    loss_difference: Estimate
+    baseline_loss: Estimate
+    candidate_loss: Estimate
+
+
+@dataclass
+class Comparison:
+    baseline: Side
+    candidate: Side
+    level: float
+    rows: list[Row]
+    differences: dict[str, dict]
+    shared_range: tuple[float, float]
+    scale_dependent: bool
+    summary: str
+    pairs: int
+    notes: list[str] = field(default_factory=list)
+
+
+def budget_grid(baseline: Side, candidate: Side) -> tuple[np.ndarray, np.ndarray]:
+    """The budgets of the table (ascending) and whether each is beyond the fitted range."""
+    union = np.unique(cluster_budgets(np.array(baseline.budgets + candidate.budgets), BUDGET_TOLERANCE))
+    top = union.max()
+    grid = np.concatenate([union, [top * k for k in EXTRAPOLATE]])
+    lo, hi = _shared(baseline, candidate)
+    slack = 1.0 + BUDGET_TOLERANCE
+    return grid, (grid > hi * slack) | (grid < lo / slack)
+
+
+def _shared(baseline: Side, candidate: Side) -> tuple[float, float]:
+    """The compute range both sources fitted; when they do not overlap, the span between them."""
+    (b_lo, b_hi), (c_lo, c_hi) = baseline.fitted_range, candidate.fitted_range
+    lo, hi = max(b_lo, c_lo), min(b_hi, c_hi)
+    return (lo, hi) if lo <= hi else (hi, lo)
+
+
+def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
+    grid, beyond = budget_grid(baseline, candidate)
+    values = evaluate(baseline.fit, candidate.fit, grid, level)
+    quantities = ("multiplier", "loss_difference", "baseline_loss", "candidate_loss")
+    rows = [
+        Row(float(c), bool(out), *(_estimate(values[q], i) for q in quantities))
+        for i, (c, out) in enumerate(zip(grid, beyond))
+    ]
+    diffs = differences(baseline.fit, candidate.fit, level)
+    lo, hi = _shared(baseline, candidate)
+    ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
+    scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
+    notes = []
+    if baseline.fitted_range[0] > candidate.fitted_range[1] or candidate.fitted_range[0] > baseline.fitted_range[1]:
+        notes.append("the two sources' budgets do not overlap: every m(C) extrapolates one of the laws")
+    lost = values["lost"]
+    if lost:
+        notes.append(f"{lost} bootstrap pairs left out (a resample of either source failed or gave no frontier)")
+    return Comparison(
+        baseline=baseline,
+        candidate=candidate,
+        level=level,
+        rows=rows,
+        differences=diffs,
+        shared_range=(lo, hi),
+        scale_dependent=scale_dependent,
+        summary=_summary(ends, (lo, hi), scale_dependent, diffs["gamma"], values["pairs"] > 0),
+        pairs=values["pairs"],
+        notes=notes,
+    )
+
+
+def _estimate(values: dict, i: int) -> Estimate:
+    if values["lower"] is None:
+        return Estimate(float(values["value"][i]))
+    return Estimate(float(values["value"][i]), float(values["lower"][i]), float(values["upper"][i]))
+
+
+def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float, gamma: dict) -> bool:
+    """Whether m(C) changes across the shared range (see the module docstring)."""
+
+    def log_drift(b, c):
+        m = frontier_of(b).compute_for(frontier_of(c).loss(np.array([lo, hi]))) / np.array([lo, hi])
+        with np.errstate(all="ignore"):
+            return np.log(m[..., 1] / m[..., 0])
+
+    point = float(log_drift(baseline.fit.params, candidate.fit.params))
+    paired = paired_samples(baseline.fit, candidate.fit)
+    if paired is None or paired[2] < 2:
+        return not abs(point) < FLAT_DRIFT
+    low, high = percentile_interval(log_drift(paired[0], paired[1])[:, None], level)
+    drift_flat = bool(low[0] <= 0 <= high[0])
+    gamma_flat = gamma["lower"] <= 0 <= gamma["upper"]
+    return not (drift_flat and gamma_flat)
+
+
+def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, gamma: dict, intervals: bool) -> str:
+    m = ends["multiplier"]
+    at = [_estimate(m, i) for i in range(3)]
+    lo, hi = shared
+    if not scale_dependent:
+        why = "its drift and the exponent difference are consistent with 0" if intervals else "no intervals"
+        text = (
+            f"m ≈ {_m(at[1])} across the shared fitted range {lo:.3g}–{hi:.3g} FLOPs ({why}): the candidate "
+            f"reaches with C the loss the baseline needs {at[1].value:.3g}·C for"
+        )
+    else:
+        d_gamma = _interval(gamma["value"], gamma["lower"], gamma["upper"])
+        text = (
+            f"m(C) changes with scale: it goes from {_m(at[0])} at {lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs "
+            f"(frontier exponent difference Δγ = {d_gamma}); no single multiplier describes it"
+        )
+    if at[1].value < 1:
+        text += " (m < 1: the candidate is worse, it needs more compute than the baseline)"
+    return text
+
+
+def _m(e: Estimate) -> str:
+    return _interval(e.value, e.lower, e.upper)
+
+
+def _interval(value: float, lower: float | None, upper: float | None) -> str:
+    if lower is None:
+        return f"{value:.3g}"
+    return f"{value:.3g} [{lower:.3g}, {upper:.3g}]"

@@ -1,0 +1,93 @@
+"""A comparison of recipes (`analysis.compare`): the loss frontiers with their bands, and the
+effective compute multiplier m(C) with its band."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.compare.multiplier import evaluate
+from analysis.compare.result import Comparison
+from analysis.describe.numbers import flops_label, plain_label
+from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, LABEL_LOSS, OKABE_ITO, legend, log_axes, style
+from scaling.flops import flops_6nd
+
+CANDIDATE_COLOURS = [OKABE_ITO[k] for k in ("vermillion", "blue", "green", "orange", "purple", "sky_blue")]
+BASELINE_COLOUR = OKABE_ITO["black"]
+POINTS = 120  # compute values along each curve
+CAPTION = (
+    "Left: each source's loss frontier L*(C) = min over N of its approach-3 law L(N, C/6N), with its bootstrap "
+    "band, and each source's lowest observed loss per budget (markers). Right: the effective compute multiplier "
+    "m(C), the compute the baseline needs to reach the loss the candidate reaches with C, with its bootstrap band; "
+    "m = 1 (dotted) means no difference. Shaded: beyond the fitted range (either source's budgets), where a law "
+    "is extrapolated."
+)
+
+
+def compare_figure(comparisons: list[Comparison]) -> Figure:
+    """Two panels: frontiers with bands and observed best losses; m(C) with its band (log C)."""
+    first = comparisons[0]
+    budgets = [b for c in comparisons for side in (c.baseline, c.candidate) for b in side.budgets]
+    top = max(r.compute for c in comparisons for r in c.rows)
+    compute = np.geomspace(min(budgets) / 2.0, top, POINTS)
+    fig = Figure(figsize=(11.0, 4.6), dpi=DPI, layout="constrained")
+    left, right = fig.subplots(1, 2)
+    _frontier(left, first.baseline, first, compute, "baseline_loss", BASELINE_COLOUR)
+    for k, c in enumerate(comparisons):
+        colour = CANDIDATE_COLOURS[k % len(CANDIDATE_COLOURS)]
+        values = _frontier(left, c.candidate, c, compute, "candidate_loss", colour)
+        m = values["multiplier"]
+        finite = np.isfinite(m["value"])
+        right.plot(compute[finite], m["value"][finite], color=colour, linewidth=1.6, label=_name(c.candidate.source))
+        if m["lower"] is not None:
+            upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
+            right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
+    right.axhline(1.0, color="0.3", linestyle=":", linewidth=1.0)
+    lo, hi = first.shared_range
+    for ax in (left, right):
+        ax.set_xlim(compute[0], compute[-1])
+        for start, stop in ((compute[0], lo), (hi, compute[-1])):
+            if stop > start:
+                ax.axvspan(start, stop, color="0.5", alpha=0.12, linewidth=0)
+    style(left, "loss frontiers")
+    style(right, "effective compute multiplier of the candidate")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    legend(left, loc="upper right")
+    legend(right, loc="best")
+    log_axes(left, flops_label, plain_label)
+    log_axes(right, flops_label, plain_label)
+    left.set_xlabel(LABEL_COMPUTE)
+    left.set_ylabel(LABEL_LOSS)
+    right.set_xlabel(LABEL_COMPUTE)
+    right.set_ylabel("m(C): baseline compute / candidate compute")
+    return fig
+
+
+def _frontier(ax, side, comparison: Comparison, compute, key: str, colour) -> dict:
+    """Draw one source's frontier and band (from ``comparison``'s evaluation) and its best run per budget."""
+    values = evaluate(comparison.baseline.fit, comparison.candidate.fit, compute, comparison.level)
+    curve = values[key]
+    role = "baseline" if key == "baseline_loss" else "candidate"
+    ax.plot(compute, curve["value"], color=colour, linewidth=1.6, label=f"{role}: {_name(side.source)}")
+    if curve["lower"] is not None:
+        ax.fill_between(compute, curve["lower"], curve["upper"], color=colour, alpha=BAND_ALPHA, linewidth=0)
+    fit = side.fit
+    c = flops_6nd(np.asarray(fit.n), np.asarray(fit.d))
+    best = {}
+    for budget, loss in zip(_nearest_budget(c, side.budgets), fit.loss):
+        best[budget] = min(loss, best.get(budget, np.inf))
+    ax.scatter(
+        list(best), list(best.values()), color=colour, s=22, marker="o", edgecolors="black", linewidths=0.4, zorder=3
+    )
+    return values
+
+
+def _nearest_budget(compute, budgets) -> np.ndarray:
+    budgets = np.asarray(budgets, dtype=float)
+    return budgets[np.argmin(np.abs(np.log(compute)[:, None] - np.log(budgets)[None, :]), axis=1)]
+
+
+def _name(source: str, width: int = 40) -> str:
+    return source if len(source) <= width else "…" + source[-(width - 1) :]

@@ -1,0 +1,78 @@
+"""The comparison section of `scaling report A B ...`: for each candidate against the baseline
+(the first source), the answer, a table per budget and the exponent differences; one figure."""
+
+from __future__ import annotations
+
+from analysis.compare.multiplier import DIFFERENCES
+from analysis.compare.render import BEYOND, LABELS
+from analysis.compare.result import Comparison
+from analysis.figures.compare import CAPTION
+from analysis.report.blocks import FLAG, FigureBlock, Heading, Paragraph, Table
+
+FIGURE_NAME = "compare"
+
+
+def _cell(value: float, lower: float | None, upper: float | None, signed: bool = False) -> str:
+    def g(x):
+        return "unbounded" if x == float("inf") else f"{x:.4g}"
+
+    text = f"{value:+.4g}" if signed else g(value)
+    return text if lower is None else f"{text} [{g(lower)}, {g(upper)}]"
+
+
+def comparison_blocks(comparisons: list[Comparison], has_figure: bool) -> list:
+    """Heading, then per candidate: the answer, the per-budget table (rows beyond the fitted range
+    flagged) and the differences; then the figure (when drawn)."""
+    first = comparisons[0]
+    blocks: list = [
+        Heading("Comparison of recipes"),
+        Paragraph(
+            f"Baseline: {first.baseline.source} ({first.baseline.runs} runs). Each source is fitted with approach 3 "
+            "and compared through its loss frontier L*(C). m(C) is the effective compute multiplier: the compute the "
+            "baseline needs to reach the loss the candidate reaches with C (m > 1: the candidate is better). "
+            f"Intervals: {first.level:.0%} percentile intervals over bootstrap pairs, the sources resampled "
+            "independently."
+        ),
+    ]
+    for c in comparisons:
+        blocks += _one(c)
+    if has_figure:
+        blocks.append(FigureBlock(FIGURE_NAME, "Loss frontiers and the effective compute multiplier", CAPTION))
+    return blocks
+
+
+def _one(c: Comparison) -> list:
+    rows, flagged = [], set()
+    for i, r in enumerate(c.rows):
+        m, d = r.multiplier, r.loss_difference
+        rows.append(
+            [
+                f"{r.compute:.3g}" + (f" {FLAG} {BEYOND}" if r.beyond_fitted_range else ""),
+                _cell(m.value, m.lower, m.upper),
+                _cell(d.value, d.lower, d.upper, signed=True),
+                f"{r.baseline_loss.value:.4g}",
+                f"{r.candidate_loss.value:.4g}",
+            ]
+        )
+        if r.beyond_fitted_range:
+            flagged.add(i)
+    diffs = [
+        [
+            LABELS[name],
+            _cell(d["value"], d["lower"], d["upper"], signed=True),
+            f"{d['baseline']:.4g}",
+            f"{d['candidate']:.4g}",
+        ]
+        for name, d in ((name, c.differences[name]) for name in DIFFERENCES)
+    ]
+    return [
+        Heading(f"Candidate: {c.candidate.source} ({c.candidate.runs} runs)", 3),
+        Paragraph(c.summary),
+        Table(
+            ["C (FLOPs)", "m(C)", "loss difference (candidate − baseline)", "baseline loss", "candidate loss"],
+            rows,
+            flagged,
+        ),
+        Table(["difference (candidate − baseline)", "estimate", "baseline", "candidate"], diffs),
+        *(Paragraph(f"Note: {note}") for note in c.notes),
+    ]

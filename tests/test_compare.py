@@ -1,0 +1,190 @@
+"""`scaling compare`: synthetic pairs with a known effective compute multiplier m(C).
+
+Truths (analysis.sources.synthetic draws IsoFLOP sweeps from them, 1% log-normal noise):
+  * constant 1.5×: the candidate's law is the baseline's with every token worth 1.5 tokens,
+    L_cand(N, D) = L_base(N, 1.5·D), i.e. B_cand = B·1.5^(−β) and all else equal. At compute C the
+    candidate's frontier is min_N L_base(N, 1.5·C/(6N)) = L*_base(1.5·C), so m(C) = 1.5 at every C.
+  * scale-dependent: the candidate has a different data exponent β (and B), so the frontiers have
+    different exponents γ = αβ/(α+β) and m(C) drifts; the true m(C) is computed here by brute force
+    (a dense grid over N for each frontier, brentq in log C for the inverse), independently of the
+    closed form the code uses.
+  * `compare X X`: the same table twice (bootstrapped with different seeds) must give intervals
+    that contain 1.
+  * every C doubled, losses unchanged: the baseline table is the candidate's with every D (hence
+    C = 6ND) doubled; the baseline then needs 2·C for the loss the candidate reaches with C: m = 2.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import assert_one_line_error, run_cli
+from scipy.optimize import brentq
+
+from analysis.compare import compare_inputs, read_groups, read_inputs
+from analysis.compare.frontier import Frontier
+from analysis.fits import laws
+from analysis.sources.schema import ColumnMap
+from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
+
+BUDGETS = np.geomspace(1e18, 1e21, 4)
+SIZES = 9
+RESAMPLES = 200
+BASE = dict(CHINCHILLA_LAW)
+CONSTANT = {**BASE, "B": BASE["B"] * 1.5 ** -BASE["beta"]}  # L(N, 1.5·D) of the baseline's law
+STEEPER = {**BASE, "beta": 0.34, "B": 1200.0}  # a different data exponent: m(C) changes with C
+
+
+def _sweep(law, seed, path, **extra):
+    frame = isoflop_runs(law, BUDGETS, SIZES, noise=0.01, seed=seed)
+    for column, value in extra.items():
+        frame[column] = value
+    frame.to_csv(path, index=False)
+    return frame
+
+
+def _brute_frontier(law, compute):
+    n = np.geomspace(1e5, 1e14, 200_001)
+    return float(np.min(laws.chinchilla_loss(n, laws.tokens_for_compute(compute, n), **law)))
+
+
+def _true_multiplier(base, cand, compute):
+    target = _brute_frontier(cand, compute)
+    log_c = brentq(lambda x: _brute_frontier(base, np.exp(x)) - target, np.log(1e12), np.log(1e30), xtol=1e-9)
+    return np.exp(log_c) / compute
+
+
+def test_frontier_closed_form_matches_brute_force_and_inverts():
+    frontier = Frontier.of_law(**STEEPER)
+    for c in (1e18, 1e20, 1e22):
+        assert frontier.loss(c) == pytest.approx(_brute_frontier(STEEPER, c), rel=1e-7)
+        assert frontier.compute_for(frontier.loss(c)) == pytest.approx(c, rel=1e-9)
+    assert np.isinf(frontier.compute_for(STEEPER["E"] * 0.99))  # below the floor: never reached
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("compare")
+    paths = {name: folder / f"{name}.csv" for name in ("base", "constant", "steeper", "doubled")}
+    base = _sweep(BASE, 1, paths["base"])
+    _sweep(CONSTANT, 2, paths["constant"])
+    _sweep(STEEPER, 3, paths["steeper"])
+    doubled = base.copy()
+    for column in ("tokens", "flops", "budget_flops"):
+        doubled[column] = 2.0 * doubled[column]
+    doubled.to_csv(paths["doubled"], index=False)
+    return paths
+
+
+def _compare(paths, resamples=RESAMPLES):
+    inputs = read_inputs([str(p) for p in paths], ColumnMap())
+    return compare_inputs(inputs, resamples=resamples, seed=0, level=0.95)[0]
+
+
+def _inside(row, truth):
+    return row.multiplier.lower <= truth <= row.multiplier.upper
+
+
+def test_constant_multiplier_is_recovered_within_its_interval(pair):
+    c = _compare([pair["base"], pair["constant"]])
+    fitted = [r for r in c.rows if not r.beyond_fitted_range]
+    assert len(fitted) == len(BUDGETS)
+    assert all(_inside(r, 1.5) for r in fitted), [(r.compute, r.multiplier) for r in fitted]
+    assert not c.scale_dependent and c.summary.startswith("m ≈ "), c.summary
+    assert c.differences["gamma"]["lower"] <= 0 <= c.differences["gamma"]["upper"]
+    assert all(r.beyond_fitted_range for r in c.rows[len(BUDGETS) :])  # the extrapolated rows are flagged
+
+
+def test_scale_dependent_multiplier_is_recovered_at_several_budgets(pair):
+    c = _compare([pair["base"], pair["steeper"]])
+    fitted = [r for r in c.rows if not r.beyond_fitted_range]
+    truths = [_true_multiplier(BASE, STEEPER, r.compute) for r in fitted]
+    assert truths[-1] / truths[0] > 1.3  # the truth drifts across the range
+    assert all(_inside(r, t) for r, t in zip(fitted, truths)), [(r.multiplier, t) for r, t in zip(fitted, truths)]
+    assert c.scale_dependent and "changes with scale" in c.summary and "goes from" in c.summary, c.summary
+    assert c.differences["beta"]["lower"] <= STEEPER["beta"] - BASE["beta"] <= c.differences["beta"]["upper"]
+
+
+def test_doubled_compute_gives_two(pair):
+    c = _compare([pair["doubled"], pair["base"]])
+    for r in c.rows:
+        assert r.multiplier.value == pytest.approx(2.0, rel=2e-3)
+        assert r.multiplier.lower <= 2.0 <= r.multiplier.upper
+        assert r.loss_difference.value == pytest.approx(r.candidate_loss.value - r.baseline_loss.value)
+
+
+def test_group_by_compare_cli_json_and_figure(pair, tmp_path):
+    """One table with a `recipe` column: the CLI compares the groups; `compare X X` contains 1."""
+    table = tmp_path / "both.csv"
+    frames = [pd.read_csv(pair["base"]).assign(recipe="A"), pd.read_csv(pair["constant"]).assign(recipe="B")]
+    pd.concat(frames).to_csv(table, index=False)
+    out = tmp_path / "out"
+    proc = run_cli(
+        "compare",
+        table,
+        "--group-by",
+        "recipe",
+        "--baseline",
+        "A",
+        "--candidate",
+        "B",
+        "--bootstrap",
+        RESAMPLES,
+        "--json",
+        "--out",
+        out,
+        check=True,
+    )
+    result = json.loads(proc.stdout)["comparisons"][0]
+    assert result["candidate"]["source"].endswith("[recipe=B]")
+    fitted = [b for b in result["budgets"] if not b["beyond_fitted_range"]]
+    assert all(b["multiplier"]["interval"][0] <= 1.5 <= b["multiplier"]["interval"][1] for b in fitted)
+    assert (out / "compare.png").stat().st_size > 10_000 and json.loads((out / "compare.json").read_text())
+
+    same = run_cli("compare", pair["base"], pair["base"], "--bootstrap", RESAMPLES, "--out-figure", tmp_path / "x.svg")
+    assert same.returncode == 0, same.stderr
+    assert "per budget" in same.stdout and (tmp_path / "x.svg").exists()
+    in_groups = read_groups(str(table), "recipe", ColumnMap(), "A", ["A"])
+    c = compare_inputs(in_groups, resamples=RESAMPLES)[0]
+    assert all(r.multiplier.lower <= 1.0 <= r.multiplier.upper for r in c.rows)
+    assert all(r.multiplier.value == pytest.approx(1.0, rel=1e-9) for r in c.rows)
+
+
+def test_different_evaluation_data_are_refused(pair, tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    _sweep(BASE, 1, a, corpus_fingerprint="aaaa1111", eval_set="held-out-1")
+    _sweep(CONSTANT, 2, b, corpus_fingerprint="bbbb2222", eval_set="held-out-2")
+    assert_one_line_error(run_cli("compare", a, b, "--bootstrap", 0), "corpus_fingerprint", "--allow-different-eval")
+    allowed = run_cli("compare", a, b, "--bootstrap", 0, "--allow-different-eval")
+    assert allowed.returncode == 0 and "different evaluation data" in allowed.stderr, allowed.stderr
+    assert_one_line_error(run_cli("compare", a, b, "--bootstrap", 0, "--eval-column", "eval_set"), "eval_set")
+    assert_one_line_error(
+        run_cli("compare", pair["base"], b, "--eval-column", "eval_set"), "eval_set", "no such column"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, must",
+    [
+        (["{base}"], "at least two sources"),
+        (["{base}", "{constant}", "--baseline", "A"], "--group-by"),
+        (["{base}", "--group-by", "recipe"], "'recipe'"),
+        (["{base}", "{constant}", "--group-by", "recipe"], "one SOURCE"),
+        (["{base}", "{constant}", "--out-figure", "{tmp}/fig.gif"], ".png"),
+        (["{base}", "{tmp}/missing.csv"], "missing.csv"),
+        (["{base}", "{constant}", "--level", "2"], "--level"),
+    ],
+)
+def test_bad_input_is_one_line(pair, tmp_path, args, must):
+    filled = [a.format(base=pair["base"], constant=pair["constant"], tmp=tmp_path) for a in args]
+    assert_one_line_error(run_cli("compare", *filled, "--bootstrap", 0), must)
+    assert not (tmp_path / "fig.gif").exists()
+
+
+def test_report_with_two_sources_has_a_comparison(pair, tmp_path):
+    out = tmp_path / "r.html"
+    run_cli("report", pair["base"], pair["constant"], "--out", out, "--bootstrap", 50, check=True)
+    html = out.read_text()
+    assert "Comparison of recipes" in html and 'id="compare"' in html
+    assert (tmp_path / "r-figures" / "compare.png").exists()
