@@ -55,22 +55,7 @@ def table_from_frame(
     keep = usable_rows(frame, run_ids, needed, columns.strict, warnings)
     frame, run_ids = frame[keep], run_ids[keep]
 
-    n, loss = numeric(frame, n_col)[0], numeric(frame, loss_col)[0]
-    c_given = None if c_col is None else numeric(frame, c_col)[0]
-    if d_col is not None:
-        d = numeric(frame, d_col)[0]
-    else:
-        d = tokens_6nd(c_given, n)
-        notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
-    compute = flops_6nd(n, d)
-    if c_given is not None and d_col is not None:
-        _note_compute_mismatch(c_given, compute, c_col, notes)
-    notes.append(
-        f"N = column {n_col!r} ({columns.n_kind if n_col in _n_names(columns.n_kind) else 'as named'}),"
-        f" loss = column {loss_col!r}, C = 6·N·D"
-    )
-
-    runs = pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
+    runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     runs["unit"] = unit_ids(runs)
@@ -94,6 +79,26 @@ def table_from_frame(
         notes=notes,
         counts=counts,
     )
+
+
+def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, notes: list[str]) -> pd.DataFrame:
+    """run_id, N, D, C = 6·N·D and loss of usable rows; D = C/(6N) without a token column."""
+    n_col, d_col, c_col, loss_col = picked
+    n, loss = numeric(frame, n_col)[0], numeric(frame, loss_col)[0]
+    c_given = None if c_col is None else numeric(frame, c_col)[0]
+    if d_col is not None:
+        d = numeric(frame, d_col)[0]
+    else:
+        d = tokens_6nd(c_given, n)
+        notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
+    compute = flops_6nd(n, d)
+    if c_given is not None and d_col is not None:
+        _note_compute_mismatch(c_given, compute, c_col, notes)
+    notes.append(
+        f"N = column {n_col!r} ({n_kind if n_col in _n_names(n_kind) else 'as named'}),"
+        f" loss = column {loss_col!r}, C = 6·N·D"
+    )
+    return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
 
 
 def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
