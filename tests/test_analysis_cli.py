@@ -191,7 +191,7 @@ def _with(runs, row, column, value):
 )
 def test_bad_values_name_the_column_row_and_value(capsys, csv, runs, column, value, what):
     path = csv(_with(runs, 2, column, value))
-    code, out, err = run_cli(capsys, "fit", path)
+    code, out, err = run_cli(capsys, "fit", path, "--strict")
     assert_one_line_error(code, err, f"column {column!r}", "row 3", f"run {runs.run_id[2]}", what, "> 0")
 
 
@@ -276,7 +276,7 @@ def _scaling(*argv, timeout=60):
 
 
 def test_the_installed_command_prints_one_line_and_no_traceback(csv, runs):
-    done = _scaling("fit", csv(_with(runs, 0, "val_loss", float("nan"))))
+    done = _scaling("fit", csv(_with(runs, 0, "val_loss", float("nan"))), "--strict")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         f"error: column 'val_loss', row 1 (run {runs.run_id[0]}): value nan is not usable; losses must be finite "
@@ -304,7 +304,7 @@ def test_the_analysis_never_imports_torch():
 def test_rows_are_counted_in_the_source_even_after_failed_runs_are_dropped(capsys, csv, runs):
     frame = _with(runs, 1, "status", "failed")
     frame = _with(frame, 4, "tokens", 0)
-    code, out, err = run_cli(capsys, "fit", csv(frame))
+    code, out, err = run_cli(capsys, "fit", csv(frame), "--strict")
     assert_one_line_error(code, err)
     assert err.strip() == (
         f"error: column 'tokens', row 5 (run {runs.run_id[4]}): value 0.0 is not usable; "

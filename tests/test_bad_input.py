@@ -67,8 +67,12 @@ SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subpr
 FIT = [
     ("missing store", ["{workdir}/no-such-store"], ["no-such-store", "does not exist"]),
     ("empty store", ["{empty}"], ["holds no readable run records"]),
-    ("NaN loss in a record", ["{nan_store}"], ["column 'val_loss'", "value nan", "finite numbers > 0", "(run "]),
-    ("negative loss in a table", ["{negative_csv}"], ["column 'val_loss'", "-1.5", "> 0"]),
+    (
+        "NaN loss in a record, --strict",
+        ["{nan_store}", "--strict"],
+        ["column 'val_loss'", "value nan", "finite numbers > 0", "(run "],
+    ),
+    ("negative loss in a table, --strict", ["{negative_csv}", "--strict"], ["column 'val_loss'", "-1.5", "> 0"]),
     ("missing column", ["{no_loss_csv}"], ["no column for loss", "--loss-column", "Columns present"]),
     ("unknown column option", [S, "--loss-column", "bpb"], ["--loss-column 'bpb'", "no such column", "val_loss"]),
     (
@@ -107,7 +111,11 @@ PLOT = [
     ("output under a file", [S, "--out", "{afile}/figures"], ["--out", "afile", "is a file, not a directory"]),
     ("unknown format", [S, "--out", "{workdir}/figures", "--format", "png,gif"], ["--format", "gif", "png, svg, pdf"]),
     ("empty store", ["{empty}", "--out", "{workdir}/figures"], ["holds no readable run records"]),
-    ("NaN loss in a record", ["{nan_store}", "--out", "{workdir}/figures"], ["column 'val_loss'", "value nan"]),
+    (
+        "NaN loss in a record, --strict",
+        ["{nan_store}", "--strict", "--out", "{workdir}/figures"],
+        ["column 'val_loss'", "value nan"],
+    ),
 ]
 REPORT = [
     ("not an HTML file name", [S, "--out", "{workdir}/report.pdf"], ["--out", "report.pdf", ".html"]),

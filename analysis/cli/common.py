@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from analysis.fits.results import FitReport
+from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import UserError
 
 
@@ -103,7 +104,7 @@ def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
 
 
 def add_table_options(p: argparse.ArgumentParser) -> None:
-    """The column mapping of a source of runs (see `column_map`), shared by `fit`, `plot` and `report`."""
+    """How a source's rows are read (see `column_map`), shared by `fit`, `plot` and `report`."""
     p.add_argument("--n-column", help="column holding N (default: params, else N, n, ...)")
     p.add_argument("--d-column", help="column holding D, tokens (default: tokens, else D, ...); D = C/(6N) if absent")
     p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
@@ -114,13 +115,84 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         default="total",
         help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)",
     )
-    p.add_argument("--allow-mixed-corpora", action="store_true", help="pool runs trained on different corpora")
+    p.add_argument(
+        "--budget-column",
+        metavar="COLUMN",
+        help="column holding each run's compute budget, used as given (default: budget_flops, else budget, "
+        "else compute_budget; 'none': ignore it and cluster C = 6·N·D); a note says how far 6·N·D is from it",
+    )
+    p.add_argument(
+        "--budget-tolerance",
+        type=tolerance,
+        default=BUDGET_TOLERANCE,
+        metavar="REL",
+        help=f"without a budget column, runs are clustered by C = 6·N·D in log space and a gap wider than REL "
+        f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g})",
+    )
+    p.add_argument(
+        "--where",
+        type=where,
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="keep only rows where COLUMN OP VALUE holds, OP one of ==, !=, <, <=, >, >= (e.g. dataset==c4, "
+        "params>=1e8); repeat to require several",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a table with a row whose N, D, C or loss is not a finite number > 0 (default: exclude and list)",
+    )
+    p.add_argument(
+        "--experiment-column",
+        metavar="COLUMN",
+        help="a column naming experiments that must not be pooled, beside dataset, source, experiment and corpus",
+    )
+    p.add_argument(
+        "--allow-mixed",
+        "--allow-mixed-corpora",
+        dest="allow_mixed_corpora",
+        action="store_true",
+        help="pool runs of different corpora or experiments (dataset/source/experiment columns) in one fit",
+    )
+
+
+def tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid; give a relative gap >= 0 and < 1, e.g. {BUDGET_TOLERANCE} ({BUDGET_TOLERANCE:.0%})"
+        )
+    return value
+
+
+def where(text: str):
+    from analysis.sources.groups import parse_where
+
+    try:
+        return parse_where(text)
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--where ")) from None
 
 
 def column_map(args: argparse.Namespace):
     from analysis.sources.schema import ColumnMap
 
-    return ColumnMap(n=args.n_column, d=args.d_column, c=args.c_column, loss=args.loss_column, n_kind=args.n_kind)
+    return ColumnMap(
+        n=args.n_column,
+        d=args.d_column,
+        c=args.c_column,
+        loss=args.loss_column,
+        n_kind=args.n_kind,
+        budget=args.budget_column,
+        budget_tolerance=args.budget_tolerance,
+        strict=args.strict,
+        where=tuple(args.where),
+        experiment=args.experiment_column,
+    )
 
 
 FIGURE_FORMATS = ("png", "svg", "pdf")

@@ -55,6 +55,16 @@ def fit_parser() -> argparse.ArgumentParser:
         + OUTLIER_RULE.replace("%", "%%"),
     )
     add_table_options(p)
+    p.add_argument(
+        "--group-by",
+        metavar="COLUMN",
+        help="fit each value of COLUMN (e.g. dataset) separately, in one call; --where filters first",
+    )
+    p.add_argument(
+        "--show-budgets",
+        action="store_true",
+        help="after the fit, list which runs went to which compute budget (--json always holds it)",
+    )
     return p
 
 
@@ -64,36 +74,106 @@ def fit_main(argv: list[str]) -> int:
         return args
     if args.out and not Path(args.out).resolve().parent.is_dir():
         raise UserError(f"--out {args.out!r}: directory {str(Path(args.out).parent)!r} does not exist")
-    # scipy and pandas are imported once the arguments are known to be good
-    from analysis.fits.fit import fit_all
-    from analysis.sources.load import load_runs
-
-    table = load_runs(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
-    tell(table.warnings, "warning")
+    if args.out and args.group_by:
+        raise UserError(
+            f"--out saves one fit, --group-by {args.group_by!r} makes one per group; save a group's fit with "
+            f"--where {args.group_by}==VALUE --out FIT.json"
+        )
     approaches = (1, 2, 3) if args.approach == "all" else (int(args.approach),)
-    report = fit_all(
-        table,
-        approaches,
-        resamples=args.bootstrap,
-        seed=args.seed,
-        level=args.level,
-        bins_per_decade=args.bins_per_decade,
-        exclude_outliers=args.exclude_outliers,
-    )
-    tell(report.notes, "note")
-    tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], "warning")
+    fitted = [(value, table, _fit_one(table, approaches, args, value)) for value, table in _tables(args)]
+    if all(isinstance(report, str) for _, _, report in fitted):  # only with --group-by: else it raised
+        raise UserError(f"no group of --group-by {args.group_by!r} could be fitted: {fitted[0][2]}")
     if args.out:
         try:
-            report.save(args.out)
+            fitted[0][2].save(args.out)
         except OSError as err:
             raise UserError(f"cannot write --out {args.out!r}: {err.strerror or err}") from None
+    single = len(approaches) == 1
     if args.json:
-        print(json.dumps(to_jsonable(fit_summary(report, single=len(approaches) == 1))))
-    else:
-        print(render_fit(report))
-        if args.out:
-            print(f"\nsaved the full fit to {args.out} (use: scaling optimal --budget C --law {args.out})")
+        parts = [_json_of(table, report, single) for _, table, report in fitted]
+        out = parts[0] if not args.group_by else {"source": args.source, "group_by": args.group_by, "groups": parts}
+        print(json.dumps(to_jsonable(out)))
+        return 0
+    for i, (value, table, report) in enumerate(fitted):
+        if args.group_by:
+            print(f"{chr(10) if i else ''}== {args.group_by} = {value} ==")
+        print(render_fit(report) if not isinstance(report, str) else f"{table.source}: not fitted: {report}")
+        if args.show_budgets:
+            print("\n" + render_budgets(table))
+    if args.out:
+        print(f"\nsaved the full fit to {args.out} (use: scaling optimal --budget C --law {args.out})")
     return 0
+
+
+def _tables(args) -> list:
+    """(group value or None, RunTable) for each table to fit: the source, or its groups."""
+    from analysis.sources.load import load_runs, read_groups
+
+    columns = column_map(args)
+    if args.group_by:
+        groups = read_groups(args.source, columns, args.group_by, allow_mixed_corpora=args.allow_mixed_corpora)
+        return [(value, source.table) for value, source in groups]
+    return [(None, load_runs(args.source, columns, allow_mixed_corpora=args.allow_mixed_corpora))]
+
+
+def _fit_one(table, approaches, args, group):
+    """The FitReport of one table, its lines on stderr; with groups, why it failed (a string)."""
+    from analysis.fits.fit import fit_all
+    from scaling.errors import DataError
+
+    where = "" if group is None else f" [{args.group_by}={group}]"
+    tell(table.warnings, f"warning{where}")
+    try:
+        report = fit_all(
+            table,
+            approaches,
+            resamples=args.bootstrap,
+            seed=args.seed,
+            level=args.level,
+            bins_per_decade=args.bins_per_decade,
+            exclude_outliers=args.exclude_outliers,
+        )
+    except DataError as err:
+        if group is None:
+            raise
+        tell([f"not fitted: {err}"], f"warning{where}")
+        return str(err)
+    tell(report.notes, f"note{where}")
+    tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], f"warning{where}")
+    return report
+
+
+def _json_of(table, report, single: bool) -> dict:
+    """One table's ``--json`` object: `fit_summary`, or the error, and `table_summary`."""
+    out = {"source": table.source, "error": report} if isinstance(report, str) else fit_summary(report, single)
+    return {**out, "table": table_summary(table)}
+
+
+def table_summary(table) -> dict:
+    """What was read (rows read, excluded, duplicates counted once, kept), the budgets (one object
+    each: budget, runs, sizes, C_min, C_max, off_max = largest |C/budget - 1|) and every run kept,
+    with its budget and unit: {run_id, N, D, C, loss, budget, unit}."""
+    from analysis.sources.budgets import budget_table
+
+    return {
+        "counts": table.counts,
+        "budgets": budget_table(table.runs).to_dict(orient="records"),
+        "rows": table.runs[["run_id", "N", "D", "C", "loss", "budget", "unit"]].to_dict(orient="records"),
+    }
+
+
+def render_budgets(table) -> str:
+    """The text of ``--show-budgets``: one line per budget (runs, sizes, range of C = 6·N·D)."""
+    from analysis.sources.budgets import budget_table
+
+    lines = [f"budgets of {table.source} ({len(table.budgets)}; C = 6·N·D of their runs):"]
+    lines.append(f"  {'budget':<10} {'runs':>5} {'sizes':>5}  {'C from':<10} {'C to':<10} {'|C/budget - 1| max'}")
+    for row in budget_table(table.runs).itertuples():
+        lines.append(
+            f"  {row.budget:<10.4g} {row.runs:>5} {row.sizes:>5}  {row.C_min:<10.4g} {row.C_max:<10.4g} "
+            f"{row.off_max:.1%}"
+        )
+    return "\n".join(lines)
 
 
 def fit_summary(report: FitReport, single: bool) -> dict:

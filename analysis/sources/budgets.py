@@ -1,19 +1,34 @@
 """The one rule that groups runs into compute budgets, used by the fits, the figures and the report.
 
-A run's budget is the requested budget of the source's budget column (``budget_flops`` in a
-results store) when that column is present and complete; otherwise runs are clustered by their
-compute C = 6·N·D in log space: sorted ascending, a run opens a new budget when its ln C exceeds
-the smallest ln C of the current budget by more than ln(1 + ``tolerance``); each run gets its
-budget's geometric mean, so runs planned for one budget that differ by rounding share it.
+A run's budget is the value of the source's budget column when it has one: the column named with
+``--budget-column``, else the first of `BUDGET_COLUMNS` present (``budget_flops`` is the results
+store's). Its values must all be finite numbers > 0; an auto-detected column with gaps is noted and
+not used. When 6·N·D differs from the column, a note says by how much: the fit uses the column.
+
+Without a budget column (or with ``--budget-column none``) runs are clustered by C = 6·N·D in log
+space: sorted ascending, a run opens a new budget when its C exceeds its neighbour's (the next
+smaller C) by more than the ``tolerance`` (relative, default 20%); each run gets its budget's
+geometric mean. Points jittered by a few percent (digitised from a plot, rounded token counts)
+share a budget; budgets of a ladder are usually 1.5x or more apart. A note states the rule used
+and the widest budget, and `budget_table` says which runs went to which budget.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-BUDGET_COLUMN = "budget_flops"  # the requested budget, as the trainer records it
-BUDGET_TOLERANCE = 0.05  # C values within 5% of a budget's smallest belong to it (clustering only)
+import numpy as np
+
+from scaling.errors import DataError
+
+if TYPE_CHECKING:  # pandas is imported where it is used: the CLI reads the constants before parsing
+    import pandas as pd
+
+BUDGET_COLUMNS = ("budget_flops", "budget", "compute_budget")  # tried in order; the first is the store's
+BUDGET_COLUMN = BUDGET_COLUMNS[0]  # the requested budget, as the trainer records it
+NO_BUDGET_COLUMN = "none"  # --budget-column none: ignore any budget column and cluster C
+BUDGET_TOLERANCE = 0.2  # a gap in C wider than 20% between neighbours starts a new budget (clustering only)
+AGREEING = 0.02  # 6·N·D within 2% of the budget column is "agrees"
 
 
 def assign_budgets(compute, given=None, tolerance: float = BUDGET_TOLERANCE) -> np.ndarray:
@@ -24,34 +39,105 @@ def assign_budgets(compute, given=None, tolerance: float = BUDGET_TOLERANCE) -> 
     return cluster_budgets(np.asarray(compute, dtype=float), tolerance)
 
 
+def budget_column_of(frame: pd.DataFrame, named: str | None, source: str) -> str | None:
+    """The budget column to use: ``named`` (must exist; "none": no column), else the first of
+    `BUDGET_COLUMNS` present, else None."""
+    if named is not None and named.lower() == NO_BUDGET_COLUMN:
+        return None
+    if named is not None:
+        if named not in frame.columns:
+            raise DataError(
+                f"--budget-column {named!r}: no such column in {source!r}; columns present: "
+                f"{', '.join(map(str, frame.columns))} (or --budget-column none to cluster C = 6·N·D)"
+            )
+        return named
+    return next((c for c in BUDGET_COLUMNS if c in frame.columns), None)
+
+
 def budgets_of_frame(
     frame: pd.DataFrame,
     compute,
     notes: list[str],
-    column: str | None = BUDGET_COLUMN,
+    column: str | None = None,
     tolerance: float = BUDGET_TOLERANCE,
+    *,
+    source: str = "the source",
+    named: bool = False,
 ) -> np.ndarray:
-    """`assign_budgets` for a source's rows: the ``column`` of requested budgets wins when every
-    value is a finite number > 0; one with gaps is noted and the budgets are clustered instead."""
-    given = None
-    if column is not None and column in frame.columns:
-        requested = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-        if np.all(np.isfinite(requested) & (requested > 0)):
-            given = requested
-        else:
-            notes.append(f"column {column!r} has missing values: budgets are clustered from C instead")
-    return assign_budgets(compute, given, tolerance)
+    """`assign_budgets` for a source's rows (the rule of the module docstring), with a note on the
+    rule used. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
+    value that is not a finite number > 0 is an error instead of a note."""
+    import pandas as pd
+
+    compute = np.asarray(compute, dtype=float)
+    if column is not None:
+        raw = frame[column]
+        requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        bad = ~(np.isfinite(requested) & (requested > 0))
+        if not bad.any():
+            notes.append(_disagreement(column, requested, compute))
+            return requested
+        if named:
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"--budget-column {column!r}, row {int(frame.index[i]) + 1}: value {raw.iloc[i]!r} is not a "
+                f"budget; budgets must be finite numbers > 0 ({int(bad.sum())} such values), or use "
+                "--budget-column none to cluster C = 6·N·D"
+            )
+        notes.append(f"column {column!r} has {int(bad.sum())} missing budget value(s): budgets are clustered from C")
+    budgets = cluster_budgets(compute, tolerance)
+    notes.append(_clustered(budgets, compute, tolerance))
+    return budgets
+
+
+def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> str:
+    off = np.abs(compute / budgets - 1.0)
+    where = f"budget column {column!r}: {len(np.unique(budgets))} budgets"
+    if off.max() <= AGREEING:
+        return f"{where}; 6·N·D agrees with it within {AGREEING:.0%}"
+    return (
+        f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); "
+        "the fit uses the column"
+    )
+
+
+def _clustered(budgets: np.ndarray, compute: np.ndarray, tolerance: float) -> str:
+    widest = max(compute[budgets == b].max() / compute[budgets == b].min() - 1.0 for b in np.unique(budgets))
+    return (
+        f"budgets: {len(np.unique(budgets))} clustered from C = 6·N·D in log space (a gap wider than "
+        f"{tolerance:.0%} between neighbouring C values starts a new budget; --budget-tolerance sets it); "
+        f"the widest spans {widest:.0%} of C"
+    )
 
 
 def cluster_budgets(compute: np.ndarray, tolerance: float = BUDGET_TOLERANCE) -> np.ndarray:
     """Each C value's budget under the clustering rule of the module docstring."""
     compute = np.asarray(compute, dtype=float)
-    order = np.argsort(compute)
+    order = np.argsort(compute, kind="stable")
     labels = np.empty(len(compute))
-    start = 0
-    sorted_c = compute[order]
-    for i in range(1, len(sorted_c) + 1):
-        if i == len(sorted_c) or sorted_c[i] > sorted_c[start] * (1.0 + tolerance):
-            labels[order[start:i]] = np.exp(np.mean(np.log(sorted_c[start:i])))
-            start = i
+    sorted_log = np.log(compute[order])
+    breaks = np.flatnonzero(np.diff(sorted_log) > np.log1p(tolerance)) + 1
+    for part in np.split(np.arange(len(compute)), breaks):
+        if len(part):
+            labels[order[part]] = np.exp(np.mean(sorted_log[part]))
     return labels
+
+
+def budget_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Which runs went to which budget: one row per budget (ascending) with its runs, distinct
+    sizes, the range of C = 6·N·D and of C relative to the budget."""
+    import pandas as pd
+
+    grouped = runs.groupby("budget", sort=True)
+    table = pd.DataFrame(
+        {
+            "runs": grouped.size(),
+            "sizes": grouped["N"].nunique(),
+            "C_min": grouped["C"].min(),
+            "C_max": grouped["C"].max(),
+        }
+    )
+    table["off_max"] = (
+        runs.assign(off=(runs["C"] / runs["budget"] - 1.0).abs()).groupby("budget", sort=True)["off"].max()
+    )
+    return table.reset_index()

@@ -1,10 +1,12 @@
 """Check a DataFrame of runs into a `RunTable`: one row per usable run with N, D, C and loss.
 
 Rules, applied the same way to every source (`analysis.sources.load` reads them):
+  * ``--where`` filters keep the rows asked for (`analysis.sources.groups`);
   * rows whose ``status`` is not "completed" are excluded, and a warning names them and why;
-  * runs from different corpora (``corpus_fingerprint``) are refused unless allowed;
-  * N, D and loss must be finite and positive; the first bad value is reported with its column,
-    row and run;
+  * runs from different corpora or experiments are refused unless allowed (`analysis.sources.groups`);
+  * a row whose N, D (or C) or loss is not a finite number > 0 is excluded and listed (refused
+    under ``--strict``); exact duplicates are counted once; repeated seeds of one (N, D) share a
+    ``unit`` (`analysis.sources.rows`);
   * D = C/(6N) when D is absent, and C = 6·N·D always (Kaplan et al. 2020, §2.1): a C column
     that disagrees is noted, and arithmetic wins;
   * runs are grouped into compute budgets by the one rule of `analysis.sources.budgets`.
@@ -15,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.sources.budgets import budgets_of_frame
+from analysis.sources.budgets import budget_column_of, budgets_of_frame
+from analysis.sources.groups import apply_where, check_one_experiment
+from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
-
-MAX_LISTED = 5  # how many excluded runs a warning names before "and k more"
 
 
 # ---------------------------------------------------------------- checking
@@ -33,18 +35,73 @@ def table_from_frame(
     warnings: list[str] | None = None,
     allow_mixed_corpora: bool = False,
 ) -> RunTable:
-    """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules)."""
+    """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules).
+    Row numbers in messages are the frame's index + 1 (its rows as the source holds them)."""
     warnings = list(warnings or [])
     notes: list[str] = []
-    frame = frame.reset_index(drop=True)
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
-    run_ids = _run_ids(frame)  # rows keep their position in the source (row k = index k - 1)
+    frame = apply_where(frame, columns.where, source, notes)
+    read = len(frame)
+    run_ids = _run_ids(frame)
     frame = _drop_incomplete(frame, run_ids, warnings)
     run_ids = run_ids[frame.index]
-    _check_single_corpus(frame, run_ids, source, allow_mixed_corpora, notes)
+    check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes)
     _warn_mixed_architectures(frame, warnings)
 
+    n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
+    needed = {n_col: "parameter counts N", loss_col: "losses"}
+    needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
+    keep = usable_rows(frame, run_ids, needed, columns.strict, warnings)
+    frame, run_ids = frame[keep], run_ids[keep]
+
+    runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
+    first = first_of_duplicates(runs, run_ids, warnings)
+    runs, frame = runs[first].reset_index(drop=True), frame[first]
+    runs["unit"] = unit_ids(runs)
+    budget_col = budget_column_of(frame, columns.budget, source)
+    runs["budget"] = budgets_of_frame(
+        frame,
+        runs["C"].to_numpy(),
+        notes,
+        budget_col,
+        columns.budget_tolerance,
+        source=source,
+        named=columns.budget is not None,
+    )
+    counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
+    return RunTable(
+        runs=runs,
+        curves=_curves(curves, runs, loss_col, notes),
+        source=source,
+        n_kind=columns.n_kind,
+        warnings=warnings,
+        notes=notes,
+        counts=counts,
+    )
+
+
+def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, notes: list[str]) -> pd.DataFrame:
+    """run_id, N, D, C = 6·N·D and loss of usable rows; D = C/(6N) without a token column."""
+    n_col, d_col, c_col, loss_col = picked
+    n, loss = numeric(frame, n_col)[0], numeric(frame, loss_col)[0]
+    c_given = None if c_col is None else numeric(frame, c_col)[0]
+    if d_col is not None:
+        d = numeric(frame, d_col)[0]
+    else:
+        d = tokens_6nd(c_given, n)
+        notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
+    compute = flops_6nd(n, d)
+    if c_given is not None and d_col is not None:
+        _note_compute_mismatch(c_given, compute, c_col, notes)
+    notes.append(
+        f"N = column {n_col!r} ({n_kind if n_col in _n_names(n_kind) else 'as named'}),"
+        f" loss = column {loss_col!r}, C = 6·N·D"
+    )
+    return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
+
+
+def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
     loss_col = _pick_column(frame, "loss", columns.loss, source)
     d_col = _pick_column(frame, "d", columns.d, source, required=False)
@@ -55,46 +112,13 @@ def table_from_frame(
             f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
             f"or --c-column. Columns present: {', '.join(map(str, frame.columns))}"
         )
-
-    n = _positive_column(frame, n_col, run_ids, "parameter counts N")
-    loss = _positive_column(frame, loss_col, run_ids, "losses")
-    c_given = None if c_col is None else _positive_column(frame, c_col, run_ids, "compute values C (FLOPs)")
-    if d_col is not None:
-        d = _positive_column(frame, d_col, run_ids, "token counts D")
-    else:
-        d = tokens_6nd(c_given, n)
-        notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
-    compute = flops_6nd(n, d)
-    if c_given is not None and d_col is not None:
-        _note_compute_mismatch(c_given, compute, c_col, notes)
-    notes.append(
-        f"N = column {n_col!r} ({columns.n_kind if n_col in _n_names(columns.n_kind) else 'as named'}),"
-        f" loss = column {loss_col!r}, C = 6·N·D"
-    )
-
-    runs = pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
-    runs["budget"] = budgets_of_frame(frame, runs["C"].to_numpy(), notes, columns.budget, columns.budget_tolerance)
-    return RunTable(
-        runs=runs,
-        curves=_curves(curves, runs, loss_col, notes),
-        source=source,
-        n_kind=columns.n_kind,
-        warnings=warnings,
-        notes=notes,
-    )
+    return n_col, d_col, c_col, loss_col
 
 
 def _run_ids(frame: pd.DataFrame) -> pd.Series:
     if "run_id" in frame.columns:
         return frame["run_id"].astype(str)
-    return pd.Series([f"row{i + 1}" for i in range(len(frame))], index=frame.index)
-
-
-def _row_label(position: int, run_ids: pd.Series) -> str:
-    """'row k' (k counts data rows of the source from 1) and the run id when the source has one."""
-    row = int(run_ids.index[position]) + 1
-    run = str(run_ids.iloc[position])
-    return f"row {row}" if run == f"row{row}" else f"row {row} (run {run})"
+    return pd.Series([f"row{i + 1}" for i in frame.index], index=frame.index)
 
 
 def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> pd.DataFrame:
@@ -118,29 +142,6 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
             f"{', '.join(listed[:MAX_LISTED])}{more}"
         )
     return kept
-
-
-def _check_single_corpus(
-    frame: pd.DataFrame, run_ids: pd.Series, source: str, allow_mixed: bool, notes: list[str]
-) -> None:
-    column = next((c for c in ("corpus_fingerprint", "corpus") if c in frame.columns), None)
-    if column is None:
-        return
-    counts = frame[column].fillna("").astype(str).value_counts()
-    counts = counts[counts.index != ""]
-    if len(counts) <= 1:
-        return
-    listing = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
-    if not allow_mixed:
-        # name the runs outside the largest corpus: in a store, runs/<run_id>/record.json
-        others = run_ids[frame[column].fillna("").astype(str) != counts.index[0]].tolist()
-        more = f" and {len(others) - MAX_LISTED} more" if len(others) > MAX_LISTED else ""
-        raise DataError(
-            f"{source!r} mixes runs from {len(counts)} corpora ({column}: {listing}; runs outside the "
-            f"largest: {', '.join(others[:MAX_LISTED])}{more}); fit one corpus at a time, or pass "
-            "--allow-mixed-corpora if they are meant to be pooled"
-        )
-    notes.append(f"pooling runs from {len(counts)} corpora as asked ({column}: {listing})")
 
 
 def _warn_mixed_architectures(frame: pd.DataFrame, warnings: list[str]) -> None:
@@ -176,25 +177,9 @@ def _pick_column(
     return found
 
 
-def _positive_column(frame: pd.DataFrame, column: str, run_ids: pd.Series, what: str) -> np.ndarray:
-    """The column as float64; the first value that is not a finite positive number is an error."""
-    raw = frame[column]
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values <= 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        value = raw.iloc[i]
-        shown = repr(value) if isinstance(value, str) else str(value.item() if hasattr(value, "item") else value)
-        more = f" ({int(bad.sum()) - 1} more bad values)" if bad.sum() > 1 else ""
-        raise DataError(
-            f"column {column!r}, {_row_label(i, run_ids)}: value {shown} is not usable; {what} must be "
-            f"finite numbers > 0{more}"
-        )
-    return values
-
-
 def _note_compute_mismatch(c_given: np.ndarray, compute: np.ndarray, c_col: str, notes: list[str]) -> None:
-    worst = float(np.max(np.abs(c_given / compute - 1.0)))
+    usable = np.isfinite(c_given) & (c_given > 0)
+    worst = float(np.max(np.abs(c_given[usable] / compute[usable] - 1.0), initial=0.0))
     if worst > 0.02:
         notes.append(f"column {c_col!r} differs from 6·N·D by up to {worst:.0%}; the analysis uses C = 6·N·D")
 

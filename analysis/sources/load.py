@@ -3,56 +3,94 @@ Parquet file, or ``wandb:ENTITY/PROJECT``; checked into a `RunTable` by `analysi
 
     source = read_source("results/quick")     # Source: table + every row + store problems + plan
     table = load_runs("results/quick")        # the checked RunTable alone
+    groups = read_groups("ladder.csv", ColumnMap(), "dataset")   # [(value, Source)] per dataset
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.sources.check import table_from_frame
 from analysis.sources.files import read_table_file
+from analysis.sources.groups import apply_where, split_groups
 from analysis.sources.schema import ColumnMap, RunTable, Source
 from scaling.errors import DataError
 
 
 def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> Source:
     """Read ``source`` once and check it (the rules of `analysis.sources.check`); DataError (one
-    line naming the file, column, row and value) when nothing usable is there."""
+    line naming the file, column, row and value) when nothing usable is there. ``Source.frame``
+    holds the rows that pass ``columns.where`` (failed runs included)."""
     source = str(source)
-    path = Path(source)
-    problems, manifest, manifest_problem, curves = [], {}, "", None
-    if source.startswith("wandb:"):
-        from analysis.sources.wandb import read_wandb_runs
+    raw = _read_raw(source)
+    notes: list[str] = []
+    frame = apply_where(raw["frame"], columns.where, source, notes)
+    checked = _checked(raw, source, frame, replace(columns, where=()), allow_mixed_corpora)
+    checked.table.notes[:0] = notes
+    return checked
 
-        frame = read_wandb_runs(source[len("wandb:") :])
-    elif path.is_dir():
-        frame, curves, problems = _read_store(path)
-        manifest, manifest_problem = _read_manifest(path)
-    else:
-        frame = read_table_file(path)
-    table = table_from_frame(
-        frame,
-        source,
-        columns,
-        curves=curves,
-        warnings=[f"skipped {p}" for p in problems],
-        allow_mixed_corpora=allow_mixed_corpora,
-    )
-    return Source(
-        table=table,
-        frame=frame.reset_index(drop=True),
-        problems=problems,
-        manifest=manifest,
-        manifest_problem=manifest_problem,
-    )
+
+def read_groups(
+    source: str, columns: ColumnMap, group_by: str, allow_mixed_corpora: bool = False
+) -> list[tuple[str, Source]]:
+    """``source`` read once, filtered by ``columns.where``, and split by the values of column
+    ``group_by``: (value, checked Source) per group, in order of first appearance. Each group is
+    checked on its own (a group with nothing usable is a DataError naming it)."""
+    source = str(source)
+    raw = _read_raw(source)
+    notes: list[str] = []
+    frame = apply_where(raw["frame"], columns.where, source, notes)
+    no_where = replace(columns, where=())
+    groups = []
+    for value, rows in split_groups(frame, group_by, source):
+        checked = _checked(raw, f"{source} [{group_by}={value}]", rows, no_where, allow_mixed_corpora)
+        checked.table.notes[:0] = notes
+        groups.append((value, checked))
+    return groups
 
 
 def load_runs(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> RunTable:
     """The checked `RunTable` of ``source`` (`read_source` without the facts around it)."""
     return read_source(source, columns, allow_mixed_corpora).table
+
+
+def _read_raw(source: str) -> dict:
+    """Every row of ``source`` as read (index: row position), its curves, skipped files and plan."""
+    path = Path(source)
+    raw = {"problems": [], "manifest": {}, "manifest_problem": "", "curves": None}
+    if source.startswith("wandb:"):
+        from analysis.sources.wandb import read_wandb_runs
+
+        raw["frame"] = read_wandb_runs(source[len("wandb:") :])
+    elif path.is_dir():
+        raw["frame"], raw["curves"], raw["problems"] = _read_store(path)
+        raw["manifest"], raw["manifest_problem"] = _read_manifest(path)
+    else:
+        raw["frame"] = read_table_file(path)
+    raw["frame"] = raw["frame"].reset_index(drop=True)
+    return raw
+
+
+def _checked(raw: dict, source: str, frame: pd.DataFrame, columns: ColumnMap, allow_mixed: bool) -> Source:
+    table = table_from_frame(
+        frame,
+        source,
+        columns,
+        curves=raw["curves"],
+        warnings=[f"skipped {p}" for p in raw["problems"]],
+        allow_mixed_corpora=allow_mixed,
+    )
+    return Source(
+        table=table,
+        frame=frame,
+        problems=raw["problems"],
+        manifest=raw["manifest"],
+        manifest_problem=raw["manifest_problem"],
+    )
 
 
 def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from analysis.sources.budgets import BUDGET_COLUMN, BUDGET_TOLERANCE
+from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import UserError
 
 N_KINDS = ("total", "non_embedding")
@@ -28,13 +28,18 @@ OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "-
 
 @dataclass(frozen=True)
 class ColumnMap:
-    """Which source columns hold N, D, C and the loss; None means "try the usual names".
+    """How a source's rows are read: which columns hold N, D, C and the loss (None: "try the usual
+    names"), which budgets they belong to, and which rows count.
 
     ``n_kind`` chooses the parameter count when the source has both: "total" (Chinchilla's
     convention, column ``params``) or "non_embedding" (Kaplan's, ``params_non_embedding``).
-    ``budget`` names the column of requested budgets (it wins when present and complete; None: never
-    use one) and ``budget_tolerance`` the relative width of a budget when C values are clustered
-    (`analysis.sources.budgets`).
+    ``budget`` names the column of budgets (None: the first of budget_flops, budget, compute_budget
+    present; "none": cluster C instead) and ``budget_tolerance`` the relative gap in C that starts a
+    new budget when C values are clustered (`analysis.sources.budgets`).
+    ``strict``: a row with an unusable N, D, C or loss refuses the table instead of being excluded
+    (`analysis.sources.rows`). ``where``: filters (`analysis.sources.groups.Where`) every row must
+    pass; ``experiment``: a column naming experiments, beside dataset/source/experiment/corpus,
+    whose values may not be pooled without --allow-mixed (`analysis.sources.groups`).
     """
 
     n: str | None = None
@@ -42,14 +47,20 @@ class ColumnMap:
     c: str | None = None
     loss: str | None = None
     n_kind: str = "total"
-    budget: str | None = BUDGET_COLUMN
+    budget: str | None = None
     budget_tolerance: float = BUDGET_TOLERANCE
+    strict: bool = False
+    where: tuple = ()
+    experiment: str | None = None
 
     def __post_init__(self):
         if self.n_kind not in N_KINDS:
             raise UserError(f"--n-kind {self.n_kind!r} is not valid; use one of: {', '.join(N_KINDS)}")
-        if not self.budget_tolerance >= 0:
-            raise UserError(f"budget tolerance {self.budget_tolerance!r} is not valid; give a number >= 0, e.g. 0.05")
+        if not 0 <= self.budget_tolerance < 1:
+            raise UserError(
+                f"--budget-tolerance {self.budget_tolerance!r} is not valid; give a relative gap >= 0 and < 1, "
+                f"e.g. {BUDGET_TOLERANCE} ({BUDGET_TOLERANCE:.0%})"
+            )
 
 
 @dataclass
@@ -57,11 +68,15 @@ class RunTable:
     """Checked runs, ready to fit.
 
     runs:   one row per run: run_id, N, D, C (= 6·N·D), loss, budget (the compute budget the run
-            belongs to, in FLOPs: `analysis.sources.budgets.assign_budgets`).
+            belongs to, in FLOPs: `analysis.sources.budgets`), unit (an integer id per distinct
+            (N, D) point: repeated seeds of one point share it, and a bootstrap resamples units,
+            not rows: `analysis.sources.rows.unit_ids`). Unusable rows are excluded and exact
+            duplicates counted once before this (`analysis.sources.rows`).
     curves: loss curves, one row per evaluation: run_id, N, C (= 6·N·tokens so far), loss; None
             when the source has final losses only.
     source: where the runs came from.  n_kind: which parameter count N is.
     warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
+    counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
     """
 
     runs: pd.DataFrame
@@ -70,6 +85,7 @@ class RunTable:
     n_kind: str = "total"
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    counts: dict = field(default_factory=dict)  # rows read, excluded (unusable), duplicates, kept
 
     def __len__(self) -> int:
         return len(self.runs)

@@ -1,0 +1,146 @@
+"""Which rows of a table are one experiment: ``--where`` filters, ``--group-by`` groups, and the
+guard against pooling experiments without saying so.
+
+  * ``--where COLUMN OP VALUE`` (OP one of ==, !=, <=, >=, <, >; repeated: all must hold) keeps
+    the rows that satisfy it. VALUE compares as a number when the column is numeric, else as text.
+  * ``--group-by COLUMN`` splits the table into one group per value of COLUMN (``scaling fit``
+    fits each).
+  * A column naming the experiment, corpus or source (`EXPERIMENT_COLUMNS`, or the one named with
+    ``--experiment-column``) that holds more than one value is refused unless ``--group-by`` splits
+    on it or ``--allow-mixed`` says the runs are meant to be pooled (then it is noted).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.sources.rows import listing
+from scaling.errors import DataError, UserError
+
+# Columns whose values name different experiments; the corpus columns first (the store's own).
+CORPUS_COLUMNS = ("corpus_fingerprint", "corpus")
+EXPERIMENT_COLUMNS = ("dataset", "source", "experiment")
+OPERATORS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+_WHERE = re.compile(r"^\s*([^=!<>]+?)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*$")
+MAX_VALUES = 8  # values of a column an error lists before "..."
+
+
+@dataclass(frozen=True)
+class Where:
+    """One ``--where`` filter: COLUMN OP VALUE."""
+
+    column: str
+    op: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.column}{self.op}{self.value}"
+
+
+def parse_where(text: str) -> Where:
+    """``"dataset==c4"`` -> Where; anything else is a UserError saying what is valid."""
+    match = _WHERE.match(text)
+    if not match or not match.group(3):
+        raise UserError(
+            f"--where {text!r} is not valid; give COLUMN OP VALUE with OP one of {', '.join(OPERATORS)}, "
+            "e.g. --where dataset==c4 or --where params>=1e8"
+        )
+    return Where(*match.groups())
+
+
+def apply_where(frame: pd.DataFrame, filters, source: str, notes: list[str]) -> pd.DataFrame:
+    """The rows of ``frame`` that satisfy every filter (their index is kept: row numbers stay those
+    of the source); a filter naming no column, or keeping no row, is a DataError."""
+    for where in filters:
+        column = _existing(frame, where.column, f"--where {str(where)!r}", source)
+        values, wanted = _comparable(frame[column], where)
+        kept = frame[OPERATORS[where.op](values, wanted).fillna(False).astype(bool)]
+        if kept.empty:
+            raise DataError(
+                f"--where {str(where)!r} keeps none of the {len(frame)} rows of {source!r}; column {column!r} "
+                f"holds {_values(frame[column])}"
+            )
+        notes.append(f"--where {where}: kept {len(kept)} of {len(frame)} rows")
+        frame = kept
+    return frame
+
+
+def _comparable(column: pd.Series, where: Where):
+    numbers = pd.to_numeric(column, errors="coerce")
+    if numbers.notna().any() and numbers.notna().sum() == column.notna().sum():
+        try:
+            return numbers, float(where.value)
+        except ValueError:
+            if where.op not in ("==", "!="):
+                raise DataError(
+                    f"--where {str(where)!r}: column {where.column!r} is numeric; give a number, e.g. "
+                    f"{where.column}{where.op}1e8"
+                ) from None
+    if where.op not in ("==", "!="):
+        raise DataError(
+            f"--where {str(where)!r}: column {where.column!r} is not numeric; text columns take == or != only"
+        )
+    return column.astype(str), where.value
+
+
+def split_groups(frame: pd.DataFrame, column: str, source: str) -> list[tuple[str, pd.DataFrame]]:
+    """(value, rows) per value of ``column`` in order of first appearance; missing values form a
+    group named "(missing)"."""
+    column = _existing(frame, column, f"--group-by {column!r}", source)
+    labels = frame[column].astype(object).where(frame[column].notna(), "(missing)").astype(str)
+    return [(value, frame[labels == value]) for value in labels.unique()]
+
+
+def check_one_experiment(
+    frame: pd.DataFrame, source: str, named: str | None, allow_mixed: bool, notes: list[str]
+) -> None:
+    """Refuse rows of several experiments (see the module docstring) unless ``allow_mixed``."""
+    extra = () if named is None else (_existing(frame, named, f"--experiment-column {named!r}", source),)
+    corpus = next((c for c in CORPUS_COLUMNS if c in frame.columns), None)
+    for column in dict.fromkeys(((corpus,) if corpus else ()) + EXPERIMENT_COLUMNS + extra):
+        if column not in frame.columns:
+            continue
+        counts = frame[column].fillna("").astype(str).value_counts()
+        counts = counts[counts.index != ""]
+        if len(counts) <= 1:
+            continue
+        what = "corpora" if column in CORPUS_COLUMNS else "experiments"
+        shown = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
+        if allow_mixed:
+            notes.append(f"pooling runs from {len(counts)} {what} as asked ({column}: {shown})")
+            continue
+        others = frame.loc[frame[column].fillna("").astype(str) != counts.index[0]]
+        outside = (
+            f"; runs outside the largest: {listing(others['run_id'].astype(str).tolist())}"
+            if "run_id" in frame.columns and what == "corpora"  # in a store: runs/<run_id>/record.json
+            else ""
+        )
+        raise DataError(
+            f"{source!r} mixes runs from {len(counts)} {what} ({column}: {shown}{outside}); fit each with "
+            f"`scaling fit --group-by {column}`, pick one with --where {column}=={counts.index[0]}, or pass "
+            f"--allow-mixed{'-corpora' if what == 'corpora' else ''} if they are meant to be pooled"
+        )
+
+
+def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str:
+    if column not in frame.columns:
+        raise DataError(
+            f"{option}: no column {column!r} in {source!r}; columns present: {', '.join(map(str, frame.columns))}"
+        )
+    return column
+
+
+def _values(column: pd.Series) -> str:
+    values = list(column.astype(str).unique())
+    return ", ".join(values[:MAX_VALUES]) + (", ..." if len(values) > MAX_VALUES else "")

@@ -1,0 +1,98 @@
+"""Rows a fit cannot use, rows it must not count twice, and runs that are one point.
+
+* a row whose N, D (or C when D is absent) or loss is not a finite number > 0 is excluded, and a
+  warning lists them with a count; under ``--strict`` the first one is an error instead;
+* exact duplicate rows (the same N, D and loss as an earlier row, e.g. a table listed twice) are
+  counted once, and a warning says how many and which;
+* repeated seeds of one (N, D) are kept: they share a ``unit`` id, which the bootstrap resamples
+  as one unit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scaling.errors import DataError
+
+MAX_LISTED = 5  # how many rows a warning names before "and k more"
+
+
+def row_label(position: int, run_ids: pd.Series) -> str:
+    """'row k' (k counts data rows of the source from 1) and the run id when the source has one."""
+    row = int(run_ids.index[position]) + 1
+    run = str(run_ids.iloc[position])
+    return f"row {row}" if run == f"row{row}" else f"row {row} (run {run})"
+
+
+def listing(items: list[str]) -> str:
+    more = f", and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
+    return ", ".join(items[:MAX_LISTED]) + more
+
+
+def numeric(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """The column as float64 and a mask of values that are not finite numbers > 0."""
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    return values, ~np.isfinite(values) | (values <= 0)
+
+
+def usable_rows(
+    frame: pd.DataFrame, run_ids: pd.Series, columns: dict[str, str], strict: bool, warnings: list[str]
+) -> np.ndarray:
+    """Mask of rows whose ``columns`` ({column: what it holds, e.g. "losses"}) are all finite
+    numbers > 0. Others are listed in a warning; with ``strict`` the first is a DataError."""
+    bad = np.zeros(len(frame), dtype=bool)
+    reasons: dict[int, list[str]] = {}
+    for column, what in columns.items():
+        _, wrong = numeric(frame, column)
+        if strict and wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            more = f" ({int(wrong.sum()) - 1} more bad values)" if wrong.sum() > 1 else ""
+            raise DataError(
+                f"column {column!r}, {row_label(i, run_ids)}: value {_shown(frame[column].iloc[i])} is not usable; "
+                f"{what} must be finite numbers > 0{more}"
+            )
+        for i in np.flatnonzero(wrong):
+            reasons.setdefault(int(i), []).append(f"{column} {_shown(frame[column].iloc[i])}")
+        bad |= wrong
+    if bad.all():
+        first = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"no usable rows: all {len(frame)} have a value that is not a finite number > 0 in "
+            f"{', '.join(columns)} (e.g. {row_label(first, run_ids)}: {', '.join(reasons[first])})"
+        )
+    if bad.any():
+        listed = [f"{row_label(i, run_ids)}: {', '.join(reasons[i])}" for i in sorted(reasons)]
+        warnings.append(
+            f"excluded {len(listed)} of {len(frame)} rows whose {'/'.join(columns)} is not a finite number > 0: "
+            f"{listing(listed)} (--strict refuses such a table)"
+        )
+    return ~bad
+
+
+def _shown(value) -> str:
+    return repr(value) if isinstance(value, str) else str(value.item() if hasattr(value, "item") else value)
+
+
+def first_of_duplicates(runs: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> np.ndarray:
+    """Mask keeping the first of each set of exact duplicate rows (same N, D and loss); a warning
+    counts and names the others."""
+    repeated = runs.duplicated(subset=["N", "D", "loss"], keep="first").to_numpy()
+    if repeated.any():
+        first = runs.groupby(["N", "D", "loss"], sort=False).cumcount().to_numpy() == 0
+        first_pos = {key: i for i, key in enumerate(zip(runs["N"], runs["D"], runs["loss"])) if first[i]}
+        keys = list(zip(runs["N"], runs["D"], runs["loss"]))
+        listed = [
+            f"{row_label(i, run_ids)} = {row_label(first_pos[keys[i]], run_ids)}" for i in np.flatnonzero(repeated)
+        ]
+        warnings.append(
+            f"counted once {len(listed)} exact duplicate rows (the same N, D and loss as an earlier row), "
+            f"{int((~repeated).sum())} runs remain: {listing(listed)}"
+        )
+    return ~repeated
+
+
+def unit_ids(runs: pd.DataFrame) -> np.ndarray:
+    """One integer id per distinct (N, D) point, numbered in order of first appearance: repeated
+    seeds of one point share it."""
+    return runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
