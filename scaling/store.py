@@ -25,13 +25,44 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 SCHEMA = 1
 RECORD = "record.json"
-STATUSES = ("completed", "failed")
+
+
+class Status(StrEnum):
+    """A record's ``status``: the strings records have always carried."""
+
+    COMPLETED = "completed"  # trained to its budget
+    FAILED = "failed"  # ended early; ``failure`` says how
+
+
+class Failure(StrEnum):
+    """A record's ``failure``: how a failed run failed ("" for a completed run)."""
+
+    NONE = ""
+    DIVERGED = "diverged"  # the loss blew up: final, never retried
+    ERRORED = "errored"  # an error (out of memory, disk full, a bug): retried on relaunch
+
+
+class RunState(StrEnum):
+    """What `run_state` finds for a run in the store (the strings of sweep.json and `scaling status`)."""
+
+    NEW = "new"  # nothing yet
+    PARTIAL = "partial"  # a checkpoint, no record: resumed on relaunch
+    RUNNING = "running"  # locked by a live process
+    COMPLETED = "completed"  # finished: record status "completed"
+    FAILED = "failed"  # diverged: final
+    ERRORED = "errored"  # failed by an error: set aside and retried on relaunch
+    CORRUPT = "corrupt"  # a record that cannot be read: set aside and retried on relaunch
+
+
+STATUSES = tuple(Status)
+FINISHED = (RunState.COMPLETED, RunState.FAILED)  # states a relaunch leaves as they are
 REQUIRED_KEYS = ("schema", "run_id", "status", "params", "params_non_embedding", "tokens", "flops", "val_loss")
 
 # Columns of table.csv, in order; everything else in a record stays in record.json.
@@ -39,6 +70,8 @@ TABLE_COLUMNS = [
     "run_id",
     "sweep",
     "status",
+    "failure",
+    "error_type",
     "reason",
     "budget_flops",
     "flops",
@@ -259,9 +292,11 @@ def read_record(path: Path) -> dict[str, Any]:
     """Read and check one record; raise RecordProblem naming the path and what is wrong."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as err:
         raise RecordProblem(f"{path}: cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise RecordProblem(f"{path}: not UTF-8 text (byte {err.start}); garbled") from None
     if not text.strip():
         raise RecordProblem(f"{path}: empty file")
     try:
@@ -279,6 +314,8 @@ def read_record(path: Path) -> dict[str, Any]:
         raise RecordProblem(f"{path}: missing keys {', '.join(missing)}")
     if rec["status"] not in STATUSES:
         raise RecordProblem(f"{path}: status {rec['status']!r} is not one of {', '.join(STATUSES)}")
+    if rec.get("failure", "") not in tuple(Failure):
+        raise RecordProblem(f"{path}: failure {rec['failure']!r} is not one of {', '.join(map(repr, Failure))}")
     if rec["run_id"] != path.parent.name:
         raise RecordProblem(f"{path}: its run_id {rec['run_id']!r} does not match its directory {path.parent.name!r}")
     return rec
@@ -305,9 +342,30 @@ class StoreTable:
     problems: list[str] = field(default_factory=list)
 
 
+def record_failure(rec: dict[str, Any]) -> Failure:
+    """How a record's run failed: its ``failure``. A failed record without one (written before the
+    key existed) says it only in its reason ("error: ..." for an error, else a divergence): read there."""
+    if rec["status"] == Status.COMPLETED:
+        return Failure.NONE
+    if rec.get("failure"):
+        return Failure(rec["failure"])
+    return Failure.ERRORED if str(rec.get("reason", "")).startswith("error:") else Failure.DIVERGED
+
+
 def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
     row = {k: rec.get(k) for k in TABLE_COLUMNS}
-    for k in ("reason", "sweep", "corpus", "corpus_fingerprint", "code_version", "architecture", "shape", "device"):
+    row["failure"] = str(record_failure(rec))
+    for k in (
+        "error_type",
+        "reason",
+        "sweep",
+        "corpus",
+        "corpus_fingerprint",
+        "code_version",
+        "architecture",
+        "shape",
+        "device",
+    ):
         row[k] = "" if row[k] is None else row[k]
     for k in ("entropy_rate", "loss_floor"):
         if row[k] is None:
@@ -357,20 +415,19 @@ def write_tables(store: Path) -> StoreTable:
     return table
 
 
-def run_state(paths: RunPaths) -> str:
-    """One of: completed, failed (diverged: final), errored (failed by an error that may be
-    transient: retried on relaunch), running (locked by a live process), partial (checkpoint, no
-    record), corrupt (a record that cannot be read: set aside and retried), new."""
+def run_state(paths: RunPaths) -> RunState:
+    """Where the run stands in the store (see `RunState`)."""
     if paths.record.exists():
         try:
             rec = read_record(paths.record)
         except RecordProblem:
-            return "corrupt"
-        if rec["status"] == "failed" and str(rec.get("reason", "")).startswith("error:"):
-            return "errored"
-        return rec["status"]
+            return RunState.CORRUPT
+        failure = record_failure(rec)
+        if failure == Failure.ERRORED:
+            return RunState.ERRORED
+        return RunState.FAILED if failure == Failure.DIVERGED else RunState.COMPLETED
     if is_locked(paths):
-        return "running"
+        return RunState.RUNNING
     if paths.checkpoint.exists():
-        return "partial"
-    return "new"
+        return RunState.PARTIAL
+    return RunState.NEW
