@@ -291,7 +291,8 @@ def test_a_record_that_is_not_utf8_is_named_and_skipped_by_every_verb_and_kept_a
     for args in verbs:
         proc = run_cli(*args, timeout=300)
         assert "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr, (args, proc.stderr)
-        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+        # fit: 5 runs are too few for approach 3's 5 parameters: one line (exit 2), after the warning
+        assert proc.returncode == (2 if args[0] == "fit" else 0), (args, proc.stdout, proc.stderr)
         if args[0] != "sweep":
             assert str(path) in proc.stdout + proc.stderr, (args, proc.stdout, proc.stderr)
     output = run_sweep(store, tmp_path / "relaunch.log")
