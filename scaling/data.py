@@ -275,11 +275,12 @@ def eval_set(corpus: Corpus, seq_len: int, n_tokens: int) -> np.ndarray:
     return _windows(corpus.val, np.arange(n_seq) * stride, seq_len)
 
 
-def check_windows(corpus: Corpus, seq_len: int, eval_tokens: int) -> None:
+def check_windows(corpus: Corpus, seq_len: int, eval_tokens: int | None = None) -> None:
     """DataError/ConfigError naming train.seq_len or train.eval_tokens when the corpus is too small
-    for a training window or for the evaluation set (checked when a run is planned)."""
+    for a training window or (given eval_tokens) for the evaluation set."""
     _check_train_windows(corpus, seq_len)
-    _check_eval_windows(corpus, seq_len, eval_tokens)
+    if eval_tokens is not None:
+        _check_eval_windows(corpus, seq_len, eval_tokens)
 
 
 def _check_train_windows(corpus: Corpus, seq_len: int) -> None:

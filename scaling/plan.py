@@ -129,13 +129,13 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     fingerprint and size only, a cached read).
 
     D = C / (6·N), rounded to a whole number of optimizer steps; the recorded C is 6·N·D of the
-    tokens actually trained on. Raises ConfigError/DataError on bad input (train.seq_len or
-    train.eval_tokens beyond the corpus included), BudgetTooSmall when the budget buys fewer than
+    tokens actually trained on. Raises ConfigError/DataError on bad input (train.seq_len beyond
+    the corpus included), BudgetTooSmall when the budget buys fewer than
     train.min_steps steps."""
     validate(cfg)
     shape, lr = resolve_shape(cfg)  # checks the data source's settings and files too
     corpus = data_lib.load_corpus(cfg.data)
-    data_lib.check_windows(corpus, cfg.train.seq_len, cfg.train.eval_tokens)
+    data_lib.check_windows(corpus, cfg.train.seq_len)  # the evaluation set: scaling.train.preflight
     counts = param_counts(shape)
     n_budget = counts[cfg.param_count]
     tokens_per_step = cfg.train.batch_size * cfg.train.seq_len

@@ -79,6 +79,14 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def preflight(cfg: DictConfig) -> None:
+    """What a run needs beyond its plan, checked before anything is written: the device exists on
+    this machine, and the corpus's validation split holds the evaluation set (cached corpus read)."""
+    pick_device(cfg.train.device)
+    corpus = data_lib.load_corpus(cfg.data)
+    data_lib.check_windows(corpus, cfg.train.seq_len, cfg.train.eval_tokens)
+
+
 def set_threads(t) -> int:
     """Torch CPU threads: explicit, or cores // concurrent runs (never oversubscribe: PITFALLS.md)."""
     threads = t.threads or max(1, usable_cores() // t.concurrent_runs)
@@ -143,7 +151,7 @@ def train(cfg: DictConfig, *, log=_log, plan: RunPlan | None = None) -> dict[str
     ``plan`` is the run's plan when the caller (the sweeper) made it; else the run plans itself."""
     # 1. plan: every config error surfaces here, before data, compute or any file is written
     plan = plan if plan is not None else plan_run(cfg)
-    pick_device(cfg.train.device)
+    preflight(cfg)
     paths = RunPaths(Path(cfg.store), plan.run_id)
 
     # 2. claim

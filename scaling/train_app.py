@@ -137,9 +137,9 @@ def precheck(argv: list[str]) -> None:
         with open_dict(cfg):
             del cfg["hydra"]
         _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
-        from scaling.train import pick_device  # torch: only for a run about to train
+        from scaling.train import preflight  # torch: only for a run about to train
 
-        pick_device(cfg.train.device)
+        preflight(cfg)
     if not args.cfg:
         check_writable_store(cfg.store)
 
