@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from scaling.errors import ConfigError
 
@@ -75,6 +75,7 @@ class Config:
     param_count: str = "total"  # which N defines D = C/(6N): total (Chinchilla) | non_embedding (Kaplan)
     sweep: str = ""  # sweep name; runs of one sweep share a store and a wandb group
     store: str = MISSING  # results-store directory
+    plan: str = ""  # set by the sweeper: the job's plan (scaling.plan.RunPlan as JSON); "": the job plans itself
     model: ModelConfig = field(default_factory=ModelConfig)
     data: Any = field(default_factory=dict)  # checked by scaling.data.load_corpus
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -82,8 +83,15 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
 
+def if_empty(value: Any, default: Any) -> Any:
+    """``${if_empty:${sweep},single}``: the value, or the default when the value is "" or null
+    (conf/config.yaml's store: a plain `scaling train`, whose sweep is "", writes to results/single)."""
+    return default if value in ("", None) else value
+
+
 def register() -> None:
     ConfigStore.instance().store(name="scaling_schema", node=Config)
+    OmegaConf.register_new_resolver("if_empty", if_empty, replace=True)
 
 
 register()

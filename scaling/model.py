@@ -18,7 +18,6 @@ Parameter count (every Linear and LayerNorm has a bias; the head is tied, so cou
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 
 import torch
 import torch.nn as nn
@@ -103,6 +102,3 @@ class GPT(nn.Module):
             return logits, None
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
         return logits, loss
-
-    def describe(self) -> dict:
-        return asdict(self.shape)

@@ -1,11 +1,15 @@
-"""Planning a run: everything that follows from its config by arithmetic, with no torch and no data.
+"""Planning a run: everything that follows from its config by arithmetic, with no torch.
 
-The sweeper plans every job before launching any (to drop impossible combinations and skip
-finished runs); the trainer plans its own run the same way, so both agree on the run id.
+Each run is planned once. The sweeper plans every job before launching any (to drop impossible
+combinations and skip finished runs) and hands each job its plan (the config key ``plan``, the
+`RunPlan` as JSON); a standalone `scaling train` plans its own run. The corpus is read (a cached
+read) only for its fingerprint, its size and the windows a run needs.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +24,7 @@ from scaling.shapes import ARCHITECTURE, ModelShape, ladder_lr, nearest_shape, p
 from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
-NOT_IDENTITY = ("tracking", "store", "sweep", "hydra")
+NOT_IDENTITY = ("tracking", "store", "sweep", "hydra", "plan")
 NOT_IDENTITY_TRAIN = ("device", "threads", "concurrent_runs", "checkpoint_interval_s", "compile")
 
 
@@ -41,6 +45,15 @@ class RunPlan:
     flops: float  # 6·N·D actual
     flops_attention: float
     warmup_steps: int
+    corpus_train_tokens: int  # the corpus's training split (D beyond it repeats data)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunPlan:
+        fields = json.loads(text)
+        return cls(**{**fields, "shape": ModelShape(**fields["shape"])})
 
     @property
     def budget_label(self) -> str:
@@ -94,29 +107,50 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
     return c
 
 
+class BudgetTooSmall(ConfigError):
+    """The budget buys fewer than train.min_steps optimizer steps of the model (a sweep drops the job)."""
+
+
+def job_config(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config as a run records it (config.yaml, the record, the tracker): without
+    ``plan``, which only carries the sweeper's arithmetic to the job."""
+    c = OmegaConf.to_container(cfg, resolve=True)
+    c.pop("plan", None)
+    return c
+
+
+def planned(cfg: DictConfig) -> RunPlan:
+    """The plan the sweeper handed this job, else the run's own (`plan_run`)."""
+    return RunPlan.from_json(cfg.plan) if cfg.get("plan") else plan_run(cfg)
+
+
 def plan_run(cfg: DictConfig) -> RunPlan:
-    """Validate the config and work out the run without touching data or torch tensors.
+    """Validate the config and work out the run without torch (the corpus is read for its
+    fingerprint and size only, a cached read).
 
     D = C / (6·N), rounded to a whole number of optimizer steps; the recorded C is 6·N·D of the
-    tokens actually trained on. Raises ConfigError when the budget buys fewer than train.min_steps."""
+    tokens actually trained on. Raises ConfigError/DataError on bad input (train.seq_len beyond
+    the corpus included), BudgetTooSmall when the budget buys fewer than
+    train.min_steps steps."""
     validate(cfg)
-    shape, lr = resolve_shape(cfg)
+    shape, lr = resolve_shape(cfg)  # checks the data source's settings and files too
+    corpus = data_lib.load_corpus(cfg.data)
+    data_lib.check_windows(corpus, cfg.train.seq_len)  # the evaluation set: scaling.train.preflight
     counts = param_counts(shape)
     n_budget = counts[cfg.param_count]
     tokens_per_step = cfg.train.batch_size * cfg.train.seq_len
     steps = round(tokens_6nd(cfg.budget, n_budget) / tokens_per_step)
     if steps < cfg.train.min_steps:
         min_budget = flops_6nd(n_budget, tokens_per_step * cfg.train.min_steps)
-        raise ConfigError(
+        raise BudgetTooSmall(
             f"budget: {cfg.budget:.3g} FLOPs buys model {shape.name} (N={n_budget:,}) only {steps} optimizer steps of "
             f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g} "
             f"or a smaller model"
         )
     tokens = steps * tokens_per_step
-    data_lib.check_source(cfg.data)  # a missing or malformed data file fails here, before any work
-    # A run's identity is its resolved config plus its corpus fingerprint (a cached read): the same
-    # config on another Python's stdlib is another run.
-    ident = {**identity(cfg, shape, lr), "corpus_fingerprint": data_lib.load_corpus(cfg.data).fingerprint}
+    # A run's identity is its resolved config plus its corpus fingerprint: the same config on
+    # another Python's stdlib is another run.
+    ident = {**identity(cfg, shape, lr), "corpus_fingerprint": corpus.fingerprint}
     return RunPlan(
         run_id=run_id(ident),
         budget=float(cfg.budget),
@@ -131,6 +165,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         flops=flops_6nd(n_budget, tokens),
         flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,
         warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
+        corpus_train_tokens=len(corpus.train),
     )
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from scaling.errors import UserError
-from scaling.store import RunPaths, atomic_write_json, read_record, run_state
+from scaling.store import RunPaths, atomic_write_json, iter_records, read_record, run_state
 
 MANIFEST = "sweep.json"
 DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken for a launch's
@@ -149,6 +150,9 @@ def status_main(argv: list[str]) -> int:
     parser.add_argument("store", help="a sweep's results directory, e.g. results/quick")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    for _, _, problem in iter_records(Path(args.store)):  # a damaged record: named, not fatal
+        if problem:
+            print(f"warning: skipped {problem} (a relaunch keeps it aside and trains the run again)", file=sys.stderr)
     if args.json:
         print(json.dumps(progress(Path(args.store))))
     else:

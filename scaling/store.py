@@ -29,9 +29,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from scaling.run_status import Failure, RunState, Status, record_failure  # noqa: F401  (also the store's API)
+
 SCHEMA = 1
 RECORD = "record.json"
-STATUSES = ("completed", "failed")
+
+
+STATUSES = tuple(Status)
+FINISHED = (RunState.COMPLETED, RunState.FAILED)  # states a relaunch leaves as they are
 REQUIRED_KEYS = ("schema", "run_id", "status", "params", "params_non_embedding", "tokens", "flops", "val_loss")
 
 # Columns of table.csv, in order; everything else in a record stays in record.json.
@@ -39,6 +44,8 @@ TABLE_COLUMNS = [
     "run_id",
     "sweep",
     "status",
+    "failure",
+    "error_type",
     "reason",
     "budget_flops",
     "flops",
@@ -259,9 +266,11 @@ def read_record(path: Path) -> dict[str, Any]:
     """Read and check one record; raise RecordProblem naming the path and what is wrong."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as err:
         raise RecordProblem(f"{path}: cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise RecordProblem(f"{path}: not UTF-8 text (byte {err.start}); garbled") from None
     if not text.strip():
         raise RecordProblem(f"{path}: empty file")
     try:
@@ -279,6 +288,8 @@ def read_record(path: Path) -> dict[str, Any]:
         raise RecordProblem(f"{path}: missing keys {', '.join(missing)}")
     if rec["status"] not in STATUSES:
         raise RecordProblem(f"{path}: status {rec['status']!r} is not one of {', '.join(STATUSES)}")
+    if rec.get("failure", "") not in tuple(Failure):
+        raise RecordProblem(f"{path}: failure {rec['failure']!r} is not one of {', '.join(map(repr, Failure))}")
     if rec["run_id"] != path.parent.name:
         raise RecordProblem(f"{path}: its run_id {rec['run_id']!r} does not match its directory {path.parent.name!r}")
     return rec
@@ -307,7 +318,18 @@ class StoreTable:
 
 def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
     row = {k: rec.get(k) for k in TABLE_COLUMNS}
-    for k in ("reason", "sweep", "corpus", "corpus_fingerprint", "code_version", "architecture", "shape", "device"):
+    row["failure"] = str(record_failure(rec))
+    for k in (
+        "error_type",
+        "reason",
+        "sweep",
+        "corpus",
+        "corpus_fingerprint",
+        "code_version",
+        "architecture",
+        "shape",
+        "device",
+    ):
         row[k] = "" if row[k] is None else row[k]
     for k in ("entropy_rate", "loss_floor"):
         if row[k] is None:
@@ -357,20 +379,19 @@ def write_tables(store: Path) -> StoreTable:
     return table
 
 
-def run_state(paths: RunPaths) -> str:
-    """One of: completed, failed (diverged: final), errored (failed by an error that may be
-    transient: retried on relaunch), running (locked by a live process), partial (checkpoint, no
-    record), corrupt (a record that cannot be read: set aside and retried), new."""
+def run_state(paths: RunPaths) -> RunState:
+    """Where the run stands in the store (see `RunState`)."""
     if paths.record.exists():
         try:
             rec = read_record(paths.record)
         except RecordProblem:
-            return "corrupt"
-        if rec["status"] == "failed" and str(rec.get("reason", "")).startswith("error:"):
-            return "errored"
-        return rec["status"]
+            return RunState.CORRUPT
+        failure = record_failure(rec)
+        if failure == Failure.ERRORED:
+            return RunState.ERRORED
+        return RunState.FAILED if failure == Failure.DIVERGED else RunState.COMPLETED
     if is_locked(paths):
-        return "running"
+        return RunState.RUNNING
     if paths.checkpoint.exists():
-        return "partial"
-    return "new"
+        return RunState.PARTIAL
+    return RunState.NEW

@@ -2,23 +2,39 @@
 
 Before Hydra takes over, the overrides are composed and the run is planned once here, so that an
 unknown key, a wrong type, an unknown model name or an impossible budget is reported as one line
-naming the key and what is valid, before any compute is spent.
+naming the key and what is valid, before any compute is spent or any file is written; the run then
+trains with that plan. In a sweep, each job trains with the plan the sweeper made (config ``plan``).
+
+Exit status of `scaling train` (a single run):
+  0    the run completed, or had already completed (or another process is training it)
+  1    the run ended errored (out of memory, a full disk, a bug: recorded as failed, a relaunch
+       retries it), or its record or Hydra's output could not be written (one `error:` line)
+  2    bad input: one `error:` line naming the key, file or value; nothing written
+  3    the run diverged (recorded as failed; final: a relaunch leaves it), now or before
+  130  interrupted by Ctrl-C (143: SIGTERM): a checkpoint was saved, a relaunch resumes; after a
+       second Ctrl-C one line says whether an earlier checkpoint is kept
+In a sweep (`scaling sweep`, --multirun) a run that fails is recorded and the sweep goes on.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 import hydra
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 import scaling.config  # noqa: F401  (registers the schema with Hydra's ConfigStore)
 from scaling.errors import ConfigError, UserError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+EXIT_ERRORED, EXIT_BAD_INPUT, EXIT_DIVERGED = 1, 2, 3
+
+# The plan `precheck` made of a single run, keyed by its resolved config: the run trains with it.
+_PRECHECKED: dict[str, object] = {}
 
 
 def explain_compose_error(err: Exception, overrides: list[str]) -> str:
@@ -142,24 +158,48 @@ def precheck(argv: list[str]) -> None:
     elif not args.cfg:
         with open_dict(cfg):
             del cfg["hydra"]
-        plan_run(cfg)
+        _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
+        from scaling.train import preflight  # torch: only for a run about to train
+
+        preflight(cfg)
     if not args.cfg:
         check_writable_store(cfg.store)
 
 
+def _config_key(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg, resolve=True)
+
+
+def _single_run() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+
+
 def run_task(cfg: DictConfig) -> float | None:
-    """The Hydra task: train one run; a bad config is one line on stderr and exit status 2."""
-    from scaling.train import train
+    """The Hydra task: train one run. A bad config is one line on stderr and exit status 2; a single
+    run that ends failed exits with the status of the module's table (a sweep's job returns)."""
+    from scaling.plan import planned
+    from scaling.store import Failure, record_failure
+    from scaling.train import RecordNotWritten, train
 
     try:
-        record = train(cfg)
+        record = train(cfg, plan=_PRECHECKED.pop(_config_key(cfg), None) or planned(cfg))
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except RecordNotWritten as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_ERRORED) from None
     if cfg.sweep and (Path(cfg.store) / "sweep.json").exists():
         from scaling.progress import format_progress
 
         print(format_progress(Path(cfg.store)), flush=True)
+    failure = Failure.NONE if record is None else record_failure(record)
+    if failure != Failure.NONE and _single_run():
+        print(f"error: run {record['run_id']} {failure}: {record['reason']}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_DIVERGED if failure == Failure.DIVERGED else EXIT_ERRORED)
     return None if record is None else record["val_loss"]
 
 
@@ -189,5 +229,13 @@ def run_hydra(prog: str, argv: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     precheck(argv)
-    run_hydra("scaling train", argv)
+    # Hydra prints its own traceback for an exception and exits 1; with HYDRA_FULL_ERROR it raises
+    # it instead, so that a full disk under its output directory is one line here.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        run_hydra("scaling train", argv)
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: cannot write {where}{err.strerror or err}; free space or give another store=", file=sys.stderr)
+        return EXIT_ERRORED
     return 0

@@ -47,6 +47,17 @@ TRAIN = [
         ["model=d32", "budget=4e10", "store={afile}/store"],
         ["store", "afile", "Not a directory", "writable directory"],
     ),
+    (
+        "evaluation set beyond the corpus",
+        ["data=text", "data.path={workdir}/small.txt", "train.eval_tokens=100000", f"store={S}"],
+        ["train.eval_tokens", "100000", "text:small.txt", "data.val_fraction"],
+    ),
+    (
+        "3-byte text corpus",
+        ["data=text", "data.path={workdir}/tiny.txt", f"store={S}"],
+        ["train.seq_len", "text:tiny.txt", "has 2"],
+    ),
+    ("context beyond the corpus", ["train.seq_len=1000000000", f"store={S}"], ["train.seq_len", "1000000000"]),
 ]
 SWEEP_CASES = [
     ("unknown sweep", ["nosuch"], ["sweep 'nosuch'", "no such sweep file", "tiny"]),
@@ -167,6 +178,8 @@ def files(tmp_path_factory):
     )
     (workdir / "odd.bin").write_bytes(bytes(range(256)) * 3 + bytes(233))  # 1001 bytes: not whole uint16s
     (workdir / "afile").write_text("a file where a directory is expected\n")
+    (workdir / "small.txt").write_text("print('hello, world')\n" * 250)  # 5.5 kB: 275 val tokens
+    (workdir / "tiny.txt").write_bytes(b"abc")
     (workdir / "empty").mkdir()
     assert run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--out", workdir / "fit.json").returncode == 0
     shutil.rmtree(store / "hydra", ignore_errors=True)
@@ -237,3 +250,21 @@ def test_bad_input_in_a_real_process(files, verb, case, argv, names):
     assert_one_line_error(proc, *fill(names, files))
     shutil.rmtree(files["store"] / "hydra", ignore_errors=True)  # Hydra's own log of the aborted sweep
     assert snapshot(files["workdir"]) == before, "bad input changed a file that was already written"
+
+
+def test_a_device_this_machine_lacks_is_refused_before_anything_is_written(capfd, files, no_hydra):
+    """train.device=cuda without CUDA (or mps without MPS): one line, exit 2, before Hydra starts."""
+    import torch
+
+    from scaling.cli import main
+
+    device = "mps" if torch.cuda.is_available() else "cuda"
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has both CUDA and MPS")
+    before = snapshot(files["workdir"])
+    code = main(["train", f"train.device={device}", f"store={files['store']}"])
+    _, err = capfd.readouterr()
+    assert code == 2 and "Traceback" not in err, err
+    (line,) = [line for line in err.splitlines() if line.startswith("error:")]
+    assert f"train.device: '{device}' is not available" in line
+    assert snapshot(files["workdir"]) == before

@@ -198,3 +198,23 @@ def test_a_relaunch_names_live_workers_of_a_dead_sweep_holding_runs(tmp_path):
     lines = [line for line in proc.stdout.splitlines() if "no longer running" in line]
     assert len(lines) == 1 and f"pids {holder.pid}" in lines[0], proc.stdout
     assert "1 running in another process (left to it)" in proc.stdout
+
+
+def test_a_second_ctrl_c_stops_a_plain_train_at_once_with_one_line(tmp_path):
+    """A plain `scaling train` stopped by a second Ctrl-C (KeyboardInterrupt, raised at step 40 by
+    tests/fault_hooks: two real SIGINTs inside one backward pass reach Python as one): exit 130 and
+    one line saying it was interrupted and which checkpoint is kept; the relaunch resumes from it."""
+    from conftest import run_cli
+
+    store = tmp_path / "store"
+    args = ("model=d32", "budget=1e10", "tracking=none", "train.batch_size=8", "train.min_steps=20")
+    args += ("train.threads=1", "train.checkpoint_interval_s=0.01", "train.log_points=64", f"store={store}")
+    env = {"PYTHONPATH": str(HOOKS), "SCALING_FAULT_INTERRUPT_AT_STEP": "40"}
+    proc = run_cli("train", *args, env=env, timeout=300)
+    assert proc.returncode == 130, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "interrupted (second Ctrl-C)" in line]
+    kept = checkpoint_steps(store)
+    assert len(kept) == 1 and f"its checkpoint at step {next(iter(kept.values()))} is kept; relaunch to resume" in line
+    again = run_cli("train", *args, timeout=300)
+    assert again.returncode == 0 and "resuming from checkpoint" in again.stdout, again.stderr

@@ -218,3 +218,85 @@ def test_two_sweeps_writing_into_one_store_at_once_train_every_run_exactly_once(
     assert sorted(trained) == sorted(records(reference)) and set(trained.values()) == {1}, trained
     assert_same_results(store, reference)
     assert not set_aside_files(store)
+
+
+# ---------------------------------------------------------------- a single run's exit status
+ONE_RUN = ("model=d32", "budget=1e10", "tracking=none", "train.batch_size=8", "train.min_steps=20")
+ONE_RUN += ("train.eval_tokens=4096", "train.evals=2", "train.threads=1", "train.checkpoint_interval_s=0.25")
+
+
+def one_error_line(proc, *must_contain) -> str:
+    """A run that ended badly (not bad input): one `error:` line on stderr, no traceback."""
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    for text in must_contain:
+        assert text in errors[0], (text, errors[0])
+    return errors[0]
+
+
+def test_a_single_run_exits_with_how_it_ended(tmp_path):
+    """0 completed (and again, already completed); 1 errored (recorded failed, failure "errored",
+    error_type); 3 diverged, now and on a relaunch, which leaves the run as it is."""
+    store = tmp_path / "store"
+    done = run_cli("train", *ONE_RUN, f"store={store}", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert run_cli("train", *ONE_RUN, f"store={store}", timeout=300).returncode == 0
+
+    errored_store = tmp_path / "errored"
+    env = {"PYTHONPATH": str(HOOKS), "SCALING_FAULT_ERROR_AT_STEP": "30"}
+    errored = run_cli("train", *ONE_RUN, f"store={errored_store}", env=env, timeout=300)
+    assert errored.returncode == 1, errored.stderr
+    one_error_line(errored, "errored", "MemoryError")
+    ((_, rec),) = records(errored_store).items()
+    assert (rec["status"], rec["failure"], rec["error_type"]) == ("failed", "errored", "MemoryError")
+
+    diverged_store = tmp_path / "diverged"
+    for _ in range(2):
+        diverged = run_cli("train", *ONE_RUN, "optim.lr=1e30", f"store={diverged_store}", timeout=300)
+        assert diverged.returncode == 3, diverged.stderr
+        one_error_line(diverged, "diverged")
+    ((_, rec),) = records(diverged_store).items()
+    assert (rec["status"], rec["failure"], rec["error_type"]) == ("failed", "diverged", "")
+
+
+@pytest.mark.parametrize("full", ["record.json", ".hydra"])
+def test_a_full_disk_under_the_record_or_hydra_is_one_line_and_exit_1(tmp_path, full):
+    """No space left for the record (the run's checkpoint stays) or for Hydra's output directory:
+    one `error:` line naming the file, exit status 1, no traceback."""
+    store = tmp_path / "store"
+    env = {"PYTHONPATH": str(HOOKS), "SCALING_FAULT_ENOSPC": full}
+    proc = run_cli("train", *ONE_RUN, f"store={store}", env=env, timeout=300)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    one_error_line(proc, full, "No space left on device")
+    assert not records(store)
+
+
+def test_a_record_that_is_not_utf8_is_named_and_skipped_by_every_verb_and_kept_aside(tmp_path, tmp_path_factory):
+    """`printf 'garbage\\x00\\xff' > record.json`: status, fit, plot, report and a dry-run sweep name
+    the file and go on with the other runs; a relaunch keeps it as record.json.corrupt-<time>."""
+    reference = reference_store(tmp_path_factory)
+    store = copy_store(reference, tmp_path / "store")
+    want = records(reference)
+    garbled = min(want, key=lambda k: want[k]["flops_attention"])
+    path = store / "runs" / garbled / "record.json"
+    path.write_bytes(b"garbage\x00\xff")
+    verbs = [
+        ("status", store),
+        ("fit", store, "--approach", "3", "--bootstrap", "0"),
+        ("plot", store, "--out", tmp_path / "figures"),
+        ("report", store, "--out", tmp_path / "report.html", "--bootstrap", "0"),
+        ("sweep", SWEEP, f"store={store}", "hydra.sweeper.dry_run=true"),
+    ]
+    for args in verbs:
+        proc = run_cli(*args, timeout=300)
+        assert "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr, (args, proc.stderr)
+        # fit: 5 runs are too few for approach 3's 5 parameters: one line (exit 2), after the warning
+        assert proc.returncode == (2 if args[0] == "fit" else 0), (args, proc.stdout, proc.stderr)
+        if args[0] != "sweep":
+            assert str(path) in proc.stdout + proc.stderr, (args, proc.stdout, proc.stderr)
+    output = run_sweep(store, tmp_path / "relaunch.log")
+    assert "1 to retry" in output and re.search(rf"\[{garbled}\] C\S+: previous record was corrupt; kept as ", output)
+    (kept,) = set_aside_files(store)
+    assert kept.read_bytes() == b"garbage\x00\xff"
+    assert outcome(records(store)[garbled]) == outcome(want[garbled])

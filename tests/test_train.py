@@ -110,3 +110,13 @@ def test_bad_input_is_one_clear_line(tmp_path, args, names):
     proc = run_cli("train", *args, f"store={tmp_path}", "tracking=none", timeout=120)
     assert_one_line_error(proc, *names)
     assert not (tmp_path / "runs").exists(), "nothing may be written before the config is valid"
+
+
+def test_the_default_store_is_results_single_or_the_sweeps_name():
+    """conf/config.yaml's store: a plain `scaling train` (sweep "") writes to results/single, not to
+    results/ itself; a sweep named quick to results/quick."""
+    from scaling.train_app import compose_config
+
+    assert compose_config([]).store == "results/single"
+    assert compose_config(["sweep=quick"]).store == "results/quick"
+    assert compose_config(["sweep=quick", "store=elsewhere"]).store == "elsewhere"

@@ -212,14 +212,12 @@ class ScalingSweeper(Sweeper):
         """Plan every job: (kept, dropped). Bad input in a job's config (a bad value, a missing or
         malformed corpus) raises ConfigError/DataError naming the job; a budget too small for a
         shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the job."""
-        from scaling import data as data_lib
-        from scaling.config import validate
         from scaling.errors import UserError
-        from scaling.plan import plan_run, resolve_shape
+        from scaling.plan import BudgetTooSmall, plan_run
         from scaling.store import RunPaths, run_state
 
         loader = self.hydra_context.config_loader
-        kept, dropped, corpus_tokens = [], [], {}
+        kept, dropped = [], []
         lo, hi = self.tokens_per_param
         for overrides in jobs:
             label = " ".join(overrides)
@@ -232,19 +230,13 @@ class ScalingSweeper(Sweeper):
                 raise ConfigError(f"sweep job {label}: {explain_compose_error(err, list(overrides))}") from None
             with open_dict(cfg):
                 del cfg["hydra"]  # as in the job itself: its interpolations need a running job
-            data_key = OmegaConf.to_yaml(cfg.data)
-            try:  # bad input, not a combination to drop
-                validate(cfg)
-                resolve_shape(cfg)  # checks the data source's settings and files too
-                if data_key not in corpus_tokens:
-                    corpus_tokens[data_key] = len(data_lib.load_corpus(cfg.data).train)
-            except UserError as err:
-                raise type(err)(f"sweep job {label}: {err}") from None
-            try:
+            try:  # planned once here; the job gets this plan (the `plan` override at launch)
                 plan = plan_run(cfg)
-            except UserError as err:  # the budget buys fewer than train.min_steps steps of this shape
+            except BudgetTooSmall as err:  # fewer than train.min_steps steps of this shape: dropped
                 dropped.append({"overrides": overrides, "reason": str(err)})
                 continue
+            except UserError as err:  # bad input, not a combination to drop
+                raise type(err)(f"sweep job {label}: {err}") from None
             ratio = plan.tokens / plan.n_budget
             if not lo <= ratio <= hi:
                 dropped.append(
@@ -255,12 +247,12 @@ class ScalingSweeper(Sweeper):
                     }
                 )
                 continue
-            if not cfg.train.allow_repeat and plan.tokens > corpus_tokens[data_key]:
+            if not cfg.train.allow_repeat and plan.tokens > plan.corpus_train_tokens:
                 dropped.append(
                     {
                         "overrides": overrides,
                         "reason": f"needs {plan.tokens:,} tokens but the corpus's "
-                        f"training split holds {corpus_tokens[data_key]:,} (set train.allow_repeat=true to repeat data)",
+                        f"training split holds {plan.corpus_train_tokens:,} (set train.allow_repeat=true to repeat data)",
                     }
                 )
                 continue
@@ -324,7 +316,9 @@ class ScalingSweeper(Sweeper):
 
         gpu = trains_on_gpu(self.config.train)
         n_parallel = concurrency(self.config.hydra.launcher, len(to_run), gpu)
-        batch = [list(j["overrides"]) + [f"train.concurrent_runs={n_parallel}"] for j in to_run]
+        batch = [
+            [*j["overrides"], f"train.concurrent_runs={n_parallel}", f"plan='{j['plan'].to_json()}'"] for j in to_run
+        ]
         print(
             f"launching {len(batch)} runs, {n_parallel} at a time{' (GPU)' if gpu else ''} "
             f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",

@@ -10,8 +10,17 @@ PYTHONPATH and one of these variables set:
                                     (tests/test_faults_kill.py).
   SCALING_FAULT_ERROR_AT_STEP=S     the same hook raises MemoryError at step S: a run failing with
                                     an error, not a divergence (tests/test_faults_store.py).
+  SCALING_FAULT_INTERRUPT_AT_STEP=S the same hook raises KeyboardInterrupt at step S, as a second
+                                    Ctrl-C does (tests/test_faults_kill.py).
+  SCALING_FAULT_ENOSPC=TEXT         a full disk for every file whose path contains TEXT: writing it
+                                    (`open` for writing, or the store's atomic writes) raises
+                                    OSError ENOSPC, as on a disk with no space left
+                                    (tests/test_faults_store.py).
 """
 
+import builtins
+import errno
+import io
 import os
 import signal
 
@@ -30,16 +39,46 @@ if os.environ.get("SCALING_FAULT_WANDB") == "log":
 
     wandb_run.Run.log = _failing_log
 
-if os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP") or os.environ.get("SCALING_FAULT_ERROR_AT_STEP"):
+_STEP_FAULTS = ("SCALING_FAULT_SIGTERM_AT_STEP", "SCALING_FAULT_ERROR_AT_STEP", "SCALING_FAULT_INTERRUPT_AT_STEP")
+if any(os.environ.get(name) for name in _STEP_FAULTS):
     from scaling import tracking
 
     _sigterm_step = int(os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP") or -1)
     _error_step = int(os.environ.get("SCALING_FAULT_ERROR_AT_STEP") or -1)
+    _interrupt_step = int(os.environ.get("SCALING_FAULT_INTERRUPT_AT_STEP") or -1)
 
     def _log_with_faults(self, metrics, step):
         if step == _sigterm_step:
             os.kill(os.getpid(), signal.SIGTERM)
         if step == _error_step:
             raise MemoryError(f"simulated by tests/fault_hooks: out of memory at step {step}")
+        if step == _interrupt_step:
+            raise KeyboardInterrupt
 
     tracking.Tracker.log = _log_with_faults
+
+if os.environ.get("SCALING_FAULT_ENOSPC"):
+    _full = os.environ["SCALING_FAULT_ENOSPC"]
+
+    def _no_space(path):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    _real_open = builtins.open
+
+    def _open_on_a_full_disk(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and _full in str(file) and any(c in mode for c in "wax+"):
+            raise _no_space(file)
+        return _real_open(file, mode, *args, **kwargs)
+
+    builtins.open = io.open = _open_on_a_full_disk
+
+    from scaling import store
+
+    _real_atomic_write = store.atomic_write_bytes
+
+    def _atomic_write_on_a_full_disk(path, data):
+        if _full in str(path):
+            raise _no_space(path)
+        return _real_atomic_write(path, data)
+
+    store.atomic_write_bytes = _atomic_write_on_a_full_disk

@@ -1,0 +1,113 @@
+"""A run's record: what `scaling.train` writes to ``runs/<id>/record.json`` when a run ends.
+
+The keys are the store's contract (docs/CONTRACTS.md); `scaling.store` reads them back.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from scaling.data import Corpus
+from scaling.plan import RunPlan, job_config
+from scaling.shapes import ARCHITECTURE
+from scaling.store import SCHEMA, Failure, Status, code_version
+from scaling.train_state import TrainState
+
+# What the tracker's run summary shows of the record.
+SUMMARY_KEYS = (
+    "status",
+    "val_loss",
+    "val_bpb",
+    "train_loss",
+    "tokens",
+    "flops",
+    "params",
+    "params_non_embedding",
+    "tokens_per_s",
+    "flops_per_s",
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run's training ended: completed, diverged or errored (with the exception's type)."""
+
+    failure: Failure = Failure.NONE
+    reason: str = ""  # why it failed, one line; "" when completed
+    error_type: str = ""  # the exception class of an errored run (OSError, MemoryError, ...)
+
+    @property
+    def status(self) -> Status:
+        return Status.COMPLETED if self.failure == Failure.NONE else Status.FAILED
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def build_record(
+    cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict[str, Any]
+) -> dict[str, Any]:
+    """The record of a run that ended with ``outcome``; ``machine`` holds device, threads,
+    started_at and wall_time_s."""
+    t, curve, val_loss = cfg.train, state.curve, state.val_loss()
+    trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
+    return {
+        "schema": SCHEMA,
+        "run_id": plan.run_id,
+        "sweep": cfg.sweep,
+        "status": str(outcome.status),
+        "failure": str(outcome.failure),
+        "error_type": outcome.error_type,
+        "reason": outcome.reason,
+        "budget_flops": float(cfg.budget),
+        "flops": plan.flops,
+        "flops_attention": plan.flops_attention,
+        "param_count": cfg.param_count,
+        "params": plan.params,
+        "params_non_embedding": plan.params_non_embedding,
+        "tokens": plan.tokens,
+        "steps": plan.steps,
+        "batch_size": t.batch_size,
+        "seq_len": t.seq_len,
+        "tokens_trained": trained_tokens,  # = tokens when completed; how far a failed run got
+        "shape": plan.shape.name,
+        "n_layer": plan.shape.n_layer,
+        "d_model": plan.shape.d_model,
+        "n_head": plan.shape.n_head,
+        "vocab_size": plan.shape.vocab_size,
+        "lr": plan.lr,
+        "val_loss": val_loss,
+        "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
+        "train_loss": curve[-1]["train_loss"] if curve else math.nan,
+        "seed": cfg.seed,
+        "corpus": corpus.name,
+        "corpus_fingerprint": corpus.fingerprint,
+        "entropy_rate": _nan_if_none(corpus.entropy_rate),
+        "loss_floor": _nan_if_none(corpus.loss_floor(t.seq_len)),
+        "wall_time_s": machine["wall_time_s"],
+        "tokens_per_s": trained_tokens / max(state.train_time, 1e-9),
+        "flops_per_s": plan.flops_attention / plan.tokens * trained_tokens / max(state.train_time, 1e-9),
+        "device": machine["device"],
+        "threads": machine["threads"],
+        "host": socket.gethostname(),
+        "code_version": code_version(),
+        "torch_version": torch.__version__,
+        "architecture": ARCHITECTURE,
+        "started_at": machine["started_at"],
+        "finished_at": now_iso(),
+        "corpus_description": corpus.description,
+        "config": job_config(cfg),
+        "curve": curve,
+    }
