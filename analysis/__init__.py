@@ -1,18 +1,21 @@
 """Scaling-law analysis: from a source of runs to fitted laws with intervals, figures and a report.
 
 Packages (data flows top to bottom; a package imports only from those above it; nothing here imports torch):
+  published  published constants (Hoffmann et al. 2022, Kaplan et al. 2020)
   sources/   read a source once (store directory, CSV/Parquet, wandb) into one typed schema:
              schema (ColumnMap, RunTable, Source), load (read_source, load_runs), check (the rules),
-             budgets (the one budget rule), files, wandb, synthetic (runs drawn from a known law)
+             budgets (the one budget rule), rows (bad rows, duplicates, units), groups (--where,
+             --group-by, the experiment guard), files, wandb
   fits/      laws (pure functions), envelope (approach 1), isoflop (2), parametric (3, Huber on
              log-loss; lbfgs_batch), bootstrap, powerlaws, validation (hold out the largest budget),
              fit (all approaches -> FitReport), results (result objects + JSON), optimal (N, D for a budget)
-  published  published constants (Hoffmann et al. 2022, Kaplan et al. 2020)
+  synthetic  runs drawn from a known law (fits.laws), to check a fitting setup
   describe/  how numbers and fits read, the one description every renderer lays out: numbers (10k, 2.5M,
              1e12, value [interval]), fit (each approach's estimates, bootstrap, validation, legends,
              caption phrases), allocation (an Allocation's items and report cells)
+  compare/   recipe comparison: approach-3 frontiers, the effective compute multiplier m(C), its bootstrap
   figures/   one module per figure family, each with its caption(report); axes (palettes, log axes, bands);
              make_figures, figure_bytes, figure_caption
   report/    blocks, render (HTML + Markdown, atomic writes), sections: sweep, laws, allocation, runs
-  cli/       one module per verb: fit, optimal, plot, report; common (parser, options, source and fit)
+  cli/       one module per verb: fit, optimal, plot, report, compare; common (parser, options, source and fit)
 """

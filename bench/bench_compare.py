@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_compare.py              # 1,000 resamples, median of 3 repetitions
     .venv/bin/python bench/bench_compare.py --repeats 1
 
-Data: two IsoFLOP sweeps drawn from the published Chinchilla law (analysis.sources.synthetic), the
+Data: two IsoFLOP sweeps drawn from the published Chinchilla law (analysis.synthetic), the
 candidate's with every token worth 1.5 tokens (m = 1.5), 4 budgets 1e18-1e21 FLOPs × 9 sizes, 1%
 log-normal noise. Timed: `analysis.compare.compare_inputs` (both approach-3 fits with their
 bootstraps, and the comparison) in this process, and `scaling compare --bootstrap 1000` end to end
@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 from analysis.compare import Input, compare_inputs  # noqa: E402
 from analysis.sources.check import table_from_frame  # noqa: E402
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs  # noqa: E402
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs  # noqa: E402
 from scaling.machine import usable_cores  # noqa: E402
 
 BUDGETS = np.geomspace(1e18, 1e21, 4)

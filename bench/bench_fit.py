@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_fit.py            # ~250 runs, all 4,500 grid starts (a few minutes)
     .venv/bin/python bench/bench_fit.py --grid-starts 300   # a quicker, partial baseline
 
-Data: an IsoFLOP sweep drawn from the published Chinchilla law (analysis.sources.synthetic), 6 budgets
+Data: an IsoFLOP sweep drawn from the published Chinchilla law (analysis.synthetic), 6 budgets
 1e18-1e22 FLOPs x 42 sizes, 1% log-normal noise, seed 0. Timed, one after another in this process:
   1. our single fit (`analysis.fits.parametric.fit_parametric`, no bootstrap), median of 3;
   2. our fit + 1,000 bootstrap refits;
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis.fits.bootstrap import one_blas_thread  # noqa: E402
 from analysis.fits.parametric import HuberLogLoss, fit_parametric, start_grid  # noqa: E402
 from analysis.sources.check import table_from_frame  # noqa: E402
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs  # noqa: E402
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs  # noqa: E402
 
 
 def exhaustive_grid(objective: HuberLogLoss, starts: np.ndarray) -> tuple[float, np.ndarray]:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis.fits.results import FitReport, to_jsonable
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from scaling.cli import main
 from scaling.store import SCHEMA, atomic_write_json
 

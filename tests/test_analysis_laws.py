@@ -5,7 +5,7 @@ import pytest
 
 from analysis.fits import laws
 from analysis.fits.results import FitReport, PowerLaw, from_jsonable, to_jsonable
-from analysis.sources.synthetic import CHINCHILLA_LAW
+from analysis.synthetic import CHINCHILLA_LAW
 
 
 def test_log_sum_exp_form_is_the_log_of_the_loss():

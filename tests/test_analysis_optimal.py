@@ -9,7 +9,7 @@ import pytest
 from analysis.fits.fit import fit_all
 from analysis.fits.results import FitReport
 from analysis.sources.check import table_from_frame
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
 # Hoffmann et al. 2022, Table 3 (docs/NOTES.md): parameters, FLOPs, tokens.

@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 from analysis.fits.bootstrap import one_blas_thread
 from analysis.fits.parametric import HuberLogLoss, fit_parametric, start_grid
 from analysis.sources.check import table_from_frame
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 
 TRUTH = {**CHINCHILLA_LAW, "a": 0.28 / 0.62, "b": 0.34 / 0.62}
 

@@ -8,7 +8,7 @@ from analysis.fits.isoflop import fit_isoflop, parabola_coefficients
 from analysis.fits.laws import chinchilla_allocation
 from analysis.fits.validation import validate_envelope, validate_isoflop
 from analysis.sources.check import table_from_frame
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from scaling.errors import DataError
 
 A_TRUE = 0.28 / 0.62  # beta/(alpha+beta) of the published law: N_opt ~ C^0.4516

@@ -1,6 +1,6 @@
 """`scaling compare`: synthetic pairs with a known effective compute multiplier m(C).
 
-Truths (analysis.sources.synthetic draws IsoFLOP sweeps from them, 1% log-normal noise):
+Truths (analysis.synthetic draws IsoFLOP sweeps from them, 1% log-normal noise):
   * constant 1.5×: the candidate's law is the baseline's with every token worth 1.5 tokens,
     L_cand(N, D) = L_base(N, 1.5·D), i.e. B_cand = B·1.5^(−β) and all else equal. At compute C the
     candidate's frontier is min_N L_base(N, 1.5·C/(6N)) = L*_base(1.5·C), so m(C) = 1.5 at every C.
@@ -26,7 +26,7 @@ from analysis.compare import compare_inputs, read_groups, read_inputs
 from analysis.compare.frontier import Frontier
 from analysis.fits import laws
 from analysis.sources.schema import ColumnMap
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 
 BUDGETS = np.geomspace(1e18, 1e21, 4)
 SIZES = 9

@@ -24,7 +24,7 @@ from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.outliers import K, flag_outliers
 from analysis.fits.results import Estimate, FitReport
 from analysis.sources.load import load_runs
-from analysis.sources.synthetic import CHINCHILLA_LAW
+from analysis.synthetic import CHINCHILLA_LAW
 from tests.conftest import run_cli
 
 LAW = CHINCHILLA_LAW

@@ -15,7 +15,7 @@ from conftest import assert_one_line_error, run_cli
 from analysis.fits import laws
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.sources.load import load_runs
-from analysis.sources.synthetic import isoflop_runs
+from analysis.synthetic import isoflop_runs
 
 BUDGETS = np.logspace(18, 21, 7)  # 3.2x apart
 LADDER = 1e18 * 1.5 ** np.arange(12)  # 1.5x apart: 6·N·D off by 30% reaches the neighbouring budgets

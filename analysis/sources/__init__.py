@@ -5,5 +5,6 @@ load       the one reader: read_source / load_runs (store directory, CSV/Parquet
 files      CSV/Parquet files;  wandb: a wandb project (online);  a store: `scaling.store.read_store` (in load)
 check      the rules every source passes: completed runs, one corpus, finite N/D/loss, C = 6·N·D
 budgets    the one rule grouping runs into compute budgets
-synthetic  runs drawn from a known law, to check a fitting setup
+rows       bad rows (excluded and listed), exact duplicates (counted once), units (one id per (N, D))
+groups     --where filters, --group-by, the guard against pooling experiments
 """
