@@ -23,6 +23,8 @@ from analysis.fits.fit import fit_all
 from analysis.report import budget_ladder, fit_matches_source
 from analysis.report.allocation import allocation_blocks
 from analysis.report.blocks import Table
+from analysis.report.laws import outlier_blocks
+from analysis.report.render import render_markdown
 from analysis.sources.load import load_runs, read_source
 from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
@@ -131,6 +133,28 @@ def test_allocation_rows_below_the_smallest_fitted_budget_are_flagged_like_those
     (row,) = [row for row in ladder.rows if float(row[0]) == 1e18]
     assert row[-1] == "⚠ below the fitted range: 10× below the smallest fitted budget (1e19 FLOPs)"
     assert "below the smallest fitted budget (1e19 FLOPs)" in " ".join(b.text for b in blocks if hasattr(b, "text"))
+
+
+def test_flagged_outliers_are_listed_with_rule_detail_and_whether_excluded(tmp_path):
+    csv = tmp_path / "planted.csv"
+    frame = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.005, seed=3)
+    planted = frame["run_id"].iloc[[4, 13]].tolist()  # two runs given a 15% higher loss
+    frame.loc[frame["run_id"].isin(planted), "val_loss"] *= 1.15
+    frame.to_csv(csv, index=False)
+    table = read_source(str(csv)).table
+    for exclude, state in ((False, "kept"), (True, "excluded")):
+        fit = fit_all(table, resamples=0, exclude_outliers=exclude)
+        assert {o.run_id for o in fit.outliers} >= set(planted)
+        markdown = render_markdown(outlier_blocks(fit), "figures")
+        assert "| run | rule | detail | budget C (FLOPs) | N | loss | in the fits |" in markdown
+        for o in fit.outliers:
+            assert f"| **{o.run_id}** | {o.rule.replace('_', ' ')} | {o.detail} |" in markdown
+            assert markdown.count(f"| {state} |") == len(fit.outliers)
+        assert f"{len(fit.outliers)} run(s) flagged as outliers (the rule: {fit.outlier_rule})" in markdown
+        assert ("ran without them" in markdown) == exclude
+    isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.0).to_csv(csv, index=False)
+    clean = render_markdown(outlier_blocks(fit_all(read_source(str(csv)).table, resamples=0)), "figures")
+    assert "No run was flagged as an outlier" in clean and "| run |" not in clean
 
 
 def test_markdown_twin_references_figure_files_written_beside_it(report):
