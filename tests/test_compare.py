@@ -151,6 +151,26 @@ def test_group_by_compare_cli_json_and_figure(pair, tmp_path):
     assert all(r.multiplier.value == pytest.approx(1.0, rel=1e-9) for r in c.rows)
 
 
+def test_group_by_reads_the_table_as_fit_does_with_where_budget_and_experiment_options(pair, tmp_path):
+    """The groups come from the shared reader (`analysis.sources.load.read_groups`): --where filters
+    before grouping, the budget options apply, and the experiment guard holds within a group."""
+    table = tmp_path / "three.csv"
+    frames = [pd.read_csv(pair[k]).assign(recipe=r) for k, r in (("base", "A"), ("constant", "B"), ("base", "C"))]
+    both = pd.concat(frames, ignore_index=True)
+    both.loc[both["recipe"] == "C", "val_loss"] = np.nan  # a group with nothing usable: filtered out by --where
+    both.to_csv(table, index=False)
+    args = ["compare", table, "--group-by", "recipe", "--bootstrap", 0, "--json"]
+    proc = run_cli(*args, "--where", "recipe!=C", "--budget-column", "none", "--budget-tolerance", "0.3", check=True)
+    (result,) = json.loads(proc.stdout)["comparisons"]
+    assert result["baseline"]["source"].endswith("[recipe=A]") and result["candidate"]["source"].endswith("[recipe=B]")
+    assert "--where recipe!=C: kept" in proc.stderr and "clustered from C = 6·N·D" in proc.stderr, proc.stderr
+    assert_one_line_error(run_cli(*args), "no usable rows")  # without --where, group C is read, and has none
+    both.assign(dataset=np.arange(len(both)) % 2).to_csv(table, index=False)
+    assert_one_line_error(run_cli(*args, "--where", "recipe!=C"), "dataset", "--allow-mixed")
+    mixed = run_cli(*args, "--where", "recipe!=C", "--allow-mixed")
+    assert mixed.returncode == 0 and "pooling runs from 2 experiments" in mixed.stderr, mixed.stderr
+
+
 def test_different_evaluation_data_are_refused(pair, tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     _sweep(BASE, 1, a, corpus_fingerprint="aaaa1111", eval_set="held-out-1")

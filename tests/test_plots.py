@@ -22,10 +22,12 @@ from analysis.figures import (
     make_figures,
     optimal_allocation,
 )
+from analysis.figures.axes import MAX_LEGEND_BUDGETS
 from analysis.fits import laws
 from analysis.fits.fit import fit_all
 from analysis.fits.results import FitReport
 from analysis.sources.load import load_runs
+from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
 UNITS = ("FLOPs", "parameters", "tokens", "nats/token", "%")
@@ -163,6 +165,32 @@ def test_palette_is_okabe_ito_for_approaches(figures):
     fig = figures["optimal_allocation"]
     (line,) = [a for a in _gid(fig, "fit:approach3") if a.axes is fig.axes[0]]
     assert to_rgba(line.get_color()) == to_rgba(OKABE_ITO["vermillion"])
+
+
+# ---------------------------------------------------------------- many budgets
+def test_thirty_budgets_keep_every_legend_bounded_and_one_iso_c_line_per_budget(tmp_path):
+    csv = tmp_path / "thirty.csv"
+    isoflop_runs(CHINCHILLA_LAW, np.geomspace(1e18, 1e22, 30), 7, spread_decades=0.8, seed=1).to_csv(csv, index=False)
+    table = load_runs(str(csv))
+    assert len(table.budgets) == 30
+    drawn, missing = make_figures(table, fit_all(table, resamples=0))
+    assert set(drawn) == set(FIGURES) - {"training_curves"}, missing  # a CSV holds no curves
+    for name, fig in drawn.items():
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+        entries = sum(len(legend.get_texts()) for legend in legends)
+        assert entries <= MAX_LEGEND_BUDGETS, (name, entries)
+    for name in ("isoflop_profiles", "residuals"):  # a colour bar names the budgets instead
+        bars = [ax.get_ylabel() for ax in drawn[name].axes if ax.get_label() == "<colorbar>"]
+        assert "compute budget C (FLOPs), 30 budgets" in bars, (name, bars)
+    landscape = drawn["loss_landscape"]
+    lines = _gid(landscape, "iso-C:")
+    assert sorted(float(line.get_gid().removeprefix("iso-C:")) for line in lines) == pytest.approx(
+        list(table.budgets), rel=1e-5
+    )
+    labels = [t for t in landscape.axes[0].texts if t.get_text().startswith("C = ")]
+    assert 0 < len(labels) <= MAX_LEGEND_BUDGETS
+    (runs,) = _gid(landscape, "runs")  # the fill shows the loss: a thin dark edge, not a thick white one
+    assert to_rgba(runs.get_edgecolor()[0]) == to_rgba("black") and max(runs.get_linewidths()) <= 0.6
 
 
 # ---------------------------------------------------------------- other sources

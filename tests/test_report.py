@@ -21,7 +21,12 @@ from synthetic_store import write_store
 from analysis.figures import FIGURES
 from analysis.fits.fit import fit_all
 from analysis.report import budget_ladder, fit_matches_source
-from analysis.sources.load import load_runs
+from analysis.report.allocation import allocation_blocks
+from analysis.report.blocks import Table
+from analysis.report.laws import outlier_blocks
+from analysis.report.render import render_markdown
+from analysis.sources.load import load_runs, read_source
+from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
 REPORT_SECONDS = 30.0  # issue #3: the report of the quick sweep in under 30 s
@@ -112,6 +117,44 @@ def test_report_states_the_sweep_fits_allocation_validation_and_failures(report,
     flagged = {float(budget) for flag, budget in rows if flag}
     assert {1e18, 1e21, 1e24} <= flagged and 3e11 not in flagged and 3e12 not in flagged
     assert "Chinchilla N_opt" in text and "2.89B" in text  # sqrt(1e21/120): Hoffmann et al. 2022, Table 3
+
+
+def test_allocation_rows_below_the_smallest_fitted_budget_are_flagged_like_those_above(tmp_path):
+    csv = tmp_path / "ladder.csv"
+    isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 7, seed=0).to_csv(csv, index=False)
+    source = read_source(str(csv))
+    blocks = allocation_blocks(fit_all(source.table, resamples=0), source)
+    ladder, by_approach = [b for b in blocks if isinstance(b, Table)]
+    for table in (ladder, by_approach):
+        budgets = [float(row[0]) for row in table.rows]
+        flagged = {budgets[i] for i in table.flagged}
+        assert 1e18 in flagged and {1e19, 1e20, 1e21} & flagged == set(), (budgets, flagged)  # 1e18 < 1e19
+        assert 1e24 in flagged  # and beyond 10x the largest run, as before
+    (row,) = [row for row in ladder.rows if float(row[0]) == 1e18]
+    assert row[-1] == "⚠ below the fitted range: 10× below the smallest fitted budget (1e19 FLOPs)"
+    assert "below the smallest fitted budget (1e19 FLOPs)" in " ".join(b.text for b in blocks if hasattr(b, "text"))
+
+
+def test_flagged_outliers_are_listed_with_rule_detail_and_whether_excluded(tmp_path):
+    csv = tmp_path / "planted.csv"
+    frame = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.005, seed=3)
+    planted = frame["run_id"].iloc[[4, 13]].tolist()  # two runs given a 15% higher loss
+    frame.loc[frame["run_id"].isin(planted), "val_loss"] *= 1.15
+    frame.to_csv(csv, index=False)
+    table = read_source(str(csv)).table
+    for exclude, state in ((False, "kept"), (True, "excluded")):
+        fit = fit_all(table, resamples=0, exclude_outliers=exclude)
+        assert {o.run_id for o in fit.outliers} >= set(planted)
+        markdown = render_markdown(outlier_blocks(fit), "figures")
+        assert "| run | rule | detail | budget C (FLOPs) | N | loss | in the fits |" in markdown
+        for o in fit.outliers:
+            assert f"| **{o.run_id}** | {o.rule.replace('_', ' ')} | {o.detail} |" in markdown
+            assert markdown.count(f"| {state} |") == len(fit.outliers)
+        assert f"{len(fit.outliers)} run(s) flagged as outliers (the rule: {fit.outlier_rule})" in markdown
+        assert ("ran without them" in markdown) == exclude
+    isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.0).to_csv(csv, index=False)
+    clean = render_markdown(outlier_blocks(fit_all(read_source(str(csv)).table, resamples=0)), "figures")
+    assert "No run was flagged as an outlier" in clean and "| run |" not in clean
 
 
 def test_markdown_twin_references_figure_files_written_beside_it(report):

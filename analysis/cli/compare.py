@@ -98,8 +98,9 @@ def _inputs(args: argparse.Namespace):
         )
     else:
         inputs = read_inputs(args.sources, columns, args.allow_mixed_corpora)
-    for item in inputs:
-        tell(item.table.warnings, "warning")
+    for item in inputs:  # as `scaling fit` tells them: excluded rows, budgets, --where
+        tell(item.table.warnings, f"warning [{item.label}]")
+        tell(item.table.notes, f"note [{item.label}]")
     tell(check_same_eval(inputs, args.eval_column, args.allow_different_eval), "note")
     return inputs
 

@@ -1,8 +1,8 @@
 """The sources a comparison reads, and the rule that their losses are comparable.
 
 A source is what `scaling fit` takes (a store directory, a CSV/Parquet table, wandb:ENTITY/PROJECT),
-or one group of a table: the rows whose ``group_by`` column holds a value (selected from the raw
-rows as read, then checked as a table of its own by `analysis.sources.check`).
+or one group of a table: the rows whose ``group_by`` column holds a value, read exactly as
+`scaling fit --group-by` reads them (`analysis.sources.load.read_groups`).
 
 Losses are comparable only on the same evaluation data. A store records each run's corpus
 fingerprint (``corpus_fingerprint``), from which its validation split is drawn; a user may name
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.sources.check import table_from_frame
+from analysis.sources.load import read_groups as read_source_groups
 from analysis.sources.load import read_source
 from analysis.sources.schema import ColumnMap, RunTable
 from scaling.errors import DataError, UserError
@@ -51,31 +51,22 @@ def read_groups(
     candidates: list[str] | None = None,
     allow_mixed_corpora: bool = False,
 ) -> list[Input]:
-    """The groups of one table by the values of ``column``: ``baseline`` (default: the first value
-    in the table) then ``candidates`` (default: every other value, in order of first appearance)."""
-    frame = read_source(source, columns, allow_mixed_corpora=True).frame
-    if column not in frame.columns:
-        raise UserError(
-            f"--group-by {column!r}: {source!r} has no such column; columns: {', '.join(map(str, frame.columns))}"
-        )
-    values = frame[column].astype(str)
-    present = list(dict.fromkeys(values[frame[column].notna()]))
+    """The groups of one table by the values of ``column``, read as `scaling fit --group-by` reads
+    them (`analysis.sources.load.read_groups`: ``columns.where`` filters, each group checked on its
+    own): ``baseline`` (default: the first value in the table) then ``candidates`` (default: every
+    other value, in order of first appearance)."""
+    groups = dict(read_source_groups(source, columns, column, allow_mixed_corpora))
+    present = list(groups)
     first = baseline if baseline is not None else present[0]
     wanted = [first, *(candidates or [g for g in present if g != first])]
-    missing = [g for g in wanted if g not in present]
+    missing = [g for g in wanted if g not in groups]
     if missing:
         raise UserError(
             f"--group-by {column!r}: {source!r} has no group {missing[0]!r}; its groups: {', '.join(present)}"
         )
     if len(wanted) < 2:
         raise UserError(f"--group-by {column!r}: {source!r} has one group ({present[0]!r}); a comparison needs two")
-    inputs = []
-    for group in wanted:
-        rows = frame[values == group]
-        label = f"{source}[{column}={group}]"
-        table = table_from_frame(rows, label, columns, allow_mixed_corpora=allow_mixed_corpora)
-        inputs.append(Input(label, table, rows.reset_index(drop=True)))
-    return inputs
+    return [Input(groups[g].table.source, groups[g].table, groups[g].frame.reset_index(drop=True)) for g in wanted]
 
 
 def check_same_eval(inputs: list[Input], column: str | None, allow_different: bool) -> list[str]:

@@ -41,13 +41,24 @@ def intervals_line(a) -> str | None:
     return f"intervals: {a.level:.0%} bootstrap percentiles" if a.n.interval is not None else None
 
 
-def allocation_cells(a, reference, fitted_compute_max: float) -> list[str]:
+def below_fitted(c: float, smallest_fitted_budget: float | None) -> bool:
+    """A budget below the smallest fitted one: the law is extrapolated downwards."""
+    return smallest_fitted_budget is not None and c < smallest_fitted_budget * (1.0 - 1e-9)
+
+
+def allocation_cells(a, reference, fitted_compute_max: float, smallest_fitted_budget: float | None = None) -> list[str]:
     """One row of the report's ladder: budget, N_opt, D_opt, tokens/parameter, loss (with intervals),
-    the reference law's N and D, and the extrapolation note."""
+    the reference law's N and D, and the note: an extrapolation beyond the largest fitted run, or a
+    budget below the smallest fitted budget."""
     c = a.budget.value
     note = ""
     if a.extrapolation:
         note = f"{FLAG} extrapolation: {times(c / fitted_compute_max)} the largest fitted run"
+    elif below_fitted(c, smallest_fitted_budget):
+        note = (
+            f"{FLAG} below the fitted range: {times(smallest_fitted_budget / c)} below the smallest fitted budget "
+            f"({flops_label(smallest_fitted_budget)} FLOPs)"
+        )
     return [
         flops_label(c),
         interval_text(a.n, count_label),

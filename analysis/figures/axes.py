@@ -23,7 +23,7 @@ from matplotlib.colors import ListedColormap, LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from analysis.describe.numbers import count_label
+from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.optimal import law_from_fit
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import cluster_budgets
@@ -45,6 +45,7 @@ REFERENCE_COLOUR = OKABE_ITO["black"]
 SIZE_CMAP = ListedColormap(colormaps["viridis"](np.linspace(0.0, 0.9, 256)), name="viridis_to_90")
 BAND_ALPHA = 0.18
 DPI = 150
+MAX_LEGEND_BUDGETS = 8  # beyond this many budgets, a colour bar names them instead of a legend entry each
 WIDE = (7.5, 4.8)  # inches: 1125 × 720 px at DPI
 
 LABEL_COMPUTE = "compute C (FLOPs)"
@@ -90,14 +91,14 @@ def log_axes(ax, x_label, y_label=None) -> None:
         finish_log_axis(ax.yaxis, y_label)
 
 
-def size_colorbar(fig: Figure, axes, norm: LogNorm, label: str = "parameters N"):
+def size_colorbar(fig: Figure, axes, norm: LogNorm, label: str = "parameters N", tick_label=count_label):
     bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=SIZE_CMAP), ax=axes, pad=0.02)
     bar.set_label(label)
     ticks = log_ticks(norm.vmin, norm.vmax) or [
         10.0**e for e in range(math.ceil(math.log10(norm.vmin)), math.floor(math.log10(norm.vmax)) + 1)
     ]
     bar.set_ticks(ticks)
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: count_label(v)))
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_label(v)))
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
     return bar
 
@@ -108,11 +109,30 @@ def size_norm(n_values) -> LogNorm:
     return LogNorm(lo / 1.2, hi * 1.2) if lo == hi else LogNorm(lo, hi)
 
 
+def many_budgets(budgets) -> bool:
+    """More budgets than a legend can name readably (`MAX_LEGEND_BUDGETS`): a colour bar names them."""
+    return len(set(float(b) for b in budgets)) > MAX_LEGEND_BUDGETS
+
+
 def budget_colours(budgets) -> dict[float, tuple]:
-    """One colour per budget, ordered along the truncated viridis by log budget."""
+    """One colour per budget along the truncated viridis: evenly spaced by rank when a legend names
+    each budget, by log budget (`budget_norm`, as `budget_colorbar` shows them) when there are many."""
     budgets = sorted(set(float(b) for b in budgets))
+    if many_budgets(budgets):
+        norm = budget_norm(budgets)
+        return {b: SIZE_CMAP(norm(b)) for b in budgets}
     positions = np.linspace(0.0, 1.0, len(budgets)) if len(budgets) > 1 else [0.0]
     return {b: SIZE_CMAP(p) for b, p in zip(budgets, positions)}
+
+
+def budget_norm(budgets) -> LogNorm:
+    return size_norm(sorted(set(float(b) for b in budgets)))
+
+
+def budget_colorbar(fig: Figure, axes, budgets):
+    """The colour bar of `budget_colours` for many budgets (in place of a legend entry per budget)."""
+    label = f"compute budget C (FLOPs), {len(set(float(b) for b in budgets))} budgets"
+    return size_colorbar(fig, axes, budget_norm(budgets), label, flops_label)
 
 
 def style(ax, title: str | None = None) -> None:

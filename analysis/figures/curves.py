@@ -24,6 +24,8 @@ from analysis.sources.schema import RunTable
 from scaling.flops import tokens_6nd
 
 MAX_PANEL_COLUMNS = 3
+MANY_PANELS = 9  # beyond this many budgets, smaller panels in `MANY_PANEL_COLUMNS` columns
+MANY_PANEL_COLUMNS = 6
 
 
 def caption(report: FitReport | None) -> str:
@@ -41,9 +43,11 @@ def training_curves(table: RunTable) -> Figure:
         raise FigureUnavailable(f"{table.source!r} holds no loss curves (only final losses)")
     runs = table.runs
     budgets = list(table.budgets)
-    columns = min(MAX_PANEL_COLUMNS, len(budgets))
+    many = len(budgets) > MANY_PANELS
+    columns = min(MANY_PANEL_COLUMNS if many else MAX_PANEL_COLUMNS, len(budgets))
     rows = math.ceil(len(budgets) / columns)
-    fig = Figure(figsize=(3.6 * columns + 1.2, 3.2 * rows + 0.4), dpi=DPI, layout="constrained")
+    width, height = (2.6, 2.3) if many else (3.6, 3.2)  # inches per panel
+    fig = Figure(figsize=(width * columns + 1.2, height * rows + 0.4), dpi=DPI, layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, columns, sharey=True, squeeze=False)).ravel()
     norm = size_norm(runs["N"])
     budget_of = dict(zip(runs["run_id"], runs["budget"]))
@@ -70,6 +74,8 @@ def training_curves(table: RunTable) -> Figure:
         ax.set_yscale("log")
         ax.set_xlabel(LABEL_TOKENS)
         style(ax, f"C = {flops_label(budget)} FLOPs ({len(final)} runs)")
+        if many:
+            ax.title.set_fontsize(8)
     for ax in axes[len(budgets) :]:
         ax.set_visible(False)
     for ax in axes[::columns]:

@@ -10,12 +10,15 @@ from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
     LABEL_LOSS,
+    MAX_LEGEND_BUDGETS,
     WIDE,
     FigureUnavailable,
+    budget_colorbar,
     budget_colours,
     legend,
     limits,
     log_axes,
+    many_budgets,
     style,
 )
 from analysis.fits.results import FitReport
@@ -28,7 +31,8 @@ PARABOLA_REACH = 30.0  # a parabola is drawn out to its minimum only within this
 def caption(report: FitReport | None) -> str:
     """What `isoflop_profiles` shows."""
     return (
-        f"At each budget (one colour per budget), loss against N with the parabola in ln N fitted by "
+        f"At each budget (one colour per budget: named in the legend, or on a colour bar when there are more "
+        f"than {MAX_LEGEND_BUDGETS}), loss against N with the parabola in ln N fitted by "
         f"{fitted_phrase(report, 2)} (dotted where it is extended beyond the trained sizes to reach its minimum) "
         "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) "
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
@@ -51,9 +55,12 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
     ax = fig.subplots()
     colours = budget_colours(p.budget for p in fit.profiles)
+    many = many_budgets(colours)  # then a colour bar names the budgets, not a legend entry each
     shown_n, shown_loss = [], []
     for p in fit.profiles:
-        _profile(ax, p, colours[p.budget], report.parametric, shown_n, shown_loss)
+        _profile(ax, p, colours[p.budget], report.parametric, shown_n, shown_loss, named=not many)
+    if many:
+        _budget_key(fig, ax, list(colours))
     if table is not None:
         _other_runs(ax, table, fit, shown_n, shown_loss)
     _mark_outliers(ax, report)
@@ -92,9 +99,25 @@ def _mark_outliers(ax, report: FitReport) -> None:
     )
 
 
-def _profile(ax, p, colour, parametric, shown_n: list, shown_loss: list) -> None:
+def _budget_key(fig, ax, budgets) -> None:
+    """For many budgets: a colour bar of the budgets and one legend entry for all the runs, parabolas and minima."""
+    ax.plot(
+        [],
+        [],
+        color="0.45",
+        marker="o",
+        markeredgecolor="black",
+        linewidth=1.8,
+        label="each budget's runs and parabola",
+    )
+    ax.scatter([], [], marker="*", s=160, color="0.45", edgecolors="black", linewidths=1.2, label="each budget's N_opt")
+    budget_colorbar(fig, ax, budgets)
+
+
+def _profile(ax, p, colour, parametric, shown_n: list, shown_loss: list, named: bool = True) -> None:
     """One budget: its runs, its parabola (dotted beyond the trained sizes), its minimum, and approach
-    3's L(N, C/6N) dashed; what it drew is added to ``shown_n`` and ``shown_loss`` (the axes' limits)."""
+    3's L(N, C/6N) dashed; what it drew is added to ``shown_n`` and ``shown_loss`` (the axes' limits).
+    ``named``: the parabola has a legend entry (budget and N_opt)."""
     n = np.asarray(p.n)
     ax.scatter(n, p.loss, color=colour, s=30, edgecolors="black", linewidths=0.5, zorder=3, gid=f"points:{p.budget:g}")
     trained = np.geomspace(n.min(), n.max(), 60)
@@ -104,7 +127,7 @@ def _profile(ax, p, colour, parametric, shown_n: list, shown_loss: list) -> None
         color=colour,
         linewidth=1.8,
         gid=f"parabola:{p.budget:g}",
-        label=minimum_legend(p),
+        label=minimum_legend(p) if named else None,
     )
     reachable = n.min() / PARABOLA_REACH <= p.n_opt <= n.max() * PARABOLA_REACH
     if not p.inside_range and reachable:  # dotted: the parabola extended from the trained sizes to its minimum

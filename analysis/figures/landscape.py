@@ -16,6 +16,7 @@ from analysis.figures.axes import (
     DPI,
     LABEL_LOSS,
     LABEL_TOKENS,
+    MAX_LEGEND_BUDGETS,
     OKABE_ITO,
     FigureUnavailable,
     legend,
@@ -34,8 +35,9 @@ def caption(report: FitReport | None) -> str:
     law = parametric_law_text(report.parametric) if report is not None and report.parametric else "L(N, D)"
     return (
         f"{fitted_phrase(report, 3).capitalize()}'s {law} (filled contours), the runs coloured by their observed "
-        "loss on the same scale (a run whose colour matches its background is fitted well), the lines of "
-        "constant compute C = 6·N·D through the budgets (dotted white), the compute-optimal path (orange), "
+        "loss on the same scale (fill colour, thin black edge: a run whose colour matches its background is fitted "
+        "well), a line of constant compute C = 6·N·D at each of the table's budgets (dotted white; with more than "
+        f"{MAX_LEGEND_BUDGETS} budgets only some are labelled), the compute-optimal path (orange), "
         "and Chinchilla's 20 tokens per parameter (dashed black)."
     )
 
@@ -84,14 +86,19 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
 
 
 def _budget_lines(ax, fit, table: RunTable | None, n_grid) -> None:
-    """The iso-FLOP line D = C/(6N) of each budget, dotted, labelled just before its first run."""
+    """The iso-FLOP line D = C/(6N) of each budget (`run_budgets`: the table's, by the one rule of
+    `analysis.sources.budgets`), dotted, labelled just before its first run; with many budgets
+    only every k-th line is labelled, so at most `MAX_LEGEND_BUDGETS` labels."""
     n_runs, d_runs = np.asarray(fit.n), np.asarray(fit.d)
     c_runs = flops_6nd(n_runs, d_runs)
     budget = run_budgets(fit.run_id, c_runs, table)
-    for c in np.unique(budget):
-        ax.plot(n_grid, tokens_6nd(c, n_grid), color="white", linestyle=":", linewidth=1.0)
-        smallest = n_runs[budget == c].min()  # label the line just before its first run
-        _label_along(ax, n_grid, tokens_6nd(c, n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
+    budgets = np.unique(budget)
+    every = math.ceil(len(budgets) / MAX_LEGEND_BUDGETS)
+    for k, c in enumerate(budgets):
+        ax.plot(n_grid, tokens_6nd(c, n_grid), color="white", linestyle=":", linewidth=1.0, gid=f"iso-C:{c:g}")
+        if k % every == 0:
+            smallest = n_runs[budget == c].min()  # label the line just before its first run
+            _label_along(ax, n_grid, tokens_6nd(c, n_grid), f"C = {flops_label(c)}", near_x=smallest / 1.8)
 
 
 def _optimal_path(ax, fit, n_grid, d_grid) -> None:
@@ -120,13 +127,15 @@ def _runs(ax, fit, cmap, norm) -> None:
         c=loss_runs,
         cmap=cmap,
         norm=norm,
-        s=64,
-        edgecolors="white",
-        linewidths=0.9,
+        s=48,
+        edgecolors="black",
+        linewidths=0.5,
         zorder=5,
         gid="runs",
     )
-    ax.scatter([], [], color="0.6", s=64, edgecolors="white", linewidths=0.9, label="runs (colour: observed loss)")
+    ax.scatter(
+        [], [], color=cmap(0.5), s=48, edgecolors="black", linewidths=0.5, label="runs (fill colour: observed loss)"
+    )
 
 
 def _label_along(ax, x, y, text: str, near_x: float) -> None:

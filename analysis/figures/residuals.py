@@ -10,9 +10,12 @@ from analysis.figures.axes import (
     APPROACH_COLOUR,
     DPI,
     LABEL_COMPUTE,
+    MAX_LEGEND_BUDGETS,
     FigureUnavailable,
+    budget_colorbar,
     budget_colours,
     log_axes,
+    many_budgets,
     run_budgets,
     style,
 )
@@ -26,7 +29,8 @@ def caption(report: FitReport | None) -> str:
     fitted = ", ".join(f"approach {f.approach}" for f in report.fits) if report is not None else "none"
     return (
         f"Observed minus fitted loss, in % of the fitted value, one panel per approach fitted ({fitted}); "
-        "colour: the budget. Residuals scattered evenly around zero mean the law's shape fits; a trend means "
+        f"colour: the compute budget (named in the legend, or on a colour bar when there are more than "
+        f"{MAX_LEGEND_BUDGETS}). Residuals scattered evenly around zero mean the law's shape fits; a trend means "
         "it does not."
     )
 
@@ -34,11 +38,14 @@ def caption(report: FitReport | None) -> str:
 def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
     """Observed against fitted loss, in % of the fitted value, one panel per approach:
     approach 1 the envelope points against L(C); approach 2 each run against its budget's parabola;
-    approach 3 each run against L(N, D). Points scattered evenly around 0 mean the law's shape fits."""
+    approach 3 each run against L(N, D). Points scattered evenly around 0 mean the law's shape fits.
+    The budgets share one colour scale across panels (a colour bar when there are many)."""
     if not report.fits:
         raise FigureUnavailable("no approach was fitted")
     fig = Figure(figsize=(4.0 * len(report.fits) + 1.0, 4.2), dpi=DPI, layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(report.fits), sharey=True))
+    runs = {f.approach: _run_residuals(f, table) for f in report.fits if f.approach != 1}
+    colours = budget_colours(np.concatenate([budget for _n, _p, budget in runs.values()] or [[]]))
     for ax, fit in zip(axes, report.fits):
         if fit.approach == 1:
             key = "loss_law_with_floor" if fit.loss_law_with_floor is not None else "loss_law"
@@ -49,19 +56,7 @@ def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
             label = flops_label
             title = "approach 1: envelope against L(C)"
         else:
-            n, percent, budget = _run_residuals(fit, table)
-            colours = budget_colours(budget)
-            for b in sorted(set(budget)):
-                pick = budget == b
-                ax.scatter(
-                    n[pick],
-                    percent[pick],
-                    color=colours[b],
-                    s=26,
-                    edgecolors="black",
-                    linewidths=0.5,
-                    label=f"C = {flops_label(b)}",
-                )
+            _budget_points(ax, *runs[fit.approach], colours)
             ax.set_xlabel("parameters N")
             ax.set_xscale("log")
             label = count_label
@@ -70,10 +65,27 @@ def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
         style(ax, title)
         log_axes(ax, label)
     axes[0].set_ylabel("observed − fitted loss (% of fitted)")
+    if many_budgets(colours):
+        budget_colorbar(fig, list(axes), list(colours))
     handles, labels = axes[-1].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
     return fig
+
+
+def _budget_points(ax, n, percent, budget, colours: dict) -> None:
+    """Each run's residual, coloured by its budget (a legend entry per budget unless there are many)."""
+    for b in sorted(set(budget)):
+        pick = budget == b
+        ax.scatter(
+            n[pick],
+            percent[pick],
+            color=colours[b],
+            s=26,
+            edgecolors="black",
+            linewidths=0.5,
+            label=None if many_budgets(colours) else f"C = {flops_label(b)}",
+        )
 
 
 def _run_residuals(fit, table: RunTable | None):

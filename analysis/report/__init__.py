@@ -12,7 +12,8 @@ kind, no script: it opens offline and prints), and as Markdown whose figures are
 the HTML last, so an interrupted run never leaves a half-written report.
 
 What it states: the sweep (name, corpus and fingerprint, code versions, dates, budgets × shapes),
-each approach's fitted parameters with intervals and diagnostics, the compute-optimal N and D
+each approach's fitted parameters with intervals and diagnostics, the runs the outlier rule
+flagged (kept or excluded), the compute-optimal N and D
 along a ladder of budgets with extrapolations (> 10× the largest fitted run) flagged and the
 Chinchilla preset beside it, the held-out validation, and every run that failed, was dropped at
 planning, or is planned but has no record, with reasons.
@@ -28,7 +29,7 @@ from analysis.figures import FIGURES, figure_caption
 from analysis.fits.results import FitReport
 from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
-from analysis.report.laws import fitted_laws_blocks, validation_blocks
+from analysis.report.laws import fitted_laws_blocks, outlier_blocks, validation_blocks
 from analysis.report.render import render_html, render_markdown, write_readable, write_report
 from analysis.report.runs import failures_blocks
 from analysis.report.sweep import about_blocks, fit_matches_source, summary_blocks, sweep_name, swept_blocks
@@ -63,6 +64,7 @@ def report_blocks(
     blocks += swept_blocks(source)
     blocks += figure_blocks(figures, missing, fit)
     blocks += fitted_laws_blocks(fit, source)
+    blocks += outlier_blocks(fit)
     with np.errstate(all="ignore"):  # bootstrap samples with an overflowed A give NaN, which intervals skip
         blocks += allocation_blocks(fit, source)
     blocks += validation_blocks(fit)

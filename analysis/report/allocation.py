@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from analysis.describe.allocation import allocation_cells, n_opt_cell
+from analysis.describe.allocation import allocation_cells, below_fitted, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
-from analysis.sources.schema import Source
+from analysis.sources.schema import RunTable, Source
 
 HEADLINE_BUDGETS = (1e18, 1e21, 1e24)  # FLOPs: always in the allocation table, for orientation
 LADDER_DECADES = 6  # the ladder runs from the smallest swept budget to 10^6 times it
@@ -29,8 +29,12 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     reference = PRESETS["chinchilla"]()
     ladder = budget_ladder(float(source.table.budgets[0]))
     allocations = [law.allocate(c) for c in ladder]
-    rows = [allocation_cells(a, reference.allocate(c), law.fitted_compute_max) for a, c in zip(allocations, ladder)]
-    flagged = {i for i, a in enumerate(allocations) if a.extrapolation}
+    smallest = smallest_fitted_budget(fit, approach, source.table)
+    rows = [
+        allocation_cells(a, reference.allocate(c), law.fitted_compute_max, smallest)
+        for a, c in zip(allocations, ladder)
+    ]
+    flagged = {i for i, a in enumerate(allocations) if a.extrapolation or below_fitted(a.budget.value, smallest)}
     fitted_max = law.fitted_compute_max
     blocks += [
         Paragraph(
@@ -38,7 +42,8 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
             f"then 2, then 1), for budgets from the smallest swept to 10^{LADDER_DECADES} times it and "
             f"{', '.join(flops_label(b) for b in HEADLINE_BUDGETS)} FLOPs. D = C/(6·N), so 6·N·D = C in "
             f"every row. The largest fitted run used {flops_label(fitted_max)} FLOPs; budgets beyond "
-            f"{EXTRAPOLATION_FACTOR:g}× that are extrapolations, flagged {FLAG}: treat them as speculation. "
+            f"{EXTRAPOLATION_FACTOR:g}× that are extrapolations, flagged {FLAG}: treat them as speculation; "
+            f"so are budgets below the smallest fitted budget ({flops_label(smallest)} FLOPs), flagged {FLAG} too. "
             "Chinchilla: the published rule (Hoffmann et al. 2022, Table 3: N_opt = sqrt(C/120), "
             "20 tokens per parameter) for reference."
             + (
@@ -63,11 +68,21 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
         ),
     ]
     if len(fit.fits) > 1:
-        blocks += _approaches_side_by_side(fit, ladder, reference)
+        blocks += _approaches_side_by_side(fit, ladder, reference, source.table)
     return blocks
 
 
-def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> list:
+def smallest_fitted_budget(fit: FitReport, approach: int, table: RunTable) -> float:
+    """The smallest budget an approach was fitted on: approach 2's smallest parabola; else the
+    smallest budget (the table's, `analysis.sources.budgets`) of the runs it fitted."""
+    one = {f.approach: f for f in fit.fits}[approach]
+    if approach == 2:
+        return min(p.budget for p in one.profiles)
+    used = table.runs[table.runs["run_id"].isin(set(one.run_id))]["budget"]
+    return float(used.min()) if len(used) else float(table.budgets[0])
+
+
+def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference, table: RunTable) -> list:
     laws = {f.approach: law_from_fit(fit, "fit", f.approach) for f in fit.fits}
     rows = [
         [flops_label(c)]
@@ -75,10 +90,13 @@ def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> 
         + [count_label(reference.allocate(c).n.value)]
         for c in ladder
     ]
-    flagged = {
-        i for i, c in enumerate(ladder) if c > EXTRAPOLATION_FACTOR * max(f.fitted_compute_max for f in fit.fits)
-    }
+    largest = max(f.fitted_compute_max for f in fit.fits)
+    smallest = min(smallest_fitted_budget(fit, k, table) for k in laws)
+    flagged = {i for i, c in enumerate(ladder) if c > EXTRAPOLATION_FACTOR * largest or below_fitted(c, smallest)}
     return [
-        Paragraph("N_opt by approach (the approaches disagree when the data cannot pin the exponent down):"),
+        Paragraph(
+            "N_opt by approach (the approaches disagree when the data cannot pin the exponent down); flagged "
+            f"{FLAG}: beyond {EXTRAPOLATION_FACTOR:g}× the largest fitted run, or below the smallest fitted budget:"
+        ),
         Table(["budget C (FLOPs)"] + [f"approach {k}" for k in laws] + ["Chinchilla"], rows, flagged),
     ]

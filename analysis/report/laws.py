@@ -7,6 +7,7 @@ import pandas as pd
 
 from analysis.describe.fit import ApproachDescription, describe_fit, intervals_preface, loss_floor_text
 from analysis.describe.numbers import num
+from analysis.describe.outliers import OUTLIER_HEADER, outlier_rows, outliers_summary
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
 from analysis.sources.schema import Source
@@ -65,6 +66,18 @@ def _minima(d: ApproachDescription) -> list:
     ]
     if d.dropped:
         blocks.append(Bullets([sentence(*why.split(": ", 1)) for why in d.dropped]))
+    return blocks
+
+
+# ---------------------------------------------------------------- outliers
+def outlier_blocks(fit: FitReport | None) -> list:
+    """The runs the outlier rule flagged (`analysis.describe.outliers`), each row flagged."""
+    if fit is None:
+        return []
+    blocks: list = [Heading("Flagged outliers", 3), Paragraph(outliers_summary(fit))]
+    rows = outlier_rows(fit)
+    if rows:
+        blocks.append(Table(OUTLIER_HEADER, rows, set(range(len(rows)))))
     return blocks
 
 

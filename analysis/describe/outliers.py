@@ -1,0 +1,32 @@
+"""One description of the runs the outlier rule flagged (`FitReport.outliers`, from
+`analysis.fits.outliers`): a sentence on the rule and what was done with them, and a row per run
+(run, rule, detail, budget, N, loss, whether the fits kept or excluded it) for the report."""
+
+from __future__ import annotations
+
+from analysis.describe.numbers import count_label, flops_label, num
+from analysis.fits.results import FitReport
+
+OUTLIER_HEADER = ["run", "rule", "detail", "budget C (FLOPs)", "N", "loss", "in the fits"]
+
+
+def outliers_summary(report: FitReport) -> str:
+    """How many runs were flagged, by which rule, and whether the fits kept them."""
+    rule = f" (the rule: {report.outlier_rule})" if report.outlier_rule else ""
+    if not report.outliers:
+        return f"No run was flagged as an outlier{rule}."
+    done = (
+        "the fits above ran without them (--exclude-outliers)"
+        if report.outliers_excluded
+        else "they are kept in the fits above (--exclude-outliers refits without them)"
+    )
+    return f"{len(report.outliers)} run(s) flagged as outliers{rule}; {done}."
+
+
+def outlier_rows(report: FitReport) -> list[list[str]]:
+    """One row per flagged run, in the order of `OUTLIER_HEADER`."""
+    state = "excluded" if report.outliers_excluded else "kept"
+    return [
+        [o.run_id, o.rule.replace("_", " "), o.detail, flops_label(o.budget), count_label(o.n), num(o.loss), state]
+        for o in report.outliers
+    ]
