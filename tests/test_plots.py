@@ -27,7 +27,7 @@ from analysis.fits import laws
 from analysis.fits.fit import fit_all
 from analysis.fits.results import FitReport
 from analysis.sources.load import load_runs
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
 UNITS = ("FLOPs", "parameters", "tokens", "nats/token", "%")

@@ -26,7 +26,7 @@ from analysis.report.blocks import Table
 from analysis.report.laws import outlier_blocks
 from analysis.report.render import render_markdown
 from analysis.sources.load import load_runs, read_source
-from analysis.sources.synthetic import CHINCHILLA_LAW, isoflop_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
 REPORT_SECONDS = 30.0  # issue #3: the report of the quick sweep in under 30 s
