@@ -6,6 +6,7 @@ import math
 
 from analysis.compare.multiplier import DIFFERENCES
 from analysis.compare.result import Comparison
+from analysis.describe.numbers import interval_text, num
 from analysis.fits.results import Estimate
 
 LABELS = {
@@ -21,12 +22,17 @@ BEYOND = "beyond fitted range"
 def _g(x: float | None) -> str:
     if x is None:
         return "-"
-    return "unbounded" if math.isinf(x) else f"{x:.4g}"
+    return "unbounded" if math.isinf(x) else num(x)
+
+
+def _signed(x: float) -> str:
+    return "unbounded" if math.isinf(x) else f"{x:+.4g}"
 
 
 def _with_interval(e: Estimate, signed: bool = False) -> str:
-    value = f"{e.value:+.4g}" if signed else _g(e.value)
-    return value if e.lower is None else f"{value} [{_g(e.lower)}, {_g(e.upper)}]"
+    """`analysis.describe.numbers.interval_text`, with m = inf read as "unbounded" (a loss the baseline
+    never reaches) and differences signed."""
+    return interval_text(e, _signed if signed else _g)
 
 
 def render_comparison(comparison: Comparison) -> str:
