@@ -44,7 +44,7 @@ def exit_status(name: str, store: Path, jobs: list[dict]) -> int:
         return EXIT_COMPLETED
     how = [f"{diverged} diverged", f"{errored} errored"]
     if unfinished:
-        how.append(f"{unfinished} stopped without a record (a relaunch resumes them)")
+        how.append(f"{unfinished} stopped unrecorded, to resume on relaunch")
     print(
         f"error: sweep {name}: {failed} of {len(jobs)} planned runs did not complete ({', '.join(how)}); "
         f"{count[RunState.COMPLETED]} completed; see `scaling status {store}`",
