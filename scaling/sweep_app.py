@@ -4,6 +4,24 @@ Equivalent plain Hydra (sweeps/ is on the config search path):
 ``scaling train --multirun --config-name NAME [overrides]``. ``scaling sweep NAME --cfg job`` (or
 ``--cfg hydra``, ``--info``) prints instead of launching, as Hydra does for a single run.
 The command line is composed once first, so a typo is one clear line, not a traceback.
+
+Exit status of `scaling sweep` (`scaling train`'s, for one run, is in scaling/train_app.py):
+  0    every planned run has a completed record: trained now or already (combinations dropped at
+       planning are not planned runs); a dry run (hydra.sweeper.dry_run=true); runs another process
+       is training are left to it (one line names how many)
+  1    a planned run did not complete: it diverged, errored, has a record that cannot be read, or
+       stopped without a record (a SLURM time limit with no requeue left: its checkpoint is kept).
+       The other runs went on and are recorded; a last `error:` line says how many failed and
+       points at `scaling status STORE` (a relaunch retries errored runs, resumes stopped ones and
+       leaves diverged ones). Also 1: the store's sweep.json or Hydra's output directory cannot be
+       written (a full disk: one `error:` line; finished runs are kept). Not 2, even when nothing
+       was written yet: a full disk is not bad input.
+  2    bad input (sweep file, setting, override, launcher setting): one `error:` line, before
+       anything is written
+  130  Ctrl-C (SIGINT), 143 SIGTERM: running runs checkpoint, the relaunch resumes them; a sweep
+       killed outright (-9) leaves local workers that checkpoint and exit too (`watch_sweep` in
+       hydra_plugins/scaling_sweeper/processes.py)
+Tests: tests/test_sweeps.py, tests/test_faults_*.py.
 """
 
 from __future__ import annotations
@@ -48,9 +66,8 @@ def main(argv: list[str]) -> int:
             f"sweeps: {available_sweeps()}\nprogress of a running or finished sweep: scaling status results/NAME"
         )
         return 0
-    from scaling.train_app import precheck, run_hydra
+    from scaling.train_app import precheck, run_hydra_reporting_writes
 
     command_line = hydra_command_line(resolve_sweep(argv[0]), argv[1:])
     precheck(command_line)
-    run_hydra("scaling sweep", command_line)
-    return 0
+    return run_hydra_reporting_writes("scaling sweep", command_line, "hydra.sweep.dir")

@@ -308,7 +308,7 @@ def train_until_stopped(run: Run, guard: PreemptionGuard) -> Outcome:
     except Preempted as err:
         log(f"[{plan.run_id}] preempted: {err}")
         run.tracker.finish(failed=True)
-        guard.exit()
+        guard.exit()  # exits; under submitit's time limit its handler may raise instead: not recorded
     except Exception as err:  # an error (out of memory, disk full, a bug): recorded, retried on relaunch
         if not isinstance(err, (OSError, MemoryError)):  # a bug: its traceback, for the report
             traceback.print_exc()
@@ -360,7 +360,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         f"[{plan.run_id}] {outcome.status}: val loss {record['val_loss']:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
         f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s"
     )
-    if guard.requested:
+    if guard.requested and not guard.time_limit:  # a time-limit warning needs nothing more: the job ends now
         log(
             f"[{plan.run_id}] {guard.name} arrived during the last step: the run is recorded; exiting for the "
             f"{'preemption' if guard.name == 'SIGTERM' else 'interrupt'}"

@@ -13,7 +13,8 @@ Exit status of `scaling train` (a single run):
   3    the run diverged (recorded as failed; final: a relaunch leaves it), now or before
   130  interrupted by Ctrl-C (143: SIGTERM): a checkpoint was saved, a relaunch resumes; after a
        second Ctrl-C one line says whether an earlier checkpoint is kept
-In a sweep (`scaling sweep`, --multirun) a run that fails is recorded and the sweep goes on.
+In a sweep (`scaling sweep`, --multirun) a run that fails is recorded and the sweep goes on; the
+sweep's own exit status (1 when a run failed) is in scaling/sweep_app.py.
 """
 
 from __future__ import annotations
@@ -227,15 +228,26 @@ def run_hydra(prog: str, argv: list[str]) -> None:
         sys.argv = saved
 
 
-def main(argv: list[str]) -> int:
-    precheck(argv)
-    # Hydra prints its own traceback for an exception and exits 1; with HYDRA_FULL_ERROR it raises
-    # it instead, so that a full disk under its output directory is one line here.
+def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str) -> int:
+    """`run_hydra`, with a write that fails (a full or read-only disk under the store or Hydra's
+    output directory ``output_dir_key``) reported as one `error:` line and exit status 1.
+
+    Hydra prints its own traceback for an exception and exits 1; with HYDRA_FULL_ERROR it raises it
+    instead, so that the error reaches this handler."""
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        run_hydra("scaling train", argv)
+        run_hydra(prog, argv)
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
-        print(f"error: cannot write {where}{err.strerror or err}; free space or give another store=", file=sys.stderr)
+        print(
+            f"error: cannot write {where}{err.strerror or err}; free space (or give another store= or "
+            f"{output_dir_key}=) and relaunch: what is finished is kept",
+            file=sys.stderr,
+        )
         return EXIT_ERRORED
     return 0
+
+
+def main(argv: list[str]) -> int:
+    precheck(argv)
+    return run_hydra_reporting_writes("scaling train", argv, "hydra.run.dir")

@@ -110,11 +110,14 @@ def wait_until(condition, launch: Launch, timeout: float = 120) -> bool:
     raise AssertionError(f"waited {timeout} s for a kill point:\n{launch.output[-3000:]}")
 
 
-def run_sweep(store: Path, log: Path, *overrides: str, env: dict[str, str] | None = None) -> str:
-    """Launch the test sweep to completion; return its output (fail on a non-zero exit)."""
+def run_sweep(
+    store: Path, log: Path, *overrides: str, env: dict[str, str] | None = None, expect_status: int = 0
+) -> str:
+    """Launch the test sweep to completion; return its output (fail unless it exits ``expect_status``:
+    0 every planned run completed, 1 a run failed; scaling/sweep_app.py)."""
     launch = Launch(store, log, *overrides, env=env)
     rc = launch.wait()
-    assert rc == 0, f"sweep exited {rc}:\n{launch.output[-3000:]}"
+    assert rc == expect_status, f"sweep exited {rc}, not {expect_status}:\n{launch.output[-3000:]}"
     return launch.output
 
 

@@ -218,3 +218,58 @@ def test_a_second_ctrl_c_stops_a_plain_train_at_once_with_one_line(tmp_path):
     assert len(kept) == 1 and f"its checkpoint at step {next(iter(kept.values()))} is kept; relaunch to resume" in line
     again = run_cli("train", *args, timeout=300)
     assert again.returncode == 0 and "resuming from checkpoint" in again.stdout, again.stderr
+
+
+# A SLURM job's time limit under submitit: SLURM sends SIGUSR2 shortly before it, and submitit's
+# handler requeues the job (and exits) or, with no requeue left, raises UncompletedJobError. The
+# hook in tests/fault_hooks installs a handler standing in for submitit's and sends SIGUSR2 at step 30.
+USR2_AT = 30
+ONE_RUN = ("model=d32", "budget=1e10", "tracking=none", "train.batch_size=8", "train.min_steps=20")
+ONE_RUN += ("train.eval_tokens=4096", "train.evals=2", "train.threads=1", "train.checkpoint_interval_s=0.25")
+
+
+def time_limit_env(how: str, marker) -> dict[str, str]:
+    return fault_env(
+        PYTHONPATH=str(HOOKS),
+        SCALING_FAULT_USR2_AT_STEP=str(USR2_AT),
+        SCALING_FAULT_USR2_HANDLER=how,
+        SCALING_FAULT_USR2_MARKER=str(marker),
+    )
+
+
+@pytest.mark.slow
+def test_a_time_limit_under_submitit_checkpoints_then_requeues_and_the_relaunch_resumes(tmp_path, tmp_path_factory):
+    """`scaling train` with submitit's SIGUSR2 handler installed: the run finishes its step, saves a
+    checkpoint at that step, and only then calls the handler (which requeues and exits); the run is
+    not recorded, its checkpoint is kept, and the relaunch resumes it to the uninterrupted result."""
+    reference = reference_store(tmp_path_factory)
+    store, marker = tmp_path / "store", tmp_path / "requeued.json"
+    proc = run_cli("train", *ONE_RUN, f"store={store}", env=time_limit_env("requeue", marker), timeout=300)
+    assert proc.returncode == 255, (proc.stdout, proc.stderr)  # sys.exit(-1), as submitit's handler
+    assert f"preempted: SIGUSR2 at step {USR2_AT}/65; checkpoint saved" in proc.stdout, proc.stdout
+    ((run_id, step),) = checkpoint_steps(store).items()
+    assert step == USR2_AT and json.loads(marker.read_text()) == [str(store / "runs" / run_id / "ckpt.pt")]
+    assert not records(store)
+    again = run_cli("train", *ONE_RUN, f"store={store}", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"[{run_id}] resuming from checkpoint at step {USR2_AT}/65" in again.stdout
+    assert outcome(records(store)[run_id]) == outcome(records(reference)[run_id])
+    assert not checkpoint_steps(store)
+
+
+@pytest.mark.slow
+def test_a_time_limit_with_no_requeue_left_keeps_the_checkpoint_and_the_sweep_exits_1(tmp_path, tmp_path_factory):
+    """submitit's handler gives up (UncompletedJobError): the run is not recorded as errored and its
+    checkpoint is kept (the run used to be recorded errored, its checkpoint deleted, and trained from
+    scratch on relaunch). The sweep exits 1 with one line; its relaunch resumes the run."""
+    reference = reference_store(tmp_path_factory)
+    store = tmp_path / "store"
+    env = time_limit_env("give_up", tmp_path / "unused")
+    output = run_sweep(store, tmp_path / "gave-up.log", "budget=1e10", "model=d32", env=env, expect_status=1)
+    assert "Traceback" not in output, output[-3000:]
+    assert "error: sweep faults: 1 of 1 planned runs did not complete (0 diverged, 0 errored, 1 stopped" in output
+    ((run_id, step),) = checkpoint_steps(store).items()
+    assert step == USR2_AT and not records(store) and not set_aside_files(store)
+    resumed = run_sweep(store, tmp_path / "resumed.log", "budget=1e10", "model=d32")
+    assert f"[{run_id}] resuming from checkpoint at step {USR2_AT}/65" in resumed
+    assert outcome(records(store)[run_id]) == outcome(records(reference)[run_id])

@@ -38,7 +38,10 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     store = copy_store(reference, tmp_path / "store")
     # three runs in this order: loss NaN at once (lr 1e30), loss exploding (lr 30), a sane one
     proc = run_cli("sweep", SWEEP, f"store={store}", "budget=1e10", "model=d32", "optim.lr=1e30,30,0.003", timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # runs failed: scaling/sweep_app.py
+    assert one_error_line(proc).endswith(
+        f"2 of 3 planned runs did not complete (2 diverged, 0 errored); 1 completed; see `scaling status {store}`"
+    )
     new = {k: r for k, r in records(store).items() if k not in records(reference)}
     by_lr = {r["lr"]: r for r in new.values()}
     assert sorted(by_lr) == [0.003, 30, 1e30]
@@ -57,9 +60,11 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     assert f"{nan_run['run_id']} ({nan_run['reason']})" in proc.stdout
     assert f"{exploding['run_id']} ({exploding['reason']})" in proc.stdout
 
-    # a diverged run is final: relaunching does not train it again
+    # a diverged run is final: relaunching does not train it again (and the sweep still exits 1, as
+    # `scaling train` exits 3 for a run that diverged before)
     again = run_cli("sweep", SWEEP, f"store={store}", "budget=1e10", "model=d32", "optim.lr=1e30,30,0.003")
-    assert again.returncode == 0 and "3 already finished (skipped)" in again.stdout
+    assert again.returncode == 1 and "3 already finished (skipped)" in again.stdout
+    assert "2 of 3 planned runs did not complete (2 diverged" in one_error_line(again)
     assert not RUN_STARTED.findall(again.stdout)
 
     # fits use the completed runs only, and say which were left out and why
@@ -88,9 +93,14 @@ def test_a_run_failing_with_an_error_is_recorded_and_a_relaunch_trains_it_again(
     reference = reference_store(tmp_path_factory)
     store = tmp_path / "store"
     one_run = ("budget=1e10", "model=d32")
-    run_sweep(
-        store, tmp_path / "first.log", *one_run, env=fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_ERROR_AT_STEP="30")
+    first = run_sweep(
+        store,
+        tmp_path / "first.log",
+        *one_run,
+        env=fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_ERROR_AT_STEP="30"),
+        expect_status=1,
     )
+    assert "error: sweep faults: 1 of 1 planned runs did not complete (0 diverged, 1 errored)" in first
     ((run_id, errored),) = records(store).items()
     assert errored["status"] == "failed"
     assert errored["reason"] == "error: MemoryError: simulated by tests/fault_hooks: out of memory at step 30"
@@ -100,6 +110,25 @@ def test_a_run_failing_with_an_error_is_recorded_and_a_relaunch_trains_it_again(
     (kept,) = set_aside_files(store)
     assert kept.name.startswith("record.json.errored-") and json.loads(kept.read_text()) == errored
     assert outcome(records(store)[run_id]) == outcome(records(reference)[run_id])
+
+
+@pytest.mark.slow
+def test_a_sweep_exits_1_when_a_run_diverged_the_others_complete_and_0_when_every_run_completed(tmp_path):
+    """Exit status of `scaling sweep` (scaling/sweep_app.py): the two runs at learning rate 1e30
+    diverge; the sweep goes on, the other two complete, and it exits 1 with one line naming how many
+    failed. A sweep whose planned runs all completed (here: the same store, lr 0.003 only) exits 0."""
+    store = tmp_path / "store"
+    sweep = ("budget=1e10", "model=d32,d48")
+    output = run_sweep(store, tmp_path / "first.log", *sweep, "optim.lr=1e30,0.003", expect_status=1)
+    by_lr = Counter((r["lr"], r["status"]) for r in records(store).values())
+    assert by_lr == {(1e30, "failed"): 2, (0.003, "completed"): 2}, by_lr
+    (line,) = [line for line in output.splitlines() if line.startswith("error:")]
+    assert line == (
+        "error: sweep faults: 2 of 4 planned runs did not complete (2 diverged, 0 errored); "
+        f"2 completed; see `scaling status {store}`"
+    )
+    again = run_sweep(store, tmp_path / "again.log", *sweep, "optim.lr=0.003")
+    assert "2 already finished (skipped)" in again and "error:" not in again
 
 
 def damage(store, reference_records):
@@ -267,6 +296,18 @@ def test_a_full_disk_under_the_record_or_hydra_is_one_line_and_exit_1(tmp_path, 
     store = tmp_path / "store"
     env = {"PYTHONPATH": str(HOOKS), "SCALING_FAULT_ENOSPC": full}
     proc = run_cli("train", *ONE_RUN, f"store={store}", env=env, timeout=300)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    one_error_line(proc, full, "No space left on device")
+    assert not records(store)
+
+
+@pytest.mark.parametrize("full", ["sweep.json", "multirun.yaml", ".hydra"])
+def test_a_full_disk_under_a_sweeps_store_or_hydra_output_is_one_line_and_exit_1(tmp_path, full):
+    """No space left for the sweep's plan (STORE/sweep.json), for Hydra's multirun.yaml, or for a
+    job's .hydra directory: one `error:` line naming the file, exit status 1, no traceback."""
+    store = tmp_path / "store"
+    env = {"PYTHONPATH": str(HOOKS), "SCALING_FAULT_ENOSPC": full}
+    proc = run_cli("sweep", SWEEP, "budget=1e10", "model=d32", f"store={store}", env=env, timeout=300)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     one_error_line(proc, full, "No space left on device")
     assert not records(store)

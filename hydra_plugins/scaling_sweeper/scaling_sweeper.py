@@ -16,13 +16,9 @@ sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
 ``hydra.sweeper.dry_run=true`` stops after step 3: it lists the planned runs (N, D, D/N, C = 6ND)
 and writes them to ``STORE/sweep.dry-run.json``, launching nothing.
 
-Exit status of `scaling sweep` (tests: test_sweeps.py, test_faults_kill.py):
-  0    every planned run was launched and ended with a record (completed, or failed: diverged or
-       errored, each with its reason in the store: see `scaling status`); a dry run;
-  2    bad input (sweep file, setting, override, launcher setting), with one ``error:`` line, before
-       anything is written;
-  130  Ctrl-C (SIGINT), 143 SIGTERM: running runs checkpointed, the relaunch resumes them;
-  -9   (killed) the sweep's local workers checkpoint and exit too (`processes.watch_sweep`).
+Exit status of `scaling sweep`: the table in scaling/sweep_app.py's docstring (0 every planned run
+completed, 1 a run failed or a write failed, 2 bad input, 130/143 interrupted); how a launch ended is
+read from the store by `outcome`.
 
 Launcher layout rules (runs at once, jobs per launch call) live in `layout`; the sweep's worker
 processes (signals, ending with the sweep, a dead sweep's workers) in `processes`.
@@ -45,7 +41,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.scaling_sweeper import processes
+from hydra_plugins.scaling_sweeper import outcome, processes
 from hydra_plugins.scaling_sweeper.layout import (
     check_launcher,
     concurrency,
@@ -294,7 +290,8 @@ class ScalingSweeper(Sweeper):
 
     def launch_planned(self, jobs: list[dict], dropped: list[dict]) -> Any:
         from scaling.progress import DRY_RUN_MANIFEST, MANIFEST, format_progress, write_sweep_manifest
-        from scaling.store import write_tables
+        from scaling.run_status import RunState
+        from scaling.store import RunPaths, run_state, write_tables
 
         store = Path(self.config.store)
         to_run = [j for j in jobs if j["state"] in ("new", "partial", "corrupt", "errored")]
@@ -312,6 +309,7 @@ class ScalingSweeper(Sweeper):
         if not to_run:
             write_tables(store)
             print(format_progress(store), flush=True)
+            self.exit_if_failed(store, jobs)
             return []
 
         gpu = trains_on_gpu(self.config.train)
@@ -338,7 +336,16 @@ class ScalingSweeper(Sweeper):
             returns.append(self.launcher.launch(chunk, initial_job_idx=start))
         write_tables(store)
         print(format_progress(store, final=True), flush=True)
-        for results in returns:
-            for r in results:
+        for job, r in zip(to_run, (r for results in returns for r in results)):
+            if run_state(RunPaths(store, job["run_id"])) != RunState.PARTIAL:
                 _ = r.return_value  # re-raise a job's exception, as the basic sweeper does
+            # else: the job stopped with its checkpoint kept (submitit gave up on a SLURM time
+            # limit: UncompletedJobError); a relaunch resumes it, and `exit_if_failed` counts it
+        self.exit_if_failed(store, jobs)
         return returns
+
+    def exit_if_failed(self, store: Path, jobs: list[dict]) -> None:
+        """Exit status 1, after one line, when a planned run did not complete (`outcome`)."""
+        status = outcome.exit_status(self.config.sweep or "sweep", store, jobs)
+        if status:
+            sys.exit(status)

@@ -12,6 +12,15 @@ PYTHONPATH and one of these variables set:
                                     an error, not a divergence (tests/test_faults_store.py).
   SCALING_FAULT_INTERRUPT_AT_STEP=S the same hook raises KeyboardInterrupt at step S, as a second
                                     Ctrl-C does (tests/test_faults_kill.py).
+  SCALING_FAULT_USR2_AT_STEP=S      the same hook sends the process SIGUSR2 at step S, as SLURM does
+                                    before a job's time limit (tests/test_faults_kill.py).
+  SCALING_FAULT_USR2_HANDLER=HOW    a SIGUSR2 handler installed at start-up, standing in for
+                                    submitit's (`checkpoint_and_try_requeue`, which a SLURM job of a
+                                    sweep has): HOW=requeue writes SCALING_FAULT_USR2_MARKER (a
+                                    path) with the checkpoints (ckpt.pt) under its directory at that
+                                    moment, as JSON, then calls sys.exit(-1), as submitit does after
+                                    requeueing; HOW=give_up raises UncompletedJobError, as submitit
+                                    does when no requeue is left (tests/test_faults_kill.py).
   SCALING_FAULT_ENOSPC=TEXT         a full disk for every file whose path contains TEXT: writing it
                                     (`open` for writing, or the store's atomic writes) raises
                                     OSError ENOSPC, as on a disk with no space left
@@ -39,23 +48,50 @@ if os.environ.get("SCALING_FAULT_WANDB") == "log":
 
     wandb_run.Run.log = _failing_log
 
-_STEP_FAULTS = ("SCALING_FAULT_SIGTERM_AT_STEP", "SCALING_FAULT_ERROR_AT_STEP", "SCALING_FAULT_INTERRUPT_AT_STEP")
+_STEP_FAULTS = (
+    "SCALING_FAULT_SIGTERM_AT_STEP",
+    "SCALING_FAULT_ERROR_AT_STEP",
+    "SCALING_FAULT_INTERRUPT_AT_STEP",
+    "SCALING_FAULT_USR2_AT_STEP",
+)
 if any(os.environ.get(name) for name in _STEP_FAULTS):
     from scaling import tracking
 
     _sigterm_step = int(os.environ.get("SCALING_FAULT_SIGTERM_AT_STEP") or -1)
+    _usr2_step = int(os.environ.get("SCALING_FAULT_USR2_AT_STEP") or -1)
     _error_step = int(os.environ.get("SCALING_FAULT_ERROR_AT_STEP") or -1)
     _interrupt_step = int(os.environ.get("SCALING_FAULT_INTERRUPT_AT_STEP") or -1)
 
     def _log_with_faults(self, metrics, step):
         if step == _sigterm_step:
             os.kill(os.getpid(), signal.SIGTERM)
+        if step == _usr2_step:
+            os.kill(os.getpid(), signal.SIGUSR2)
         if step == _error_step:
             raise MemoryError(f"simulated by tests/fault_hooks: out of memory at step {step}")
         if step == _interrupt_step:
             raise KeyboardInterrupt
 
     tracking.Tracker.log = _log_with_faults
+
+if os.environ.get("SCALING_FAULT_USR2_HANDLER"):
+    import json
+    import sys
+    from pathlib import Path
+
+    _how = os.environ["SCALING_FAULT_USR2_HANDLER"]
+
+    class UncompletedJobError(Exception):
+        """Named as submitit's (submitit.core.utils.UncompletedJobError)."""
+
+    def _time_limit_handler(signum, frame):
+        if _how == "give_up":
+            raise UncompletedJobError("Job not requeued because: timed-out too many times.")
+        marker = Path(os.environ["SCALING_FAULT_USR2_MARKER"])
+        marker.write_text(json.dumps(sorted(str(p) for p in marker.parent.rglob("ckpt.pt"))))
+        sys.exit(-1)
+
+    signal.signal(signal.SIGUSR2, _time_limit_handler)
 
 if os.environ.get("SCALING_FAULT_ENOSPC"):
     _full = os.environ["SCALING_FAULT_ENOSPC"]
