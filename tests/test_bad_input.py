@@ -14,9 +14,12 @@ import json
 import math
 import shutil
 
+import numpy as np
 import pytest
 from conftest import assert_one_line_error, run_cli
 from faults_support import SWEEP, copy_store, reference_store, snapshot
+
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 
 S = "{store}"  # placeholders, filled in from the `files` fixture
 
@@ -181,7 +184,15 @@ def files(tmp_path_factory):
     (workdir / "small.txt").write_text("print('hello, world')\n" * 250)  # 5.5 kB: 275 val tokens
     (workdir / "tiny.txt").write_bytes(b"abc")
     (workdir / "empty").mkdir()
-    assert run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--out", workdir / "fit.json").returncode == 0
+    # the fit file: approach 3 on a synthetic Chinchilla table (the reference store is too small for a law
+    # whose exponents are positive, and a loaded law with a negative one is refused)
+    isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 20, 3), 6, noise=0.01, seed=0).to_csv(workdir / "law.csv", index=False)
+    assert (
+        run_cli(
+            "fit", workdir / "law.csv", "--approach", "3", "--bootstrap", "0", "--out", workdir / "fit.json"
+        ).returncode
+        == 0
+    )
     shutil.rmtree(store / "hydra", ignore_errors=True)
     return {
         "workdir": workdir,

@@ -221,3 +221,19 @@ def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):
     rings = [c for c in fig.axes[0].collections if c.get_gid() == "outliers"]
     assert len(rings) == 1 and len(rings[0].get_offsets()) == 5
     assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_a_law_whose_loss_rises_with_n_is_fitted_with_a_warning_and_refused_by_optimal(tmp_path):
+    """Runs whose loss rises with N (L = 1 + 0.05·N^0.2 + 410.7/D^0.28): approach 3 recovers alpha = -0.2
+    and says the law cannot allocate compute; `optimal --law` on the saved fit refuses it in one line."""
+    rows = [
+        {"N": n, "D": c / (6 * n), "loss": 1.0 + 0.05 * n**0.2 + 410.7 / (c / (6 * n)) ** 0.28}
+        for c in np.logspace(18, 20, 3)
+        for n in np.logspace(7, 9, 6)
+    ]
+    path = tmp_path / "rising.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", "--out", tmp_path / "fit.json", check=True)
+    assert "warning: alpha = -0.2 <= 0: the fitted loss does not fall with N" in proc.stdout, proc.stdout
+    refused = run_cli("optimal", "--budget", "1e21", "--law", tmp_path / "fit.json")
+    assert refused.returncode == 2 and "alpha" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

@@ -273,6 +273,12 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         convergence["note"] = "E is indistinguishable from 0: these runs show no irreducible loss"
 
     point = _named(theta)
+    falling = [f"{k} = {point[k]:.3g}" for k in ("alpha", "beta") if not point[k] > 0]
+    if falling:  # the law does not fall with N or D: it cannot allocate compute (`FitReport.load` refuses it)
+        convergence["warning"] = (
+            f"{', '.join(falling)} <= 0: the fitted loss does not fall with {'N' if point['alpha'] <= 0 else 'D'}, so "
+            "this law cannot allocate compute (optimal and report refuse it); fit more runs or a wider range of sizes"
+        )
     boot = None
     if resamples > 0:
         samples, boot = _bootstrap(objective, theta_c, grid, resamples, seed, level)
