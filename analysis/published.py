@@ -9,6 +9,20 @@ CHINCHILLA_APPROACH3 = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta"
 # Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C / 120), D_opt = 20 N_opt.
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 
+# Hoffmann et al. 2022, Table 3 itself: (parameters, FLOPs, tokens); C = 6·N·D holds within a few percent
+# (the 67 B row: 4.7%).
+CHINCHILLA_TABLE3 = [
+    (400e6, 1.92e19, 8.0e9),
+    (1e9, 1.21e20, 20.2e9),
+    (10e9, 1.23e22, 205.1e9),
+    (67e9, 5.76e23, 1.5e12),
+    (175e9, 3.85e24, 3.7e12),
+    (280e9, 9.90e24, 5.9e12),
+    (520e9, 3.43e25, 11.0e12),
+    (1e12, 1.27e26, 21.2e12),
+    (10e12, 1.30e28, 216.2e12),
+]
+
 # Kaplan et al. 2020: Table 6 N_opt = 1.3e9·C_min^0.73 and Eq. 1.3 L = (C_c/C_min)^0.050, C_c = 3.1e8,
 # both with C in PF-days; Eq. 1.5 (with Table 5 constants) for a loss off the frontier.
 KAPLAN = {

@@ -32,9 +32,9 @@ def run_cli(*args, cwd=None, timeout=600, env=None, check=False):
     return proc
 
 
-def assert_one_line_error(proc, *must_contain):
-    """Bad input: exit 2, one `error:` line naming what is wrong, no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+def assert_one_line_error(proc, *must_contain, status: int = 2):
+    """Bad input: exit ``status`` (2), one `error:` line naming what is wrong, no traceback."""
+    assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, proc.stderr

@@ -8,22 +8,10 @@ import pytest
 
 from analysis.fits.fit import fit_all
 from analysis.fits.results import FitReport
+from analysis.published import CHINCHILLA_TABLE3
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
-
-# Hoffmann et al. 2022, Table 3 (docs/NOTES.md): parameters, FLOPs, tokens.
-TABLE_3 = [
-    (400e6, 1.92e19, 8.0e9),
-    (1e9, 1.21e20, 20.2e9),
-    (10e9, 1.23e22, 205.1e9),
-    (67e9, 5.76e23, 1.5e12),
-    (175e9, 3.85e24, 3.7e12),
-    (280e9, 9.90e24, 5.9e12),
-    (520e9, 3.43e25, 11.0e12),
-    (1e12, 1.27e26, 21.2e12),
-    (10e12, 1.30e28, 216.2e12),
-]
 
 
 def optimal(capsys, *argv) -> dict:
@@ -39,7 +27,7 @@ def fit_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("n, compute, d", TABLE_3)
+@pytest.mark.parametrize("n, compute, d", CHINCHILLA_TABLE3)
 def test_chinchilla_preset_reproduces_every_row_of_table_3(capsys, n, compute, d):
     got = optimal(capsys, "--budget", str(compute), "--law", "chinchilla")
     assert got["N"]["estimate"] == pytest.approx(n, rel=0.05)

@@ -256,12 +256,7 @@ ONE_RUN += ("train.eval_tokens=4096", "train.evals=2", "train.threads=1", "train
 
 def one_error_line(proc, *must_contain) -> str:
     """A run that ended badly (not bad input): one `error:` line on stderr, no traceback."""
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr
-    for text in must_contain:
-        assert text in errors[0], (text, errors[0])
-    return errors[0]
+    return assert_one_line_error(proc, *must_contain, status=proc.returncode)
 
 
 def test_a_single_run_exits_with_how_it_ended(tmp_path):

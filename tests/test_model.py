@@ -6,6 +6,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from analysis.published import CHINCHILLA_TABLE3
 from scaling.flops import PF_DAY_FLOPS, flops_6nd, flops_per_token_with_attention, tokens_for_budget
 from scaling.model import GPT, param_counts
 from scaling.shapes import (
@@ -64,21 +65,7 @@ def test_flops_by_hand():
     assert PF_DAY_FLOPS == 8.64e19
 
 
-# Hoffmann et al. 2022 (Chinchilla), Table 3: (parameters, FLOPs, tokens); C = 6·N·D must hold within a few percent (67 B row: 4.7%).
-TABLE3 = [
-    (400e6, 1.92e19, 8.0e9),
-    (1e9, 1.21e20, 20.2e9),
-    (10e9, 1.23e22, 205.1e9),
-    (67e9, 5.76e23, 1.5e12),
-    (175e9, 3.85e24, 3.7e12),
-    (280e9, 9.90e24, 5.9e12),
-    (520e9, 3.43e25, 11.0e12),
-    (1e12, 1.27e26, 21.2e12),
-    (10e12, 1.30e28, 216.2e12),
-]
-
-
-@pytest.mark.parametrize("n, c, d", TABLE3)
+@pytest.mark.parametrize("n, c, d", CHINCHILLA_TABLE3)
 def test_table3_obeys_6nd(n, c, d):
     assert flops_6nd(n, d) == pytest.approx(c, rel=0.05)
     assert tokens_for_budget(c, n) == pytest.approx(d, rel=0.05)
