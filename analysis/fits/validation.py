@@ -43,11 +43,9 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
     loss_pred, n_pred = float(loss_law(compute)), float(fit.n_opt_law(compute))
     factor = compute / fit.fitted_compute_max
     return {
-        "held_out_budget": largest,
+        **_held_out_keys(largest, factor),
         "held_out_runs": int(len(held)),
         "fitted_runs": int(len(rest)),
-        "extrapolation_factor": factor,
-        "extrapolation": factor > EXTRAPOLATION_FACTOR,
         "compute": compute,
         "best_run_id": str(best["run_id"]),
         "loss_law": "L = E + A·C^-alpha" if fit.loss_law_with_floor is not None else "L = A·C^-alpha",
@@ -75,11 +73,9 @@ def validate_parametric(table: RunTable) -> dict:
     error = predicted / held["loss"].to_numpy() - 1.0
     factor = largest / float(rest.runs["C"].max())
     return {
-        "held_out_budget": largest,
+        **_held_out_keys(largest, factor),
         "held_out_runs": int(len(held)),
         "fitted_runs": int(len(rest)),
-        "extrapolation_factor": factor,
-        "extrapolation": factor > EXTRAPOLATION_FACTOR,
         "loss_relative_error_mean_abs": float(np.mean(np.abs(error))),
         "loss_relative_error_max_abs": float(np.max(np.abs(error))),
         "runs": [
@@ -106,11 +102,14 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     observed = observed_n_opt[largest]
     factor = largest / float(max(p.budget for p in fit.profiles))
     return {
-        "held_out_budget": largest,
+        **_held_out_keys(largest, factor),
         "fitted_budgets": len(fit.profiles),
-        "extrapolation_factor": factor,
-        "extrapolation": factor > EXTRAPOLATION_FACTOR,
         "n_opt_observed": observed,
         "n_opt_predicted": predicted,
         "n_opt_relative_error": predicted / observed - 1.0,
     }
+
+
+def _held_out_keys(budget: float, factor: float) -> dict:
+    """The keys every validation shares: the held-out budget and how far beyond the fitted ones it lies."""
+    return {"held_out_budget": budget, "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR}
