@@ -157,18 +157,28 @@ def _watch(parent: int) -> None:
 
 
 def _exit_orphaned(parent: int, signal_first: bool) -> None:
-    print(
+    # The sweep's death often takes the reader of this worker's stderr with it (a closed terminal, a
+    # killed pipeline): a write then raises (EPIPE, EIO). The message is best-effort; the exit is not.
+    _say(
         f"worker {os.getpid()}: its sweep (pid {parent}) is gone; the run checkpoints and this worker "
-        "exits; relaunch the sweep to resume",
-        file=sys.stderr,
-        flush=True,
+        "exits; relaunch the sweep to resume"
     )
     if signal_first:  # the trainer's SIGTERM handler checkpoints the run and exits 143
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(GRACE_S)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
     os._exit(128 + signal.SIGTERM)
+
+
+def _say(message: str) -> None:
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # no one reads stderr any more (or it is closed)
+        pass
 
 
 def _lock_holders(paths: list[Path]) -> set[int]:
