@@ -11,7 +11,10 @@
               two taking turns round by round; target: joblib faster (README, Benchmarks, Layout:
               two 1-thread runs beat one 2-thread run; tests/test_sweeps.py checks that both give
               the same runs and losses, and joblib's layout)
-Each command runs into a fresh temporary store, with tracking off.
+  report      `scaling report` with its defaults (a fit with 200 bootstrap resamples) of a quick-sized
+              store (18 runs, 3 budgets, loss curves; tests/synthetic_store.py); target: under 30 s
+              (issue #3; tests/test_report.py checks the report itself)
+Each command runs in a fresh temporary directory (its store, or the report's output), tracking off.
 """
 
 from __future__ import annotations
@@ -40,37 +43,50 @@ TINY_SWEEP = [
     "train.evals=1",
     "train.checkpoint_interval_s=0",
 ]
-COMMANDS = {
-    "train d16, default budget": ["train", "model=d16", "tracking=none"],
-    "tiny sweep, basic": ["sweep", *TINY_SWEEP, "hydra/launcher=basic"],
-    "tiny sweep, joblib (2 workers)": ["sweep", *TINY_SWEEP, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+COMMANDS = {  # name -> `scaling` arguments, given a fresh temporary directory (and the quick-sized store)
+    "train d16, default budget": lambda tmp: ["train", "model=d16", "tracking=none", f"store={tmp}"],
+    "tiny sweep, basic": lambda tmp: ["sweep", *TINY_SWEEP, "hydra/launcher=basic", f"store={tmp}"],
+    "tiny sweep, joblib (2 workers)": lambda tmp: [
+        "sweep",
+        *TINY_SWEEP,
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        f"store={tmp}",
+    ],
+    "report, quick-sized store": lambda tmp: ["report", tmp.parent / "quick-store", "--out", tmp / "report.html"],
 }
 
 
-def timed(args: list[str]) -> float:
-    """Seconds of `scaling ARGS store=<fresh temporary store>`; exits with its error if it fails."""
-    store = Path(tempfile.mkdtemp(prefix="bench-cli-"))
-    try:
-        t0 = time.perf_counter()
-        proc = subprocess.run([SCALING, *args, f"store={store}"], cwd=ROOT, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-    finally:
-        shutil.rmtree(store, ignore_errors=True)
+def timed(args: list) -> float:
+    """Seconds of `scaling ARGS`; exits with its error if it fails."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([SCALING, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
     if proc.returncode:
-        sys.exit(f"error: scaling {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr.strip()[-3000:]}")
-    return wall
+        sys.exit(f"error: scaling {' '.join(map(str, args))} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - t0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the commands take turns in each")
     args = parser.parse_args()
-    print_header("command-line wall times: a single run, and a sweep under two launchers")
+    print_header("command-line wall times: a single run, a sweep under two launchers, a report")
     samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
     names = list(COMMANDS)
-    for r in range(args.rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            samples[name].append(timed(COMMANDS[name]))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic_store import write_store
+
+    root = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    write_store(root / "quick-store")
+    try:
+        for r in range(args.rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                tmp = root / f"{r}-{names.index(name)}"
+                tmp.mkdir()
+                samples[name].append(timed(COMMANDS[name](tmp)))
+                shutil.rmtree(tmp)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     rows = [{"what": name, "median": median(xs), "min": min(xs), "max": max(xs)} for name, xs in samples.items()]
     print_table(
         rows, [("what", "command", ""), ("median", "median s", ".1f"), ("min", "min s", ".1f"), ("max", "max s", ".1f")]
@@ -79,6 +95,8 @@ def main() -> None:
     basic, joblib = median(samples[names[1]]), median(samples[names[2]])
     print(f"- single run under a minute: {'met' if single < 60 else 'missed'} ({single:.1f} s)")
     print(f"- joblib faster than basic: {'met' if joblib < basic else 'missed'} ({basic / joblib:.2f}x)")
+    report = median(samples[names[3]])
+    print(f"- report under 30 s: {'met' if report < 30 else 'missed'} ({report:.1f} s)")
     print(f"load average {load_average()}")
 
 
