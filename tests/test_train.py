@@ -19,7 +19,7 @@ def records(store):
 
 def test_smallest_shape_trains_on_the_default_corpus_and_its_record_describes_itself(tmp_path):
     """d16, the smallest ladder shape, on the default corpus: it learns (loss under uniform) and its
-    record holds every field the analysis reads. 2e10 FLOPs (360k tokens, 176 steps); how long the
+    record holds every field the analysis reads. 2e10 FLOPs (352k tokens, 172 steps); how long the
     default budget (1e11) takes is a benchmark's question: bench/bench_cli.py."""
     run_cli("train", "model=d16", "budget=2e10", f"store={tmp_path}", "tracking=none", check=True)
     (rec,) = records(tmp_path)
