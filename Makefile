@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_sweep.py quick
 	$(PY) bench/bench_fit.py
 	$(PY) bench/bench_compare.py
+	$(PY) bench/bench_cli.py
 
 # On a CUDA machine: the trainer on the GPU (MFU against its bf16 peak, compiled vs eager vs
 # textbook) and the CUDA paths end to end (runs, preemption and resume, the quick sweep, the report).

@@ -20,6 +20,7 @@ from faults_support import (
     copy_store,
     fault_env,
     outcome,
+    record_bytes,
     records,
     reference_store,
     run_sweep,
@@ -238,14 +239,17 @@ def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_r
 
 @pytest.mark.slow
 def test_two_sweeps_writing_into_one_store_at_once_train_every_run_exactly_once(tmp_path, tmp_path_factory):
+    """The sweep's 4 smaller runs (1e10 and 2e10 FLOPs), launched twice at once into one store: the
+    run locks let each run be trained by exactly one of them."""
     reference = reference_store(tmp_path_factory)
     store = tmp_path / "store"
-    launches = [Launch(store, tmp_path / f"sweep{i}.log") for i in (1, 2)]
+    launches = [Launch(store, tmp_path / f"sweep{i}.log", "budget=1e10,2e10") for i in (1, 2)]
     for launch in launches:
         assert launch.wait() == 0, launch.output[-3000:]
     trained = Counter(run_id for launch in launches for run_id in RUN_COMPLETED.findall(launch.output))
-    assert sorted(trained) == sorted(records(reference)) and set(trained.values()) == {1}, trained
-    assert_same_results(store, reference)
+    assert len(trained) == 4 and set(trained.values()) == {1}, trained
+    assert_same_results(store, reference, runs=4)
+    assert sorted(trained) == sorted(records(store))
     assert not set_aside_files(store)
 
 
@@ -259,13 +263,16 @@ def one_error_line(proc, *must_contain) -> str:
     return assert_one_line_error(proc, *must_contain, status=proc.returncode)
 
 
-def test_a_single_run_exits_with_how_it_ended(tmp_path):
-    """0 completed (and again, already completed); 1 errored (recorded failed, failure "errored",
-    error_type); 3 diverged, now and on a relaunch, which leaves the run as it is."""
-    store = tmp_path / "store"
+def test_a_single_run_exits_with_how_it_ended(tmp_path, tmp_path_factory):
+    """0 completed (every `check=True` train of the suite asserts it of a run it trains; here, a run
+    already completed: the reference sweep's run with the same id, untouched); 1 errored (recorded
+    failed, failure "errored", error_type); 3 diverged, now and on a relaunch, which leaves the run
+    as it is."""
+    reference = reference_store(tmp_path_factory)
+    store = copy_store(reference, tmp_path / "store")
     done = run_cli("train", *ONE_RUN, f"store={store}", timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert run_cli("train", *ONE_RUN, f"store={store}", timeout=300).returncode == 0
+    assert done.returncode == 0 and "nothing to do" in done.stdout, (done.stdout, done.stderr)
+    assert record_bytes(store) == record_bytes(reference)
 
     errored_store = tmp_path / "errored"
     env = {"PYTHONPATH": str(HOOKS), "SCALING_FAULT_ERROR_AT_STEP": "30"}

@@ -1,6 +1,6 @@
 """`scaling report`: a quick-sized store (18 runs, 3 budgets, loss curves; one failed run, one
-dropped combination, one planned run without a record) reported in under 30 s, self-contained
-(no external reference), opened in a real headless browser (Debian's chromium) with every figure
+dropped combination, one planned run without a record) reported self-contained (no external
+reference), opened in a real headless browser (Debian's chromium) with every figure
 loaded; the Markdown twin; reuse of a saved fit; bad input as one line with nothing written.
 (~35 s on 2 idle cores: two report subprocesses, chromium twice, in-process error cases.)"""
 
@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -29,8 +28,6 @@ from analysis.sources.load import load_runs, read_source
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
 
-REPORT_SECONDS = 30.0  # issue #3: the report of the quick sweep in under 30 s
-
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> tuple[Path, dict]:
@@ -39,12 +36,12 @@ def store(tmp_path_factory) -> tuple[Path, dict]:
 
 
 @pytest.fixture(scope="module")
-def report(store, tmp_path_factory) -> tuple[Path, float]:
-    """The report with the CLI's defaults (it fits, with 200 bootstrap resamples); and its wall time."""
+def report(store, tmp_path_factory) -> Path:
+    """The report with the CLI's defaults (it fits, with 200 bootstrap resamples). How long it takes
+    (issue #3: under 30 s) is a benchmark's question: bench/bench_cli.py."""
     out = tmp_path_factory.mktemp("out") / "reports" / "quick.html"  # reports/ does not exist yet
-    started = time.perf_counter()
     run_cli("report", store[0], "--out", out, check=True)
-    return out, time.perf_counter() - started
+    return out
 
 
 class _References(HTMLParser):
@@ -70,9 +67,8 @@ class _References(HTMLParser):
             self.styles.append(data)
 
 
-def test_report_is_written_within_30_s_and_self_contained(report):
-    out, seconds = report
-    assert seconds < REPORT_SECONDS, f"report took {seconds:.1f} s"
+def test_report_is_written_and_self_contained(report):
+    out = report
     text = out.read_text()
     refs = _References()
     refs.feed(text)
@@ -88,7 +84,7 @@ def test_report_is_written_within_30_s_and_self_contained(report):
 
 
 def test_report_states_the_sweep_fits_allocation_validation_and_failures(report, store):
-    text = report[0].read_text()
+    text = report.read_text()
     _, written = store
     for fact in (
         "Scaling-law report: synthetic",
@@ -158,7 +154,7 @@ def test_flagged_outliers_are_listed_with_rule_detail_and_whether_excluded(tmp_p
 
 
 def test_markdown_twin_references_figure_files_written_beside_it(report):
-    out = report[0]
+    out = report
     markdown = out.with_suffix(".md").read_text()
     linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
     assert len(linked) == len(FIGURES)
@@ -201,7 +197,7 @@ PROBE = (
 def test_report_renders_in_headless_chromium_with_every_figure_loaded(report, tmp_path):
     chromium = _chromium()
     probed = tmp_path / "probed.html"
-    probed.write_text(report[0].read_text().replace("</body>", PROBE + "</body>"))
+    probed.write_text(report.read_text().replace("</body>", PROBE + "</body>"))
     profile = tmp_path / "profile"
     common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
     dom = subprocess.run([*common, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120)
@@ -212,9 +208,9 @@ def test_report_renders_in_headless_chromium_with_every_figure_loaded(report, tm
 
     # The page as painted: the figures bring colour that the same page without them lacks.
     without = tmp_path / "without-figures.html"
-    without.write_text(re.sub(r"<img [^>]*>", "", report[0].read_text()))
+    without.write_text(re.sub(r"<img [^>]*>", "", report.read_text()))
     coloured = {}
-    for page in (report[0], without):
+    for page in (report, without):
         shot = tmp_path / f"{page.stem}.png"
         subprocess.run(
             [*common, "--window-size=1280,3000", f"--screenshot={shot}", page.as_uri()],
@@ -224,7 +220,7 @@ def test_report_renders_in_headless_chromium_with_every_figure_loaded(report, tm
         )
         pixels = mpimg.imread(shot)[..., :3]
         coloured[page] = ((pixels.max(axis=-1) - pixels.min(axis=-1)) > 0.3).mean()
-    assert coloured[report[0]] > 0.005 and coloured[report[0]] > 20 * coloured[without], coloured
+    assert coloured[report] > 0.005 and coloured[report] > 20 * coloured[without], coloured
 
 
 def test_report_reuses_a_saved_fit_and_says_so(store, tmp_path):
