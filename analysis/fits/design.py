@@ -33,6 +33,7 @@ from analysis.fits import laws
 from analysis.fits.bootstrap import one_blas_thread
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.parametric import BATCH_MAX_ITER, GRAD_TOL, HUBER_DELTA, HuberLogLoss
+from scaling.errors import DataError
 
 WINSOR = 3.0  # errors beyond this many robust deviations from the median count as that far
 POISSON_ONE_CDF = np.cumsum([np.exp(-1.0) / np.prod(np.arange(1, k + 1)) for k in range(12)])
@@ -108,10 +109,11 @@ class DesignSimulator:
         """From a `ParametricFit` with bootstrap samples: ``draws`` of them (without replacement
         when there are enough), and σ from its residuals."""
         samples = fit.bootstrap.samples if fit.bootstrap is not None else {}
-        if not samples:
-            raise ValueError("the fit has no bootstrap samples")
-        thetas = theta_of({k: np.asarray(samples[k], float) for k in ("E", "A", "B", "alpha", "beta")})
+        with np.errstate(all="ignore"):
+            thetas = theta_of({k: np.asarray(samples.get(k, []), float) for k in ("E", "A", "B", "alpha", "beta")})
         thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
+        if len(thetas) < 2:
+            raise DataError("the fit has fewer than 2 usable bootstrap samples to simulate from; fit more runs first")
         rng = np.random.default_rng(seed)
         pick = rng.choice(len(thetas), size=draws, replace=len(thetas) < draws)
         residuals = np.asarray(fit.residuals, float)

@@ -54,7 +54,8 @@ def for_loss(p, target: float, inference_tokens: float) -> dict[str, np.ndarray]
     r = np.where(target > p["E"], target - np.asarray(p["E"], float), np.nan)
     _, d_one = _point_at_ratio(p, r, 1.0)
     lo = np.ones_like(r)
-    hi = 1.0 + inference_tokens / (3.0 * d_one)  # k − 1 = T/(3·D(k)) <= T/(3·D(1)): D grows with k
+    # k − 1 = 2·N·T/(6·N·D(k)) <= that at k = 1: D grows with k
+    hi = 1.0 + inference_flops_2nt(1.0, inference_tokens) / flops_6nd(1.0, d_one)
     for _ in range(BISECTIONS):
         k = 0.5 * (lo + hi)
         n, d = _point_at_ratio(p, r, k)
