@@ -23,6 +23,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "shapes": ("scaling.shapes:main", "list the model ladder, or the shape nearest a target parameter count"),
     "fit": ("analysis.cli:fit_main", "fit scaling laws (Chinchilla approaches 1-3) with bootstrap intervals"),
     "optimal": ("analysis.cli:optimal_main", "compute-optimal N and D for a budget, from a fit or a published law"),
+    "next": ("analysis.cli.next:next_main", "the runs to buy next: most narrowing of N_opt's interval for X FLOPs"),
     "plot": ("analysis.cli:plot_main", "write the log-log figures of a sweep or table"),
     "report": ("analysis.cli:report_main", "write a self-contained HTML report (and Markdown twin)"),
     "compare": ("analysis.cli:compare_main", "how much compute a candidate recipe is worth: m(C) against a baseline"),

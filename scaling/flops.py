@@ -36,6 +36,16 @@ def params_6nd(compute, tokens):
     return compute / (FLOPS_PER_PARAM_TOKEN * tokens)
 
 
+# Inference: a forward pass costs 2·N FLOPs per token (Kaplan et al. 2020, §2.1), so serving T tokens
+# costs 2·N·T (the lifetime-cost model of Sardana et al. 2024: training 6·N·D plus inference 2·N·T).
+FLOPS_PER_PARAM_INFERENCE_TOKEN = 2.0
+
+
+def inference_flops_2nt(n_params, tokens):
+    """2·N·T: the FLOPs of serving ``tokens`` tokens with a model of N parameters."""
+    return FLOPS_PER_PARAM_INFERENCE_TOKEN * n_params * tokens
+
+
 def flops_per_token_with_attention(n_params: float, n_layer: int, d_model: int, seq_len: int) -> float:
     """6·N + 12·n_layer·d_model·seq_len (PaLM App. B)."""
     return FLOPS_PER_PARAM_TOKEN * n_params + 12.0 * n_layer * d_model * seq_len

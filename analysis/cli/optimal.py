@@ -15,6 +15,7 @@ from analysis.cli.common import (
     parse,
     positive_float,
 )
+from analysis.cli.inference import inference_main, inference_tokens
 from analysis.fits.results import FitReport, to_jsonable
 from scaling.errors import UserError
 
@@ -49,6 +50,13 @@ def optimal_parser() -> argparse.ArgumentParser:
         metavar="D",
         help="data-limited: at most D tokens available; the best N for the budget under that cap",
     )
+    p.add_argument(
+        "--inference-tokens",
+        type=inference_tokens,
+        metavar="T",
+        help="inference-aware (Sardana et al. 2024): minimise 6·N·D + 2·N·T for --target-loss, or the loss "
+        "for a total --budget of training + inference FLOPs (laws of L(N, D): chinchilla-parametric, approach 3)",
+    )
     p.add_argument("--level", type=level, help="confidence level for a fit's intervals (default: the fit's)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return p
@@ -63,6 +71,8 @@ def optimal_main(argv: list[str]) -> int:
     if (args.budget is None) == (args.target_loss is None):
         raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
     law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
+    if args.inference_tokens is not None:
+        return inference_main(args, law)
     with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
         if args.target_loss is not None:
             allocation = law.budget_for_loss(args.target_loss)

@@ -1,0 +1,223 @@
+"""`scaling next SOURCE --flops X`: the runs to buy next, at most X FLOPs in all, that most narrow
+the interval of N_opt at a target budget (`analysis.fits.next_runs`); writes a sweep file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from analysis.cli.common import Parser, add_table_options, column_map, count, parse, positive_float, write_output
+from analysis.fits.results import Estimate
+from scaling.errors import UserError
+
+DEFAULT_TARGET_FACTOR = 10.0  # the target budget: 10x the source's largest, unless --target-budget names one
+SWEEPER_TOKENS_PER_PARAM = (0.5, 2000.0)  # the sweeper's default window (hydra_plugins/scaling_sweeper)
+
+
+def next_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="scaling next",
+        description="Propose the runs (shape, budget), costing at most X FLOPs in all, that most narrow the "
+        "interval of N_opt at a target budget: approach 3 refitted on results simulated from the current "
+        "fit's bootstrap. Writes a sweep file ready to launch.",
+    )
+    p.add_argument("source", help="a results store (results/NAME) or a table of runs, as for `scaling fit`")
+    p.add_argument("--flops", required=True, type=positive_float("a FLOP allowance, e.g. 3e13"), metavar="X")
+    p.add_argument(
+        "--target-budget",
+        type=positive_float("a budget in FLOPs"),
+        metavar="C",
+        help=f"where N_opt's interval should narrow (default: {DEFAULT_TARGET_FACTOR:g}x the largest budget)",
+    )
+    p.add_argument("--out", type=Path, metavar="SWEEP.yaml", help="write the proposal as a sweep file")
+    p.add_argument(
+        "--max-tokens",
+        type=positive_float("a token count"),
+        metavar="D",
+        help="propose no run needing more tokens than D (e.g. the corpus's training split, unless data repeat)",
+    )
+    p.add_argument("--bootstrap", type=count, default=200, metavar="K", help="resamples of the fit (default 200)")
+    p.add_argument("--draws", type=count, default=48, metavar="M", help="simulated truths per design (default 48)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the simulations (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_table_options(p)
+    return p
+
+
+def next_main(argv: list[str]) -> int:
+    args = parse(next_parser(), argv)
+    if isinstance(args, int):
+        return args
+    from analysis.fits import next_runs as nr
+    from analysis.fits.design import DesignSimulator
+    from analysis.fits.parametric import fit_parametric
+    from analysis.sources.load import load_runs
+
+    if args.draws < 8:
+        raise UserError(f"--draws {args.draws} is too few to measure a spread; give at least 8 (default 48)")
+    base = base_sweep(args.source)
+    table = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
+    fit = fit_parametric(table, resamples=0)  # the point fit places the candidates; the bootstrap waits
+    budgets = sorted(table.runs["budget"].unique().tolist())
+    target = args.target_budget or DEFAULT_TARGET_FACTOR * max(budgets)
+    rules = nr.CandidateRules(
+        shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source)),
+        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", SWEEPER_TOKENS_PER_PARAM)),
+        max_tokens=args.max_tokens,
+    )
+    done = list(zip(table.runs["N"], table.runs["budget"]))
+    pool = nr.candidates(fit.params, done, budgets + nr.next_budgets(budgets, target), rules)
+    if not pool:
+        raise UserError(f"no ladder shape fits any budget of {args.source!r} under the limits; loosen --max-tokens")
+    cheapest = min(pool, key=lambda c: c.budget)
+    if cheapest.budget > args.flops:
+        raise UserError(
+            f"--flops {short(args.flops)} is below the cheapest candidate run ({cheapest.shape} at "
+            f"{short(cheapest.budget)} FLOPs); give at least {short(cheapest.budget)}"
+        )
+    fit = fit_parametric(table, resamples=max(args.bootstrap, 20), seed=args.seed)
+    if fit.bootstrap is None or not fit.bootstrap.samples:
+        raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
+    sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
+    plan = nr.plan_runs(sim, [c for c in pool if c.budget <= args.flops], args.flops)
+    runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
+    ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
+    ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder else None
+    now = Estimate.from_samples(
+        float(nr.n_opt_samples(fit.params, target)),
+        nr.n_opt_samples(fit.bootstrap.samples, target),
+        fit.bootstrap.level,
+    )
+    result = summary(args, plan, target, now, ladder, ladder_ratio)
+    if args.out is not None:
+        write_output(args.out, sweep_yaml(base, plan, args, target).encode(), "--out")
+    print(json.dumps(result) if args.json else render(result))
+    return 0
+
+
+def base_sweep(source: str) -> dict:
+    """The sweep file the source store was run from (its settings carry over), or a bare one."""
+    import yaml
+
+    from scaling.sweep_app import SWEEPS_DIR
+
+    manifest = Path(source) / "sweep.json"
+    name = json.loads(manifest.read_text()).get("sweep") if manifest.is_file() else None
+    path = SWEEPS_DIR / f"{name}.yaml" if name else None
+    if path is not None and path.is_file():
+        return yaml.safe_load(path.read_text())
+    return {
+        "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
+        "sweep": "next",
+        "hydra": {"sweeper": {}},
+    }
+
+
+def model_dims(source: str) -> tuple[int, int]:
+    """(vocab_size, seq_len) of the store's runs (the ladder's parameter counts depend on them)."""
+    import pandas as pd
+
+    table = Path(source) / "table.csv"
+    if table.is_file():
+        frame = pd.read_csv(table)
+        if {"vocab_size", "seq_len"} <= set(frame) and len(frame):
+            return int(frame["vocab_size"].mode()[0]), int(frame["seq_len"].mode()[0])
+    return 256, 128
+
+
+def summary(args, plan, target: float, now: Estimate, ladder: list, ladder_ratio: float | None) -> dict:
+    """The proposal as one JSON-able dict (what `render` prints)."""
+    lo, hi = (None, None) if now.lower is None else (now.lower, now.upper)
+    expected = None if lo is None else list(_expected(now, plan.ratio))
+    return {
+        "source": args.source,
+        "target_budget": target,
+        "flops_allowance": args.flops,
+        "n_opt_now": {"estimate": now.value, "interval": None if lo is None else [lo, hi]},
+        "runs": [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs],
+        "flops": plan.flops,
+        "spread_now": plan.spread_done,
+        "spread_after": plan.spread,
+        "width_ratio": plan.ratio,
+        "n_opt_expected_interval": expected,
+        "search": plan.rule,
+        "ladder_extension": {
+            "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
+            "flops": float(sum(c.budget for c in ladder)),
+            "width_ratio": ladder_ratio,
+        },
+        "draws": args.draws,
+        "out": None if args.out is None else str(args.out),
+    }
+
+
+def _expected(now: Estimate, ratio: float) -> tuple[float, float]:
+    from analysis.fits.next_runs import expected_interval
+
+    return expected_interval(now.value, now.lower, now.upper, ratio)
+
+
+def render(r: dict) -> str:
+    now = r["n_opt_now"]
+    shown = f"{now['estimate']:.4g}" + ("" if now["interval"] is None else " [{:.4g}, {:.4g}]".format(*now["interval"]))
+    lines = [
+        f"next runs for {r['source']}: at most {r['flops_allowance']:.4g} FLOPs, to narrow N_opt at "
+        f"{r['target_budget']:.4g} FLOPs",
+        f"  N_opt now            {shown} parameters",
+    ]
+    if not r["runs"]:
+        lines.append("  no affordable run narrows the interval (simulated): buy nothing, or allow more FLOPs")
+    for run in r["runs"]:
+        lines.append(
+            f"  + {run['shape']:<6} at {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, "
+            f"D = {run['tokens']:.4g} tokens"
+        )
+    lines.append(f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']})")
+    lines.append(
+        f"  expected width       x{r['width_ratio']:.3f} of today's (log scale; spread of ln N_opt "
+        f"{r['spread_now']:.3g} -> {r['spread_after']:.3g}, {r['draws']} simulated refits)"
+    )
+    if r["n_opt_expected_interval"] is not None:
+        lines.append("  expected interval    [{:.4g}, {:.4g}]".format(*r["n_opt_expected_interval"]))
+    ladder = r["ladder_extension"]
+    if ladder["width_ratio"] is not None:
+        lines.append(
+            f"  for comparison       one more ladder budget ({runs(len(ladder['runs']))} at "
+            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): x{ladder['width_ratio']:.3f}"
+        )
+    if r["out"]:
+        lines.append(f"  sweep file           {r['out']} (launch: scaling sweep {r['out']})")
+    return "\n".join(lines)
+
+
+def sweep_yaml(base: dict, plan, args, target: float) -> str:
+    """The source's sweep file with its grid replaced by the proposal (budget -> shapes)."""
+    import yaml
+
+    grid: dict[str, list[str]] = {}
+    for c in plan.runs:
+        grid.setdefault(short(c.budget), []).append(c.shape)
+    sweep = dict(base)
+    sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
+    header = (
+        f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "
+        f"FLOPs,\n# chosen to narrow N_opt at {target:.4g} FLOPs (expected width x{plan.ratio:.3f} of today's).\n"
+        f"# The same sweep name and settings as the source, so the runs join its store: scaling sweep FILE\n"
+    )
+    return header + yaml.safe_dump(sweep, sort_keys=False)
+
+
+def short(x: float) -> str:
+    """3e12, not 3e+12 (as the sweep files write budgets); 1e9, not 1e+09."""
+    text = f"{x:.3g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def runs(k: int) -> str:
+    return f"{k} run" + ("" if k == 1 else "s")

@@ -1,0 +1,182 @@
+"""The next runs to buy: the (shape, budget) runs, costing at most X FLOPs in all, that most narrow
+the interval of N_opt at a target budget (`scaling next`).
+
+Candidates are ladder shapes (`scaling.shapes`) at the source's budgets and at the ladder's next
+budgets up to the target (the budget step of the source, snapped to 1-2-3-5 × 10^k), each within
+`WINDOW_DECADES` of the current fit's N_opt at its budget, inside the tokens-per-parameter window
+and the token cap, and not already run. Each design is scored by the simulated spread of
+ln N_opt(target) after refitting approach 3 (`analysis.fits.design`). The search is greedy twice
+over — by narrowing per FLOP, and by narrowing alone — and the better of the two plans is kept
+(the classic guard of cost-aware greedy selection: per-FLOP greed can spend the allowance on
+cheap runs that a single dearer run beats).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.fits.design import DesignSimulator
+from analysis.fits.laws import chinchilla_allocation
+from scaling.flops import tokens_6nd
+from scaling.shapes import CONF_DIR, param_counts, shape_for_width
+
+WINDOW_DECADES = 0.75  # candidate shapes lie within N_opt(C)·10^(±this) under the current fit
+NICE_MANTISSAS = (1.0, 2.0, 3.0, 5.0, 10.0)
+SAME_RUN_RTOL = 0.005  # a candidate whose N and budget match a run done within this is that run
+
+
+@dataclass(frozen=True)
+class Candidate:
+    shape: str
+    budget: float
+    n: float  # parameters, counted as the fit counts them
+
+    @property
+    def tokens(self) -> float:
+        return tokens_6nd(self.budget, self.n)
+
+    @property
+    def point(self) -> tuple[float, float]:
+        return (self.n, self.tokens)
+
+
+@dataclass
+class Plan:
+    """A chosen set of runs and its simulated spread of ln N_opt(target), against the runs done."""
+
+    runs: list[Candidate]
+    spread: float
+    spread_done: float
+    rule: str = ""
+    trail: list[str] = field(default_factory=list)
+
+    @property
+    def flops(self) -> float:
+        return float(sum(c.budget for c in self.runs))
+
+    @property
+    def ratio(self) -> float:
+        """Expected interval width after / now (log scale): 1 = no narrowing."""
+        return self.spread / self.spread_done
+
+
+def nice(value: float) -> float:
+    """``value`` snapped (in log space) to the nearest 1, 2, 3 or 5 × 10^k."""
+    exponent = math.floor(math.log10(value))
+    mantissa = min(NICE_MANTISSAS, key=lambda m: abs(math.log(value / (m * 10.0**exponent))))
+    return float(f"{mantissa * 10.0**exponent:.3g}")
+
+
+def budget_step(budgets: list[float]) -> float:
+    """The source's budget ladder step: the geometric mean ratio of its budgets (√10 for one)."""
+    budgets = sorted(set(budgets))
+    if len(budgets) < 2:
+        return math.sqrt(10.0)
+    return (budgets[-1] / budgets[0]) ** (1.0 / (len(budgets) - 1))
+
+
+def next_budgets(budgets: list[float], up_to: float) -> list[float]:
+    """The ladder's budgets beyond the largest, up to ``up_to`` (snapped with `nice`)."""
+    step, out, c = budget_step(budgets), [], max(budgets)
+    while True:
+        c = nice(c * step)
+        if c > up_to * (1 + 1e-9) or (out and c <= out[-1]):
+            return out
+        out.append(c)
+
+
+def ladder_shapes(n_kind: str = "total", vocab_size: int = 256, seq_len: int = 128) -> dict[str, float]:
+    """The shapes of the ladder files (conf/model/d*.yaml) → parameter counts of ``n_kind``."""
+    names = sorted((p.stem for p in (CONF_DIR / "model").glob("d*.yaml")), key=lambda n: int(n[1:]))
+    return {name: float(param_counts(shape_for_width(int(name[1:]), vocab_size, seq_len))[n_kind]) for name in names}
+
+
+@dataclass
+class CandidateRules:
+    """Which (shape, budget) runs may be proposed."""
+
+    shapes: dict[str, float]
+    tokens_per_param: tuple[float, float] = (0.5, 2000.0)
+    max_tokens: float | None = None
+    window_decades: float = WINDOW_DECADES
+
+    def allowed(self, n: float, budget: float, n_opt: float) -> bool:
+        d = tokens_6nd(budget, n)
+        lo, hi = self.tokens_per_param
+        return (
+            abs(math.log10(n / n_opt)) <= self.window_decades
+            and lo <= d / n <= hi
+            and (self.max_tokens is None or d <= self.max_tokens)
+        )
+
+
+def candidates(params: dict, done: list[tuple[float, float]], budgets: list[float], rules: CandidateRules):
+    """Every allowed run at ``budgets`` not in ``done`` ((N, budget) pairs), cheapest first."""
+    out = []
+    for budget in sorted(budgets):
+        n_opt = float(chinchilla_allocation(budget, params["A"], params["B"], params["alpha"], params["beta"])[0])
+        for name, n in rules.shapes.items():
+            ran = any(_same(n, dn) and _same(budget, db) for dn, db in done)
+            if not ran and rules.allowed(n, budget, n_opt):
+                out.append(Candidate(name, budget, n))
+    return out
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= SAME_RUN_RTOL * max(abs(a), abs(b))
+
+
+def ladder_extension(params: dict, done, budgets: list[float], rules: CandidateRules, runs: int) -> list[Candidate]:
+    """The usual next step: the ladder's next budget with ``runs`` shapes nearest its N_opt."""
+    budget = nice(max(budgets) * budget_step(budgets))
+    n_opt = float(chinchilla_allocation(budget, params["A"], params["B"], params["alpha"], params["beta"])[0])
+    pool = [c for c in candidates(params, done, [budget], rules)]
+    return sorted(sorted(pool, key=lambda c: abs(math.log(c.n / n_opt)))[:runs], key=lambda c: c.n)
+
+
+def greedy(sim: DesignSimulator, pool: list[Candidate], allowance: float, per_flop: bool) -> Plan:
+    """Add the candidate with the largest narrowing (per FLOP when ``per_flop``) until nothing
+    affordable narrows the spread further. Lazy (Minoux 1978): a candidate's narrowing only
+    shrinks as runs are added, so stale scores bound fresh ones and only the leader is rescored."""
+    start = sim.spread()
+    chosen, current, trail = [], start, []
+    stale = {c: math.inf for c in pool}
+    while True:
+        left = allowance - sum(c.budget for c in chosen)
+        options = {c: g for c, g in stale.items() if c not in chosen and c.budget <= left * (1 + 1e-9)}
+        best = None
+        while options:
+            leader = max(options, key=options.get)
+            fresh = (current - sim.spread([x.point for x in chosen + [leader]])) / (leader.budget if per_flop else 1.0)
+            stale[leader] = options[leader] = fresh
+            if fresh >= max(options.values()):
+                best = leader
+                break
+        if best is None or not stale[best] > 0:
+            break
+        chosen.append(best)
+        current = sim.spread([x.point for x in chosen])
+        trail.append(f"+ {best.shape} at {best.budget:.3g} FLOPs: spread {current:.4g}")
+    rule = "narrowing per FLOP" if per_flop else "narrowing"
+    return Plan(sorted(chosen, key=lambda c: (c.budget, c.n)), current, start, rule, trail)
+
+
+def plan_runs(sim: DesignSimulator, pool: list[Candidate], allowance: float) -> Plan:
+    """The better of the two greedy plans (`greedy`), by simulated spread."""
+    plans = [greedy(sim, pool, allowance, per_flop) for per_flop in (True, False)]
+    return min(plans, key=lambda p: (p.spread, p.flops))
+
+
+def expected_interval(value: float, lower: float, upper: float, ratio: float) -> tuple[float, float]:
+    """The interval [lower, upper] around ``value`` with its log-width scaled by ``ratio``."""
+    return value * (lower / value) ** ratio, value * (upper / value) ** ratio
+
+
+def n_opt_samples(samples: dict, target: float) -> np.ndarray:
+    """N_opt(target) of each bootstrap sample."""
+    get = {k: np.asarray(samples[k], float) for k in ("A", "B", "alpha", "beta")}
+    with np.errstate(all="ignore"):
+        return chinchilla_allocation(target, get["A"], get["B"], get["alpha"], get["beta"])[0]

@@ -1,0 +1,144 @@
+"""`scaling optimal --inference-tokens T` (Sardana et al. 2024): minimise 6·N·D + 2·N·T for a target
+loss or a total budget. Checked against the training optimum at T = 0, against a brute-force search,
+and for N falling as T grows; intervals from a fit's bootstrap. (~3 s: one small fit, arithmetic.)"""
+
+import json
+
+import numpy as np
+import pytest
+
+from analysis.fits import laws
+from analysis.fits.fit import fit_all
+from analysis.fits.inference import for_budget, for_loss, inference_allocation
+from analysis.fits.optimal import PRESETS
+from analysis.published import CHINCHILLA_APPROACH3 as LAW
+from analysis.sources.check import table_from_frame
+from analysis.synthetic import isoflop_runs
+from scaling.cli import main
+from scaling.flops import flops_6nd, inference_flops_2nt
+from tests.conftest import assert_one_line_error, run_cli
+
+P = {k: np.float64(v) for k, v in LAW.items()}
+
+
+def loss(n, d):
+    return laws.chinchilla_loss(n, d, **LAW)
+
+
+def optimal(capsys, *argv) -> dict:
+    assert main(["optimal", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def fit_file(tmp_path_factory):
+    runs = isoflop_runs(LAW, np.logspace(18, 21, 4), 10, noise=0.01, seed=3)
+    path = tmp_path_factory.mktemp("fit") / "fit.json"
+    fit_all(table_from_frame(runs, "synthetic"), (3,), resamples=200, seed=0).save(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("target", [1.9, 2.0, 2.3, 3.0])
+def test_zero_inference_is_exactly_the_training_optimum_of_the_same_loss(target):
+    law = PRESETS["chinchilla-parametric"]()
+    today = law.budget_for_loss(target)
+    ours = for_loss(P, target, 0.0)
+    # same optimum, two routes: the closed form here, a bisection on C there (to float precision)
+    assert ours["N"] == pytest.approx(today.n.value, rel=1e-9)
+    assert ours["D"] == pytest.approx(today.d.value, rel=1e-9)
+    assert flops_6nd(ours["N"], ours["D"]) == pytest.approx(today.budget.value, rel=1e-9)
+
+
+@pytest.mark.parametrize("budget", [1e20, 1e23, 1e25])
+def test_zero_inference_budget_is_exactly_todays_allocation(budget):
+    today = PRESETS["chinchilla-parametric"]().allocate(budget)
+    ours = for_budget(P, budget, 0.0)
+    assert ours["N"] == today.n.value  # the same closed form: equal, not close
+    assert ours["D"] == today.d.value
+
+
+@pytest.mark.parametrize("target, tokens", [(2.0, 2e12), (2.0, 1e14), (2.3, 1e11), (1.85, 5e13)])
+def test_target_loss_optimum_agrees_with_brute_force_within_a_tenth_of_a_percent(target, tokens):
+    ours = for_loss(P, target, tokens)
+    # brute force: every N on a fine log grid, D from the loss contour, the cheapest lifetime cost
+    n_min = (LAW["A"] / (target - LAW["E"])) ** (1 / LAW["alpha"])
+    n = n_min * np.logspace(1e-9, 6, 400_001)
+    excess = target - LAW["E"] - LAW["A"] * n ** -LAW["alpha"]
+    d = (LAW["B"] / excess) ** (1 / LAW["beta"])
+    cost = flops_6nd(n, d) + inference_flops_2nt(n, tokens)
+    best = int(np.argmin(cost))
+    ours_cost = flops_6nd(ours["N"], ours["D"]) + inference_flops_2nt(ours["N"], tokens)
+    assert ours["N"] == pytest.approx(n[best], rel=1e-3)
+    assert ours["D"] == pytest.approx(d[best], rel=1e-3)
+    assert ours_cost == pytest.approx(cost[best], rel=1e-3)
+    assert ours_cost <= cost[best] * (1 + 1e-12)  # never worse than the grid's best
+    assert loss(ours["N"], ours["D"]) == pytest.approx(target, rel=1e-12)
+
+
+@pytest.mark.parametrize("budget, tokens", [(1e23, 2e12), (1e21, 1e13), (1e25, 1e11)])
+def test_budget_optimum_agrees_with_brute_force_within_a_tenth_of_a_percent(budget, tokens):
+    ours = for_budget(P, budget, tokens)
+    n = np.logspace(3, np.log10(budget / inference_flops_2nt(1.0, tokens)), 400_001)[:-1]
+    d = (budget - inference_flops_2nt(n, tokens)) / flops_6nd(n, 1.0)
+    best = int(np.argmin(loss(n, d)))
+    assert ours["N"] == pytest.approx(n[best], rel=1e-3)
+    assert ours["D"] == pytest.approx(d[best], rel=1e-3)
+    assert ours["loss"] <= loss(n[best], d[best]) * (1 + 1e-12)
+    assert flops_6nd(ours["N"], ours["D"]) + inference_flops_2nt(ours["N"], tokens) == pytest.approx(budget, rel=1e-12)
+
+
+def test_n_falls_and_tokens_per_parameter_rise_as_inference_grows():
+    tokens = [0.0, 1e9, 1e11, 1e12, 1e13, 1e14, 1e15]
+    by_loss = [for_loss(P, 2.0, t) for t in tokens]
+    by_budget = [for_budget(P, 1e23, t) for t in tokens]
+    for answers in (by_loss, by_budget):
+        n = np.array([a["N"] for a in answers])
+        ratio = np.array([a["D"] / a["N"] for a in answers])
+        assert np.all(np.diff(n) < 0), n
+        assert np.all(np.diff(ratio) > 0), ratio
+    losses = [a["loss"] for a in by_budget]
+    assert np.all(np.diff(losses) > 0)  # serving more leaves less for training: a worse model for the budget
+
+
+def test_the_saving_is_positive_and_the_reference_is_the_training_optimum():
+    answer = inference_allocation(PRESETS["chinchilla-parametric"](), 2e12, target_loss=2.0)
+    v = answer.values
+    today = PRESETS["chinchilla-parametric"]().budget_for_loss(2.0)
+    assert v["reference_N"].value == pytest.approx(today.n.value, rel=1e-9)
+    reference_total = flops_6nd(today.n.value, today.d.value) + inference_flops_2nt(today.n.value, 2e12)
+    assert v["reference_total_flops"].value == pytest.approx(reference_total, rel=1e-9)
+    assert v["saving_flops"].value == pytest.approx(reference_total - v["total_flops"].value, rel=1e-9)
+    assert 0 < v["saving_fraction"].value < 1
+    # k − 1 = inference/training FLOPs at the optimum (analysis/fits/inference.py docstring)
+    x = LAW["A"] * v["N"].value ** -LAW["alpha"]
+    y = LAW["B"] * v["D"].value ** -LAW["beta"]
+    k = LAW["alpha"] * x / (LAW["beta"] * y)
+    assert k - 1 == pytest.approx(v["inference_flops"].value / v["training_flops"].value, rel=1e-9)
+
+
+def test_cli_with_a_fit_gives_bootstrap_intervals_for_every_quantity(capsys, fit_file):
+    got = optimal(capsys, "--law", fit_file, "--target-loss", "2.2", "--inference-tokens", "1e12")
+    for key in ("N", "D", "tokens_per_parameter", "training_flops", "inference_flops", "saving_flops"):
+        lo, hi = got[key]["interval"]
+        assert lo <= got[key]["estimate"] <= hi, key
+    assert got["N"]["estimate"] < got["reference_N"]["estimate"]
+    budget = optimal(capsys, "--law", fit_file, "--budget", "1e22", "--inference-tokens", "1e12")
+    assert budget["total_flops"]["estimate"] == pytest.approx(1e22, rel=1e-9)
+    assert budget["loss"]["interval"] is not None
+    text = run_cli("optimal", "--law", "chinchilla-parametric", "--target-loss", "2", "--inference-tokens", "2e12")
+    assert text.returncode == 0, text.stderr
+    for label in ("training FLOPs", "inference FLOPs", "tokens/parameter", "saving"):
+        assert label in text.stdout
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--law", "chinchilla-parametric", "--target-loss", "2", "--inference-tokens", "-1e12"], "-1e12"),
+        (["--law", "chinchilla-parametric", "--target-loss", "1.6", "--inference-tokens", "1e12"], "1.6"),
+        (["--law", "chinchilla-parametric", "--target-loss", "1.69", "--inference-tokens", "1e12"], "1.69"),
+        (["--law", "chinchilla", "--target-loss", "2", "--inference-tokens", "1e12"], "chinchilla"),
+    ],
+)
+def test_bad_input_is_one_line(args, named):
+    assert_one_line_error(run_cli("optimal", *args), named)
