@@ -1,0 +1,98 @@
+"""`scaling prepare` throughput (MB/s, tokens/s) with every core, against the tokenizer's own
+`encode_batch` on the same documents in the same run.
+
+    .venv/bin/python bench/bench_prepare.py               # BPE of 8,192 tokens, 2 interleaved rounds
+    .venv/bin/python bench/bench_prepare.py --vocab 32768 --rounds 3
+
+Data: this Python's standard-library `.py` files (scaling.data's stdlib corpus: no download, about
+13 MB), one document per file. A byte-level BPE is trained on them first (`tokenizers`, timed apart).
+Timed, taking turns round by round (bench.common.interleaved_medians):
+  encode_batch   the library alone: `Tokenizer.encode_batch` over every document already in memory,
+                 the library's own threads on every core; no reading, no writing
+  prepare        `scaling prepare DIR --ext .py --tokenizer tokenizer.json` end to end in a subprocess:
+                 start-up, finding and hashing the files, a pool of one process per core encoding pieces,
+                 writing the shards, the fingerprint and the manifest
+  prepare bytes  the same with the built-in bytes tokenizer (the pipeline's own cost: no BPE)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from common import cores, interleaved_medians, median, print_header, print_table
+
+from scaling.data import DEFAULTS, _python_files
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--rounds", type=int, default=2)
+    args = p.parse_args()
+    print_header("scaling prepare throughput against the tokenizer's encode_batch")
+    from tokenizers import Tokenizer
+
+    from scaling.prepare.tokenizer import train_bpe
+
+    root = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    files = [path for _, path, _, _ in _python_files(root, DEFAULTS["stdlib"]["exclude"])]
+    texts = [path.read_bytes().decode(errors="replace") for path in files]
+    megabytes = sum(path.stat().st_size for path in files) / 1e6
+    print(f"data: {len(files)} .py files under {root}, {megabytes:.1f} MB; {cores()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        spec = train_bpe(iter(texts), args.vocab, Path(tmp) / "tokenizer.json")
+        print(f"BPE training ({spec.vocab_size:,} tokens): {time.perf_counter() - started:.1f} s")
+        tokenizer = Tokenizer.from_file(str(Path(tmp) / "tokenizer.json"))
+        tokens = sum(len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False))
+        scaling = str(Path(sys.executable).with_name("scaling"))
+
+        def prepare(*extra: str) -> None:
+            command = [scaling, "prepare", str(root), "--ext", ".py", "--out", f"{tmp}/out", *extra]
+            subprocess.run(command, check=True, capture_output=True)
+
+        samples = interleaved_medians(
+            {
+                "encode_batch": lambda: tokenizer.encode_batch(texts, add_special_tokens=False),
+                "prepare": lambda: prepare("--tokenizer", f"{tmp}/tokenizer.json"),
+                "prepare bytes": lambda: prepare("--tokenizer", "bytes"),
+            },
+            rounds=args.rounds,
+        )
+        manifest = json.loads(Path(tmp, "out", "manifest.json").read_text())
+    seconds = {name: median(values) for name, values in samples.items()}
+    byte_tokens = sum(split["tokens"] for split in manifest["splits"].values())
+    counts = {"encode_batch": tokens, "prepare": tokens, "prepare bytes": byte_tokens}
+    rows = [
+        {
+            "name": name,
+            "s": seconds[name],
+            "mbs": megabytes / seconds[name],
+            "ktoks": counts[name] / seconds[name] / 1e3,
+            "ratio": seconds["encode_batch"] / seconds[name],
+        }
+        for name in samples
+    ]
+    print_table(
+        rows,
+        [
+            ("name", "", ""),
+            ("s", "median s", ".2f"),
+            ("mbs", "MB/s", ".2f"),
+            ("ktoks", "ktok/s", ".0f"),
+            ("ratio", "speed / encode_batch", ".2f"),
+        ],
+    )
+    print(f"rounds: {args.rounds}; BPE tokens {tokens:,} ({megabytes * 1e6 / tokens:.2f} bytes/token)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
