@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -42,11 +43,14 @@ def main() -> int:
     from scaling.prepare.tokenizer import train_bpe
 
     root = Path(sysconfig.get_paths()["stdlib"]).resolve()
-    files = [path for _, path, _, _ in _python_files(root, DEFAULTS["stdlib"]["exclude"])]
-    texts = [path.read_bytes().decode(errors="replace") for path in files]
-    megabytes = sum(path.stat().st_size for path in files) / 1e6
+    files = _python_files(root, DEFAULTS["stdlib"]["exclude"])
+    texts = [path.read_text() for _, path, _, _ in files]
+    megabytes = sum(size for _, _, size, _ in files) / 1e6
     print(f"data: {len(files)} .py files under {root}, {megabytes:.1f} MB; {cores()} cores")
     with tempfile.TemporaryDirectory() as tmp:
+        for name, path, _, _ in files:  # the same files, in a tree of their own for prepare to read
+            (Path(tmp, "corpus", name)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, Path(tmp, "corpus", name))
         started = time.perf_counter()
         spec = train_bpe(iter(texts), args.vocab, Path(tmp) / "tokenizer.json")
         print(f"BPE training ({spec.vocab_size:,} tokens): {time.perf_counter() - started:.1f} s")
@@ -55,8 +59,10 @@ def main() -> int:
         scaling = str(Path(sys.executable).with_name("scaling"))
 
         def prepare(*extra: str) -> None:
-            command = [scaling, "prepare", str(root), "--ext", ".py", "--out", f"{tmp}/out", *extra]
-            subprocess.run(command, check=True, capture_output=True)
+            command = [scaling, "prepare", f"{tmp}/corpus", "--ext", ".py", "--out", f"{tmp}/out", *extra]
+            proc = subprocess.run(command, capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr}")
 
         samples = interleaved_medians(
             {

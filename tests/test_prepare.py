@@ -17,6 +17,7 @@ from tokenizers import Tokenizer, models
 
 from scaling.data import load_corpus
 from scaling.errors import ConfigError
+from scaling.prepare import sources
 
 HOLDOUT = 0.2
 FAULTS = {"PYTHONPATH": f"{ROOT / 'tests' / 'fault_hooks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -140,6 +141,22 @@ def test_a_killed_prepare_leaves_nothing_that_passes_for_a_corpus(inputs, tmp_pa
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "manifest.json").is_file() and not list(tmp_path.glob("corpus.*-*"))
     assert load_corpus({"source": "bin", "path": str(out)}).vocab_size == 256  # bytes
+
+
+def test_pieces_cut_at_line_ends_read_every_line_once(tmp_path, monkeypatch):
+    """Inputs larger than a piece (8 MB; 7 bytes here) are read in pieces: whole lines, each once."""
+    monkeypatch.setattr(sources, "PIECE_BYTES", 7)
+    lines = [f"line {i} {'x' * (i % 13)}\n" for i in range(60)] + ["no newline at the end"]
+    (tmp_path / "a.txt").write_text("".join(lines))
+    texts = [f"doc {i} {'é' * (i % 17)}" for i in range(40)]
+    (tmp_path / "b.jsonl").write_text("\n".join(json.dumps({"text": t}) for t in texts))
+    text, jsonl = sources.find_sources([str(tmp_path)], None)
+    parts = [d for p in sources.pieces(text, "0" * 64, 0.1) for d in sources.documents(p, "", decode=True)]
+    assert "".join(doc for doc, _, _ in parts) == "".join(lines) and len(parts) > 10
+    assert [end for _, _, end in parts] == [False] * (len(parts) - 1) + [True]  # one document
+    assert all(val for _, val, _ in parts)  # the file's split, from its hash ("00..." is held out)
+    docs = [d for p in sources.pieces(jsonl, "", 0.1) for d, _, _ in sources.documents(p, "text", decode=True)]
+    assert docs == texts
 
 
 def _big_vocab_tokenizer(path: Path) -> Path:
