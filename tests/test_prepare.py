@@ -21,7 +21,14 @@ from scaling.prepare import sources
 
 HOLDOUT = 0.2
 FAULTS = {"PYTHONPATH": f"{ROOT / 'tests' / 'fault_hooks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-TINY_TRAIN = ["model=d16", "budget=1e10", "train.min_steps=5", "tracking=none", "train.eval_tokens=2048"]
+TINY_TRAIN = [
+    "model=d16",
+    "budget=3e9",
+    "train.min_steps=5",
+    "tracking=none",
+    "train.eval_tokens=2048",
+    "train.evals=2",
+]
 
 
 def _chunks(path: Path, lines: int) -> list[str]:
@@ -144,7 +151,7 @@ def test_a_killed_prepare_leaves_nothing_that_passes_for_a_corpus(inputs, tmp_pa
 
 
 def test_pieces_cut_at_line_ends_read_every_line_once(tmp_path, monkeypatch):
-    """Inputs larger than a piece (8 MB; 7 bytes here) are read in pieces: whole lines, each once."""
+    """Inputs larger than a piece (4 MB; 7 bytes here) are read in pieces: whole lines, each once."""
     monkeypatch.setattr(sources, "PIECE_BYTES", 7)
     lines = [f"line {i} {'x' * (i % 13)}\n" for i in range(60)] + ["no newline at the end"]
     (tmp_path / "a.txt").write_text("".join(lines))

@@ -27,7 +27,7 @@ TEXT_SUFFIXES = (".txt", ".text", ".md", ".markdown", ".rst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
 DEFAULT_SUFFIXES = TEXT_SUFFIXES + JSONL_SUFFIXES + PARQUET_SUFFIXES
-PIECE_BYTES = 8 << 20
+PIECE_BYTES = 4 << 20
 HOLDOUT_RULE = (
     "sha256 of each document's UTF-8 bytes (a text file: of the file); held out when its first 8 bytes, "
     "big-endian, divided by 2^64, are below the fraction"
