@@ -5,6 +5,7 @@ mid-way, a tiny training run on the result, and bad input."""
 import hashlib
 import json
 import os
+import shutil
 import sysconfig
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from conftest import ROOT, assert_one_line_error, run_cli
 from tokenizers import Tokenizer, models
 
 from scaling.data import load_corpus
-from scaling.errors import ConfigError
+from scaling.errors import ConfigError, DataError
 from scaling.prepare import sources
 
 HOLDOUT = 0.2
@@ -127,8 +128,15 @@ def test_data_bin_reads_the_manifest_and_a_tiny_run_trains(prepared, tmp_path):
     assert corpus.bytes_per_token == pytest.approx(manifest["bytes_per_token"])
     with pytest.raises(ConfigError, match=r"^data\.dtype: 'uint32' conflicts with 'uint16' in '.*manifest\.json'"):
         load_corpus({"source": "bin", "path": str(prepared), "dtype": "uint32"})
-    run_cli("train", "data=bin", f"data.path={prepared}", *TINY_TRAIN, f"store={tmp_path}", check=True)
-    (record,) = [json.loads(p.read_text()) for p in tmp_path.glob("runs/*/record.json")]
+    changed = tmp_path / "changed"
+    shutil.copytree(prepared, changed)
+    ids = np.fromfile(changed / "val.bin", dtype="<u2")
+    ids[0] ^= 1  # one token altered after prepare
+    ids.tofile(changed / "val.bin")
+    with pytest.raises(DataError, match=r"shards hash to fingerprint \w{16}, but its manifest\.json states"):
+        load_corpus({"source": "bin", "path": str(changed)})
+    run_cli("train", "data=bin", f"data.path={prepared}", *TINY_TRAIN, f"store={tmp_path / 'store'}", check=True)
+    (record,) = [json.loads(p.read_text()) for p in tmp_path.glob("store/runs/*/record.json")]
     assert record["status"] == "completed" and record["corpus_fingerprint"] == manifest["fingerprint"]
     assert record["vocab_size"] == manifest["vocab_size"] and np.isfinite(record["val_bpb"])
     proc = run_cli("train", "data=bin", f"data.path={prepared}", "data.vocab_size=1000", *TINY_TRAIN, "store=x")

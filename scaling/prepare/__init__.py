@@ -113,11 +113,11 @@ def _train_or_bytes(args, pieces: list[src.Piece], directory: Path) -> tok.Token
 
 
 def _encode(pieces, spec, args, staging: Staging, dtype: str, total_bytes: int) -> Totals:
-    workers = args.workers or usable_cores()
-    print(f"prepare: encoding {len(pieces)} pieces with {workers} workers", file=sys.stderr)
+    workers = min(args.workers or usable_cores(), len(pieces))
+    print(f"prepare: encoding {len(pieces)} pieces with {workers} worker processes", file=sys.stderr)
     staging.open(dtype)
     totals, progress = Totals(), Progress(total_bytes)
-    for encoded in encoded_pieces(pieces, spec, args, min(workers, len(pieces))):
+    for encoded in encoded_pieces(pieces, spec, args, workers):
         for split in SPLITS:
             staging.write(split, encoded.ids[split])
         totals.add(encoded)
