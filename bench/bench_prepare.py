@@ -9,6 +9,7 @@ Data: this Python's standard-library `.py` files (scaling.data's stdlib corpus: 
 Timed, taking turns round by round (bench.common.interleaved_medians):
   encode_batch   the library alone: `Tokenizer.encode_batch` over every document already in memory,
                  the library's own threads on every core; no reading, no writing
+  encode_batch_fast  the same without character offsets (tokenizers >= 0.20), what prepare's workers call
   prepare        `scaling prepare DIR --ext .py --tokenizer tokenizer.json` end to end in a subprocess:
                  start-up, finding and hashing the files, a pool of one process per core encoding pieces,
                  writing the shards, the fingerprint and the manifest
@@ -67,6 +68,7 @@ def main() -> int:
         samples = interleaved_medians(
             {
                 "encode_batch": lambda: tokenizer.encode_batch(texts, add_special_tokens=False),
+                "encode_batch_fast": lambda: tokenizer.encode_batch_fast(texts, add_special_tokens=False),
                 "prepare": lambda: prepare("--tokenizer", f"{tmp}/tokenizer.json"),
                 "prepare bytes": lambda: prepare("--tokenizer", "bytes"),
             },
@@ -75,7 +77,7 @@ def main() -> int:
         manifest = json.loads(Path(tmp, "out", "manifest.json").read_text())
     seconds = {name: median(values) for name, values in samples.items()}
     byte_tokens = sum(split["tokens"] for split in manifest["splits"].values())
-    counts = {"encode_batch": tokens, "prepare": tokens, "prepare bytes": byte_tokens}
+    counts = {"encode_batch": tokens, "encode_batch_fast": tokens, "prepare": tokens, "prepare bytes": byte_tokens}
     rows = [
         {
             "name": name,

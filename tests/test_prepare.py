@@ -198,6 +198,10 @@ def test_bad_input_is_one_line_and_leaves_nothing(inputs, tmp_path):
         ([tmp_path / "latin1.txt", "--tokenizer", big], ["latin1.txt' is not UTF-8 text (byte 3)"]),
         ([text, "--bogus"], ["unrecognized arguments: --bogus"]),
     ]
+    if os.geteuid() != 0:  # root reads a file whatever its mode (the CI runs as root)
+        (tmp_path / "locked.txt").write_text("secret")
+        (tmp_path / "locked.txt").chmod(0)
+        cases.append(([tmp_path / "locked.txt"], ["locked.txt' cannot be read (Permission denied)"]))
     for args, names in cases:
         proc = run_cli("prepare", *args, "--out", tmp_path / "out", timeout=120)
         assert_one_line_error(proc, *names)
