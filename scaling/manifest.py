@@ -78,7 +78,7 @@ def apply_manifest(cfg: dict[str, Any]) -> dict[str, Any]:
         if given not in (None, MISSING) and not _agrees(given, stated):
             raise ConfigError(
                 f"data.{key}: {given!r} conflicts with {stated!r} in '{directory / MANIFEST}'; "
-                f"leave data.{key} unset to use the manifest's"
+                f"leave data.{key} unset (or set data.{key}=null) to use the manifest's"
             )
         cfg[key] = stated
     return cfg
