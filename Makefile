@@ -40,7 +40,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 # Benchmarks (not run by the tests; meaningful on a quiet machine): matmul peak, trainer MFU against
-# the textbook model, the quick sweep against its ideal, the approach-3 fit against the exhaustive grid, `compare` with 1,000 resamples.
+# the textbook model, the quick sweep against its ideal, the approach-3 fit against the exhaustive grid, `compare` with 1,000 resamples,
+# `scaling prepare` against the tokenizer's own encode_batch.
 bench: $(STAMP)
 	$(PY) bench/bench_peak.py
 	$(PY) bench/bench_trainer.py
@@ -48,6 +49,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_fit.py
 	$(PY) bench/bench_compare.py
 	$(PY) bench/bench_cli.py
+	$(PY) bench/bench_prepare.py
 
 # On a CUDA machine: the trainer on the GPU (MFU against its bf16 peak, compiled vs eager vs
 # textbook) and the CUDA paths end to end (runs, preemption and resume, the quick sweep, the report).

@@ -20,6 +20,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "sweep": ("scaling.sweep_app:main", "run a sweep from sweeps/ (Hydra multirun over budgets x shapes)"),
     "status": ("scaling.progress:status_main", "show a sweep's progress: done, running, failed, skipped, FLOPs, ETA"),
     "sync": ("scaling.tracking:sync_main", "upload a sweep's offline wandb runs (needs `wandb login`)"),
+    "prepare": (
+        "scaling.prepare:main",
+        "text, JSONL or Parquet -> token shards + manifest for data=bin (bytes, tokenizer.json or a BPE trained here)",
+    ),
     "shapes": ("scaling.shapes:main", "list the model ladder, or the shape nearest a target parameter count"),
     "fit": ("analysis.cli:fit_main", "fit scaling laws (Chinchilla approaches 1-3) with bootstrap intervals"),
     "optimal": ("analysis.cli:optimal_main", "compute-optimal N and D for a budget, from a fit or a published law"),

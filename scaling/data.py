@@ -34,6 +34,7 @@ from scaling import markov
 from scaling.corpus_cache import _HASH_CHUNK, cache_dir, cached, file_stamp, fingerprint
 from scaling.data_config import BIN_DTYPES, DEFAULTS, MISSING, _bin_files, _existing_path, check_source, vocab_size_of
 from scaling.errors import ConfigError, DataError
+from scaling.manifest import MANIFEST, bin_dir_split, read_manifest
 
 # Re-exported: callers read the data config's checks and the cache through this module too.
 __all__ = ["BIN_DTYPES", "DEFAULTS", "MISSING", "Corpus", "cache_dir", "check_source", "check_windows"]
@@ -211,7 +212,7 @@ def _load_bin(cfg: dict) -> Corpus:
         split = {"source": "bin", "dtype": cfg["dtype"], "val_fraction": cfg["val_fraction"], "split": "tail"}
     else:
         train, val = maps["train"], maps["val"]
-        split = {"source": "bin", "dtype": cfg["dtype"], "split": "train.bin / val.bin"}
+        split = bin_dir_split(cfg["dtype"])
 
     def build():
         maxima = {
@@ -221,6 +222,7 @@ def _load_bin(cfg: dict) -> Corpus:
         return {"fingerprint": fingerprint(split, train, val), "max_token": maxima}, {}
 
     meta, _ = cached({"split": split, "files": [file_stamp(path) for path in files.values()]}, build)
+    _check_manifest_fingerprint(cfg, meta["fingerprint"])
     vocab = cfg["vocab_size"]
     for name, largest in meta["max_token"].items():
         if largest >= vocab:
@@ -234,6 +236,17 @@ def _load_bin(cfg: dict) -> Corpus:
         f"bin: {root} ({cfg['dtype']}, vocab {vocab}): train {_millions(len(train))} / val {_millions(len(val))} tokens"
     )
     return Corpus(f"bin:{root.name}", train, val, vocab, meta["fingerprint"], None, per_token, description)
+
+
+def _check_manifest_fingerprint(cfg: dict, computed: str) -> None:
+    """A prepared directory's shards must hash to its manifest's fingerprint (else they changed)."""
+    path = Path(cfg["path"]).expanduser()
+    stated = read_manifest(path) if path.is_dir() else None
+    if stated is not None and stated["fingerprint"] != computed:
+        raise DataError(
+            f"data.path: '{path}' shards hash to fingerprint {computed}, but its {MANIFEST} states "
+            f"{stated['fingerprint']}: the files changed after scaling prepare; prepare the corpus again"
+        )
 
 
 _LOADERS: dict[str, Callable[[dict], Corpus]] = {

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scaling import markov
+from scaling import manifest, markov
 from scaling.errors import ConfigError, DataError
 
 # Every key of every source with its default: conf/data/*.yaml mirror these (tests/test_data.py
@@ -34,7 +34,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "val_tokens": 1 << 20,
     },
     "text": {"path": MISSING, "val_fraction": 0.05},
-    "bin": {"path": MISSING, "dtype": "uint16", "vocab_size": MISSING, "val_fraction": 0.05, "bytes_per_token": None},
+    "bin": {"path": MISSING, "dtype": None, "vocab_size": MISSING, "val_fraction": 0.05, "bytes_per_token": None},
 }
 BIN_DTYPES = ("uint16", "uint32")
 
@@ -61,6 +61,8 @@ def check_source(data_cfg) -> dict[str, Any]:
             f"data.{unknown[0]}: not a key of data={source}; valid keys: {', '.join(['source', *DEFAULTS[source]])}"
         )
     cfg = {**DEFAULTS[source], **given}
+    if source == "bin":  # a prepared directory's manifest.json fixes dtype, vocab_size, bytes_per_token
+        cfg = manifest.apply_manifest(cfg)
     for key, value in cfg.items():
         if value == MISSING:
             raise ConfigError(f"data.{key}: missing; data={source} needs it (e.g. data.{key}=...)")

@@ -25,6 +25,9 @@ PYTHONPATH and one of these variables set:
                                     (`open` for writing, or the store's atomic writes) raises
                                     OSError ENOSPC, as on a disk with no space left
                                     (tests/test_faults_store.py).
+  SCALING_FAULT_SIGKILL_PREPARE_AT_WRITE=W  `scaling prepare` SIGKILLs itself right after its W-th
+                                    shard write (scaling.prepare.staging.Staging.write): a prepare
+                                    killed mid-way (tests/test_prepare.py).
 """
 
 import builtins
@@ -118,3 +121,19 @@ if os.environ.get("SCALING_FAULT_ENOSPC"):
         return _real_atomic_write(path, data)
 
     store.atomic_write_bytes = _atomic_write_on_a_full_disk
+
+if os.environ.get("SCALING_FAULT_SIGKILL_PREPARE_AT_WRITE"):
+    from scaling.prepare import staging
+
+    _kill_at = int(os.environ["SCALING_FAULT_SIGKILL_PREPARE_AT_WRITE"])
+    _real_write = staging.Staging.write
+    _writes = {"n": 0}
+
+    def _write_then_die(self, split, ids):
+        _real_write(self, split, ids)
+        _writes["n"] += 1
+        if _writes["n"] == _kill_at:
+            self.files[split].flush()  # some shard bytes really reach the disk, as in a kill mid-way
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    staging.Staging.write = _write_then_die
