@@ -205,7 +205,7 @@ def test_a_sweep_from_a_fitted_lr_law_trains_at_its_rates(tmp_path):
 def test_a_preset_law_by_name(tmp_path):
     proc = sweep(
         "tiny",
-        "budget=2e8",
+        "budget=1e9",
         "model=d32",
         "optim.lr_law=deepseek",
         "hydra.sweeper.dry_run=true",
