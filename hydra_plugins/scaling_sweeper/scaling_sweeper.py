@@ -25,8 +25,9 @@ Exit status of `scaling sweep`: the table in scaling/sweep_app.py's docstring (0
 completed, 1 a run failed or a write failed, 2 bad input, 130/143 interrupted); how a launch ended is
 read from the store by `outcome`.
 
-Launcher layout rules (runs at once, jobs per launch call) live in `layout`; the sweep's worker
-processes (signals, ending with the sweep, a dead sweep's workers) in `processes`.
+The plan table and the summary printed before launching live in `summary`; launcher layout rules
+(runs at once, jobs per launch call) in `layout`; the sweep's worker processes (signals, ending with
+the sweep, a dead sweep's workers) in `processes`.
 
 A bad sweep setting (a budget that is not a number, an unknown model) is one ``error:`` line and exit
 status 2, before anything is written. Combinations that make no sense are dropped, not errors; a
@@ -55,6 +56,7 @@ from hydra_plugins.scaling_sweeper.layout import (
     launch_chunk_size,
     trains_on_gpu,
 )
+from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
 
 
 @dataclass
@@ -88,57 +90,6 @@ def _budget(value: Any, key: str) -> float:
     if not (math.isfinite(budget) and budget > 0):
         raise ConfigError(f"{key}: {value!r} is not a FLOP budget; it must be a positive number such as 1e12")
     return budget
-
-
-def format_plan(jobs: list[dict]) -> str:
-    """The planned runs as a table: budget, shape, N (the count that set D), D, D/N, C = 6·N·D, state,
-    run id, and the job's other swept overrides (seed=1, ...)."""
-    lines = [
-        f"  {'budget':>8} {'shape':>6} {'N':>12} {'D':>14} {'D/N':>7} {'C=6ND':>9} {'lr':>9} {'batch':>5}  "
-        f"{'state':<9} run id"
-    ]
-    for j in sorted(jobs, key=lambda j: (j["plan"].budget, j["plan"].n_budget)):
-        p = j["plan"]
-        others = [o for o in j["overrides"] if not o.startswith(("budget=", "model=", "store="))]
-        lines.append(
-            f"  {p.budget:>8.3g} {p.shape.name:>6} {p.n_budget:>12,} {p.tokens:>14,} "
-            f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g} {p.lr:>9.3g} {p.batch_size:>5}  "
-            f"{j['state']:<9} {j['run_id']} {' '.join(others)}".rstrip()
-        )
-    lines.append(
-        f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
-        f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention"
-    )
-    laws = sorted({j["plan"].lr_law for j in jobs} - {""})
-    if laws:
-        lrs = [j["plan"].lr for j in jobs if j["plan"].lr_law]
-        lines.append(f"  peak LR from optim.lr_law={', '.join(laws)}: {min(lrs):.3g} .. {max(lrs):.3g} (column lr)")
-    return "\n".join(lines)
-
-
-def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict], cost: str | None = None) -> None:
-    """What the sweep found before launching: runs planned, dropped (each with its reason), already
-    finished, to resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
-    busy = [j for j in jobs if j["state"] == "running"]
-    print(
-        f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
-        f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
-        f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
-        f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
-        + (f", {len(busy)} running in another process (left to it)" if busy else ""),
-        flush=True,
-    )
-    if cost:
-        print(f"  {cost}", flush=True)
-    for d in dropped:
-        print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
-    orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
-    if orphans:
-        print(
-            f"  runs held by workers of a sweep that is no longer running (pids {', '.join(map(str, orphans))}): "
-            "they checkpoint and exit; relaunch then to resume them",
-            flush=True,
-        )
 
 
 class ScalingSweeper(Sweeper):
@@ -330,10 +281,16 @@ class ScalingSweeper(Sweeper):
         for j in jobs:  # as stage 1 left them
             j["state"] = str(run_state(RunPaths(Path(self.config.store), j["run_id"])))
         extra, notes = self.hyper.refinements(jobs, Path(self.config.store))
+        pending = [n for n in notes if n.endswith("not all finished)")]
         for note in notes:
-            print(f"  lr_refine: {note}", flush=True)
+            if note not in pending:
+                print(f"  lr_refine: {note}", flush=True)
         if self.dry_run:
-            print(f"dry run: stage 2 (lr_refine) would add {len(extra)} runs now", flush=True)
+            print(
+                f"dry run: stage 2 (lr_refine) would add {len(extra)} runs now, planned from stage 1's records; "
+                f"{len(pending)} (shape, budget) groups wait for their coarse runs",
+                flush=True,
+            )
             return returns
         refined, dropped2 = self.plan(extra) if extra else ([], [])
         print(f"lr_refine: stage 2, {len(refined)} runs around each (shape, budget)'s best LR", flush=True)
