@@ -168,7 +168,7 @@ def test_a_sweep_from_a_fitted_lr_law_trains_at_its_rates(tmp_path):
     fit.write_text(json.dumps({"approach3": {}, "hyperparameter_laws": LAW}))
     store = tmp_path / "store"
     proc = sweep("tiny", "budget=2e8,4e8", "model=d32", f"optim.lr_law={fit}", *TINY_TRAIN, store=store)
-    assert f"optim.lr_law={fit}" in proc.stdout
+    assert f"peak LR from optim.lr_law={fit}: " in proc.stdout
     recs = records(store)
     assert len(recs) == 2
     for r in recs:
@@ -212,7 +212,7 @@ def test_a_preset_law_by_name(tmp_path):
         *TINY_TRAIN,
         store=tmp_path / "store",
     )
-    assert "optim.lr_law=deepseek" in proc.stdout
+    assert "peak LR from optim.lr_law=deepseek: " in proc.stdout
 
 
 @pytest.mark.parametrize(

@@ -25,11 +25,20 @@ def format_plan(jobs: list[dict]) -> str:
         f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
         f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention"
     )
-    laws = sorted({j["plan"].lr_law for j in jobs} - {""})
-    if laws:
-        lrs = [j["plan"].lr for j in jobs if j["plan"].lr_law]
-        lines.append(f"  peak LR from optim.lr_law={', '.join(laws)}: {min(lrs):.3g} .. {max(lrs):.3g} (column lr)")
     return "\n".join(lines)
+
+
+def law_line(jobs: list[dict]) -> str | None:
+    """The law the runs take their peak LR and batch from (optim.lr_law), and the range of both."""
+    laws = sorted({j["plan"].lr_law for j in jobs} - {""})
+    if not laws:
+        return None
+    plans = [j["plan"] for j in jobs if j["plan"].lr_law]
+    lrs, batches = [p.lr for p in plans], [p.batch_size for p in plans]
+    return (
+        f"peak LR from optim.lr_law={', '.join(laws)}: {min(lrs):.3g} .. {max(lrs):.3g}; "
+        f"batch {min(batches)} .. {max(batches)} sequences (each run's: the dry run's plan table)"
+    )
 
 
 def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict], cost: str | None = None) -> None:
@@ -44,8 +53,9 @@ def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict],
         + (f", {len(busy)} running in another process (left to it)" if busy else ""),
         flush=True,
     )
-    if cost:
-        print(f"  {cost}", flush=True)
+    for line in (cost, law_line(jobs)):
+        if line:
+            print(f"  {line}", flush=True)
     for d in dropped:
         print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
     orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
