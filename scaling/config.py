@@ -32,6 +32,9 @@ class ModelConfig:
 class OptimConfig:
     name: str = "adamw"
     lr: float | None = None  # overrides model.lr when set
+    lr_multiplier: float = 1.0  # the peak LR is (model.lr, optim.lr or the law's) × this (LR sweeps)
+    lr_law: str | None = None  # a preset (step_law, deepseek) or FIT.json: peak LR (and batch) from the law
+    batch_law: bool = True  # with lr_law: train.batch_size from the law's batch_tokens when it has one
     beta1: float = 0.9
     beta2: float = 0.99  # 0.99 rather than 0.95 at small batch (Porian et al. 2024)
     eps: float = 1e-8
@@ -135,6 +138,7 @@ def validate(cfg) -> None:
     _require(o.name == "adamw", "optim.name", o.name, "valid: adamw")
     if o.lr is not None:
         positive("optim.lr", o.lr)
+    positive("optim.lr_multiplier", o.lr_multiplier)
     if cfg.model.name != "nearest":
         positive("model.lr", cfg.model.lr)
     _require(0 <= o.beta1 < 1, "optim.beta1", o.beta1, "it must be in [0, 1)")

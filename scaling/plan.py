@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from scaling import data as data_lib
+from scaling import hparams
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, flops_per_token_with_attention, tokens_6nd
@@ -46,6 +47,12 @@ class RunPlan:
     flops_attention: float
     warmup_steps: int
     corpus_train_tokens: int  # the corpus's training split (D beyond it repeats data)
+    lr_law: str = ""  # optim.lr_law when the LR (and batch) came from a law
+
+    @property
+    def batch_size(self) -> int:
+        """Sequences per optimizer step (train.batch_size, or the law's: `scaling.hparams`)."""
+        return self.tokens_per_step // self.shape.seq_len
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
@@ -87,8 +94,9 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
     return shape, lr
 
 
-def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
-    """The parts of the resolved config that determine a run's result."""
+def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | None = None) -> dict[str, Any]:
+    """The parts of the resolved config that determine a run's result: the peak LR and the batch
+    as resolved (how they were chosen, `scaling.hparams.NOT_IDENTITY_OPTIM`, is not)."""
     c = {
         k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
         for k, v in cfg.items()
@@ -96,6 +104,10 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
     }
     for key in NOT_IDENTITY_TRAIN:
         c["train"].pop(key, None)
+    for key in hparams.NOT_IDENTITY_OPTIM:
+        c["optim"].pop(key, None)
+    if batch_size is not None:
+        c["train"]["batch_size"] = batch_size
     c["model"] = {
         "n_layer": shape.n_layer,
         "d_model": shape.d_model,
@@ -133,12 +145,14 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     the corpus included), BudgetTooSmall when the budget buys fewer than
     train.min_steps steps."""
     validate(cfg)
-    shape, lr = resolve_shape(cfg)  # checks the data source's settings and files too
+    shape, base_lr = resolve_shape(cfg)  # checks the data source's settings and files too
+    laws = hparams.law_of(cfg)
     corpus = data_lib.load_corpus(cfg.data)
     data_lib.check_windows(corpus, cfg.train.seq_len)  # the evaluation set: scaling.train.preflight
     counts = param_counts(shape)
     n_budget = counts[cfg.param_count]
-    tokens_per_step = cfg.train.batch_size * cfg.train.seq_len
+    batch_size = hparams.batch_size(cfg, laws, counts["non_embedding"], tokens_6nd(cfg.budget, n_budget))
+    tokens_per_step = batch_size * cfg.train.seq_len
     steps = round(tokens_6nd(cfg.budget, n_budget) / tokens_per_step)
     if steps < cfg.train.min_steps:
         min_budget = flops_6nd(n_budget, tokens_per_step * cfg.train.min_steps)
@@ -148,9 +162,11 @@ def plan_run(cfg: DictConfig) -> RunPlan:
             f"or a smaller model"
         )
     tokens = steps * tokens_per_step
+    law_at = {"n_non_embedding": counts["non_embedding"], "tokens": tokens, "flops": flops_6nd(n_budget, tokens)}
+    lr = hparams.peak_lr(cfg, laws, base_lr, law_at)
     # A run's identity is its resolved config plus its corpus fingerprint: the same config on
     # another Python's stdlib is another run.
-    ident = {**identity(cfg, shape, lr), "corpus_fingerprint": corpus.fingerprint}
+    ident = {**identity(cfg, shape, lr, batch_size), "corpus_fingerprint": corpus.fingerprint}
     return RunPlan(
         run_id=run_id(ident),
         budget=float(cfg.budget),
@@ -166,6 +182,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,
         warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
         corpus_train_tokens=len(corpus.train),
+        lr_law=str(cfg.optim.lr_law or ""),
     )
 
 

@@ -79,7 +79,7 @@ def build_record(
         "params_non_embedding": plan.params_non_embedding,
         "tokens": plan.tokens,
         "steps": plan.steps,
-        "batch_size": t.batch_size,
+        "batch_size": plan.batch_size,
         "seq_len": t.seq_len,
         "tokens_trained": trained_tokens,  # = tokens when completed; how far a failed run got
         "shape": plan.shape.name,
@@ -88,6 +88,7 @@ def build_record(
         "n_head": plan.shape.n_head,
         "vocab_size": plan.shape.vocab_size,
         "lr": plan.lr,
+        "warmup_frac": cfg.optim.warmup_frac,
         "val_loss": val_loss,
         "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan,

@@ -63,6 +63,7 @@ TABLE_COLUMNS = [
     "n_head",
     "vocab_size",
     "lr",
+    "warmup_frac",
     "val_loss",
     "val_bpb",
     "train_loss",

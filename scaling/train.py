@@ -193,9 +193,9 @@ class Run:
 
     def batch(self, step: int) -> torch.Tensor:
         t = self.cfg.train
-        return torch.from_numpy(data_lib.train_batch(self.corpus, step, t.batch_size, t.seq_len, self.cfg.seed)).to(
-            self.device
-        )
+        return torch.from_numpy(
+            data_lib.train_batch(self.corpus, step, self.plan.batch_size, t.seq_len, self.cfg.seed)
+        ).to(self.device)
 
 
 def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> Run:
@@ -278,7 +278,7 @@ def log_point(run: Run, step: int, lr: float, evaluated: bool) -> None:
     """A point of the loss curve after ``step``: the training loss since the last point and, at an
     evaluation step, the held-out loss (Diverged when that is not finite)."""
     plan, state = run.plan, run.state
-    eval_batch = max(1, min(64, run.cfg.train.batch_size * 4))
+    eval_batch = max(1, min(64, plan.batch_size * 4))
     point = {
         "step": step + 1,
         "tokens": (step + 1) * plan.tokens_per_step,

@@ -97,9 +97,12 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
     assert cfg.hydra.sweeper._target_.endswith("ScalingSweeper"), f"{name}: not a scaling sweep"
     assert cfg.sweep == name, f"sweeps/{name}.yaml sets sweep: {cfg.sweep!r}; its store and wandb group take that name"
 
-    sweep(name, *TINY, *user_inputs(name, tiny_corpora), store=store)
+    # a sweep of learning rates per size: two of them, 1x and 2x the shape's own
+    lr_axis = ["hydra.sweeper.lr_multipliers=[1,2]"] if cfg.hydra.sweeper.get("lr_multipliers") else []
+    sweep(name, *TINY, *lr_axis, *user_inputs(name, tiny_corpora), store=store)
     recs = records(store)
-    assert sorted(r["budget_flops"] for r in recs) == [2e8, 4e8]
+    per_budget = 2 if lr_axis else 1
+    assert sorted(r["budget_flops"] for r in recs) == [2e8] * per_budget + [4e8] * per_budget
     # the thread layout: runs at once x threads per run fill the cores, never more (CPU sweeps
     # launch through joblib: one single-threaded run per core)
     at_once = concurrency(cfg.hydra.launcher, len(recs))
@@ -114,7 +117,7 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
         assert r["flops"] == pytest.approx(6 * r["params"] * r["tokens"])
     table = pd.read_csv(store / "table.csv")
     assert sorted(table.run_id) == sorted(r["run_id"] for r in recs)
-    assert len(manifest(store)["runs"]) == 2 and manifest(store)["dropped"] == []
+    assert len(manifest(store)["runs"]) == 2 * per_budget and manifest(store)["dropped"] == []
 
 
 # ---------------------------------------------------------------- the real grids (planned, not trained)

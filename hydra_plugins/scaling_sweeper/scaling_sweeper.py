@@ -13,6 +13,11 @@ sweeper, selected by ``override hydra/sweeper: scaling`` in a sweep file:
    configured (basic, joblib, submitit_local, submitit_slurm), largest first, with torch threads per
    job set so that concurrent jobs never oversubscribe the cores; then rebuilds ``STORE/table.csv``.
 
+Hyperparameter axes (``lr_multipliers`` or ``lr_grid``, ``batch_sizes``, ``warmup_fracs``, and
+``lr_refine``: a coarse LR grid, then midpoints around each best, in the same invocation) are
+crossed with every (budget, shape) in step 1; `hyper` holds them, and the cost they add is printed
+before launching.
+
 ``hydra.sweeper.dry_run=true`` stops after step 3: it lists the planned runs (N, D, D/N, C = 6ND)
 and writes them to ``STORE/sweep.dry-run.json``, launching nothing.
 
@@ -20,8 +25,9 @@ Exit status of `scaling sweep`: the table in scaling/sweep_app.py's docstring (0
 completed, 1 a run failed or a write failed, 2 bad input, 130/143 interrupted); how a launch ended is
 read from the store by `outcome`.
 
-Launcher layout rules (runs at once, jobs per launch call) live in `layout`; the sweep's worker
-processes (signals, ending with the sweep, a dead sweep's workers) in `processes`.
+The plan table and the summary printed before launching live in `summary`; launcher layout rules
+(runs at once, jobs per launch call) in `layout`; the sweep's worker processes (signals, ending with
+the sweep, a dead sweep's workers) in `processes`.
 
 A bad sweep setting (a budget that is not a number, an unknown model) is one ``error:`` line and exit
 status 2, before anything is written. Combinations that make no sense are dropped, not errors; a
@@ -42,6 +48,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from hydra_plugins.scaling_sweeper import outcome, processes
+from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import (
     check_launcher,
     concurrency,
@@ -49,6 +56,7 @@ from hydra_plugins.scaling_sweeper.layout import (
     launch_chunk_size,
     trains_on_gpu,
 )
+from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
 
 
 @dataclass
@@ -61,6 +69,11 @@ class ScalingSweeperConf:
     params: dict[str, str] = field(default_factory=dict)  # extra swept keys, as the basic sweeper: {seed: "0,1"}
     max_batch_size: int | None = None  # launch in chunks of this many jobs (None: all at once)
     dry_run: bool = False  # plan, list the runs, write STORE/sweep.dry-run.json; launch nothing
+    lr_multipliers: list[float] = field(default_factory=list)  # optim.lr_multiplier per run: × the shape's LR
+    lr_grid: list[float] = field(default_factory=list)  # or optim.lr per run, the same for every shape
+    batch_sizes: list[int] = field(default_factory=list)  # train.batch_size per run
+    warmup_fracs: list[float] = field(default_factory=list)  # optim.warmup_frac per run
+    lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -79,49 +92,8 @@ def _budget(value: Any, key: str) -> float:
     return budget
 
 
-def format_plan(jobs: list[dict]) -> str:
-    """The planned runs as a table: budget, shape, N (the count that set D), D, D/N, C = 6·N·D, state,
-    run id, and the job's other swept overrides (seed=1, ...)."""
-    lines = [f"  {'budget':>8} {'shape':>6} {'N':>12} {'D':>14} {'D/N':>7} {'C=6ND':>9}  {'state':<9} run id"]
-    for j in sorted(jobs, key=lambda j: (j["plan"].budget, j["plan"].n_budget)):
-        p = j["plan"]
-        others = [o for o in j["overrides"] if not o.startswith(("budget=", "model=", "store="))]
-        lines.append(
-            f"  {p.budget:>8.3g} {p.shape.name:>6} {p.n_budget:>12,} {p.tokens:>14,} "
-            f"{p.tokens / p.n_budget:>7.3g} {p.flops:>9.3g}  {j['state']:<9} {j['run_id']} {' '.join(others)}".rstrip()
-        )
-    lines.append(
-        f"  total {sum(j['plan'].flops for j in jobs):.3g} FLOPs (6ND), "
-        f"{sum(j['plan'].flops_attention for j in jobs):.3g} with attention"
-    )
-    return "\n".join(lines)
-
-
-def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict]) -> None:
-    """What the sweep found before launching: runs planned, dropped (each with its reason), already
-    finished, to resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
-    busy = [j for j in jobs if j["state"] == "running"]
-    print(
-        f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
-        f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
-        f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
-        f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
-        + (f", {len(busy)} running in another process (left to it)" if busy else ""),
-        flush=True,
-    )
-    for d in dropped:
-        print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
-    orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
-    if orphans:
-        print(
-            f"  runs held by workers of a sweep that is no longer running (pids {', '.join(map(str, orphans))}): "
-            "they checkpoint and exit; relaunch then to resume them",
-            flush=True,
-        )
-
-
 class ScalingSweeper(Sweeper):
-    def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False):
+    def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False, **hyper):
         super().__init__()
         # kept as given; checked by `check_settings` when the sweep starts (errors raised here would
         # reach the user wrapped in Hydra's instantiation traceback)
@@ -132,6 +104,8 @@ class ScalingSweeper(Sweeper):
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
+        self.hyper_settings = hyper  # lr_multipliers, lr_grid, batch_sizes, warmup_fracs, lr_refine
+        self.hyper: HyperAxes | None = None
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher = None
@@ -171,6 +145,8 @@ class ScalingSweeper(Sweeper):
                 "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
             )
         self.tokens_per_param = (lo, hi)
+        names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
+        self.hyper = HyperAxes.from_settings(*(self.hyper_settings.get(k) for k in names))
 
     # ------------------------------------------------------------ 1. expand
     def expand(self, arguments: list[str]) -> list[list[str]]:
@@ -189,6 +165,12 @@ class ScalingSweeper(Sweeper):
                 self.models, self.grid = values, {}
             else:
                 axes[key] = [f"{key}={v}" for v in values]
+        for key, values in self.hyper.axes().items():  # replace a single value given for the key
+            if len(axes.get(key, ())) > 1:
+                from scaling.errors import ConfigError
+
+                raise ConfigError(f"{key}: swept both on the command line and by hydra.sweeper; give one")
+            axes[key] = values
         pairs = []
         for budget in self.budgets or sorted(self.grid):
             for model in self.grid.get(budget, self.models):
@@ -286,20 +268,52 @@ class ScalingSweeper(Sweeper):
         except UserError as err:
             print(f"error: {err}", file=sys.stderr, flush=True)
             sys.exit(2)
-        return self.launch_planned(jobs, dropped)
+        if not self.hyper.lr_refine:
+            return self.launch_planned(jobs, dropped)
+        return self.refine(jobs, dropped)
 
-    def launch_planned(self, jobs: list[dict], dropped: list[dict]) -> Any:
+    def refine(self, jobs: list[dict], dropped: list[dict]) -> Any:
+        """lr_refine: launch the coarse grid (stage 1), then plan stage 2 from its records
+        (`HyperAxes.refinements`) and launch it. On relaunch, the same: what is done is skipped."""
+        from scaling.store import RunPaths, run_state
+
+        returns = self.launch_planned(jobs, dropped, final=False)
+        for j in jobs:  # as stage 1 left them
+            j["state"] = str(run_state(RunPaths(Path(self.config.store), j["run_id"])))
+        extra, notes = self.hyper.refinements(jobs, Path(self.config.store))
+        pending = [n for n in notes if n.endswith("not all finished)")]
+        for note in notes:
+            if note not in pending:
+                print(f"  lr_refine: {note}", flush=True)
+        if self.dry_run:
+            print(
+                f"dry run: stage 2 (lr_refine) would add {len(extra)} runs now, planned from stage 1's records; "
+                f"{len(pending)} (shape, budget) groups wait for their coarse runs",
+                flush=True,
+            )
+            return returns
+        refined, dropped2 = self.plan(extra) if extra else ([], [])
+        print(f"lr_refine: stage 2, {len(refined)} runs around each (shape, budget)'s best LR", flush=True)
+        return returns + self.launch_planned(jobs + refined, dropped + dropped2, launch=refined)
+
+    def launch_planned(
+        self, jobs: list[dict], dropped: list[dict], final: bool = True, launch: list[dict] | None = None
+    ) -> Any:
+        """Write the plan, report it and launch the runs of ``launch`` (default: ``jobs``) not yet
+        done; when ``final``, exit 1 if a planned run did not complete (`exit_if_failed`)."""
         from scaling.progress import DRY_RUN_MANIFEST, MANIFEST, format_progress, write_sweep_manifest
         from scaling.run_status import RunState
         from scaling.store import RunPaths, run_state, write_tables
 
         store = Path(self.config.store)
-        to_run = [j for j in jobs if j["state"] in ("new", "partial", "corrupt", "errored")]
+        to_run = [
+            j for j in (jobs if launch is None else launch) if j["state"] in ("new", "partial", "corrupt", "errored")
+        ]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
-        print_summary(self.config.sweep or "sweep", store, jobs, dropped)
+        print_summary(self.config.sweep or "sweep", store, jobs, dropped, self.hyper.cost_line(jobs))
         if self.dry_run:
             print(format_plan(jobs), flush=True)
             print(
@@ -309,7 +323,8 @@ class ScalingSweeper(Sweeper):
         if not to_run:
             write_tables(store)
             print(format_progress(store), flush=True)
-            self.exit_if_failed(store, jobs)
+            if final:
+                self.exit_if_failed(store, jobs)
             return []
 
         gpu = trains_on_gpu(self.config.train)
@@ -341,7 +356,8 @@ class ScalingSweeper(Sweeper):
                 _ = r.return_value  # re-raise a job's exception, as the basic sweeper does
             # else: the job stopped with its checkpoint kept (submitit gave up on a SLURM time
             # limit: UncompletedJobError); a relaunch resumes it, and `exit_if_failed` counts it
-        self.exit_if_failed(store, jobs)
+        if final:
+            self.exit_if_failed(store, jobs)
         return returns
 
     def exit_if_failed(self, store: Path, jobs: list[dict]) -> None:
