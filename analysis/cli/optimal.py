@@ -50,6 +50,12 @@ def optimal_parser() -> argparse.ArgumentParser:
         help="data-limited: at most D tokens available; the best N for the budget under that cap",
     )
     p.add_argument("--level", type=level, help="confidence level for a fit's intervals (default: the fit's)")
+    p.add_argument(
+        "--hp-law",
+        choices=["fit", "step_law", "deepseek"],
+        help="recommend the peak LR and batch size (tokens) at N_opt, D_opt: fit (the FIT.json's own laws; the "
+        "default when it has them), or a published preset",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return p
 
@@ -71,10 +77,13 @@ def optimal_main(argv: list[str]) -> int:
         else:
             allocation = law.allocate(args.budget)
     check_finite(allocation, args.law)
+    from analysis.describe.hparams import recommendation
+
+    hp_lines, hp = recommendation(args.law, args.hp_law, allocation)
     if args.json:
-        print(json.dumps(to_jsonable(allocation.as_json())))
+        print(json.dumps(to_jsonable({**allocation.as_json(), **({"hyperparameters": hp} if hp else {})})))
     else:
-        print(render_allocation(allocation))
+        print("\n".join([render_allocation(allocation), *hp_lines]))
     return 0
 
 

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from analysis.figures import FIGURES, figure_caption
+from analysis.figures import ALL_FIGURES, figure_caption
 from analysis.fits.results import FitReport
 from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
@@ -76,10 +76,10 @@ def report_blocks(
 def figure_blocks(figures: dict[str, bytes], missing: dict[str, str], fit: FitReport | None) -> list:
     """Each figure drawn, with the caption its module declares (`analysis.figures.figure_caption`)."""
     blocks: list = [Heading("Figures")]
-    for name, (title, _draw) in FIGURES.items():
+    for name, (title, _draw) in ALL_FIGURES.items():
         if name in figures:
             blocks.append(FigureBlock(name, title, figure_caption(name, fit)))
     if missing:
         blocks.append(Paragraph("Not drawn:"))
-        blocks.append(Bullets([f"{FIGURES[name][0]}: {why}" for name, why in missing.items()]))
+        blocks.append(Bullets([f"{ALL_FIGURES[name][0]}: {why}" for name, why in missing.items()]))
     return blocks
