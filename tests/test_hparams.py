@@ -10,6 +10,8 @@ from conftest import assert_one_line_error, run_cli
 
 from analysis.fits.fit import fit_all
 from analysis.fits.hplaws import fit_hyperparameter_laws
+from analysis.fits.results import FitReport
+from analysis.report.hparams import hyperparameter_blocks
 from analysis.sources.load import load_runs
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, SYNTHETIC_LR_LAW, lr_sweep_runs
@@ -32,6 +34,15 @@ def grid(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A small LR × batch grid for the CLI: 3 budgets × 4 sizes × 5 LRs × 2 batch sizes = 120 rows."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, BUDGETS[::2], SIZES[1:5], batch_sizes=(8, 16), noise=0.005)
+    path = tmp_path_factory.mktemp("small") / "small.csv"
+    runs.to_csv(path, index=False)
+    return path
+
+
 def test_grid_is_reduced_to_one_point_per_size_and_budget(grid):
     table = load_runs(str(grid / "grid.csv"))
     assert len(table) == 30 and table.hparams.swept == ["lr", "batch_size"]
@@ -48,8 +59,8 @@ def test_grid_is_reduced_to_one_point_per_size_and_budget(grid):
 def test_approach1_interval_of_a_grid_has_width(grid):
     """The issue: an LR × batch grid read as independent runs gave approach 1 an interval (nearly)
     pinned to its estimate: the envelope found the same best runs in every resample."""
-    reduced = fit_all(load_runs(str(grid / "grid.csv")), (1,), resamples=100).envelope.estimates["a"]
-    unmarked = fit_all(load_runs(str(grid / "unmarked.csv")), (1,), resamples=100).envelope.estimates["a"]
+    reduced = fit_all(load_runs(str(grid / "grid.csv")), (1,), resamples=60).envelope.estimates["a"]
+    unmarked = fit_all(load_runs(str(grid / "unmarked.csv")), (1,), resamples=60).envelope.estimates["a"]
     width = reduced.upper - reduced.lower
     assert width > 0.1 and reduced.lower < reduced.value < reduced.upper
     assert width > unmarked.upper - unmarked.lower
@@ -90,13 +101,14 @@ def test_single_d_per_n_leaves_the_d_exponent_unidentified(tmp_path):
     assert "points, fewer than" in fit["step_law"]["lr"]["unidentified"] and "lr" not in fit["laws"]
 
 
-def test_fit_writes_laws_optimal_recommends_plot_draws(grid, tmp_path):
+def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path):
     """`scaling fit --out` writes hyperparameter_laws in `scaling.hplaws`' schema and prints them;
-    `scaling optimal` prints LR and batch size from them or from a preset; `scaling plot` draws the LR sweep."""
+    `scaling optimal` prints LR and batch size from them or from a preset; `scaling plot` draws the
+    LR sweep; the report states the laws."""
     out = tmp_path / "fit.json"
-    proc = run_cli("fit", grid / "grid.csv", "--approach", "3", "--bootstrap", "30", "--out", out, check=True)
+    proc = run_cli("fit", small, "--approach", "2", "--bootstrap", "20", "--out", out, check=True)
     assert "hyperparameter laws (95% intervals)" in proc.stdout and "η* = c·N^a·D^b" in proc.stdout
-    assert "840 runs reduced to 30 runs" in proc.stderr
+    assert "120 runs reduced to 12 runs" in proc.stderr
     laws = hplaws.load(str(out))
     assert laws["lr"]["form"] == "step_law" and len(laws["lr"]["n_exponent"]["interval"]) == 2
     assert laws["batch_tokens"]["form"] == "step_law"
@@ -107,13 +119,18 @@ def test_fit_writes_laws_optimal_recommends_plot_draws(grid, tmp_path):
     assert "DeepSeek LLM 2024" in proc.stdout and "lr" in proc.stdout
     assert "hyperparameters" not in run_cli("optimal", "--budget", "1e20", check=True).stdout
     assert_one_line_error(run_cli("optimal", "--budget", "1e20", "--hp-law", "fit"), "--hp-law fit")
-    proc = run_cli("plot", grid / "grid.csv", "--fit", out, "--out", tmp_path / "fig", check=True)
+    proc = run_cli("plot", small, "--fit", out, "--out", tmp_path / "fig", check=True)
     assert (tmp_path / "fig" / "lr_sweep.png").stat().st_size > 10_000
     assert "Loss against learning rate" in (tmp_path / "fig" / "captions.md").read_text()
+    blocks = hyperparameter_blocks(FitReport.load(out))
+    assert blocks[0].text == "Hyperparameter laws" and [row[:2] for row in blocks[2].rows][:2] == [
+        ["lr", "Step Law"],
+        ["batch_tokens", "Step Law"],
+    ]
 
 
-def test_bad_hp_options(grid):
-    proc = run_cli("fit", grid / "grid.csv", "--hp-columns", "lr,beta3")
+def test_bad_hp_options(grid, small):
+    proc = run_cli("fit", small, "--hp-columns", "lr,beta3")
     assert_one_line_error(proc, "--hp-columns", "'beta3'")
     proc = run_cli("fit", grid / "unmarked.csv", "--hp-reduce", "interpolate", "--hp-columns", "bsz")
     assert_one_line_error(proc, "--hp-reduce interpolate", "'lr'")

@@ -92,3 +92,19 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
     if any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
         lines.append("  note: the Step Law's N is non-embedding; evaluated here at N_opt as the law gives it")
     return lines, out
+
+
+LAW_HEADER = ["target", "form", "c", "N exponent", "D exponent", "C exponent", "points"]
+
+
+def law_rows(fit: dict) -> list[list[str]]:
+    """One table row per fitted law (`LAW_HEADER`): values with intervals, '' where the form has none."""
+    rows = []
+    for form, title in (("step_law", "Step Law"), ("deepseek", "DeepSeek")):
+        for target, law in fit.get(form, {}).items():
+            if law.get("unidentified"):
+                rows.append([target, title, f"unidentified ({law['unidentified']})", "", "", "", str(law["points"])])
+                continue
+            cells = [value_text(law[k]) if k in law else "" for k in VARIABLE]
+            rows.append([target, title, value_text(law.get("coefficient")), *cells, str(law.get("points", ""))])
+    return rows

@@ -29,6 +29,7 @@ from analysis.figures import ALL_FIGURES, figure_caption
 from analysis.fits.results import FitReport
 from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
+from analysis.report.hparams import hyperparameter_blocks
 from analysis.report.laws import fitted_laws_blocks, outlier_blocks, validation_blocks
 from analysis.report.render import render_html, render_markdown, write_readable, write_report
 from analysis.report.runs import failures_blocks
@@ -64,6 +65,7 @@ def report_blocks(
     blocks += swept_blocks(source)
     blocks += figure_blocks(figures, missing, fit)
     blocks += fitted_laws_blocks(fit, source)
+    blocks += hyperparameter_blocks(fit)
     blocks += outlier_blocks(fit)
     with np.errstate(all="ignore"):  # bootstrap samples with an overflowed A give NaN, which intervals skip
         blocks += allocation_blocks(fit, source)
