@@ -5,6 +5,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import assert_one_line_error, run_cli
 
@@ -134,3 +135,7 @@ def test_bad_hp_options(grid, small):
     assert_one_line_error(proc, "--hp-columns", "'beta3'")
     proc = run_cli("fit", grid / "unmarked.csv", "--hp-reduce", "interpolate", "--hp-columns", "bsz")
     assert_one_line_error(proc, "--hp-reduce interpolate", "'lr'")
+    bad = grid / "text_lr.csv"
+    frame = pd.read_csv(grid / "grid.csv")
+    frame.assign(lr=frame["lr"].astype(str) + "x").to_csv(bad, index=False)
+    assert_one_line_error(run_cli("fit", bad, "--approach", "2"), "column 'lr'", "not numbers > 0")

@@ -95,6 +95,12 @@ def reduce_sweep(
     swept = [c for c in columns if (rows.groupby(keys)[c].nunique(dropna=False) > 1).any()]
     if not swept:
         return runs, None
+    if LR in swept and not (pd.api.types.is_numeric_dtype(rows[LR]) and (rows[LR] > 0).all()):
+        raise DataError(
+            f"column {LR!r} varies at one (N, budget) but holds values that are not numbers > 0: "
+            f"{', '.join(map(str, frame[LR].unique()[:5]))}; give learning rates, or name the "
+            "hyperparameter columns with --hp-columns"
+        )
     if how == "interpolate" and LR not in swept:
         raise DataError(f"--hp-reduce interpolate needs a swept {LR!r} column; swept here: {', '.join(swept)}")
     rows["N_hp"] = _n_hp(frame, rows)
