@@ -13,7 +13,8 @@ from analysis.fits.fit import fit_all
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.results import FitReport
 from analysis.report.hparams import hyperparameter_blocks
-from analysis.sources.load import load_runs
+from analysis.report.sweep import summary_blocks
+from analysis.sources.load import load_runs, read_source
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, SYNTHETIC_LR_LAW, lr_sweep_runs
 from scaling import hplaws
@@ -123,6 +124,8 @@ def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path):
     proc = run_cli("plot", small, "--fit", out, "--out", tmp_path / "fig", check=True)
     assert (tmp_path / "fig" / "lr_sweep.png").stat().st_size > 10_000
     assert "Loss against learning rate" in (tmp_path / "fig" / "captions.md").read_text()
+    summary = summary_blocks(read_source(str(small)), None, [])[1].items
+    assert any("120 runs reduced to 12 runs" in item for item in summary)
     blocks = hyperparameter_blocks(FitReport.load(out))
     assert blocks[0].text == "Hyperparameter laws" and [row[:2] for row in blocks[2].rows][:2] == [
         ["lr", "Step Law"],

@@ -44,7 +44,8 @@ class HyperSweep:
     optima:  one row per (N, budget): N, N_hp, D, C, budget, runs, lr_best, loss_best, lr_interp,
              loss_interp (NaN at the grid's edge), lr_opt (interpolated where possible, else best),
              batch_size, batch_tokens (of the best setting), edge (True: best LR at the grid's edge).
-    reduce:  "best" or "interpolate"; n_hp: which N the laws use ("non-embedding" or "as fitted").
+    reduce:  "best" or "interpolate"; n_hp: which N the laws use ("non-embedding" or "as fitted");
+    note:    how many runs became how many points, and how.
     """
 
     columns: list[str]
@@ -53,6 +54,7 @@ class HyperSweep:
     optima: pd.DataFrame
     reduce: str
     n_hp: str
+    note: str = ""  # what was reduced to what, as the notes and the report's summary say it
 
     @property
     def lr_swept(self) -> bool:
@@ -110,7 +112,8 @@ def reduce_sweep(
     reduced = _reduced(rows, optima, how)
     n_hp = "non-embedding" if N_NON_EMBEDDING in frame.columns else "as fitted"
     sweep = HyperSweep(columns, swept, rows, optima, how, n_hp)
-    notes.append(_note(sweep, len(runs), len(reduced)))
+    sweep.note = _note(sweep, len(runs), len(reduced))
+    notes.append(sweep.note)
     return reduced, sweep
 
 
