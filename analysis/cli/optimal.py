@@ -21,6 +21,7 @@ from scaling.errors import UserError
 
 # ================================================================= scaling optimal
 def optimal_parser() -> argparse.ArgumentParser:
+    from analysis.describe.hparams import HP_LAW_CHOICES
     from analysis.fits.optimal import PRESETS
 
     p = Parser(
@@ -52,7 +53,7 @@ def optimal_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=level, help="confidence level for a fit's intervals (default: the fit's)")
     p.add_argument(
         "--hp-law",
-        choices=["fit", "step_law", "deepseek"],
+        choices=HP_LAW_CHOICES,
         help="recommend the peak LR and batch size (tokens) at N_opt, D_opt: fit (the FIT.json's own laws; the "
         "default when it has them), or a published preset",
     )
