@@ -79,3 +79,47 @@ def loss_curves(
             )
         )
     return pd.concat(frames, ignore_index=True)
+
+
+# A known optimal-LR law for the synthetic sweep (Step Law form: η* = c·N^a·D^b, N non-embedding).
+SYNTHETIC_LR_LAW = {"form": "step_law", "coefficient": 2.0, "n_exponent": -0.5, "d_exponent": 0.1}
+
+
+def lr_sweep_runs(
+    law: dict[str, float],
+    budgets,
+    sizes,
+    lr_law: dict | None = None,
+    lr_multipliers=(0.25, 0.5, 1.0, 2.0, 4.0),
+    batch_sizes=(None,),
+    curvature: float = 0.02,
+    noise: float = 0.002,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A sweep of every size in ``sizes`` (N) at every budget C (D = C/(6N)), as a shape ladder is
+    swept, each trained at several learning rates: η = m·η*(N, D) for m in ``lr_multipliers`` (η*
+    from ``lr_law``, `scaling.hplaws` form, default `SYNTHETIC_LR_LAW`), and at each of
+    ``batch_sizes`` (sequences of 128 tokens; None: no batch column). The loss is convex in log η:
+    L(N, D)·(1 + curvature·ln(η/η*)² + 0.01·ln(B/16)²)·exp(noise·ε), so its minimum over η is at η*.
+    Columns as the store: run_id, status, budget_flops, flops, params, params_non_embedding
+    (0.8·params), tokens, val_loss, lr, seq_len, batch_size (with ``batch_sizes``)."""
+    from scaling.hplaws import evaluate
+
+    lr_law = lr_law or SYNTHETIC_LR_LAW
+    rng = np.random.default_rng(seed)
+    rows = []
+    for budget in np.asarray(budgets, dtype=float):
+        for n in np.asarray(sizes, dtype=float):
+            d = laws.tokens_for_compute(budget, n)
+            best = evaluate(lr_law, n_non_embedding=0.8 * n, tokens=d, flops=flops_6nd(n, d))
+            for batch in batch_sizes:
+                for m in lr_multipliers:
+                    shape = (
+                        1.0 + curvature * np.log(m) ** 2 + (0.0 if batch is None else 0.01 * np.log(batch / 16) ** 2)
+                    )
+                    loss = laws.chinchilla_loss(n, d, **law) * shape * np.exp(noise * rng.standard_normal())
+                    row = {"run_id": f"r{len(rows):05d}", "status": "completed", "budget_flops": budget}
+                    row.update(flops=flops_6nd(n, d), params=n, params_non_embedding=0.8 * n, tokens=d)
+                    row.update(val_loss=loss, lr=best * m, seq_len=128)
+                    rows.append(row if batch is None else {**row, "batch_size": batch})
+    return pd.DataFrame(rows)

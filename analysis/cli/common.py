@@ -155,6 +155,25 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="pool runs of different corpora or experiments (dataset/source/experiment columns) in one fit",
     )
+    add_hp_options(p)
+
+
+def add_hp_options(p: argparse.ArgumentParser) -> None:
+    """--hp-columns, --hp-reduce: a sweep over hyperparameters is one point per (N, D) (`analysis.sources.hparams`)."""
+    p.add_argument(
+        "--hp-columns",
+        type=lambda text: tuple(c.strip() for c in text.split(",") if c.strip()),
+        metavar="COLS",
+        help="comma-separated hyperparameter columns (default: lr, batch_size, warmup_frac when present); rows at "
+        "one (N, budget) that differ in them are one sweep, reduced to one point before the fits",
+    )
+    p.add_argument(
+        "--hp-reduce",
+        choices=["best", "interpolate"],
+        default="best",
+        help="each (N, budget) of a hyperparameter sweep as its best run (default), or at the optimum of the "
+        "parabola in log LR through the best LR and its neighbours",
+    )
 
 
 def tolerance(text: str) -> float:
@@ -192,6 +211,8 @@ def column_map(args: argparse.Namespace):
         strict=args.strict,
         where=tuple(args.where),
         experiment=args.experiment_column,
+        hp_columns=args.hp_columns,
+        hp_reduce=args.hp_reduce,
     )
 
 

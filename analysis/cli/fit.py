@@ -187,6 +187,8 @@ def fit_summary(report: FitReport, single: bool) -> dict:
         "runs": [to_jsonable(o) for o in report.outliers],
     }
     head["headline_left_out"] = {str(k): why for k, why in report.headline_left_out().items()}
+    if report.hyperparameter_fit:
+        head.update(hyperparameter_laws=report.hyperparameter_laws, hyperparameter_fit=report.hyperparameter_fit)
     parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
     if single:
         return {**head, **next(iter(parts.values()))}
@@ -259,6 +261,10 @@ def render_fit(report: FitReport) -> str:
     for approach, why in report.skipped.items():
         lines += ["", f"approach {approach}: skipped ({why})"]
     lines += _render_headline(report) + _render_outliers(report)
+    if report.hyperparameter_fit:
+        from analysis.describe.hparams import hyperparameter_lines
+
+        lines += ["", *hyperparameter_lines(report.hyperparameter_fit)]
     return "\n".join(lines)
 
 

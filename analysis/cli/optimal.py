@@ -22,6 +22,7 @@ from scaling.errors import UserError
 
 # ================================================================= scaling optimal
 def optimal_parser() -> argparse.ArgumentParser:
+    from analysis.describe.hparams import HP_LAW_CHOICES
     from analysis.fits.optimal import PRESETS
 
     p = Parser(
@@ -58,6 +59,12 @@ def optimal_parser() -> argparse.ArgumentParser:
         "for a total --budget of training + inference FLOPs (laws of L(N, D): chinchilla-parametric, approach 3)",
     )
     p.add_argument("--level", type=level, help="confidence level for a fit's intervals (default: the fit's)")
+    p.add_argument(
+        "--hp-law",
+        choices=HP_LAW_CHOICES,
+        help="recommend the peak LR and batch size (tokens) at N_opt, D_opt: fit (the FIT.json's own laws; the "
+        "default when it has them), or a published preset",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return p
 
@@ -81,10 +88,13 @@ def optimal_main(argv: list[str]) -> int:
         else:
             allocation = law.allocate(args.budget)
     check_finite(allocation, args.law)
+    from analysis.describe.hparams import recommendation
+
+    hp_lines, hp = recommendation(args.law, args.hp_law, allocation)
     if args.json:
-        print(json.dumps(to_jsonable(allocation.as_json())))
+        print(json.dumps(to_jsonable({**allocation.as_json(), **({"hyperparameters": hp} if hp else {})})))
     else:
-        print(render_allocation(allocation))
+        print("\n".join([render_allocation(allocation), *hp_lines]))
     return 0
 
 

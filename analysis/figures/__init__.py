@@ -10,6 +10,8 @@ matplotlib Figure (shared palettes, axes and bands: `analysis.figures.axes`).
                                      lines C = 6·N·D and the compute-optimal path
     residuals(report, table)         residuals.py: observed against fitted loss, per approach
     training_curves(table)           curves.py: validation loss against tokens, one panel per budget
+    lr_sweep(table, report)          lrsweep.py: loss against LR per size and budget, the optima, the LR law
+                                     (drawn only for a table with an LR sweep: `WHEN_SWEPT`)
 
 `make_figures(table, report)` draws every figure the data supports and says why each other one
 is missing; `figure_bytes(fig, "png")` renders one; `figure_caption(name, report)` says what it shows.
@@ -22,7 +24,7 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
-from analysis.figures import allocation, compute, curves, isoflop, landscape
+from analysis.figures import allocation, compute, curves, isoflop, landscape, lrsweep
 from analysis.figures import residuals as residuals_module
 from analysis.figures.allocation import optimal_allocation
 from analysis.figures.axes import DPI, OKABE_ITO, FigureUnavailable, log_ticks
@@ -30,11 +32,13 @@ from analysis.figures.compute import loss_vs_compute
 from analysis.figures.curves import training_curves
 from analysis.figures.isoflop import isoflop_profiles
 from analysis.figures.landscape import loss_landscape
+from analysis.figures.lrsweep import lr_sweep
 from analysis.figures.residuals import residuals
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 
 __all__ = [
+    "ALL_FIGURES",
     "FIGURES",
     "OKABE_ITO",
     "FigureUnavailable",
@@ -44,6 +48,7 @@ __all__ = [
     "log_ticks",
     "loss_landscape",
     "loss_vs_compute",
+    "lr_sweep",
     "make_figures",
     "optimal_allocation",
     "residuals",
@@ -67,7 +72,11 @@ CAPTIONS = {
     "loss_landscape": landscape.caption,
     "residuals": residuals_module.caption,
     "training_curves": curves.caption,
+    "lr_sweep": lrsweep.caption,
 }
+# Figures of a hyperparameter sweep: drawn when the table has one, never listed as missing otherwise.
+WHEN_SWEPT = {"lr_sweep": ("Loss against learning rate", lambda table, report: lr_sweep(table, report))}
+ALL_FIGURES = {**FIGURES, **WHEN_SWEPT}
 NEEDS_A_FIT = {"isoflop_profiles", "optimal_allocation", "loss_landscape", "residuals"}
 
 
@@ -82,6 +91,9 @@ def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, F
             figures[name] = draw(table, report)
         except FigureUnavailable as why:
             missing[name] = str(why)
+    if table.hparams is not None and table.hparams.lr_swept:
+        for name, (_title, draw) in WHEN_SWEPT.items():
+            figures[name] = draw(table, report)
     return figures, missing
 
 

@@ -8,7 +8,8 @@
 
 Approach 1: `analysis.fits.envelope`; 2: `analysis.fits.isoflop`; 3: `analysis.fits.parametric`;
 validation (refit without the largest budget): `analysis.fits.validation`; outliers (flagged
-always, left out with ``exclude_outliers=True``): `analysis.fits.outliers`.
+always, left out with ``exclude_outliers=True``): `analysis.fits.outliers`; the LR and batch-size
+laws of a hyperparameter sweep: `analysis.fits.hplaws`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
+from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.outliers import RULE, flag_outliers, without_outliers
 from analysis.fits.parametric import fit_parametric
@@ -55,6 +57,11 @@ def fit_all(
             outliers_excluded=exclude_outliers,
         )
         _fit_each(fitted, approaches, report, resamples, seed, level, bins_per_decade, validate)
+        if table.hparams is not None:
+            report.hyperparameter_fit = fit_hyperparameter_laws(
+                table.hparams, resamples=resamples, seed=seed, level=level
+            )
+            report.hyperparameter_laws = report.hyperparameter_fit["laws"]
         if not exclude_outliers:
             report.outliers, more_notes = flag_outliers(table, report.parametric)
             report.notes += more_notes

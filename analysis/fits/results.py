@@ -256,6 +256,10 @@ class FitReport:
     outliers: list[Outlier] = field(default_factory=list)
     outlier_rule: str = ""  # the rule that flagged ``outliers`` (analysis.fits.outliers.RULE)
     outliers_excluded: bool = False  # True: the fits above ran without the flagged runs
+    # A hyperparameter sweep's laws (`analysis.fits.hplaws`): {"lr": LAW, "batch_tokens": LAW} in
+    # `scaling.hplaws`' schema ({} without a sweep), and the full fit (both forms, points, notes).
+    hyperparameter_laws: dict[str, Any] = field(default_factory=dict)
+    hyperparameter_fit: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA
 
     @property

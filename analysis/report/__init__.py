@@ -25,10 +25,11 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from analysis.figures import FIGURES, figure_caption
+from analysis.figures import ALL_FIGURES, figure_caption
 from analysis.fits.results import FitReport
 from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
+from analysis.report.hparams import hyperparameter_blocks
 from analysis.report.laws import fitted_laws_blocks, outlier_blocks, validation_blocks
 from analysis.report.render import render_html, render_markdown, write_readable, write_report
 from analysis.report.runs import failures_blocks
@@ -64,6 +65,7 @@ def report_blocks(
     blocks += swept_blocks(source)
     blocks += figure_blocks(figures, missing, fit)
     blocks += fitted_laws_blocks(fit, source)
+    blocks += hyperparameter_blocks(fit)
     blocks += outlier_blocks(fit)
     with np.errstate(all="ignore"):  # bootstrap samples with an overflowed A give NaN, which intervals skip
         blocks += allocation_blocks(fit, source)
@@ -76,10 +78,10 @@ def report_blocks(
 def figure_blocks(figures: dict[str, bytes], missing: dict[str, str], fit: FitReport | None) -> list:
     """Each figure drawn, with the caption its module declares (`analysis.figures.figure_caption`)."""
     blocks: list = [Heading("Figures")]
-    for name, (title, _draw) in FIGURES.items():
+    for name, (title, _draw) in ALL_FIGURES.items():
         if name in figures:
             blocks.append(FigureBlock(name, title, figure_caption(name, fit)))
     if missing:
         blocks.append(Paragraph("Not drawn:"))
-        blocks.append(Bullets([f"{FIGURES[name][0]}: {why}" for name, why in missing.items()]))
+        blocks.append(Bullets([f"{ALL_FIGURES[name][0]}: {why}" for name, why in missing.items()]))
     return blocks

@@ -99,6 +99,8 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
         f"{flops_label(budgets[0])} to {flops_label(budgets[-1])} FLOPs and model sizes from "
         f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."
     ]
+    if table.hparams is not None:
+        items.append(f"A {table.hparams.note}.")
     if fit is None:
         items.append("No scaling law could be fitted to these runs (see the notes below).")
     else:

@@ -9,7 +9,8 @@ Rules, applied the same way to every source (`analysis.sources.load` reads them)
     ``unit`` (`analysis.sources.rows`);
   * D = C/(6N) when D is absent, and C = 6·N·D always (Kaplan et al. 2020, §2.1): a C column
     that disagrees is noted, and arithmetic wins;
-  * runs are grouped into compute budgets by the one rule of `analysis.sources.budgets`.
+  * runs are grouped into compute budgets by the one rule of `analysis.sources.budgets`;
+  * a sweep over hyperparameters is reduced to one point per (N, budget) (`analysis.sources.hparams`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
 from analysis.sources.groups import apply_where, check_one_experiment
+from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
 from scaling.errors import DataError
@@ -58,7 +60,6 @@ def table_from_frame(
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
-    runs["unit"] = unit_ids(runs)
     budget_col = budget_column_of(frame, columns.budget, source)
     runs["budget"] = budgets_of_frame(
         frame,
@@ -69,6 +70,8 @@ def table_from_frame(
         source=source,
         named=columns.budget is not None,
     )
+    runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
+    runs["unit"] = unit_ids(runs)
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
     return RunTable(
         runs=runs,
@@ -78,6 +81,7 @@ def table_from_frame(
         warnings=warnings,
         notes=notes,
         counts=counts,
+        hparams=hparams,
     )
 
 

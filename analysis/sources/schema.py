@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.budgets import BUDGET_TOLERANCE
+from analysis.sources.hparams import HyperSweep
 from scaling.errors import UserError
 
 N_KINDS = ("total", "non_embedding")
@@ -40,6 +41,8 @@ class ColumnMap:
     (`analysis.sources.rows`). ``where``: filters (`analysis.sources.groups.Where`) every row must
     pass; ``experiment``: a column naming experiments, beside dataset/source/experiment/corpus,
     whose values may not be pooled without --allow-mixed (`analysis.sources.groups`).
+    ``hp_columns``: hyperparameter columns (None: lr, batch_size, warmup_frac when present) and
+    ``hp_reduce``: how a sweep over them is reduced to one point per (N, D) (`analysis.sources.hparams`).
     """
 
     n: str | None = None
@@ -52,6 +55,8 @@ class ColumnMap:
     strict: bool = False
     where: tuple = ()
     experiment: str | None = None
+    hp_columns: tuple | None = None
+    hp_reduce: str = "best"
 
     def __post_init__(self):
         if self.n_kind not in N_KINDS:
@@ -77,6 +82,7 @@ class RunTable:
     source: where the runs came from.  n_kind: which parameter count N is.
     warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
     counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
+    hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
     """
 
     runs: pd.DataFrame
@@ -86,6 +92,7 @@ class RunTable:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     counts: dict = field(default_factory=dict)  # rows read, excluded (unusable), duplicates, kept
+    hparams: HyperSweep | None = None
 
     def __len__(self) -> int:
         return len(self.runs)

@@ -1,0 +1,139 @@
+"""Hyperparameter laws fitted to a sweep: the optimal peak LR and batch size as power laws.
+
+From each (N, D) point of a hyperparameter sweep (`analysis.sources.hparams.HyperSweep.optima`: the
+LR optimum interpolated in log LR where the grid brackets it, else the best LR; the best batch size
+in tokens = batch_size · seq_len), fitted by least squares in log space, in both forms of
+`scaling.hplaws`:
+
+    step_law   η* = c · N^a · D^b      B* = c · D^b        N non-embedding when the source has it
+    deepseek   η* = c · C^a            B* = c · C^b        C = 6·N·D
+
+Intervals: a bootstrap over the points, resampling within sizes (each N keeps its number of points)
+when every size has two points or more, else over all points. An exponent the data cannot pin down
+is "unidentified", with the reason: a single N (the N exponent), a single D per N (the Step Law's D
+exponent), a single C, too few points for the law, or a bootstrap interval wider than `MAX_WIDTH`.
+A law without an identified term is fitted without it (its exponent 0 in the law, flagged).
+
+The laws are written into FIT.json as ``"hyperparameter_laws": {"lr": LAW, "batch_tokens": LAW}``
+(the Step Law form, which `optim.lr_law=FIT.json` evaluates) and in full, both forms with their
+points, under ``"hyperparameter_fit"``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.fits.results import Estimate
+
+MAX_WIDTH = 2.0  # an exponent whose bootstrap interval is wider than this is unidentified
+TERMS = {  # (law, target) -> the regressors of each exponent: (exponent key, column of optima)
+    ("step_law", "lr"): (("n_exponent", "N_hp"), ("d_exponent", "D")),
+    ("step_law", "batch_tokens"): (("d_exponent", "D"),),
+    ("deepseek", "lr"): (("c_exponent", "C"),),
+    ("deepseek", "batch_tokens"): (("c_exponent", "C"),),
+}
+TARGET_COLUMN = {"lr": "lr_opt", "batch_tokens": "batch_tokens"}
+
+
+def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """``{"step_law": {"lr": LAW, "batch_tokens": LAW}, "deepseek": {...}, "laws": the Step Law ones
+    with a coefficient (for FIT.json's ``hyperparameter_laws``), "points": [...], "notes": [...]}``
+    for the targets the sweep varied (LR; batch size when swept with seq_len known)."""
+    points = sweep.optima
+    targets = (["lr"] if sweep.lr_swept else []) + (["batch_tokens"] if sweep.batch_swept else [])
+    out: dict = {"step_law": {}, "deepseek": {}, "notes": [], "level": level, "resamples": resamples}
+    n_name = "non-embedding N (column params_non_embedding)" if sweep.n_hp == "non-embedding" else "N as fitted"
+    out["notes"].append(
+        f"fitted to {len(points)} (N, D) points of the sweep over {', '.join(sweep.swept)}; N is {n_name}; "
+        "η* is the optimum interpolated in log LR where the grid brackets it, else the best LR"
+    )
+    for target in targets:
+        for form in ("step_law", "deepseek"):
+            law = fit_law(points, form, target, resamples=resamples, seed=seed, level=level)
+            law["n"] = sweep.n_hp
+            out[form][target] = law
+    out["laws"] = {target: law for target, law in out["step_law"].items() if law["coefficient"] is not None}
+    out["points"] = points[
+        ["N", "N_hp", "D", "C", "budget", "runs", "lr_best", "lr_interp", "lr_opt", "batch_tokens", "edge"]
+    ].to_dict(orient="records")
+    return out
+
+
+def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level: float) -> dict:
+    """One law (the `scaling.hplaws` schema, each value {"estimate", "interval"[, "unidentified"]})."""
+    y = np.asarray(points[TARGET_COLUMN[target]], dtype=float)
+    terms = TERMS[(form, target)]
+    logs = {key: np.log(np.asarray(points[column], dtype=float)) for key, column in terms}
+    usable = np.isfinite(y) & (y > 0) & np.all([np.isfinite(v) for v in logs.values()], axis=0)
+    y, logs = np.log(y[usable]), {k: v[usable] for k, v in logs.items()}
+    sizes = np.asarray(points["N_hp"], dtype=float)[usable]
+    why = {key: _unidentified(key, logs, sizes) for key, _ in terms}
+    fitted = [key for key, _ in terms if not why[key]]
+    law: dict = {"form": form, "target": target, "points": int(usable.sum())}
+    if len(y) < len(fitted) + 2:
+        reason = f"{len(y)} points, fewer than the {len(fitted) + 2} a law with {len(fitted)} exponent(s) needs"
+        law.update(unidentified=reason, coefficient=None)
+        law.update({key: None for key, _ in terms})
+        return law
+    design = np.column_stack([np.ones(len(y))] + [logs[k] for k in fitted])
+    value = _solve(design, y)
+    samples = _bootstrap(design, y, sizes, resamples, seed)
+    law["coefficient"] = _exp_estimate(value[0], samples[:, 0], level)
+    for key, _ in terms:
+        if why[key]:
+            law[key] = Estimate(0.0, unidentified=why[key] + "; fitted without this term").as_json()
+            continue
+        j = 1 + fitted.index(key)
+        estimate = Estimate.from_samples(value[j], samples[:, j], level)
+        if estimate.interval is not None and estimate.upper - estimate.lower > MAX_WIDTH:
+            estimate.unidentified = f"its {level:.0%} interval is wider than {MAX_WIDTH:g}"
+        law[key] = estimate.as_json()
+    law["bootstrap"] = _how_resampled(sizes, len(samples))
+    return law
+
+
+def _unidentified(key: str, logs: dict, sizes: np.ndarray) -> str:
+    """Why the data cannot pin the exponent ``key`` (empty when they can)."""
+    x = logs[key]
+    if x.size == 0 or np.ptp(x) < 1e-6:
+        return {"n_exponent": "a single N", "c_exponent": "a single C"}.get(key, "a single D")
+    one_d_per_n = all(np.ptp(x[sizes == n]) < 1e-3 for n in np.unique(sizes))
+    if key == "d_exponent" and "n_exponent" in logs and one_d_per_n:
+        return "a single D per N: D's effect cannot be told from N's"
+    return ""
+
+
+def _solve(design: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.linalg.lstsq(design, y, rcond=None)[0]
+
+
+def _bootstrap(design: np.ndarray, y: np.ndarray, sizes: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, parameters): refits on points drawn with replacement, within sizes when each
+    size has two points or more. Resamples whose design is singular are left out."""
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(sizes == n) for n in np.unique(sizes)]
+    within = all(len(g) >= 2 for g in groups)
+    out = []
+    for _ in range(resamples):
+        if within:
+            pick = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
+        else:
+            pick = rng.integers(0, len(y), size=len(y))
+        if np.linalg.matrix_rank(design[pick]) < design.shape[1]:
+            continue
+        out.append(_solve(design[pick], y[pick]))
+    return np.asarray(out).reshape(-1, design.shape[1])
+
+
+def _how_resampled(sizes: np.ndarray, done: int) -> str:
+    groups = [np.sum(sizes == n) for n in np.unique(sizes)]
+    how = "within sizes" if all(g >= 2 for g in groups) else "over all points (a size has a single point)"
+    return f"{done} resamples {how}"
+
+
+def _exp_estimate(log_value: float, log_samples: np.ndarray, level: float) -> dict:
+    est = Estimate.from_samples(log_value, log_samples, level)
+    out = Estimate(float(np.exp(est.value)))
+    if est.interval is not None:
+        out.lower, out.upper = float(np.exp(est.lower)), float(np.exp(est.upper))
+    return out.as_json()

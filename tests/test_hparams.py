@@ -1,0 +1,144 @@
+"""Hyperparameter sweeps in the analysis: a sweep is one point per (N, D), not independent runs
+(`analysis.sources.hparams`); the LR and batch-size laws fitted with intervals (`analysis.fits.hplaws`);
+`scaling optimal` recommends them; the LR-sweep figure. All on synthetic tables (no training)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import assert_one_line_error, run_cli
+
+from analysis.fits.fit import fit_all
+from analysis.fits.hplaws import fit_hyperparameter_laws
+from analysis.fits.results import FitReport
+from analysis.report.hparams import hyperparameter_blocks
+from analysis.report.sweep import summary_blocks
+from analysis.sources.load import load_runs, read_source
+from analysis.sources.schema import ColumnMap
+from analysis.synthetic import CHINCHILLA_LAW, SYNTHETIC_LR_LAW, lr_sweep_runs
+from scaling import hplaws
+
+BUDGETS = np.geomspace(1e17, 1e19, 5)
+SIZES = np.geomspace(1e7, 3e8, 6)
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    """An LR × batch grid: 5 budgets × 6 sizes × 7 LRs × 4 batch sizes = 840 rows, 30 (N, D) points;
+    and the same rows with the hyperparameter columns renamed (read as 840 independent runs)."""
+    runs = lr_sweep_runs(
+        CHINCHILLA_LAW, BUDGETS, SIZES, lr_multipliers=np.geomspace(1 / 8, 8, 7), batch_sizes=(4, 8, 16, 32), noise=0.01
+    )
+    folder = tmp_path_factory.mktemp("hp")
+    runs.to_csv(folder / "grid.csv", index=False)
+    runs.rename(columns={"lr": "eta", "batch_size": "bsz"}).to_csv(folder / "unmarked.csv", index=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A small LR × batch grid for the CLI: 3 budgets × 4 sizes × 5 LRs × 2 batch sizes = 120 rows."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, BUDGETS[::2], SIZES[1:5], batch_sizes=(8, 16), noise=0.005)
+    path = tmp_path_factory.mktemp("small") / "small.csv"
+    runs.to_csv(path, index=False)
+    return path
+
+
+def test_grid_is_reduced_to_one_point_per_size_and_budget(grid):
+    table = load_runs(str(grid / "grid.csv"))
+    assert len(table) == 30 and table.hparams.swept == ["lr", "batch_size"]
+    assert any("840 runs reduced to 30 runs at 30 (N, budget) points" in note for note in table.notes)
+    assert table.runs.groupby(["N", "budget"]).size().max() == 1
+    # every point is the lowest-loss run of its (N, budget)
+    rows = table.hparams.rows
+    assert np.allclose(table.runs.sort_values(["N", "budget"])["loss"], rows.groupby(["N", "budget"])["loss"].min())
+    # the unmarked table is read as 840 runs; --hp-columns names its columns
+    assert len(load_runs(str(grid / "unmarked.csv"))) == 840
+    assert len(load_runs(str(grid / "unmarked.csv"), ColumnMap(hp_columns=("eta", "bsz")))) == 30
+
+
+def test_approach1_interval_of_a_grid_has_width(grid):
+    """The issue: an LR × batch grid read as independent runs gave approach 1 an interval (nearly)
+    pinned to its estimate: the envelope found the same best runs in every resample."""
+    reduced = fit_all(load_runs(str(grid / "grid.csv")), (1,), resamples=60).envelope.estimates["a"]
+    unmarked = fit_all(load_runs(str(grid / "unmarked.csv")), (1,), resamples=60).envelope.estimates["a"]
+    width = reduced.upper - reduced.lower
+    assert width > 0.1 and reduced.lower < reduced.value < reduced.upper
+    assert width > unmarked.upper - unmarked.lower
+
+
+def test_recovers_known_lr_law(tmp_path):
+    """η*(N, D) = 2·N^-0.5·D^0.1 (N non-embedding) from a loss convex in log LR, within its intervals."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, BUDGETS, SIZES, lr_multipliers=(0.3, 0.55, 1.0, 1.8, 3.3), noise=0.002)
+    runs.to_csv(tmp_path / "lr.csv", index=False)
+    table = load_runs(str(tmp_path / "lr.csv"), ColumnMap(hp_reduce="interpolate"))
+    assert table.hparams.n_hp == "non-embedding" and not table.hparams.optima["edge"].any()
+    law = fit_hyperparameter_laws(table.hparams, resamples=300, seed=0)["laws"]["lr"]
+    for key in ("n_exponent", "d_exponent"):
+        lo, hi = law[key]["interval"]
+        assert lo <= SYNTHETIC_LR_LAW[key] <= hi and abs(law[key]["estimate"] - SYNTHETIC_LR_LAW[key]) < 0.03, law
+    lo, hi = law["coefficient"]["interval"]
+    assert lo <= SYNTHETIC_LR_LAW["coefficient"] <= hi
+    # the law evaluates as `scaling.hplaws` evaluates a sweep's LR
+    point = table.hparams.optima.iloc[0]
+    truth = hplaws.evaluate(SYNTHETIC_LR_LAW, n_non_embedding=point.N_hp, tokens=point.D, flops=point.C)
+    assert hplaws.evaluate(law, n_non_embedding=point.N_hp, tokens=point.D, flops=point.C) == pytest.approx(
+        truth, rel=0.05
+    )
+
+
+def test_single_d_per_n_leaves_the_d_exponent_unidentified(tmp_path):
+    """Each size at one budget only: D's exponent cannot be told from N's."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, [1e18], SIZES)
+    runs.to_csv(tmp_path / "one.csv", index=False)
+    fit = fit_hyperparameter_laws(load_runs(str(tmp_path / "one.csv")).hparams, resamples=50)
+    law = fit["laws"]["lr"]
+    assert "a single D per N" in law["d_exponent"]["unidentified"] and law["d_exponent"]["estimate"] == 0.0
+    assert not law["n_exponent"].get("unidentified")
+    assert "a single C" in fit["deepseek"]["lr"]["c_exponent"]["unidentified"]
+    few = lr_sweep_runs(CHINCHILLA_LAW, [1e18], SIZES[:2])
+    few.to_csv(tmp_path / "few.csv", index=False)
+    fit = fit_hyperparameter_laws(load_runs(str(tmp_path / "few.csv")).hparams, resamples=50)
+    assert "points, fewer than" in fit["step_law"]["lr"]["unidentified"] and "lr" not in fit["laws"]
+
+
+def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path):
+    """`scaling fit --out` writes hyperparameter_laws in `scaling.hplaws`' schema and prints them;
+    `scaling optimal` prints LR and batch size from them or from a preset; `scaling plot` draws the
+    LR sweep; the report states the laws."""
+    out = tmp_path / "fit.json"
+    proc = run_cli("fit", small, "--approach", "2", "--bootstrap", "20", "--out", out, check=True)
+    assert "hyperparameter laws (95% intervals)" in proc.stdout and "η* = c·N^a·D^b" in proc.stdout
+    assert "120 runs reduced to 12 runs" in proc.stderr
+    laws = hplaws.load(str(out))
+    assert laws["lr"]["form"] == "step_law" and len(laws["lr"]["n_exponent"]["interval"]) == 2
+    assert laws["batch_tokens"]["form"] == "step_law"
+    proc = run_cli("optimal", "--budget", "1e20", "--law", out, "--json", check=True)
+    hp = json.loads(proc.stdout)["hyperparameters"]
+    assert hp["lr"] > 0 and hp["batch_tokens"] > 0 and "fitted" in hp["source"]
+    proc = run_cli("optimal", "--budget", "1e20", "--hp-law", "deepseek", check=True)
+    assert "DeepSeek LLM 2024" in proc.stdout and "lr" in proc.stdout
+    assert "hyperparameters" not in run_cli("optimal", "--budget", "1e20", check=True).stdout
+    assert_one_line_error(run_cli("optimal", "--budget", "1e20", "--hp-law", "fit"), "--hp-law fit")
+    proc = run_cli("plot", small, "--fit", out, "--out", tmp_path / "fig", check=True)
+    assert (tmp_path / "fig" / "lr_sweep.png").stat().st_size > 10_000
+    assert "Loss against learning rate" in (tmp_path / "fig" / "captions.md").read_text()
+    summary = summary_blocks(read_source(str(small)), None, [])[1].items
+    assert any("120 runs reduced to 12 runs" in item for item in summary)
+    blocks = hyperparameter_blocks(FitReport.load(out))
+    assert blocks[0].text == "Hyperparameter laws" and [row[:2] for row in blocks[2].rows][:2] == [
+        ["lr", "Step Law"],
+        ["batch_tokens", "Step Law"],
+    ]
+
+
+def test_bad_hp_options(grid, small):
+    proc = run_cli("fit", small, "--hp-columns", "lr,beta3")
+    assert_one_line_error(proc, "--hp-columns", "'beta3'")
+    proc = run_cli("fit", grid / "unmarked.csv", "--hp-reduce", "interpolate", "--hp-columns", "bsz")
+    assert_one_line_error(proc, "--hp-reduce interpolate", "'lr'")
+    bad = grid / "text_lr.csv"
+    frame = pd.read_csv(grid / "grid.csv")
+    frame.assign(lr=frame["lr"].astype(str) + "x").to_csv(bad, index=False)
+    assert_one_line_error(run_cli("fit", bad, "--approach", "2"), "column 'lr'", "not numbers > 0")
