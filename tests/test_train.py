@@ -32,6 +32,8 @@ def test_smallest_shape_on_default_corpus_under_a_minute(tmp_path):
     assert rec["flops_attention"] > rec["flops"]
     assert rec["tokens"] == rec["steps"] * rec["batch_size"] * rec["seq_len"]
     assert rec["flops"] == pytest.approx(rec["budget_flops"], rel=0.01)
+    # the unique tokens it drew from (the training split) and the epochs D/U it trained
+    assert rec["unique_tokens"] > 1e7 and rec["epochs"] == pytest.approx(rec["tokens"] / rec["unique_tokens"])
     for key in (
         "params_non_embedding",
         "val_bpb",

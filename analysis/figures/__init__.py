@@ -10,6 +10,8 @@ matplotlib Figure (shared palettes, axes and bands: `analysis.figures.axes`).
                                      lines C = 6·N·D and the compute-optimal path
     residuals(report, table)         residuals.py: observed against fitted loss, per approach
     training_curves(table)           curves.py: validation loss against tokens, one panel per budget
+    loss_vs_epochs(table, report)    epochs.py: loss against epochs D/U for sources whose runs repeat data,
+                                     with the data-constrained law (drawn only then: `OPTIONAL`)
 
 `make_figures(table, report)` draws every figure the data supports and says why each other one
 is missing; `figure_bytes(fig, "png")` renders one; `figure_caption(name, report)` says what it shows.
@@ -22,7 +24,7 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
-from analysis.figures import allocation, compute, curves, isoflop, landscape
+from analysis.figures import allocation, compute, curves, epochs, isoflop, landscape
 from analysis.figures import residuals as residuals_module
 from analysis.figures.allocation import optimal_allocation
 from analysis.figures.axes import DPI, OKABE_ITO, FigureUnavailable, log_ticks
@@ -57,6 +59,7 @@ FIGURES = {
     "loss_landscape": ("Fitted L(N, D)", lambda table, report: loss_landscape(report, table)),
     "residuals": ("Residuals", lambda table, report: residuals(report, table)),
     "training_curves": ("Training curves", lambda table, report: training_curves(table)),
+    "loss_vs_epochs": ("Loss against epochs", lambda table, report: epochs.loss_vs_epochs(table, report)),
 }
 # Each figure module declares its caption (what is drawn, what colours, markers and bands mean, which
 # approach), built from `analysis.describe.fit` where it depends on the fit; the report and `scaling plot` show it.
@@ -67,8 +70,10 @@ CAPTIONS = {
     "loss_landscape": landscape.caption,
     "residuals": residuals_module.caption,
     "training_curves": curves.caption,
+    "loss_vs_epochs": epochs.caption,
 }
 NEEDS_A_FIT = {"isoflop_profiles", "optimal_allocation", "loss_landscape", "residuals"}
+OPTIONAL = {"loss_vs_epochs"}  # drawn when the data has what it shows; never listed as missing
 
 
 def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, Figure], dict[str, str]]:
@@ -81,7 +86,8 @@ def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, F
         try:
             figures[name] = draw(table, report)
         except FigureUnavailable as why:
-            missing[name] = str(why)
+            if name not in OPTIONAL:
+                missing[name] = str(why)
     return figures, missing
 
 

@@ -284,3 +284,13 @@ def _bootstrap(objective: RepeatObjective, theta, resamples: int, seed: int, lev
     samples = {k: np.asarray(v, float) for k, v in params.items()}
     notes = [f"{retry.size} resamples were refined again from where they stopped"] if retry.size else []
     return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)
+
+
+def fit_if_repeating(table: RunTable, resamples: int, seed: int, level: float) -> MuennighoffFit | None:
+    """The data-constrained fit when ``table``'s runs repeat their data and support it, else None."""
+    if "U" not in table.runs or not (table.runs["D"] / table.runs["U"] > 1.0 + 1e-9).any():
+        return None
+    try:
+        return fit_muennighoff(table, resamples=resamples, seed=seed, level=level)
+    except DataError:
+        return None
