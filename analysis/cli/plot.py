@@ -45,7 +45,7 @@ def plot_main(argv: list[str]) -> int:
         return args
     out = Path(args.out)
     check_output_dir(out, f"--out {args.out!r}")
-    from analysis.figures import FIGURES, figure_bytes, figure_caption
+    from analysis.figures import FIGURES, OPTIONAL_FIGURES, figure_bytes, figure_caption
 
     source, fit, _how, problems = source_and_fit(args, "plot")
     tell(problems, "warning")
@@ -61,8 +61,9 @@ def plot_main(argv: list[str]) -> int:
         print(path)
         if path.suffix == f".{args.format[-1]}":  # the caption once, after the figure's last file
             print(f"  {captions[path.stem]}")
+    titles = {**FIGURES, **OPTIONAL_FIGURES}
     listing = [
-        f"## {FIGURES[name][0]}\n\n{', '.join(f'`{name}.{fmt}`' for fmt in args.format)}\n\n{caption}\n"
+        f"## {titles[name][0]}\n\n{', '.join(f'`{name}.{fmt}`' for fmt in args.format)}\n\n{caption}\n"
         for name, caption in captions.items()
     ]
     write_output(out / CAPTIONS_FILE, "\n".join(listing).encode(), f"--out {args.out!r}")

@@ -25,11 +25,20 @@ MEANING = {
 def fit_repeat(args) -> int:
     """Fit, report, save: the `scaling fit` flow for the data-constrained law."""
     from analysis.fits.muennighoff_fit import fit_muennighoff
-    from analysis.sources.load import load_runs
+    from analysis.sources.load import read_source
 
     if args.group_by:
         raise UserError("--approach muennighoff fits one table; use --where COLUMN==VALUE instead of --group-by")
-    table = load_runs(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
+    # Runs on cuts of one corpus (data.max_train_tokens) have different fingerprints by design: pooled,
+    # as long as they name one corpus.
+    source = read_source(args.source, column_map(args), allow_mixed_corpora=True)
+    names = source.frame["corpus"].dropna().unique() if "corpus" in source.frame else []
+    if len(names) > 1 and not args.allow_mixed_corpora:
+        raise UserError(
+            f"{args.source!r} mixes runs of corpora {', '.join(map(repr, names))}; the data-constrained fit pools cuts "
+            "of one corpus: pick one with --where corpus==NAME, or pass --allow-mixed-corpora"
+        )
+    table = source.table
     tell(table.warnings, "warning")
     fit = fit_muennighoff(table, resamples=args.bootstrap, seed=args.seed, level=args.level)
     tell(fit.convergence["notes"], "note")

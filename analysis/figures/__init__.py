@@ -38,6 +38,7 @@ from analysis.sources.schema import RunTable
 
 __all__ = [
     "FIGURES",
+    "OPTIONAL_FIGURES",
     "OKABE_ITO",
     "FigureUnavailable",
     "figure_bytes",
@@ -59,6 +60,9 @@ FIGURES = {
     "loss_landscape": ("Fitted L(N, D)", lambda table, report: loss_landscape(report, table)),
     "residuals": ("Residuals", lambda table, report: residuals(report, table)),
     "training_curves": ("Training curves", lambda table, report: training_curves(table)),
+}
+# Drawn when the data has what they show (runs that repeat data), never listed as missing; `scaling plot` only.
+OPTIONAL_FIGURES = {
     "loss_vs_epochs": ("Loss against epochs", lambda table, report: epochs.loss_vs_epochs(table, report)),
 }
 # Each figure module declares its caption (what is drawn, what colours, markers and bands mean, which
@@ -73,20 +77,19 @@ CAPTIONS = {
     "loss_vs_epochs": epochs.caption,
 }
 NEEDS_A_FIT = {"isoflop_profiles", "optimal_allocation", "loss_landscape", "residuals"}
-OPTIONAL = {"loss_vs_epochs"}  # drawn when the data has what it shows; never listed as missing
 
 
 def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, Figure], dict[str, str]]:
     """Every figure of `FIGURES` the data supports, by name, and for each other one why it is missing."""
     figures, missing = {}, {}
-    for name, (_title, draw) in FIGURES.items():
+    for name, (_title, draw) in {**FIGURES, **OPTIONAL_FIGURES}.items():
         if report is None and name in NEEDS_A_FIT:
             missing[name] = "no law could be fitted"
             continue
         try:
             figures[name] = draw(table, report)
         except FigureUnavailable as why:
-            if name not in OPTIONAL:
+            if name not in OPTIONAL_FIGURES:
                 missing[name] = str(why)
     return figures, missing
 

@@ -225,10 +225,9 @@ class ParametricFit:
 # ---------------------------------------------------------------- data-constrained law
 @dataclass
 class MuennighoffFit:
-    """The data-constrained law (Muennighoff et al. 2023, `analysis.fits.muennighoff`) fitted to
-    runs with unique tokens U (`analysis.fits.muennighoff_fit`): ``estimates`` E, A, B, alpha, beta,
-    R_D, R_N (``convergence["fixed"]`` names those held at the published value, and why in
-    ``convergence["notes"]``); ``residuals`` predicted − observed log-loss; ``epochs`` = D/U per run."""
+    """The data-constrained law (`analysis.fits.muennighoff`) fitted to runs with unique tokens U
+    (`analysis.fits.muennighoff_fit`): ``estimates`` E, A, B, alpha, beta, R_D, R_N (``convergence["fixed"]``:
+    those held at the published value, why in ``convergence["notes"]``); ``epochs`` = D/U per run."""
 
     source: str
     n: list[float]
@@ -252,8 +251,7 @@ class MuennighoffFit:
     def epochs(self) -> list[float]:
         return [d / u for d, u in zip(self.d, self.unique)]
 
-    def predict(self, n, d, unique):
-        """Predicted loss L(N, D, U) at the fitted parameters."""
+    def predict(self, n, d, unique):  # L(N, D, U) at the fitted parameters
         return data_constrained.loss(n, d, unique, **self.params)
 
 
