@@ -35,3 +35,16 @@ KAPLAN = {
     "alpha_N": 0.076,
     "alpha_D": 0.095,
 }
+
+# Muennighoff et al. 2023 ("Scaling Data-Constrained Language Models", their Eq. 5 fitted to their
+# runs): L(N, D, U) = E + A/N'^alpha + B/D'^beta with effective data and parameters (see
+# analysis.fits.muennighoff), given as ln A, ln B, ln E and the repetition "half-lives" R*_D, R*_N.
+MUENNIGHOFF = {
+    "log_A": 6.255414,
+    "log_B": 7.3049974,
+    "log_E": 0.6254804,
+    "alpha": 0.3526596,
+    "beta": 0.3526596,
+    "R_D": 15.387756,
+    "R_N": 5.309743,
+}

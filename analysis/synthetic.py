@@ -6,6 +6,8 @@ trusting a fit on a sweep of a similar design (same budgets, sizes, noise).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -122,4 +124,35 @@ def lr_sweep_runs(
                     row.update(flops=flops_6nd(n, d), params=n, params_non_embedding=0.8 * n, tokens=d)
                     row.update(val_loss=loss, lr=best * m, seq_len=128)
                     rows.append(row if batch is None else {**row, "batch_size": batch})
+    return pd.DataFrame(rows)
+
+
+def repeated_runs(
+    law: dict[str, float], sizes, unique_tokens, epochs, noise: float = 0.005, seed: int = 0
+) -> pd.DataFrame:
+    """Runs drawn from the data-constrained law L(N, D, U) (`analysis.fits.muennighoff.loss`, parameters
+    E, A, B, alpha, beta, R_D, R_N): every size N × unique tokens U × epochs k, D = k·U,
+    loss = L(N, D, U)·exp(noise·ε). Columns as the store's: run_id, status, budget_flops, flops,
+    params, tokens, unique_tokens, epochs, val_loss."""
+    from analysis.fits import muennighoff
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n, u, k in itertools.product(sizes, unique_tokens, epochs):
+        d = k * u
+        loss = float(muennighoff.loss(n, d, u, **law)) * np.exp(noise * rng.standard_normal())
+        c = flops_6nd(n, d)
+        rows.append(
+            {
+                "run_id": f"r{len(rows):04d}",
+                "status": "completed",
+                "budget_flops": c,
+                "flops": c,
+                "params": n,
+                "tokens": d,
+                "unique_tokens": u,
+                "epochs": k,
+                "val_loss": loss,
+            }
+        )
     return pd.DataFrame(rows)

@@ -18,6 +18,7 @@ windows. numpy only: importing this module never imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -261,7 +262,22 @@ def load_corpus(data_cfg) -> Corpus:
     """The corpus a data config names (conf/data/<source>.yaml keys, a DictConfig or a plain dict).
     Raises ConfigError / DataError (one line naming the key, the value and what is valid)."""
     cfg = check_source(data_cfg)
-    return _LOADERS[cfg["source"]](cfg)
+    corpus = _LOADERS[cfg["source"]](cfg)
+    return corpus if cfg.get("max_train_tokens") is None else _restricted(corpus, cfg["max_train_tokens"])
+
+
+def _restricted(corpus: Corpus, unique: int) -> Corpus:
+    """The corpus with only the first ``unique`` tokens of its training split (data.max_train_tokens):
+    a run training on more tokens than that repeats them. Its fingerprint is that of the full corpus
+    and ``unique``, so runs on it are other runs; the validation split is unchanged."""
+    if unique > len(corpus.train):
+        raise DataError(
+            f"data.max_train_tokens: {unique:,} is more than the {len(corpus.train):,} training tokens of corpus "
+            f"{corpus.name}; give at most {len(corpus.train):,}, or leave it out"
+        )
+    digest = hashlib.sha256(f"{corpus.fingerprint}:max_train_tokens={unique}".encode()).hexdigest()[:16]
+    description = f"{corpus.description}; training split restricted to its first {_millions(unique)} tokens"
+    return dataclasses.replace(corpus, train=corpus.train[:unique], fingerprint=digest, description=description)
 
 
 # ---------------------------------------------------------------- batches and evaluation

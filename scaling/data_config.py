@@ -37,6 +37,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "bin": {"path": MISSING, "dtype": None, "vocab_size": MISSING, "val_fraction": 0.05, "bytes_per_token": None},
 }
 BIN_DTYPES = ("uint16", "uint32")
+# Keys every source takes, left out of conf/data/*.yaml (and so out of a run's identity) unless set:
+# data.max_train_tokens keeps only the first k tokens of the training split (a data-constrained
+# corpus of k unique tokens: repetition sweeps, `scaling.data.load_corpus`).
+OPTIONAL = ("max_train_tokens",)
+MIN_TRAIN_TOKENS = 1024
 
 
 def _as_dict(data_cfg) -> dict[str, Any]:
@@ -55,14 +60,17 @@ def check_source(data_cfg) -> dict[str, Any]:
     source = given.get("source")
     if source not in DEFAULTS:
         raise ConfigError(f"data.source: {source!r} is not a data source; valid: {', '.join(DEFAULTS)}")
-    unknown = sorted(set(given) - set(DEFAULTS[source]) - {"source"})
+    unknown = sorted(set(given) - set(DEFAULTS[source]) - {"source", *OPTIONAL})
     if unknown:
         raise ConfigError(
-            f"data.{unknown[0]}: not a key of data={source}; valid keys: {', '.join(['source', *DEFAULTS[source]])}"
+            f"data.{unknown[0]}: not a key of data={source}; valid keys: "
+            f"{', '.join(['source', *DEFAULTS[source], *OPTIONAL])}"
         )
     cfg = {**DEFAULTS[source], **given}
     if source == "bin":  # a prepared directory's manifest.json fixes dtype, vocab_size, bytes_per_token
         cfg = manifest.apply_manifest(cfg)
+    if cfg.get("max_train_tokens") is not None:
+        _integer(cfg, "max_train_tokens", MIN_TRAIN_TOKENS)
     for key, value in cfg.items():
         if value == MISSING:
             raise ConfigError(f"data.{key}: missing; data={source} needs it (e.g. data.{key}=...)")

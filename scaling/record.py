@@ -78,6 +78,8 @@ def build_record(
         "params": plan.params,
         "params_non_embedding": plan.params_non_embedding,
         "tokens": plan.tokens,
+        "unique_tokens": plan.corpus_train_tokens,  # the training split: what the corpus holds
+        "epochs": plan.tokens / plan.corpus_train_tokens,  # > 1: the run repeated its data
         "steps": plan.steps,
         "batch_size": plan.batch_size,
         "seq_len": t.seq_len,

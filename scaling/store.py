@@ -54,6 +54,8 @@ TABLE_COLUMNS = [
     "params",
     "params_non_embedding",
     "tokens",
+    "unique_tokens",
+    "epochs",
     "steps",
     "batch_size",
     "seq_len",

@@ -30,6 +30,8 @@ def test_smallest_shape_trains_on_the_default_corpus_and_its_record_describes_it
     assert rec["flops_attention"] > rec["flops"]
     assert rec["tokens"] == rec["steps"] * rec["batch_size"] * rec["seq_len"]
     assert rec["flops"] == pytest.approx(rec["budget_flops"], rel=0.01)
+    # the unique tokens it drew from (the training split) and the epochs D/U it trained
+    assert rec["unique_tokens"] > 1e7 and rec["epochs"] == pytest.approx(rec["tokens"] / rec["unique_tokens"])
     for key in (
         "params_non_embedding",
         "val_bpb",

@@ -130,6 +130,11 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g})",
     )
     p.add_argument(
+        "--unique-column",
+        metavar="COLUMN",
+        help="column holding each run's unique tokens, for --approach muennighoff (default: unique_tokens, else U)",
+    )
+    p.add_argument(
         "--where",
         type=where,
         action="append",
@@ -213,6 +218,7 @@ def column_map(args: argparse.Namespace):
         experiment=args.experiment_column,
         hp_columns=args.hp_columns,
         hp_reduce=args.hp_reduce,
+        unique=getattr(args, "unique_column", None),
     )
 
 

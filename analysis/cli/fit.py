@@ -35,10 +35,11 @@ def fit_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--approach",
-        choices=["1", "2", "3", "all"],
+        choices=["1", "2", "3", "all", "muennighoff"],
         default="all",
         help="1: envelope of loss curves; 2: IsoFLOP parabolas; 3: parametric L(N, D); all (default): "
-        "each the data supports",
+        "each the data supports; muennighoff: the data-constrained L(N, D, U) (Muennighoff et al. 2023) of runs "
+        "with unique tokens (--unique-column)",
     )
     add_fit_options(p, default_resamples=1000)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -79,6 +80,10 @@ def fit_main(argv: list[str]) -> int:
             f"--out saves one fit, --group-by {args.group_by!r} makes one per group; save a group's fit with "
             f"--where {args.group_by}==VALUE --out FIT.json"
         )
+    if args.approach == "muennighoff":
+        from analysis.cli.repeat import fit_repeat
+
+        return fit_repeat(args)
     approaches = (1, 2, 3) if args.approach == "all" else (int(args.approach),)
     fitted = [(value, table, _fit_one(table, approaches, args, value)) for value, table in _tables(args)]
     if all(isinstance(report, str) for _, _, report in fitted):  # only with --group-by: else it raised

@@ -34,7 +34,8 @@ def optimal_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--law",
         default="chinchilla",
-        help=f"{', '.join(PRESETS)} (published; default chinchilla), or a FIT.json written by `scaling fit --out`",
+        help=f"{', '.join(PRESETS)}, muennighoff (published; default chinchilla; muennighoff needs --unique-tokens), "
+        "or a FIT.json written by `scaling fit --out`",
     )
     p.add_argument(
         "--approach", choices=["1", "2", "3"], help="which approach of FIT.json (default: 3 if present, else 2, else 1)"
@@ -58,6 +59,13 @@ def optimal_parser() -> argparse.ArgumentParser:
         help="inference-aware (Sardana et al. 2024): minimise 6·N·D + 2·N·T for --target-loss, or the loss "
         "for a total --budget of training + inference FLOPs (laws of L(N, D): chinchilla-parametric, approach 3)",
     )
+    p.add_argument(
+        "--unique-tokens",
+        type=positive_float("the unique tokens available, e.g. 25e9"),
+        metavar="U",
+        help="data-constrained: only U unique tokens, repeated as the law (Muennighoff et al. 2023) finds best; "
+        "with --law muennighoff or a FIT.json fitted with --approach muennighoff. Prints the epochs D/U",
+    )
     p.add_argument("--level", type=level, help="confidence level for a fit's intervals (default: the fit's)")
     p.add_argument(
         "--hp-law",
@@ -77,7 +85,14 @@ def optimal_main(argv: list[str]) -> int:
         raise UserError("scaling optimal: --max-tokens needs --budget")
     if (args.budget is None) == (args.target_loss is None):
         raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
-    law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
+    if args.unique_tokens is not None or args.law == "muennighoff":
+        if args.inference_tokens is not None:
+            raise UserError("--inference-tokens with --unique-tokens is not supported: give one of them")
+        from analysis.fits.muennighoff_optimal import resolve_repeat_law
+
+        law = resolve_repeat_law(args.law, args.unique_tokens, args.approach, args.max_tokens, args.level)
+    else:
+        law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
     if args.inference_tokens is not None:
         return inference_main(args, law)
     with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf

@@ -49,6 +49,10 @@ def plot_main(argv: list[str]) -> int:
 
     source, fit, _how, problems = source_and_fit(args, "plot")
     tell(problems, "warning")
+    if fit is not None and fit.muennighoff is None:  # runs that repeat data: the law of loss against epochs
+        from analysis.fits.muennighoff_fit import fit_if_repeating
+
+        fit.muennighoff = fit_if_repeating(source.table, 0, args.seed, args.level)  # the line only
     figures, _missing = draw_figures(source, fit)
     rendered = {out / f"{name}.{fmt}": figure_bytes(fig, fmt) for name, fig in figures.items() for fmt in args.format}
     captions = {name: figure_caption(name, fit) for name in figures}

@@ -32,6 +32,9 @@ def allocation_items(a) -> dict[str, Item]:
         "loss": Item("predicted loss", loss),
         "check": Item("check", f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs"),
     }
+    if getattr(a, "epochs", None) is not None:  # data-constrained (analysis.fits.muennighoff_optimal)
+        items["epochs"] = Item("epochs D/U", f"{interval_text(a.epochs)} of {num(a.unique_tokens)} unique tokens")
+        items["lowest_loss"] = Item("lowest loss", f"{num(a.lowest_loss)} nats/token with unbounded compute on U")
     if a.target_loss is not None:
         items = {"target_loss": Item("target loss", f"{num(a.target_loss)} nats/token"), **items}
     return items

@@ -11,7 +11,9 @@ matplotlib Figure (shared palettes, axes and bands: `analysis.figures.axes`).
     residuals(report, table)         residuals.py: observed against fitted loss, per approach
     training_curves(table)           curves.py: validation loss against tokens, one panel per budget
     lr_sweep(table, report)          lrsweep.py: loss against LR per size and budget, the optima, the LR law
-                                     (drawn only for a table with an LR sweep: `WHEN_SWEPT`)
+                                     (drawn only for a table with an LR sweep: `OPTIONAL_FIGURES`)
+    loss_vs_epochs(table, report)    epochs.py: loss against epochs D/U for sources whose runs repeat data,
+                                     with the data-constrained law (drawn only then: `OPTIONAL_FIGURES`)
 
 `make_figures(table, report)` draws every figure the data supports and says why each other one
 is missing; `figure_bytes(fig, "png")` renders one; `figure_caption(name, report)` says what it shows.
@@ -24,7 +26,7 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
-from analysis.figures import allocation, compute, curves, isoflop, landscape, lrsweep
+from analysis.figures import allocation, compute, curves, epochs, isoflop, landscape, lrsweep
 from analysis.figures import residuals as residuals_module
 from analysis.figures.allocation import optimal_allocation
 from analysis.figures.axes import DPI, OKABE_ITO, FigureUnavailable, log_ticks
@@ -40,6 +42,7 @@ from analysis.sources.schema import RunTable
 __all__ = [
     "ALL_FIGURES",
     "FIGURES",
+    "OPTIONAL_FIGURES",
     "OKABE_ITO",
     "FigureUnavailable",
     "figure_bytes",
@@ -63,6 +66,19 @@ FIGURES = {
     "residuals": ("Residuals", lambda table, report: residuals(report, table)),
     "training_curves": ("Training curves", lambda table, report: training_curves(table)),
 }
+
+
+def _lr_sweep(table: RunTable, report: FitReport | None) -> Figure:
+    if table.hparams is None or not table.hparams.lr_swept:
+        raise FigureUnavailable("the runs sweep no learning rate")
+    return lr_sweep(table, report)
+
+
+# Drawn when the data has what they show (an LR sweep, runs that repeat data), never listed as missing.
+OPTIONAL_FIGURES = {
+    "lr_sweep": ("Loss against learning rate", _lr_sweep),
+    "loss_vs_epochs": ("Loss against epochs", lambda table, report: epochs.loss_vs_epochs(table, report)),
+}
 # Each figure module declares its caption (what is drawn, what colours, markers and bands mean, which
 # approach), built from `analysis.describe.fit` where it depends on the fit; the report and `scaling plot` show it.
 CAPTIONS = {
@@ -73,27 +89,24 @@ CAPTIONS = {
     "residuals": residuals_module.caption,
     "training_curves": curves.caption,
     "lr_sweep": lrsweep.caption,
+    "loss_vs_epochs": epochs.caption,
 }
-# Figures of a hyperparameter sweep: drawn when the table has one, never listed as missing otherwise.
-WHEN_SWEPT = {"lr_sweep": ("Loss against learning rate", lambda table, report: lr_sweep(table, report))}
-ALL_FIGURES = {**FIGURES, **WHEN_SWEPT}
+ALL_FIGURES = {**FIGURES, **OPTIONAL_FIGURES}
 NEEDS_A_FIT = {"isoflop_profiles", "optimal_allocation", "loss_landscape", "residuals"}
 
 
 def make_figures(table: RunTable, report: FitReport | None) -> tuple[dict[str, Figure], dict[str, str]]:
     """Every figure of `FIGURES` the data supports, by name, and for each other one why it is missing."""
     figures, missing = {}, {}
-    for name, (_title, draw) in FIGURES.items():
+    for name, (_title, draw) in ALL_FIGURES.items():
         if report is None and name in NEEDS_A_FIT:
             missing[name] = "no law could be fitted"
             continue
         try:
             figures[name] = draw(table, report)
         except FigureUnavailable as why:
-            missing[name] = str(why)
-    if table.hparams is not None and table.hparams.lr_swept:
-        for name, (_title, draw) in WHEN_SWEPT.items():
-            figures[name] = draw(table, report)
+            if name not in OPTIONAL_FIGURES:
+                missing[name] = str(why)
     return figures, missing
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from analysis.fits import laws
+from analysis.fits import muennighoff as data_constrained
 from scaling.errors import DataError
 
 SCHEMA = 1
@@ -221,6 +222,39 @@ class ParametricFit:
         return laws.chinchilla_loss(np.asarray(n, dtype=float), np.asarray(d, dtype=float), **self.params)
 
 
+# ---------------------------------------------------------------- data-constrained law
+@dataclass
+class MuennighoffFit:
+    """The data-constrained law (`analysis.fits.muennighoff`) fitted to runs with unique tokens U
+    (`analysis.fits.muennighoff_fit`): ``estimates`` E, A, B, alpha, beta, R_D, R_N (``convergence["fixed"]``:
+    those held at the published value, why in ``convergence["notes"]``); ``epochs`` = D/U per run."""
+
+    source: str
+    n: list[float]
+    d: list[float]
+    unique: list[float]
+    loss: list[float]
+    run_id: list[str]
+    estimates: dict[str, Estimate]
+    residuals: list[float]
+    objective: float
+    huber_delta: float
+    convergence: dict[str, Any]
+    fitted_compute_max: float
+    bootstrap: Bootstrap | None = None
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {name: self.estimates[name].value for name in data_constrained.NAMES}
+
+    @property
+    def epochs(self) -> list[float]:
+        return [d / u for d, u in zip(self.d, self.unique)]
+
+    def predict(self, n, d, unique):  # L(N, D, U) at the fitted parameters
+        return data_constrained.loss(n, d, unique, **self.params)
+
+
 # ---------------------------------------------------------------- outliers
 @dataclass
 class Outlier:
@@ -260,6 +294,7 @@ class FitReport:
     # `scaling.hplaws`' schema ({} without a sweep), and the full fit (both forms, points, notes).
     hyperparameter_laws: dict[str, Any] = field(default_factory=dict)
     hyperparameter_fit: dict[str, Any] = field(default_factory=dict)
+    muennighoff: MuennighoffFit | None = None  # `scaling fit --approach muennighoff`
     schema: int = SCHEMA
 
     @property

@@ -23,6 +23,7 @@ from analysis.sources.groups import apply_where, check_one_experiment
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
+from analysis.sources.unique import unique_tokens_of
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
 
@@ -60,6 +61,7 @@ def table_from_frame(
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
+    runs["U"] = unique_tokens_of(frame, columns.unique, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     runs["budget"] = budgets_of_frame(
         frame,

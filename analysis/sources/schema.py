@@ -57,6 +57,7 @@ class ColumnMap:
     experiment: str | None = None
     hp_columns: tuple | None = None
     hp_reduce: str = "best"
+    unique: str | None = None  # column of unique tokens (`analysis.sources.unique`): runs get column U
 
     def __post_init__(self):
         if self.n_kind not in N_KINDS:
@@ -75,7 +76,8 @@ class RunTable:
     runs:   one row per run: run_id, N, D, C (= 6·N·D), loss, budget (the compute budget the run
             belongs to, in FLOPs: `analysis.sources.budgets`), unit (an integer id per distinct
             (N, D) point: repeated seeds of one point share it, and a bootstrap resamples units,
-            not rows: `analysis.sources.rows.unit_ids`). Unusable rows are excluded and exact
+            not rows: `analysis.sources.rows.unit_ids`), U (the unique tokens the run drew from,
+            NaN where unknown: `analysis.sources.unique`). Unusable rows are excluded and exact
             duplicates counted once before this (`analysis.sources.rows`).
     curves: loss curves, one row per evaluation: run_id, N, C (= 6·N·tokens so far), loss; None
             when the source has final losses only.

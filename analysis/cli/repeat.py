@@ -1,0 +1,106 @@
+"""`scaling fit --approach muennighoff`: the data-constrained law (Muennighoff et al. 2023) fitted to
+runs that carry their unique tokens (`analysis.fits.muennighoff_fit`); text, --json, or --out FIT.json
+(read back by `scaling optimal --unique-tokens U --law FIT.json`)."""
+
+from __future__ import annotations
+
+import json
+
+from analysis.cli.common import column_map, tell
+from analysis.describe.numbers import interval_text, num
+from analysis.fits.results import FitReport, MuennighoffFit, to_jsonable
+from scaling.errors import UserError
+
+MEANING = {
+    "E": "irreducible loss",
+    "A": "parameter term's scale",
+    "B": "data term's scale",
+    "alpha": "parameter exponent",
+    "beta": "data exponent",
+    "R_D": "repetitions after which repeated tokens are worth 1/e of fresh ones (R*_D)",
+    "R_N": "the same for excess parameters (R*_N)",
+}
+
+
+def fit_repeat(args) -> int:
+    """Fit, report, save: the `scaling fit` flow for the data-constrained law."""
+    from analysis.fits.muennighoff_fit import fit_muennighoff
+    from analysis.sources.load import read_source
+
+    if args.group_by:
+        raise UserError("--approach muennighoff fits one table; use --where COLUMN==VALUE instead of --group-by")
+    # Runs on cuts of one corpus (data.max_train_tokens) have different fingerprints by design: pooled,
+    # as long as they name one corpus.
+    source = read_source(args.source, column_map(args), allow_mixed_corpora=True)
+    names = source.frame["corpus"].dropna().unique() if "corpus" in source.frame else []
+    if len(names) > 1 and not args.allow_mixed_corpora:
+        raise UserError(
+            f"{args.source!r} mixes runs of corpora {', '.join(map(repr, names))}; the data-constrained fit pools cuts "
+            "of one corpus: pick one with --where corpus==NAME, or pass --allow-mixed-corpora"
+        )
+    table = source.table
+    tell(table.warnings, "warning")
+    fit = fit_muennighoff(table, resamples=args.bootstrap, seed=args.seed, level=args.level)
+    tell(fit.convergence["notes"], "note")
+    report = FitReport(
+        source=table.source,
+        n_kind=table.n_kind,
+        runs=len(fit.n),
+        warnings=list(table.warnings),
+        notes=list(table.notes) + fit.convergence["notes"],
+        muennighoff=fit,
+    )
+    if args.out:
+        try:
+            report.save(args.out)
+        except OSError as err:
+            raise UserError(f"cannot write --out {args.out!r}: {err.strerror or err}") from None
+    if args.json:
+        print(json.dumps(to_jsonable(summary(fit))))
+        return 0
+    print(render(fit))
+    if args.out:
+        print(
+            f"\nsaved the full fit to {args.out} (use: scaling optimal --unique-tokens U --budget C --law {args.out})"
+        )
+    return 0
+
+
+def summary(fit: MuennighoffFit) -> dict:
+    """The ``--json`` object: each estimate with its interval, what was fixed, the runs' epochs range."""
+    epochs = fit.epochs
+    return {
+        "source": fit.source,
+        "law": "muennighoff",
+        "runs": len(fit.n),
+        **{k: e.as_json() for k, e in fit.estimates.items()},
+        "fixed": fit.convergence.get("fixed", {}),
+        "epochs_min": min(epochs),
+        "epochs_max": max(epochs),
+        "convergence": fit.convergence,
+        "bootstrap": None
+        if fit.bootstrap is None
+        else {k: getattr(fit.bootstrap, k) for k in ("resamples", "failed", "level", "seed", "notes")},
+    }
+
+
+def render(fit: MuennighoffFit) -> str:
+    epochs = fit.epochs
+    lines = [
+        f"data-constrained law (Muennighoff et al. 2023) on {fit.source}: {len(fit.n)} runs, "
+        f"{num(min(epochs))} to {num(max(epochs))} epochs",
+        "  L = E + A/N'^alpha + B/D'^beta,  D' = U + U·R_D·(1 - exp(-(D/U - 1)/R_D)),  N' likewise with R_N",
+    ]
+    fixed = fit.convergence.get("fixed", {})
+    for name, e in fit.estimates.items():
+        text = f"{num(e.value)} (fixed: the published value)" if name in fixed else interval_text(e)
+        lines.append(f"  {name:<6} {text:<40} {MEANING[name]}")
+    boot = fit.bootstrap
+    if boot is not None:
+        lines.append(
+            f"  intervals: {boot.level:.0%} bootstrap percentiles, {boot.resamples} resamples, {boot.failed} failed"
+        )
+        lines += [f"  note: {n}" for n in boot.notes]
+    if "warning" in fit.convergence:
+        lines.append(f"  warning: {fit.convergence['warning']}")
+    return "\n".join(lines)

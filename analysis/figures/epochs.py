@@ -1,0 +1,93 @@
+"""Loss against epochs: what repeating data costs. One line per (model size N, tokens D) at fixed D,
+the unique tokens U shrinking so that the run sees its data D/U times; the data-constrained law
+(Muennighoff et al. 2023) fitted to the runs, dashed. Drawn only for sources whose runs repeat data."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.describe.numbers import count_label, num, plain_label
+from analysis.figures.axes import (
+    DPI,
+    LABEL_LOSS,
+    SIZE_CMAP,
+    WIDE,
+    FigureUnavailable,
+    legend,
+    log_axes,
+    size_colorbar,
+    size_norm,
+    style,
+)
+from analysis.fits.results import FitReport, MuennighoffFit
+from analysis.sources.schema import RunTable
+
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D")
+
+
+def caption(report: FitReport | None) -> str:
+    law = ""
+    fit = None if report is None else report.muennighoff
+    if fit is not None:
+        e = fit.estimates
+        law = (
+            f" Grey dashes: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = "
+            f"{num(e['R_D'].value)}, R*_N = {num(e['R_N'].value)}"
+            + (", R*_N held at the published value" if fit.convergence.get("fixed") else "")
+            + ")."
+        )
+    return (
+        "Validation loss against epochs D/U (tokens trained over the unique tokens they were drawn from): each "
+        "line one model size N (colour) at a fixed token count D or unique tokens U (marker, named in the legend); "
+        "left of 1 nothing repeats." + law
+    )
+
+
+def loss_vs_epochs(table: RunTable, report: FitReport | None) -> Figure:
+    runs = table.runs
+    if "U" not in runs or not (runs["D"] / runs["U"] > 1.0 + 1e-9).any():
+        raise FigureUnavailable(f"no run of {table.source!r} repeats its data (epochs D/U > 1)")
+    runs = runs[runs["U"].notna()].assign(epochs=lambda f: f["D"] / f["U"])
+    fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    norm = size_norm(runs["N"])
+    held = _held_fixed(runs)  # "D": U shrinks along a line (a repetition sweep); "U": D grows
+    values = sorted(runs[held].round(-3).unique())
+    fit = None if report is None else report.muennighoff
+    for (n, value), group in runs.groupby([runs["N"], runs[held].round(-3)]):
+        group = group.sort_values("epochs")
+        k = values.index(value) % len(MARKERS)
+        colour = SIZE_CMAP(norm(n))
+        ax.plot(group["epochs"], group["loss"], color=colour, linestyle=LINE_STYLES[k], marker=MARKERS[k], ms=5)
+        if fit is not None:
+            _law_line(ax, fit, n, held, group[held].mean(), group["epochs"])
+    for k, value in enumerate(values[: len(MARKERS)]):
+        ax.plot(
+            [], [], color="0.3", linestyle=LINE_STYLES[k], marker=MARKERS[k], label=f"{held} = {count_label(value)}"
+        )
+    if fit is not None:
+        ax.plot([], [], color="0.45", linestyle=(0, (4, 2)), label="fitted law")
+    ax.axvline(1.0, color="0.6", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("epochs D/U")
+    ax.set_ylabel(LABEL_LOSS)
+    style(ax, f"Loss against epochs ({len(runs)} runs of {table.source})")
+    log_axes(ax, plain_label, plain_label)
+    legend(ax)
+    size_colorbar(fig, [ax], norm)
+    return fig
+
+
+def _held_fixed(runs) -> str:
+    """Which of D and U stays fixed along a line: the one that gives fewer, longer lines."""
+    by_d = runs.groupby([runs["N"], runs["D"].round(-3)]).ngroups
+    by_u = runs.groupby([runs["N"], runs["U"].round(-3)]).ngroups
+    return "D" if by_d <= by_u else "U"
+
+
+def _law_line(ax, fit: MuennighoffFit, n: float, held: str, value: float, epochs) -> None:
+    grid = np.geomspace(float(epochs.min()), float(epochs.max()), 60)
+    d, u = (value, value / grid) if held == "D" else (value * grid, value)
+    ax.plot(grid, fit.predict(n, d, u), color="0.45", linestyle=(0, (4, 2)), linewidth=1.0, zorder=1)

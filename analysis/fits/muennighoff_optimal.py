@@ -1,0 +1,162 @@
+"""`scaling optimal --unique-tokens U`: the best N and D under U unique tokens, by the
+data-constrained law (`analysis.fits.muennighoff`), for a budget or a target loss, with the epochs
+D/U the answer trains for; intervals from a fit's bootstrap samples.
+
+    law = repeat_law(published_params(), "muennighoff", unique_tokens=25e9)
+    law.allocate(1e22)           # RepeatAllocation: N, D, epochs, loss
+    law.budget_for_loss(2.2)     # the smallest budget reaching loss 2.2 with 25e9 unique tokens
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis.fits import muennighoff as mf
+from analysis.fits.muennighoff import NAMES
+from analysis.fits.optimal import Allocation, Law
+from analysis.fits.results import Estimate
+from scaling.errors import UserError
+from scaling.flops import tokens_6nd
+
+FLAT = 1e-4  # an optimum within this relative distance of the lowest reachable loss: more compute buys ~nothing
+
+
+@dataclass
+class RepeatAllocation(Allocation):
+    """An `Allocation` under ``unique_tokens`` U, with the epochs D/U (> 1: the data repeats)."""
+
+    unique_tokens: float = math.nan
+    epochs: Estimate | None = None
+    lowest_loss: float = math.nan
+
+    def as_json(self) -> dict:
+        out = super().as_json()
+        out.update(
+            unique_tokens=self.unique_tokens,
+            epochs=None if self.epochs is None else self.epochs.as_json(),
+            lowest_loss=self.lowest_loss,
+        )
+        return out
+
+
+class DataConstrainedLaw(Law):
+    """L(N, D, U) of Muennighoff et al. 2023 at a fixed U (``unique_tokens``)."""
+
+    predicts_loss = True
+
+    def __init__(self, *args, unique_tokens: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unique_tokens = float(unique_tokens)
+
+    def _n_opt(self, p, compute):
+        return mf.optimal_n(p, compute, self.unique_tokens)
+
+    def _frontier_loss(self, p, compute):
+        n = self._n_opt(p, compute)
+        return self._loss(p, n, tokens_6nd(compute, n))
+
+    def _loss(self, p, n, d):
+        return mf.loss(n, d, self.unique_tokens, **{k: p[k] for k in mf.NAMES})
+
+    def _lowest(self, p):
+        return mf.lowest_loss(self.unique_tokens, **{k: p[k] for k in mf.NAMES})
+
+    def budget_for_loss(self, target: float) -> Allocation:
+        lowest = float(self._lowest(self.params))
+        if target <= self.params["E"]:
+            raise UserError(
+                f"--target-loss {target:g} is not above the law's irreducible loss E = {self.params['E']:.4g}; "
+                "give a target above it"
+            )
+        if target <= lowest:
+            raise UserError(
+                f"--target-loss {target:g} is not reachable with --unique-tokens {self.unique_tokens:g}: repeating "
+                f"them, the loss only falls to {lowest:.4g} (law {self.name!r}); give a higher target or more "
+                "unique tokens"
+            )
+        return super().budget_for_loss(target)
+
+    def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
+        base = super()._allocation(budget, n, loss)
+        u = self.unique_tokens
+        epochs = Estimate(base.d.value / u)
+        if base.d.lower is not None:
+            epochs.lower, epochs.upper = base.d.lower / u, base.d.upper / u
+        out = RepeatAllocation(
+            **vars(base), unique_tokens=u, epochs=epochs, lowest_loss=float(self._lowest(self.params))
+        )
+        if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
+            out.notes.append(
+                f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ({out.lowest_loss:.4g}): "
+                "more compute buys almost nothing here, and N is poorly determined; more unique data is needed"
+            )
+        return out
+
+
+def repeat_law(params: dict, name: str, unique_tokens: float, **kwargs) -> DataConstrainedLaw:
+    """The law at U = ``unique_tokens``; U must be a finite number > 0 (else one UserError line)."""
+    if not (math.isfinite(unique_tokens) and unique_tokens > 0):
+        raise UserError(f"--unique-tokens {unique_tokens!r} is not valid; give the unique tokens available, > 0")
+    return DataConstrainedLaw(name, params, unique_tokens=unique_tokens, **kwargs)
+
+
+def published(unique_tokens: float) -> DataConstrainedLaw:
+    """The preset `--law muennighoff` at U = ``unique_tokens``."""
+    return repeat_law(
+        mf.published_params(),
+        "muennighoff",
+        unique_tokens,
+        notes=[
+            "Muennighoff et al. 2023, data-constrained law: L = E + A/N'^α + B/D'^β, ln A = 6.255, ln B = 7.305, "
+            "ln E = 0.6255, α = β = 0.3527, R*_D = 15.39, R*_N = 5.310"
+        ],
+    )
+
+
+def resolve_repeat_law(
+    name: str, unique_tokens: float | None, approach: str | None, max_tokens: float | None, level: float | None
+) -> DataConstrainedLaw:
+    """`scaling optimal --unique-tokens U`'s law: the preset ``muennighoff``, or the data-constrained
+    fit of a FIT.json (`scaling fit --approach muennighoff`), with its bootstrap samples."""
+    from pathlib import Path
+
+    from analysis.fits.results import FitReport
+
+    if unique_tokens is None:
+        raise UserError("scaling optimal: --law muennighoff needs --unique-tokens U (the unique tokens available)")
+    if max_tokens is not None:
+        raise UserError(
+            "scaling optimal: --max-tokens caps D without repeating; --unique-tokens U lets D repeat U: give one"
+        )
+    if approach is not None:
+        raise UserError("--approach picks a Chinchilla approach; with --unique-tokens the data-constrained law is used")
+    if name == "muennighoff":
+        return published(unique_tokens)
+    if not Path(name).exists():
+        raise UserError(
+            f"--law {name!r} with --unique-tokens: give muennighoff (published) or a FIT.json written by "
+            "`scaling fit SOURCE --approach muennighoff --out FIT.json`"
+        )
+    fit = FitReport.load(name).muennighoff
+    if fit is None:
+        raise UserError(
+            f"{name} holds no data-constrained fit; write one with `scaling fit SOURCE --approach muennighoff "
+            "--out FIT.json` (runs with unique_tokens), or use --law muennighoff"
+        )
+    boot = fit.bootstrap
+    samples = boot.samples if boot and boot.samples else None
+    return repeat_law(
+        fit.params,
+        f"{name} (data-constrained)",
+        unique_tokens,
+        samples={k: samples[k] for k in NAMES} if samples else None,
+        fitted_compute_max=fit.fitted_compute_max,
+        level=level if level is not None else (boot.level if boot else 0.95),
+        notes=[f"data-constrained fit of {fit.source} ({len(fit.n)} runs)" + _fixed_note(fit)],
+    )
+
+
+def _fixed_note(fit) -> str:
+    fixed = fit.convergence.get("fixed", {})
+    return "".join(f"; {k} fixed at the published {v:.4g}" for k, v in fixed.items())

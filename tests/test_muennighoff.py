@@ -1,0 +1,131 @@
+"""The data-constrained law (Muennighoff et al. 2023): its published values, fitting it back from
+synthetic repeated-data runs, `scaling optimal --unique-tokens`, and the corpus cut that repetition
+sweeps train on (data.max_train_tokens)."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import assert_one_line_error, run_cli
+
+from analysis.fits import laws
+from analysis.fits import muennighoff as mf
+from analysis.fits.muennighoff_optimal import published
+from analysis.synthetic import repeated_runs
+from scaling import data as data_lib
+from scaling.plan import plan_run
+from scaling.train_app import compose_config
+
+TRUTH = mf.published_params()
+
+
+def test_the_published_law_gives_the_papers_values():
+    assert float(mf.loss(6.34e9, 242e9, 25e9, **TRUTH)) == pytest.approx(2.2256440889984477, abs=1e-12)
+    assert float(mf.loss(8.67e9, 178e9, 25e9, **TRUTH)) == pytest.approx(2.2269634075087867, abs=1e-12)
+
+
+def test_without_repetition_it_is_chinchillas_form():
+    chinchilla = {k: TRUTH[k] for k in ("E", "A", "B", "alpha", "beta")}
+    n, d = np.array([1e8, 1e9]), np.array([2e9, 3e10])
+    # D <= U: nothing repeats (D' = D), and N below N_opt(U): N' = N
+    assert np.allclose(mf.loss(n, d, 1e15, **TRUTH), laws.chinchilla_loss(n, d, **chinchilla), rtol=1e-14)
+    assert mf.effective(5.0, 10.0, 15.0) == 5.0
+    # repeated tokens are worth less, and D' never exceeds U·(1 + R*_D)
+    assert 10.0 < mf.effective(20.0, 10.0, 15.0) < 20.0
+    assert mf.effective(1e9, 10.0, 15.0) == pytest.approx(10.0 * 16.0)
+    # U_N: the compute-optimal N of the law's own allocation whose D_opt is U
+    u = 25e9
+    budget = 6 * mf.unique_params(u, TRUTH["A"], TRUTH["B"], TRUTH["alpha"], TRUTH["beta"]) * u
+    assert laws.chinchilla_allocation(budget, TRUTH["A"], TRUTH["B"], TRUTH["alpha"], TRUTH["beta"])[1] == (
+        pytest.approx(u, rel=1e-9)
+    )
+
+
+def test_the_optimum_under_u_agrees_with_brute_force():
+    for u, budget in ((25e9, 1e22), (1e9, 1e21), (1e12, 1e21)):
+        a = published(u).allocate(budget)
+        grid = np.geomspace(a.n.value / 30, a.n.value * 30, 200_001)
+        brute = grid[np.argmin(mf.loss(grid, budget / (6 * grid), u, **TRUTH))]
+        assert a.n.value == pytest.approx(brute, rel=1e-3), (u, budget)
+        assert a.epochs.value == pytest.approx(a.d.value / u)
+    # scarce data: excess parameters lose value faster than repeated tokens (R*_N < R*_D), so the
+    # budget goes to epochs: a smaller model than the unconstrained optimum, trained longer, at a higher loss
+    free = published(1e15).allocate(1e22)
+    scarce = published(25e9).allocate(1e22)
+    assert scarce.n.value < free.n.value and scarce.epochs.value > 1 and scarce.loss.value > free.loss.value
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A fit of synthetic runs drawn from the published law (0.5% noise), saved by the CLI."""
+    tmp = tmp_path_factory.mktemp("muennighoff")
+    runs = repeated_runs(TRUTH, np.geomspace(1e8, 3e9, 4), [1e9, 1e10], [0.5, 1, 2, 4, 8, 16, 32, 64, 128], noise=0.005)
+    runs.to_csv(tmp / "repeated.csv", index=False)
+    fit = tmp / "fit.json"
+    proc = run_cli(
+        "fit", tmp / "repeated.csv", "--approach", "muennighoff", "--bootstrap", "60", "--json", "--out", fit
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), fit
+
+
+def test_the_fit_recovers_r_star_d_within_its_interval(fitted):
+    summary, _ = fitted
+    low, high = summary["R_D"]["interval"]
+    assert low < TRUTH["R_D"] < high, summary["R_D"]
+    assert high / low < 2  # and pins it down
+    for name in ("E", "alpha", "beta"):
+        low, high = summary[name]["interval"]
+        assert low < TRUTH[name] < high, (name, summary[name])
+    assert summary["runs"] == 72 and summary["epochs_max"] == 128
+    assert summary["bootstrap"]["failed"] < 30
+
+
+def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
+    _, fit = fitted
+    proc = run_cli("optimal", "--unique-tokens", "5e9", "--budget", "1e21", "--law", fit, "--json", check=True)
+    out = json.loads(proc.stdout)
+    assert out["unique_tokens"] == 5e9 and out["epochs"]["estimate"] == pytest.approx(out["D"]["estimate"] / 5e9)
+    low, high = out["N"]["interval"]
+    assert low < out["N"]["estimate"] < high
+    text = run_cli("optimal", "--unique-tokens", "5e9", "--target-loss", "2.5", "--law", fit, check=True).stdout
+    assert "epochs D/U" in text and "target loss" in text
+
+
+def test_optimal_with_the_published_preset():
+    proc = run_cli("optimal", "--law", "muennighoff", "--unique-tokens", "25e9", "--budget", "1e22", check=True)
+    assert "epochs D/U" in proc.stdout and "Muennighoff et al. 2023" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--unique-tokens", "0", "--budget", "1e22"], "'0'"),
+        (["--unique-tokens", "-5e9", "--budget", "1e22"], "'-5e9'"),
+        (["--unique-tokens", "25e9", "--target-loss", "1.5"], "--target-loss 1.5"),  # below E = 1.87
+        (["--unique-tokens", "1e6", "--target-loss", "2.5"], "not reachable"),  # below what 1e6 tokens reach
+        (["--budget", "1e22"], "needs --unique-tokens"),
+    ],
+)
+def test_bad_input_is_one_line(args, names):
+    assert_one_line_error(run_cli("optimal", "--law", "muennighoff", *args), names)
+
+
+def test_fit_refuses_runs_that_never_repeat(tmp_path):
+    runs = repeated_runs(TRUTH, [1e8, 1e9], [1e10], [0.1, 0.3, 0.5, 1.0])
+    runs.to_csv(tmp_path / "fresh.csv", index=False)
+    assert_one_line_error(run_cli("fit", tmp_path / "fresh.csv", "--approach", "muennighoff"), "epochs D/U > 1")
+    runs.drop(columns="unique_tokens").to_csv(tmp_path / "none.csv", index=False)
+    assert_one_line_error(run_cli("fit", tmp_path / "none.csv", "--approach", "muennighoff"), "--unique-column")
+
+
+def test_max_train_tokens_cuts_the_training_split_and_is_another_corpus():
+    full = data_lib.load_corpus({"source": "stdlib"})
+    cut = data_lib.load_corpus({"source": "stdlib", "max_train_tokens": 64_000})
+    assert len(cut.train) == 64_000 and np.array_equal(cut.train, full.train[:64_000])
+    assert np.array_equal(cut.val, full.val) and cut.fingerprint != full.fingerprint
+    plan = plan_run(compose_config(["budget=1e11", "model=d16", "+data.max_train_tokens=64000"]))
+    assert plan.corpus_train_tokens == 64_000 and plan.tokens / plan.corpus_train_tokens > 20
+    assert plan.run_id != plan_run(compose_config(["budget=1e11", "model=d16"])).run_id
+    with pytest.raises(Exception, match="data.max_train_tokens"):
+        data_lib.load_corpus({"source": "stdlib", "max_train_tokens": 10**12})
