@@ -225,9 +225,8 @@ class ParametricFit:
 # ---------------------------------------------------------------- data-constrained law
 @dataclass
 class MuennighoffFit:
-    """The data-constrained law (`analysis.fits.muennighoff`) fitted to runs with unique tokens U
-    (`analysis.fits.muennighoff_fit`): ``estimates`` E, A, B, alpha, beta, R_D, R_N (``convergence["fixed"]``:
-    those held at the published value, why in ``convergence["notes"]``); ``epochs`` = D/U per run."""
+    """The data-constrained law (`analysis.fits.muennighoff`, fitted by `analysis.fits.muennighoff_fit`):
+    ``estimates`` E, A, B, alpha, beta, R_D, R_N (``convergence["fixed"]``: held at the published value)."""
 
     source: str
     n: list[float]
@@ -290,9 +289,7 @@ class FitReport:
     outliers: list[Outlier] = field(default_factory=list)
     outlier_rule: str = ""  # the rule that flagged ``outliers`` (analysis.fits.outliers.RULE)
     outliers_excluded: bool = False  # True: the fits above ran without the flagged runs
-    # A hyperparameter sweep's laws (`analysis.fits.hplaws`): {"lr": LAW, "batch_tokens": LAW} in
-    # `scaling.hplaws`' schema ({} without a sweep), and the full fit (both forms, points, notes).
-    hyperparameter_laws: dict[str, Any] = field(default_factory=dict)
+    hyperparameter_laws: dict[str, Any] = field(default_factory=dict)  # `scaling.hplaws`' schema; {}: no HP sweep
     hyperparameter_fit: dict[str, Any] = field(default_factory=dict)
     muennighoff: MuennighoffFit | None = None  # `scaling fit --approach muennighoff`
     schema: int = SCHEMA

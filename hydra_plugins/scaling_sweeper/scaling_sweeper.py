@@ -315,11 +315,7 @@ class ScalingSweeper(Sweeper):
 
         print_summary(self.config.sweep or "sweep", store, jobs, dropped, self.hyper.cost_line(jobs))
         if self.dry_run:
-            print(format_plan(jobs), flush=True)
-            print(
-                f"dry run (hydra.sweeper.dry_run=true): nothing launched; the plan is in {store / manifest}", flush=True
-            )
-            return []
+            return self.report_dry_run(jobs, store / manifest)
         if not to_run:
             write_tables(store)
             print(format_progress(store), flush=True)
@@ -359,6 +355,12 @@ class ScalingSweeper(Sweeper):
         if final:
             self.exit_if_failed(store, jobs)
         return returns
+
+    @staticmethod
+    def report_dry_run(jobs: list[dict], manifest: Path) -> list:
+        print(format_plan(jobs), flush=True)
+        print(f"dry run (hydra.sweeper.dry_run=true): nothing launched; the plan is in {manifest}", flush=True)
+        return []
 
     def exit_if_failed(self, store: Path, jobs: list[dict]) -> None:
         """Exit status 1, after one line, when a planned run did not complete (`outcome`)."""
