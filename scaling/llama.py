@@ -9,7 +9,7 @@ projections scaled by 1/sqrt(2·n_layer)) are GPT-2's, so the two blocks differ 
 Parameter count (h = `scaling.shapes.swiglu_hidden` (d) = 8·round(d/3), ≈ 8/3·d)::
 
     embedding      = V·d                              token embedding (RoPE has no parameters)
-    per block      = 4·d² + 3·d·h + 2·d               qkv 3d², out d², gate+up 2dh, down hd, 2 RMSNorm 2d
+    per block      = 4·d² + 3·d·h + 2·d               qkv 3d², out d², gate, up 2dh, down hd, 2 RMSNorm 2d
     total          = V·d + L·(4·d² + 3·d·h + 2·d) + d  (+ V·d for an untied head)
     non_embedding  = total − V·d                      an untied head counts as non-embedding (its matmul
                                                       is paid per token; Porian et al. 2024)
@@ -17,7 +17,7 @@ Parameter count (h = `scaling.shapes.swiglu_hidden` (d) = 8·round(d/3), ≈ 8/3
 With 3·d·h ≈ 8·d² the block's weights, hence its 6·N FLOPs per token, match GPT-2's 12·d²;
 attention adds the same 12·L·d·T (scaling/flops.py). The closed forms live in scaling/shapes.py,
 checked against this module's numel in tests/test_arch.py. Speed on CPU: bench/bench_arch.py
-(RoPE's cos/sin are precomputed buffers; the gate and up projections are one fused matmul).
+(RoPE's rotations are a precomputed buffer applied as one complex multiply to q and k together).
 """
 
 from __future__ import annotations
@@ -34,19 +34,20 @@ ROPE_BASE = 10_000.0  # θ of RoPE (LLaMA 1/2)
 NORM_EPS = 1e-6
 
 
-def rope_tables(seq_len: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin [seq_len, head_dim] of RoPE's angles t·θ^(−2i/head_dim), each half repeated
-    (the rotate-half layout of GPT-NeoX and Hugging Face's LLaMA)."""
+def rope_table(seq_len: int, head_dim: int) -> torch.Tensor:
+    """RoPE's rotations e^(i·t·θ_j), θ_j = ROPE_BASE^(−2j/head_dim): complex64 [seq_len, head_dim/2]."""
     inv_freq = ROPE_BASE ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
     angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
+    return torch.polar(torch.ones_like(angles), angles)
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x [B, H, T, hd] rotated pairwise (i, i + hd/2) by the position's angles."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+def apply_rope(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
+    """x [B, T, ..., head_dim] with each pair (2j, 2j+1) of a position t rotated by rotations[t, j]:
+    one complex multiply, as Meta's LLaMA code (bench/bench_arch.py: ~7x cheaper on CPU, forward and
+    backward, than the rotate-half form's slices, negation, concatenation and two real multiplies)."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    rot = rotations.view(rotations.size(0), *([1] * (x.dim() - 3)), rotations.size(1))
+    return torch.view_as_real(pairs * rot).flatten(-2).type_as(x)
 
 
 class RMSNorm(nn.Module):
@@ -67,10 +68,12 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(shape.d_model, 3 * shape.d_model, bias=False)
         self.proj = nn.Linear(shape.d_model, shape.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        # split, not two slices: its backward is one concatenation, a slice's a zero-filled copy
+        qk, v = self.qkv(x).view(B, T, 3, self.n_head, C // self.n_head).split([2, 1], dim=2)
+        q, k = apply_rope(qk, rotations).permute(2, 0, 3, 1, 4)  # q and k rotated at once
+        v = v.squeeze(2).transpose(1, 2)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
@@ -82,13 +85,16 @@ class Block(nn.Module):
         self.norm_1 = RMSNorm(d)
         self.attn = Attention(shape)
         self.norm_2 = RMSNorm(d)
-        self.gate_up = nn.Linear(d, 2 * h, bias=False)  # gate and up projections, one matmul
+        # gate and up as two matmuls: one fused [d, 2h] matmul is slower on CPU, its backward
+        # concatenating the two halves' gradients (bench/bench_arch.py)
+        self.gate = nn.Linear(d, h, bias=False)
+        self.up = nn.Linear(d, h, bias=False)
         self.down = nn.Linear(h, d, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm_1(x), cos, sin)
-        gate, up = self.gate_up(self.norm_2(x)).chunk(2, dim=-1)
-        return x + self.down(F.silu(gate) * up)
+    def forward(self, x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm_1(x), rotations)
+        h = self.norm_2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
 
 class Llama(nn.Module):
@@ -99,9 +105,8 @@ class Llama(nn.Module):
         self.blocks = nn.ModuleList(Block(shape) for _ in range(shape.n_layer))
         self.norm_f = RMSNorm(shape.d_model)
         self.head = nn.Linear(shape.d_model, shape.vocab_size, bias=False)
-        cos, sin = rope_tables(shape.seq_len, shape.d_model // shape.n_head)
-        self.register_buffer("rope_cos", cos, persistent=False)  # derived, not state: not in checkpoints
-        self.register_buffer("rope_sin", sin, persistent=False)
+        rotations = rope_table(shape.seq_len, shape.d_model // shape.n_head)
+        self.register_buffer("rope", rotations, persistent=False)  # derived, not state: not in checkpoints
         self.apply(self._init_weights)
         if shape.tied_head:
             self.head.weight = self.wte.weight
@@ -122,10 +127,10 @@ class Llama(nn.Module):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """Logits [B, T, V]; with ``targets``, also the mean cross-entropy in nats per token."""
         T = idx.size(1)
-        cos, sin = self.rope_cos[:T], self.rope_sin[:T]
+        rotations = self.rope[:T]
         x = self.wte(idx)
         for block in self.blocks:
-            x = block(x, cos, sin)
+            x = block(x, rotations)
         logits = self.head(self.norm_f(x))
         if targets is None:
             return logits, None
