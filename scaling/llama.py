@@ -43,7 +43,7 @@ def rope_table(seq_len: int, head_dim: int) -> torch.Tensor:
 
 def apply_rope(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
     """x [B, T, ..., head_dim] with each pair (2j, 2j+1) of a position t rotated by rotations[t, j]:
-    one complex multiply, as Meta's LLaMA code (bench/bench_arch.py: ~7x cheaper on CPU, forward and
+    one complex multiply, as Meta's LLaMA code (README Benchmarks 7: ~7x cheaper on CPU, forward and
     backward, than the rotate-half form's slices, negation, concatenation and two real multiplies)."""
     pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
     rot = rotations.view(rotations.size(0), *([1] * (x.dim() - 3)), rotations.size(1))
@@ -86,7 +86,7 @@ class Block(nn.Module):
         self.attn = Attention(shape)
         self.norm_2 = RMSNorm(d)
         # gate and up as two matmuls: one fused [d, 2h] matmul is slower on CPU, its backward
-        # concatenating the two halves' gradients (bench/bench_arch.py)
+        # concatenating the two halves' gradients (README Benchmarks 7)
         self.gate = nn.Linear(d, h, bias=False)
         self.up = nn.Linear(d, h, bias=False)
         self.down = nn.Linear(h, d, bias=False)
