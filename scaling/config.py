@@ -26,6 +26,10 @@ class ModelConfig:
     n_head: int = MISSING
     lr: float = MISSING  # peak learning rate tuned for this size
     target_params: float | None = None  # model=nearest: pick the ladder shape nearest this N
+    arch: str = "gpt2"  # gpt2 | llama (scaling/arch.py)
+    tied_head: bool = True  # llama: output head tied to the token embedding (gpt2: always tied)
+    _target_: str | None = None  # bring your own model: package.module.factory (docs/MODELS.md)
+    kwargs: dict[str, Any] = field(default_factory=dict)  # the factory's keyword arguments beside the shape
 
 
 @dataclass

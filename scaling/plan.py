@@ -16,12 +16,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from scaling import arch as arch_lib
 from scaling import data as data_lib
 from scaling import hparams
 from scaling.config import validate
 from scaling.errors import ConfigError
-from scaling.flops import flops_6nd, flops_per_token_with_attention, tokens_6nd
-from scaling.shapes import ARCHITECTURE, ModelShape, ladder_lr, nearest_shape, param_counts
+from scaling.flops import flops_6nd, tokens_6nd
+from scaling.shapes import ModelShape, ladder_lr, nearest_shape
 from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
@@ -77,16 +78,27 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
     """The model shape and its peak learning rate (optim.lr overrides the shape's own)."""
     m, t = cfg.model, cfg.train
     vocab = data_lib.vocab_size_of(cfg.data)
+    options = arch_lib.shape_options(m)  # model.arch, model.tied_head
     if m.name == "nearest":
         if OmegaConf.is_missing(m, "target_params") or m.target_params is None:
             raise ConfigError(
                 "model.target_params: missing; model=nearest needs a target, e.g. model.target_params=3e5"
             )
-        shape = nearest_shape(m.target_params, kind=cfg.param_count, vocab_size=vocab, seq_len=t.seq_len)
+        if arch_lib.target_of(m):
+            raise ConfigError(
+                "model._target_: a factory's model needs a ladder shape (model=d64, ...), not model=nearest"
+            )
+        shape = nearest_shape(m.target_params, kind=cfg.param_count, vocab_size=vocab, seq_len=t.seq_len, **options)
         lr = ladder_lr(shape.name)
     else:
         shape = ModelShape(
-            n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, vocab_size=vocab, seq_len=t.seq_len, name=m.name
+            n_layer=m.n_layer,
+            d_model=m.d_model,
+            n_head=m.n_head,
+            vocab_size=vocab,
+            seq_len=t.seq_len,
+            name=m.name,
+            **options,
         )
         lr = float(m.lr)
     if cfg.optim.lr is not None:
@@ -113,7 +125,7 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | No
         "d_model": shape.d_model,
         "n_head": shape.n_head,
         "lr": lr,
-        "architecture": ARCHITECTURE,
+        **arch_lib.identity_fields(cfg.model, shape),  # gpt2: {"architecture": "gpt2-v2"}, as always
     }
     c["budget"] = float(c["budget"])
     return c
@@ -149,7 +161,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     laws = hparams.law_of(cfg)
     corpus = data_lib.load_corpus(cfg.data)
     data_lib.check_windows(corpus, cfg.train.seq_len)  # the evaluation set: scaling.train.preflight
-    counts = param_counts(shape)
+    counts, flops_per_token = arch_lib.counts_and_flops(cfg.model, shape, cfg.param_count)
     n_budget = counts[cfg.param_count]
     batch_size = hparams.batch_size(cfg, laws, counts["non_embedding"], tokens_6nd(cfg.budget, n_budget))
     tokens_per_step = batch_size * cfg.train.seq_len
@@ -179,7 +191,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         tokens_per_step=tokens_per_step,
         tokens=tokens,
         flops=flops_6nd(n_budget, tokens),
-        flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,
+        flops_attention=flops_per_token * tokens,
         warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
         corpus_train_tokens=len(corpus.train),
         lr_law=str(cfg.optim.lr_law or ""),

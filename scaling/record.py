@@ -14,9 +14,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from scaling.arch import arch_name, architecture_label, target_of
 from scaling.data import Corpus
 from scaling.plan import RunPlan, job_config
-from scaling.shapes import ARCHITECTURE
 from scaling.store import SCHEMA, Failure, Status, code_version
 from scaling.train_state import TrainState
 
@@ -107,7 +107,10 @@ def build_record(
         "host": socket.gethostname(),
         "code_version": code_version(),
         "torch_version": torch.__version__,
-        "architecture": ARCHITECTURE,
+        "architecture": architecture_label(cfg.model, plan.shape),  # gpt2-v2, llama-v1, custom:<target>
+        "arch": arch_name(cfg.model, plan.shape),  # gpt2 | llama | custom
+        "tied_head": plan.shape.tied_head,
+        "model_target": target_of(cfg.model),  # model._target_, "" for a built-in block
         "started_at": machine["started_at"],
         "finished_at": now_iso(),
         "corpus_description": corpus.description,

@@ -33,11 +33,13 @@ MAX_WIDTH = 768  # d768: 24 layers, ~1.7e8 non-embedding parameters, the top of 
 
 
 # The model's architecture, by version: part of every run's identity (scaling/plan.py), so runs of a
-# changed architecture never share a run id with older ones. Bump it with any change to
-# scaling/model.py that changes what a run computes.
-#   gpt2-v1  pre-LN GPT-2, tanh-approximate GELU
-#   gpt2-v2  exact (erf) GELU, as nanoGPT
-ARCHITECTURE = "gpt2-v2"
+# changed architecture never share a run id with older ones. Bump an entry with any change to
+# scaling/model.py (gpt2) or scaling/llama.py (llama) that changes what a run computes.
+#   gpt2-v1   pre-LN GPT-2, tanh-approximate GELU
+#   gpt2-v2   exact (erf) GELU, as nanoGPT
+#   llama-v1  pre-RMSNorm, rotary positions, SwiGLU MLP (hidden: swiglu_hidden), no biases
+ARCHITECTURES = {"gpt2": "gpt2-v2", "llama": "llama-v1"}
+ARCHITECTURE = ARCHITECTURES["gpt2"]  # the default block's (model.arch=gpt2)
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,14 @@ class ModelShape:
     vocab_size: int = 256
     seq_len: int = 128
     name: str = ""
+    arch: str = "gpt2"  # model.arch: a key of ARCHITECTURES
+    tied_head: bool = True  # the output head shares the token embedding (gpt2: always)
 
     def __post_init__(self):
+        if self.arch not in ARCHITECTURES:
+            raise ConfigError(f"model.arch: {self.arch!r} is not valid; valid: {', '.join(ARCHITECTURES)}")
+        if self.arch == "gpt2" and not self.tied_head:
+            raise ConfigError("model.tied_head: false is not valid with model.arch=gpt2 (always tied); valid: true")
         for key in ("n_layer", "d_model", "n_head", "vocab_size", "seq_len"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -67,7 +75,9 @@ def head_dim(d_model: int) -> int:
     return 8 if d_model < 32 else 16 if d_model < 128 else 32 if d_model < 512 else 64
 
 
-def shape_for_width(d_model: int, vocab_size: int = 256, seq_len: int = 128) -> ModelShape:
+def shape_for_width(
+    d_model: int, vocab_size: int = 256, seq_len: int = 128, arch: str = "gpt2", tied_head: bool = True
+) -> ModelShape:
     """The ladder's shape of a given width under the aspect-ratio rule (width a multiple of its head size)."""
     if d_model not in ladder_widths():
         raise ConfigError(
@@ -82,6 +92,8 @@ def shape_for_width(d_model: int, vocab_size: int = 256, seq_len: int = 128) -> 
         vocab_size=vocab_size,
         seq_len=seq_len,
         name=f"d{d_model}",
+        arch=arch,
+        tied_head=tied_head,
     )
 
 
@@ -105,8 +117,25 @@ def total_params(n_layer: int, d_model: int, vocab_size: int, seq_len: int) -> i
     return non_embedding_params(n_layer, d_model) + (vocab_size + seq_len) * d_model
 
 
+def swiglu_hidden(d_model: int) -> int:
+    """The llama block's SwiGLU hidden width: 8/3·d rounded to the nearest multiple of 8 (= 8·round(d/3)).
+    Its three d×h matrices then hold 3·d·h ≈ 8·d² weights, as GPT-2's 4x MLP (two d×4d): the same
+    FLOPs per token (LLaMA, Touvron et al. 2023, §2.2 uses 2/3·4d, rounded up to a multiple of 256)."""
+    return 8 * round(d_model / 3)
+
+
+def llama_non_embedding_params(n_layer: int, d_model: int, vocab_size: int, tied_head: bool = True) -> int:
+    """L·(4·d² + 3·d·h + 2·d) + d, plus V·d for an untied head (see scaling/llama.py)."""
+    block = 4 * d_model * d_model + 3 * d_model * swiglu_hidden(d_model) + 2 * d_model
+    return n_layer * block + d_model + (0 if tied_head else vocab_size * d_model)
+
+
 def param_counts(shape: ModelShape) -> dict[str, int]:
-    """Closed-form parameter counts ``{"total": ..., "non_embedding": ...}`` of `scaling.model.GPT`."""
+    """Closed-form parameter counts ``{"total": ..., "non_embedding": ...}`` of the built module:
+    `scaling.model.GPT` (arch gpt2) or `scaling.llama.Llama` (arch llama)."""
+    if shape.arch == "llama":
+        ne = llama_non_embedding_params(shape.n_layer, shape.d_model, shape.vocab_size, shape.tied_head)
+        return {"total": ne + shape.vocab_size * shape.d_model, "non_embedding": ne}
     return {
         "total": total_params(shape.n_layer, shape.d_model, shape.vocab_size, shape.seq_len),
         "non_embedding": non_embedding_params(shape.n_layer, shape.d_model),
@@ -114,7 +143,13 @@ def param_counts(shape: ModelShape) -> dict[str, int]:
 
 
 def nearest_shape(
-    target_params: float, *, kind: str = "non_embedding", vocab_size: int = 256, seq_len: int = 128
+    target_params: float,
+    *,
+    kind: str = "non_embedding",
+    vocab_size: int = 256,
+    seq_len: int = 128,
+    arch: str = "gpt2",
+    tied_head: bool = True,
 ) -> ModelShape:
     """The ladder shape whose parameter count (``kind``: non_embedding or total) is nearest
     ``target_params`` in log space."""
@@ -125,7 +160,7 @@ def nearest_shape(
     if kind not in ("non_embedding", "total"):
         raise ConfigError(f"param_count: {kind!r} is not valid; valid: total, non_embedding")
 
-    shapes = [shape_for_width(d, vocab_size, seq_len) for d in ladder_widths()]
+    shapes = [shape_for_width(d, vocab_size, seq_len, arch, tied_head) for d in ladder_widths()]
     return min(shapes, key=lambda s: abs(math.log(param_counts(s)[kind] / target_params)))
 
 
@@ -140,23 +175,42 @@ def ladder_lr(name: str) -> float:
     return float(yaml.safe_load(path.read_text())["lr"])
 
 
+def _shape_overrides(items: list[str]) -> dict:
+    """``model.arch=llama model.tied_head=false`` as keyword arguments of `shape_for_width`."""
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if key == "model.arch" and sep:
+            out["arch"] = value
+        elif key == "model.tied_head" and value.lower() in ("true", "false"):
+            out["tied_head"] = value.lower() == "true"
+        else:
+            raise ConfigError(f"{item!r} is not a valid override; valid: model.arch=NAME, model.tied_head=true|false")
+    ModelShape(1, 8, 1, **out)  # checks the values, naming the key
+    return out
+
+
 def main(argv: list[str]) -> int:
-    """`scaling shapes [--nearest N] [--kind total|non_embedding]`: print the ladder."""
+    """`scaling shapes [model.arch=llama] [model.tied_head=false] [--nearest N] [--kind total|non_embedding]`:
+    print the ladder (parameter counts of the chosen architecture)."""
     parser = argparse.ArgumentParser(prog="scaling shapes", description=main.__doc__)
+    parser.add_argument("overrides", nargs="*", help="model.arch=gpt2|llama, model.tied_head=true|false")
     parser.add_argument("--nearest", type=float, help="print only the shape nearest this parameter count")
     parser.add_argument("--kind", default="non_embedding", choices=["non_embedding", "total"])
     parser.add_argument("--seq-len", type=int, default=128)
     args = parser.parse_args(argv)
+    arch = _shape_overrides(args.overrides)
     if args.nearest is not None:
-        shapes = [nearest_shape(args.nearest, kind=args.kind, seq_len=args.seq_len)]
+        shapes = [nearest_shape(args.nearest, kind=args.kind, seq_len=args.seq_len, **arch)]
     else:
         names = sorted((p.stem for p in (CONF_DIR / "model").glob("d*.yaml")), key=lambda n: int(n[1:]))
-        shapes = [shape_for_width(int(n[1:]), seq_len=args.seq_len) for n in names]
+        shapes = [shape_for_width(int(n[1:]), seq_len=args.seq_len, **arch) for n in names]
+    print(f"architecture {ARCHITECTURES[shapes[0].arch]}" + ("" if shapes[0].tied_head else ", untied head"))
     print(f"{'name':<6} {'n_layer':>7} {'d_model':>7} {'n_head':>6} {'non-emb N':>11} {'total N':>11}")
     for s in shapes:
+        counts = param_counts(s)
         print(
             f"{s.name:<6} {s.n_layer:>7} {s.d_model:>7} {s.n_head:>6} "
-            f"{non_embedding_params(s.n_layer, s.d_model):>11,} "
-            f"{total_params(s.n_layer, s.d_model, s.vocab_size, s.seq_len):>11,}"
+            f"{counts['non_embedding']:>11,} {counts['total']:>11,}"
         )
     return 0

@@ -35,9 +35,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402  (after the line above)
 
 from scaling import data as data_lib
+from scaling.arch import kwargs_of, target_of
+from scaling.byo import build_model, module_counts
 from scaling.errors import ConfigError
 from scaling.machine import usable_cores
-from scaling.model import GPT
 from scaling.plan import RunPlan, job_config, lr_at, plan_run
 from scaling.preemption import Preempted, PreemptionGuard
 from scaling.record import SUMMARY_KEYS, Outcome, build_record, now_iso
@@ -95,7 +96,7 @@ def set_threads(t) -> int:
 
 
 @torch.no_grad()
-def evaluate(model: GPT, eval_x: torch.Tensor, autocast, batch: int) -> float:
+def evaluate(model: torch.nn.Module, eval_x: torch.Tensor, autocast, batch: int) -> float:
     """Mean held-out cross-entropy (nats per token) over the fixed evaluation set."""
     model.eval()
     total, count = 0.0, 0
@@ -110,7 +111,13 @@ def evaluate(model: GPT, eval_x: torch.Tensor, autocast, batch: int) -> float:
 
 
 def train_step(
-    model: GPT, step_fn, optimizer: torch.optim.Optimizer, batch: torch.Tensor, lr: float, grad_clip: float, autocast
+    model: torch.nn.Module,
+    step_fn,
+    optimizer: torch.optim.Optimizer,
+    batch: torch.Tensor,
+    lr: float,
+    grad_clip: float,
+    autocast,
 ) -> float:
     """One optimizer step on ``batch`` (int64 [B, T+1]: inputs [:, :-1], targets [:, 1:]) at learning
     rate ``lr``, clipping the global gradient norm to ``grad_clip`` (0: no clipping); returns the
@@ -127,7 +134,7 @@ def train_step(
     return loss.item()
 
 
-def make_optimizer(model: GPT, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
+def make_optimizer(model: torch.nn.Module, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
     """AdamW; weight decay on matrices (2-D weights) only, as nanoGPT."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -211,8 +218,14 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> Run:
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
     torch.manual_seed(cfg.seed)
-    model = GPT(plan.shape).to(device)
-    assert model.num_params() == plan.params and model.num_params(True) == plan.params_non_embedding
+    model = build_model(plan.shape, target_of(cfg.model), kwargs_of(cfg.model)).to(device)
+    counts = module_counts(getattr(model, "inner", model))  # a factory's module, unwrapped
+    if (counts["total"], counts["non_embedding"]) != (plan.params, plan.params_non_embedding):
+        raise ConfigError(
+            f"model._target_: {target_of(cfg.model) or plan.shape.arch!r} built a model of {counts} parameters, "
+            f"not the planned total={plan.params}, non_embedding={plan.params_non_embedding}; it must build the same "
+            "model every time"
+        )
     state = TrainState(model, make_optimizer(model, cfg, plan.lr))
     step_fn = torch.compile(model) if t.compile else model
     eval_x = torch.from_numpy(data_lib.eval_set(corpus, t.seq_len, t.eval_tokens)).to(device)
