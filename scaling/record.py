@@ -56,6 +56,15 @@ def _nan_if_none(x: float | None) -> float:
     return math.nan if x is None else float(x)
 
 
+def _architecture(cfg: DictConfig, plan: RunPlan) -> dict[str, Any]:
+    return {
+        "architecture": architecture_label(cfg.model, plan.shape),  # gpt2-v2, llama-v1, custom:<target>
+        "arch": arch_name(cfg.model, plan.shape),  # gpt2 | llama | custom
+        "tied_head": plan.shape.tied_head,
+        "model_target": target_of(cfg.model),  # model._target_, "" for a built-in block
+    }
+
+
 def build_record(
     cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict[str, Any]
 ) -> dict[str, Any]:
@@ -107,10 +116,7 @@ def build_record(
         "host": socket.gethostname(),
         "code_version": code_version(),
         "torch_version": torch.__version__,
-        "architecture": architecture_label(cfg.model, plan.shape),  # gpt2-v2, llama-v1, custom:<target>
-        "arch": arch_name(cfg.model, plan.shape),  # gpt2 | llama | custom
-        "tied_head": plan.shape.tied_head,
-        "model_target": target_of(cfg.model),  # model._target_, "" for a built-in block
+        **_architecture(cfg, plan),
         "started_at": machine["started_at"],
         "finished_at": now_iso(),
         "corpus_description": corpus.description,
