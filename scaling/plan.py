@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from scaling import data as data_lib
+from scaling import evalsets
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, flops_per_token_with_attention, tokens_6nd
@@ -96,6 +97,8 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float) -> dict[str, Any]:
     }
     for key in NOT_IDENTITY_TRAIN:
         c["train"].pop(key, None)
+    if not evalsets.configured(c.get("eval")):  # runs without evaluation sets keep their ids
+        c.pop("eval", None)
     c["model"] = {
         "n_layer": shape.n_layer,
         "d_model": shape.d_model,
@@ -116,6 +119,8 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
     ``plan``, which only carries the sweeper's arithmetic to the job."""
     c = OmegaConf.to_container(cfg, resolve=True)
     c.pop("plan", None)
+    if not evalsets.configured(c.get("eval")):  # records of runs without evaluation sets are unchanged
+        c.pop("eval", None)
     return c
 
 
@@ -151,6 +156,8 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     # A run's identity is its resolved config plus its corpus fingerprint: the same config on
     # another Python's stdlib is another run.
     ident = {**identity(cfg, shape, lr), "corpus_fingerprint": corpus.fingerprint}
+    if evalsets.configured(cfg.get("eval")):
+        ident["eval_fingerprints"] = {s.name: s.fingerprint for s in evalsets.load_eval_sets(cfg.eval, corpus)}
     return RunPlan(
         run_id=run_id(ident),
         budget=float(cfg.budget),
@@ -165,7 +172,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         flops=flops_6nd(n_budget, tokens),
         flops_attention=flops_per_token_with_attention(n_budget, shape.n_layer, shape.d_model, shape.seq_len) * tokens,
         warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
-        corpus_train_tokens=len(corpus.train),
+        corpus_train_tokens=corpus.train_tokens,
     )
 
 

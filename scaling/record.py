@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from scaling import evalsets
 from scaling.data import Corpus
 from scaling.plan import RunPlan, job_config
 from scaling.shapes import ARCHITECTURE
@@ -57,11 +58,20 @@ def _nan_if_none(x: float | None) -> float:
 
 
 def build_record(
-    cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict[str, Any]
+    cfg: DictConfig,
+    plan: RunPlan,
+    corpus: Corpus,
+    state: TrainState,
+    outcome: Outcome,
+    machine: dict[str, Any],
+    eval_sets: list[evalsets.EvalSet] | None = None,
 ) -> dict[str, Any]:
     """The record of a run that ended with ``outcome``; ``machine`` holds device, threads,
-    started_at and wall_time_s."""
+    started_at and wall_time_s; ``eval_sets`` the run's evaluation sets (None or []: none configured,
+    and the record has no eval_* key)."""
     t, curve, val_loss = cfg.train, state.curve, state.val_loss()
+    primary = evalsets.primary_of(cfg.eval) if eval_sets else evalsets.DEFAULT
+    bytes_per_token = next((s.bytes_per_token for s in eval_sets or [] if s.name == primary), corpus.bytes_per_token)
     trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
     return {
         "schema": SCHEMA,
@@ -89,7 +99,7 @@ def build_record(
         "vocab_size": plan.shape.vocab_size,
         "lr": plan.lr,
         "val_loss": val_loss,
-        "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
+        "val_bpb": val_loss / math.log(2) / bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan,
         "seed": cfg.seed,
         "corpus": corpus.name,
@@ -110,4 +120,5 @@ def build_record(
         "corpus_description": corpus.description,
         "config": job_config(cfg),
         "curve": curve,
+        **(evalsets.record_keys(eval_sets, primary, curve) if eval_sets else {}),
     }

@@ -349,15 +349,22 @@ def read_store(store: Path) -> StoreTable:
         raise DataError(
             f"results store {str(store)!r} does not exist; give a sweep's directory (e.g. results/quick) or a CSV/Parquet file"
         )
-    rows, curves, problems = [], [], []
+    from scaling.evalsets import LOSS_PREFIX, table_columns
+
+    rows, curves, problems, per_set = [], [], [], {}  # per_set: the evaluation sets' columns, in order met
     for _path, rec, problem in iter_records(store):
         if problem:
             problems.append(problem)
             continue
-        rows.append(_flat_row(rec))
+        extra = table_columns(rec)
+        per_set.update(dict.fromkeys(extra))
+        rows.append({**_flat_row(rec), **extra})
         for point in rec.get("curve") or []:
-            curves.append({"run_id": rec["run_id"], **{k: point.get(k) for k in CURVE_COLUMNS[1:]}})
-    return StoreTable(pd.DataFrame(rows, columns=TABLE_COLUMNS), pd.DataFrame(curves, columns=CURVE_COLUMNS), problems)
+            sets = {k: v for k, v in point.items() if k.startswith(LOSS_PREFIX)}
+            curves.append({"run_id": rec["run_id"], **{k: point.get(k) for k in CURVE_COLUMNS[1:]}, **sets})
+    runs = pd.DataFrame(rows, columns=TABLE_COLUMNS + sorted(per_set))
+    loss_columns = sorted(k for k in per_set if k.startswith(LOSS_PREFIX))
+    return StoreTable(runs, pd.DataFrame(curves, columns=CURVE_COLUMNS + loss_columns), problems)
 
 
 def set_aside(path: Path, why: str) -> Path:

@@ -52,6 +52,7 @@ class ColumnMap:
     strict: bool = False
     where: tuple = ()
     experiment: str | None = None
+    eval: str | None = None  # --eval NAME: the loss of that evaluation set (analysis.sources.evalsets)
 
     def __post_init__(self):
         if self.n_kind not in N_KINDS:
