@@ -35,7 +35,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "text": {"path": MISSING, "val_fraction": 0.05},
     "bin": {"path": MISSING, "dtype": "uint16", "vocab_size": MISSING, "val_fraction": 0.05, "bytes_per_token": None},
-    "mixture": {"mixture": MISSING, "vocab_size": None, "dtype": None},  # scaling.mixture.KEYS
+    "mixture": {"mixture": MISSING, "vocab_size": None, "dtype": None},
 }
 BIN_DTYPES = ("uint16", "uint32")
 

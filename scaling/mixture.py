@@ -25,7 +25,6 @@ import numpy as np
 
 from scaling.errors import ConfigError, DataError
 
-KEYS = {"mixture": "???", "vocab_size": None, "dtype": None}  # conf/data/mixture.yaml mirrors these
 PART_KEYS = ("path", "weight")
 
 
