@@ -5,6 +5,7 @@ Sources (`data.source`, one file each in conf/data/):
   synthetic  a seeded order-k Markov chain with an exactly known entropy rate (scaling.markov)
   text       a user's file of any encoding, byte tokens, the last `val_fraction` held out
   bin        nanoGPT's pre-tokenized uint16/uint32 `train.bin`/`val.bin` (or one file, tail held out)
+  mixture    several prepared corpora, batches drawn by weight (scaling.mixture)
 
 A `Corpus` carries a train and a validation token stream (disjoint, deterministic), its vocabulary,
 bytes per token (for bits per byte: bpb = loss_nats / ln 2 / bytes_per_token) and a fingerprint:
@@ -44,7 +45,7 @@ FILE_SEPARATOR = 0x1C  # ASCII "file separator" joins stdlib files; it occurs in
 
 @dataclass(frozen=True)
 class Corpus:
-    name: str  # "stdlib", "synthetic", "text:<file name>", "bin:<file or directory name>"
+    name: str  # "stdlib", "synthetic", "text:<file name>", "bin:<file or directory name>", "mixture:<a>+<b>"
     train: np.ndarray  # 1-D token ids (uint8/uint16/uint32; often a read-only memmap)
     val: np.ndarray  # 1-D, disjoint from train
     vocab_size: int

@@ -205,7 +205,12 @@ def check_windows(sets: list[EvalSet], seq_len: int, n_tokens: int) -> int:
     return n_seq
 
 
-def record_keys(sets: list[EvalSet], primary: str, curve: list[dict]) -> dict[str, Any]:
+def primary_set(eval_cfg, sets: list[EvalSet]) -> EvalSet:
+    primary = primary_of(eval_cfg)
+    return next(s for s in sets if s.name == primary)
+
+
+def record_keys(eval_cfg, sets: list[EvalSet], curve: list[dict]) -> dict[str, Any]:
     """The record's keys of a run with evaluation sets: the last loss of each set on the curve."""
 
     def last(name: str) -> float:
@@ -213,7 +218,7 @@ def record_keys(sets: list[EvalSet], primary: str, curve: list[dict]) -> dict[st
         return next((p[column] for p in reversed(curve) if math.isfinite(p.get(column, math.nan))), math.nan)
 
     return {
-        "eval_primary": primary,
+        "eval_primary": primary_of(eval_cfg),
         "eval_losses": {s.name: last(s.name) for s in sets},
         "eval_fingerprints": {s.name: s.fingerprint for s in sets},
         "eval_descriptions": {s.name: s.description for s in sets},

@@ -64,14 +64,12 @@ def build_record(
     state: TrainState,
     outcome: Outcome,
     machine: dict[str, Any],
-    eval_sets: list[evalsets.EvalSet] | None = None,
+    sets=(),
 ) -> dict[str, Any]:
     """The record of a run that ended with ``outcome``; ``machine`` holds device, threads,
-    started_at and wall_time_s; ``eval_sets`` the run's evaluation sets (None or []: none configured,
-    and the record has no eval_* key)."""
+    started_at and wall_time_s; ``sets`` the run's evaluation sets (none: no eval_* key)."""
     t, curve, val_loss = cfg.train, state.curve, state.val_loss()
-    primary = evalsets.primary_of(cfg.eval) if eval_sets else evalsets.DEFAULT
-    bytes_per_token = next((s.bytes_per_token for s in eval_sets or [] if s.name == primary), corpus.bytes_per_token)
+    bytes_per_token = evalsets.primary_set(cfg.eval, sets).bytes_per_token if sets else corpus.bytes_per_token
     trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
     return {
         "schema": SCHEMA,
@@ -120,5 +118,5 @@ def build_record(
         "corpus_description": corpus.description,
         "config": job_config(cfg),
         "curve": curve,
-        **(evalsets.record_keys(eval_sets, primary, curve) if eval_sets else {}),
+        **(evalsets.record_keys(cfg.eval, sets, curve) if sets else {}),
     }

@@ -4,15 +4,17 @@ fitted and compared on it; the records' per-set losses; the guard on evaluation 
 batches (by weight, a pure function of seed and step, so resumed exactly)."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.sources.evalsets import columns_of
 from scaling import data as data_lib
 from scaling import markov
-from scaling.errors import UserError
+from scaling.errors import DataError, UserError
 from scaling.plan import job_config, plan_run
 from scaling.train_app import compose_config
 from tests.conftest import assert_one_line_error, run_cli
@@ -119,8 +121,6 @@ def test_fit_and_plot_read_the_named_sets_losses(sweeps, tmp_path):
     assert "loss = column 'val_loss.shared'" in fit.stderr
     shared = {r["run_id"]: r["eval_losses"]["shared"] for r in records(sweeps["a"])}
     assert {r["run_id"]: r["loss"] for r in json.loads(fit.stdout)["table"]["rows"]} == pytest.approx(shared)
-    pooled = run_cli("fit", sweeps["a"], "--eval", "shared", "--where", "budget_flops>=3e8", "--bootstrap", "0")
-    assert pooled.returncode == 0, pooled.stderr
     plot = run_cli("plot", sweeps["b"], "--eval", "shared", "--bootstrap", "0", "--out", tmp_path, check=True)
     assert any(tmp_path.glob("*.png")), plot.stderr
 
@@ -140,11 +140,17 @@ def test_compare_on_a_shared_set_and_the_guard(sweeps, tmp_path):
     assert_one_line_error(refused, "eval_fingerprint.shared", "different data")
 
 
-def test_an_unknown_set_name_lists_the_sets(sweeps, tmp_path):
-    for verb in ("fit", "plot"):
-        proc = run_cli(verb, sweeps["a"], "--eval", "nosuch", *(["--out", tmp_path] if verb == "plot" else []))
-        assert_one_line_error(proc, "'nosuch'", "val, shared")
+def test_an_unknown_set_name_lists_the_sets(sweeps):
+    assert_one_line_error(run_cli("fit", sweeps["a"], "--eval", "nosuch"), "'nosuch'", "val, shared")
     assert_one_line_error(run_cli("compare", sweeps["a"], sweeps["b"], "--eval", "nosuch"), "val, shared")
+
+
+def test_eval_val_on_runs_without_sets_is_their_val_loss_and_corpus():
+    frame = pd.DataFrame({"val_loss": [3.0], "corpus_fingerprint": ["0123"], "val_loss.code": [2.0]})
+    assert columns_of(frame.drop(columns="val_loss.code"), "val", "t.csv") == (None, "corpus_fingerprint")
+    assert columns_of(frame, "code", "t.csv") == ("val_loss.code", None)  # no fingerprint column: unchecked
+    with pytest.raises(DataError, match="'t.csv' has no evaluation set 'web'; its sets: val, code$"):
+        columns_of(frame, "web", "t.csv")
 
 
 # ---------------------------------------------------------------- bad input
@@ -164,9 +170,12 @@ def test_a_set_of_another_vocabulary_is_one_line(sweeps, tmp_path):
         ("+eval.sets.val=/tmp", "eval.sets.val"),
         ("+eval.sets.gone=/nonexistent/dir", "does not exist"),
         ("eval.sets=7", "eval.sets"),
+        ("+eval.sets.big={tmp}/big.bin", "holds token id 100, beyond the training vocabulary 64"),
     ],
 )
 def test_bad_evaluation_sets_name_the_key(override, must, tmp_path):
+    np.array([1, 2, 100], dtype=np.uint16).tofile(tmp_path / "big.bin")
+    override = override.replace("{tmp}", str(tmp_path))
     with pytest.raises(UserError, match=must):
         plan_run(
             compose_config(["budget=1e9", "model=d16", "train.min_steps=1", *MARKOV, override, f"store={tmp_path}"])
@@ -197,15 +206,22 @@ def test_the_mixture_is_the_corpus_fingerprint(sweeps):
     assert _mixture(sweeps).train_tokens == int(40_000 / 0.7)  # the heavier part repeats first
 
 
-def test_a_bad_mixture_is_one_line(sweeps, tmp_path):
+@pytest.mark.parametrize(
+    "part, must",
+    [
+        ("{path: '{low}', weight: -1}", "data.mixture.a.weight"),
+        ("{path: '{low}'}", "data.mixture.a: "),
+        ("{path: '{wide}', weight: 1}", "vocabularies differ (a 128, b 64)"),
+        ("{path: /nonexistent, weight: 1}", "not a directory with train.bin and val.bin"),
+    ],
+)
+def test_a_bad_mixture_names_the_key(part, must, sweeps, tmp_path):
     wide = prepared(tmp_path / "wide", markov.random_markov_chain(VOCAB, 1, 0.1, 9), 9, vocab=128)
-    mixture = f"data.mixture={{a: {{path: '{sweeps['low']}', weight: 1}}, b: {{path: '{wide}', weight: 1}}}}"
-    proc = run_cli("train", "model=d16", "data=mixture", mixture, f"store={tmp_path / 's'}", "tracking=none")
-    assert_one_line_error(proc, "data.mixture", "vocabularies differ")
-    negative = f"data.mixture={{a: {{path: '{sweeps['low']}', weight: -1}}}}"
-    with pytest.raises(UserError, match="data.mixture.a.weight"):
+    part = part.replace("{low}", str(sweeps["low"])).replace("{wide}", str(wide))
+    mixture = f"data.mixture={{a: {part}, b: {{path: '{sweeps['high']}', weight: 1}}}}"
+    with pytest.raises(UserError, match=re.escape(must)):
         plan_run(
             compose_config(
-                ["budget=1e9", "model=d16", "train.min_steps=1", "data=mixture", negative, f"store={tmp_path}"]
+                ["budget=1e9", "model=d16", "train.min_steps=1", "data=mixture", mixture, f"store={tmp_path}"]
             )
         )
