@@ -225,6 +225,24 @@ def record_keys(eval_cfg, sets: list[EvalSet], curve: list[dict]) -> dict[str, A
     }
 
 
+def curve_losses(point: dict[str, Any]) -> dict[str, float]:
+    """A curve point's per-set losses ({} for a run without evaluation sets)."""
+    return {k: v for k, v in point.items() if k.startswith(LOSS_PREFIX)}
+
+
+def curve_rows(record: dict[str, Any], columns: list[str]) -> list[dict]:
+    """The record's curve points as rows of curves.csv: run_id, ``columns[1:]``, each set's loss."""
+    return [
+        {"run_id": record["run_id"], **{k: p.get(k) for k in columns[1:]}, **curve_losses(p)}
+        for p in record.get("curve") or []
+    ]
+
+
+def extra_columns(rows: list[dict], columns: list[str]) -> list[str]:
+    """``columns``, then the evaluation sets' columns any row has, sorted (store tables)."""
+    return columns + sorted({key for row in rows for key in row} - set(columns))
+
+
 def table_columns(record: dict[str, Any]) -> dict[str, Any]:
     """A record's per-set table columns ({} for a run without evaluation sets)."""
     losses, prints = record.get("eval_losses") or {}, record.get("eval_fingerprints") or {}

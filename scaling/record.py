@@ -58,13 +58,7 @@ def _nan_if_none(x: float | None) -> float:
 
 
 def build_record(
-    cfg: DictConfig,
-    plan: RunPlan,
-    corpus: Corpus,
-    state: TrainState,
-    outcome: Outcome,
-    machine: dict[str, Any],
-    sets=(),
+    cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict, sets=()
 ) -> dict[str, Any]:
     """The record of a run that ended with ``outcome``; ``machine`` holds device, threads,
     started_at and wall_time_s; ``sets`` the run's evaluation sets (none: no eval_* key)."""

@@ -342,6 +342,8 @@ def read_store(store: Path) -> StoreTable:
     skipped and listed in ``problems`` (each naming its path); the others are all read."""
     import pandas as pd
 
+    from scaling.evalsets import curve_rows, extra_columns, table_columns  # + evaluation sets' columns
+
     store = Path(store)
     if not store.exists():
         from scaling.errors import DataError
@@ -349,22 +351,15 @@ def read_store(store: Path) -> StoreTable:
         raise DataError(
             f"results store {str(store)!r} does not exist; give a sweep's directory (e.g. results/quick) or a CSV/Parquet file"
         )
-    from scaling.evalsets import LOSS_PREFIX, table_columns
-
-    rows, curves, problems, per_set = [], [], [], {}  # per_set: the evaluation sets' columns, in order met
+    rows, curves, problems = [], [], []
     for _path, rec, problem in iter_records(store):
         if problem:
             problems.append(problem)
             continue
-        extra = table_columns(rec)
-        per_set.update(dict.fromkeys(extra))
-        rows.append({**_flat_row(rec), **extra})
-        for point in rec.get("curve") or []:
-            sets = {k: v for k, v in point.items() if k.startswith(LOSS_PREFIX)}
-            curves.append({"run_id": rec["run_id"], **{k: point.get(k) for k in CURVE_COLUMNS[1:]}, **sets})
-    runs = pd.DataFrame(rows, columns=TABLE_COLUMNS + sorted(per_set))
-    loss_columns = sorted(k for k in per_set if k.startswith(LOSS_PREFIX))
-    return StoreTable(runs, pd.DataFrame(curves, columns=CURVE_COLUMNS + loss_columns), problems)
+        rows.append({**_flat_row(rec), **table_columns(rec)})
+        curves += curve_rows(rec, CURVE_COLUMNS)
+    runs = pd.DataFrame(rows, columns=extra_columns(rows, TABLE_COLUMNS))
+    return StoreTable(runs, pd.DataFrame(curves, columns=extra_columns(curves, CURVE_COLUMNS)), problems)
 
 
 def set_aside(path: Path, why: str) -> Path:

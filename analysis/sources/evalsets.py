@@ -51,10 +51,8 @@ def resolve(frame: pd.DataFrame, columns, source: str):
 
 
 def same_eval_inputs(inputs: list, name: str) -> tuple[list, str]:
-    """The inputs of a comparison with one column ``eval_fingerprint.NAME`` holding the data each was
-    scored on under ``--eval NAME`` (for `analysis.compare.check_same_eval`), and that column."""
-    from analysis.compare.inputs import Input
-
+    """The inputs of a comparison (`analysis.compare.Input`) with one column ``eval_fingerprint.NAME``
+    holding the data each was scored on under ``--eval NAME`` (for `check_same_eval`), and that column."""
     column = FINGERPRINT_PREFIX + name
     unified = []
     for item in inputs:
@@ -64,5 +62,5 @@ def same_eval_inputs(inputs: list, name: str) -> tuple[list, str]:
             if found
             else item.frame.drop(columns=column, errors="ignore")
         )
-        unified.append(Input(item.label, item.table, frame))
+        unified.append(replace(item, frame=frame))
     return unified, column
