@@ -76,6 +76,12 @@ class TrackingConfig:
 
 
 @dataclass
+class EvalConfig:
+    primary: str = "val"  # the set whose loss is val_loss; "val": the training corpus's held-out split
+    sets: Any = None  # {name: path or data config} (scaling.evalsets); null: none
+
+
+@dataclass
 class Config:
     budget: float = MISSING  # training compute C in FLOPs (C = 6·N·D)
     seed: int = 0
@@ -87,6 +93,7 @@ class Config:
     data: Any = field(default_factory=dict)  # checked by scaling.data.load_corpus
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)  # checked by scaling.evalsets
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
 

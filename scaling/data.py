@@ -5,6 +5,7 @@ Sources (`data.source`, one file each in conf/data/):
   synthetic  a seeded order-k Markov chain with an exactly known entropy rate (scaling.markov)
   text       a user's file of any encoding, byte tokens, the last `val_fraction` held out
   bin        nanoGPT's pre-tokenized uint16/uint32 `train.bin`/`val.bin` (or one file, tail held out)
+  mixture    several prepared corpora, batches drawn by weight (scaling.mixture)
 
 A `Corpus` carries a train and a validation token stream (disjoint, deterministic), its vocabulary,
 bytes per token (for bits per byte: bpb = loss_nats / ln 2 / bytes_per_token) and a fingerprint:
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling import markov
+from scaling import markov, mixture
 from scaling.corpus_cache import _HASH_CHUNK, cache_dir, cached, file_stamp, fingerprint
 from scaling.data_config import BIN_DTYPES, DEFAULTS, MISSING, _bin_files, _existing_path, check_source, vocab_size_of
 from scaling.errors import ConfigError, DataError
@@ -46,7 +47,7 @@ FILE_SEPARATOR = 0x1C  # ASCII "file separator" joins stdlib files; it occurs in
 
 @dataclass(frozen=True)
 class Corpus:
-    name: str  # "stdlib", "synthetic", "text:<file name>", "bin:<file or directory name>"
+    name: str  # "stdlib", "synthetic", "text:<file name>", "bin:<file or directory name>", "mixture:<a>+<b>"
     train: np.ndarray  # 1-D token ids (uint8/uint16/uint32; often a read-only memmap)
     val: np.ndarray  # 1-D, disjoint from train
     vocab_size: int
@@ -55,6 +56,12 @@ class Corpus:
     bytes_per_token: float  # 1.0 for byte tokens; NaN for a .bin without data.bytes_per_token
     description: str  # one line for reports: origin and sizes
     context_entropies: tuple[float, ...] | None = None  # synthetic: H(X_t | t symbols before), t = 0..order
+    parts: tuple = ()  # a mixture (scaling.mixture): (name, train split, weight) per part; `train` is empty
+
+    @property
+    def train_tokens(self) -> int:
+        """Tokens of the training split (a mixture: trained before some part repeats)."""
+        return mixture.train_tokens(self.parts) if self.parts else len(self.train)
 
     def loss_floor(self, seq_len: int) -> float | None:
         """The lowest expected held-out loss (nats/token) any model can reach on windows of
@@ -255,6 +262,7 @@ _LOADERS: dict[str, Callable[[dict], Corpus]] = {
     "synthetic": _load_synthetic,
     "text": _load_text,
     "bin": _load_bin,
+    "mixture": mixture.load_mixture,
 }
 
 
@@ -290,6 +298,8 @@ def train_batch(corpus: Corpus, step: int, batch_size: int, seq_len: int, seed: 
     uniformly by np.random.default_rng([seed, step]), so batch `step` is the same in any process,
     resumed or not. Inputs are [:, :-1], targets [:, 1:]."""
     _check_train_windows(corpus, seq_len)
+    if corpus.parts:
+        return mixture.mixture_batch(corpus.parts, step, batch_size, seq_len, seed)
     starts = np.random.default_rng([seed, step]).integers(0, len(corpus.train) - seq_len, size=batch_size)
     return _windows(corpus.train, starts, seq_len)
 
@@ -299,9 +309,14 @@ def eval_set(corpus: Corpus, seq_len: int, n_tokens: int) -> np.ndarray:
     spaced starts (the first at 0, the last ending at or before val's end), no randomness. The
     scored targets of different windows never overlap, and the set is identical for every run on
     the same corpus, seq_len and n_tokens."""
-    n_seq = _check_eval_windows(corpus, seq_len, n_tokens)
-    stride = (len(corpus.val) - seq_len - 1) // max(n_seq - 1, 1)
-    return _windows(corpus.val, np.arange(n_seq) * stride, seq_len)
+    return evenly_spaced_windows(corpus.val, seq_len, _check_eval_windows(corpus, seq_len, n_tokens))
+
+
+def evenly_spaced_windows(tokens: np.ndarray, seq_len: int, n_seq: int) -> np.ndarray:
+    """int64 [n_seq, seq_len + 1]: windows of ``tokens`` at evenly spaced starts, the first at 0
+    (every evaluation set's windows, `eval_set`'s and scaling.evalsets')."""
+    stride = (len(tokens) - seq_len - 1) // max(n_seq - 1, 1)
+    return _windows(tokens, np.arange(n_seq) * stride, seq_len)
 
 
 def check_windows(corpus: Corpus, seq_len: int, eval_tokens: int | None = None) -> None:
@@ -313,6 +328,8 @@ def check_windows(corpus: Corpus, seq_len: int, eval_tokens: int | None = None) 
 
 
 def _check_train_windows(corpus: Corpus, seq_len: int) -> None:
+    if corpus.parts:
+        return mixture.check_windows(corpus.parts, seq_len)
     if len(corpus.train) < seq_len + 1:
         raise DataError(
             f"train.seq_len: {seq_len} needs at least {seq_len + 1} training tokens, but corpus "

@@ -35,6 +35,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "text": {"path": MISSING, "val_fraction": 0.05},
     "bin": {"path": MISSING, "dtype": None, "vocab_size": MISSING, "val_fraction": 0.05, "bytes_per_token": None},
+    "mixture": {"mixture": MISSING, "vocab_size": None, "dtype": None},
 }
 BIN_DTYPES = ("uint16", "uint32")
 # Keys every source takes, left out of conf/data/*.yaml (and so out of a run's identity) unless set:
@@ -181,9 +182,18 @@ def _bin_files(cfg: dict) -> dict[str, Path]:
     return files
 
 
+def _check_mixture(cfg: dict) -> None:
+    from scaling.mixture import check_mixture
+
+    if cfg["dtype"] is not None and cfg["dtype"] not in BIN_DTYPES:
+        raise ConfigError(f"data.dtype: {cfg['dtype']!r} is not supported; valid: null, {', '.join(BIN_DTYPES)}")
+    check_mixture(cfg)
+
+
 _CHECKS: dict[str, Callable[[dict], None]] = {
     "stdlib": _check_stdlib,
     "synthetic": _check_synthetic,
     "text": _check_text,
     "bin": _check_bin,
+    "mixture": _check_mixture,
 }

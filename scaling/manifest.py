@@ -32,7 +32,7 @@ def bin_dir_split(dtype: str) -> dict[str, str]:
     return {"source": "bin", "dtype": dtype, "split": "train.bin / val.bin"}
 
 
-def read_manifest(directory: Path) -> dict[str, Any] | None:
+def read_manifest(directory: Path, key: str = "data.path") -> dict[str, Any] | None:
     """The manifest of a prepared corpus directory, None when it has none (a plain nanoGPT
     directory). DataError (one line) when the file is there but is not a manifest of this format."""
     path = Path(directory) / MANIFEST
@@ -41,11 +41,11 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise DataError(f"data.path: '{path}' cannot be read as JSON ({err}); re-run scaling prepare") from None
+        raise DataError(f"{key}: '{path}' cannot be read as JSON ({err}); re-run scaling prepare") from None
     missing = [key for key in _REQUIRED if key not in manifest] if isinstance(manifest, dict) else list(_REQUIRED)
     if missing or manifest.get("format") != FORMAT:
         what = f"lacks {missing[0]!r}" if missing else f"has format {manifest.get('format')!r}"
-        raise DataError(f"data.path: '{path}' {what}; a {FORMAT} manifest is needed (re-run scaling prepare)")
+        raise DataError(f"{key}: '{path}' {what}; a {FORMAT} manifest is needed (re-run scaling prepare)")
     return manifest
 
 

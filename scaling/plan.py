@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from scaling import arch as arch_lib
 from scaling import data as data_lib
-from scaling import hparams
+from scaling import evalsets, hparams
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -120,6 +120,8 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | No
         c["optim"].pop(key, None)
     if batch_size is not None:
         c["train"]["batch_size"] = batch_size
+    if not evalsets.configured(c.get("eval")):  # runs without evaluation sets keep their ids
+        c.pop("eval", None)
     c["model"] = {
         "n_layer": shape.n_layer,
         "d_model": shape.d_model,
@@ -140,6 +142,8 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
     ``plan``, which only carries the sweeper's arithmetic to the job."""
     c = OmegaConf.to_container(cfg, resolve=True)
     c.pop("plan", None)
+    if not evalsets.configured(c.get("eval")):  # records of runs without evaluation sets are unchanged
+        c.pop("eval", None)
     return c
 
 
@@ -179,6 +183,8 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     # A run's identity is its resolved config plus its corpus fingerprint: the same config on
     # another Python's stdlib is another run.
     ident = {**identity(cfg, shape, lr, batch_size), "corpus_fingerprint": corpus.fingerprint}
+    if evalsets.configured(cfg.get("eval")):
+        ident["eval_fingerprints"] = {s.name: s.fingerprint for s in evalsets.load_eval_sets(cfg.eval, corpus)}
     return RunPlan(
         run_id=run_id(ident),
         budget=float(cfg.budget),
@@ -193,7 +199,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         flops=flops_6nd(n_budget, tokens),
         flops_attention=flops_per_token * tokens,
         warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
-        corpus_train_tokens=len(corpus.train),
+        corpus_train_tokens=corpus.train_tokens,
         lr_law=str(cfg.optim.lr_law or ""),
     )
 

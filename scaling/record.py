@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from scaling import evalsets
 from scaling.arch import arch_name, architecture_label, target_of
 from scaling.data import Corpus
 from scaling.plan import RunPlan, job_config
@@ -66,11 +67,12 @@ def _architecture(cfg: DictConfig, plan: RunPlan) -> dict[str, Any]:
 
 
 def build_record(
-    cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict[str, Any]
+    cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict, sets=()
 ) -> dict[str, Any]:
     """The record of a run that ended with ``outcome``; ``machine`` holds device, threads,
-    started_at and wall_time_s."""
+    started_at and wall_time_s; ``sets`` the run's evaluation sets (none: no eval_* key)."""
     t, curve, val_loss = cfg.train, state.curve, state.val_loss()
+    bytes_per_token = evalsets.primary_set(cfg.eval, sets).bytes_per_token if sets else corpus.bytes_per_token
     trained_tokens = (curve[-1]["step"] if curve else 0) * plan.tokens_per_step
     return {
         "schema": SCHEMA,
@@ -101,7 +103,7 @@ def build_record(
         "lr": plan.lr,
         "warmup_frac": cfg.optim.warmup_frac,
         "val_loss": val_loss,
-        "val_bpb": val_loss / math.log(2) / corpus.bytes_per_token,
+        "val_bpb": val_loss / math.log(2) / bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan,
         "seed": cfg.seed,
         "corpus": corpus.name,
@@ -122,4 +124,5 @@ def build_record(
         "corpus_description": corpus.description,
         "config": job_config(cfg),
         "curve": curve,
+        **(evalsets.record_keys(cfg.eval, sets, curve) if sets else {}),
     }

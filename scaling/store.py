@@ -345,6 +345,8 @@ def read_store(store: Path) -> StoreTable:
     skipped and listed in ``problems`` (each naming its path); the others are all read."""
     import pandas as pd
 
+    from scaling.evalsets import curve_rows, extra_columns, table_columns  # + evaluation sets' columns
+
     store = Path(store)
     if not store.exists():
         from scaling.errors import DataError
@@ -357,10 +359,10 @@ def read_store(store: Path) -> StoreTable:
         if problem:
             problems.append(problem)
             continue
-        rows.append(_flat_row(rec))
-        for point in rec.get("curve") or []:
-            curves.append({"run_id": rec["run_id"], **{k: point.get(k) for k in CURVE_COLUMNS[1:]}})
-    return StoreTable(pd.DataFrame(rows, columns=TABLE_COLUMNS), pd.DataFrame(curves, columns=CURVE_COLUMNS), problems)
+        rows.append({**_flat_row(rec), **table_columns(rec)})
+        curves += curve_rows(rec, CURVE_COLUMNS)
+    runs = pd.DataFrame(rows, columns=extra_columns(rows, TABLE_COLUMNS))
+    return StoreTable(runs, pd.DataFrame(curves, columns=extra_columns(curves, CURVE_COLUMNS)), problems)
 
 
 def set_aside(path: Path, why: str) -> Path:

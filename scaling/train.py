@@ -35,6 +35,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402  (after the line above)
 
 from scaling import data as data_lib
+from scaling import evalsets
 from scaling.arch import kwargs_of, target_of
 from scaling.byo import build_model, module_counts
 from scaling.errors import ConfigError
@@ -86,6 +87,8 @@ def preflight(cfg: DictConfig) -> None:
     pick_device(cfg.train.device)
     corpus = data_lib.load_corpus(cfg.data)
     data_lib.check_windows(corpus, cfg.train.seq_len, cfg.train.eval_tokens)
+    if evalsets.configured(cfg.get("eval")):
+        evalsets.check_windows(evalsets.load_eval_sets(cfg.eval, corpus), cfg.train.seq_len, cfg.train.eval_tokens)
 
 
 def set_threads(t) -> int:
@@ -197,6 +200,8 @@ class Run:
     eval_x: torch.Tensor
     tracker: Tracker
     log: Callable
+    eval_sets: list[evalsets.EvalSet]  # [] without evaluation sets (eval_x: val's windows), else val first
+    evals: dict[str, torch.Tensor]  # each set's windows, by name ({} without evaluation sets)
 
     def batch(self, step: int) -> torch.Tensor:
         t = self.cfg.train
@@ -229,6 +234,10 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> Run:
     state = TrainState(model, make_optimizer(model, cfg, plan.lr))
     step_fn = torch.compile(model) if t.compile else model
     eval_x = torch.from_numpy(data_lib.eval_set(corpus, t.seq_len, t.eval_tokens)).to(device)
+    sets = evalsets.load_eval_sets(cfg.eval, corpus) if evalsets.configured(cfg.get("eval")) else []
+    n_seq = evalsets.check_windows(sets, t.seq_len, t.eval_tokens)
+    evals = {s.name: torch.from_numpy(data_lib.evenly_spaced_windows(s.tokens, t.seq_len, n_seq)) for s in sets[1:]}
+    evals = {evalsets.DEFAULT: eval_x, **{name: x.to(device) for name, x in evals.items()}} if sets else {}
     if state.restore(paths, plan.run_id, device, log):
         log(f"[{plan.run_id}] resuming from checkpoint at step {state.step}/{plan.steps}")
     tracker = _start_tracker(cfg, plan, paths)
@@ -236,7 +245,7 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> Run:
         f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
         f"{plan.steps} steps, lr {plan.lr:g}, {device.type}, {threads} thread(s)"
     )
-    return Run(cfg, plan, paths, corpus, device, threads, state, step_fn, autocast, eval_x, tracker, log)
+    return Run(cfg, plan, paths, corpus, device, threads, state, step_fn, autocast, eval_x, tracker, log, sets, evals)
 
 
 def _start_tracker(cfg: DictConfig, plan: RunPlan, paths: RunPaths) -> Tracker:
@@ -292,13 +301,23 @@ def log_point(run: Run, step: int, lr: float, evaluated: bool) -> None:
     evaluation step, the held-out loss (Diverged when that is not finite)."""
     plan, state = run.plan, run.state
     eval_batch = max(1, min(64, plan.batch_size * 4))
+    # every evaluation set at every evaluation point (run.evals is {} without evaluation sets)
+    losses = {
+        name: evaluate(state.model, x, run.autocast, eval_batch) if evaluated else math.nan
+        for name, x in run.evals.items()
+    }
+    if losses:
+        val_loss = losses[evalsets.primary_of(run.cfg.eval)]
+    else:
+        val_loss = evaluate(state.model, run.eval_x, run.autocast, eval_batch) if evaluated else math.nan
     point = {
         "step": step + 1,
         "tokens": (step + 1) * plan.tokens_per_step,
         "flops": plan.flops * (step + 1) / plan.steps,
         "train_loss": state.window_loss(),
-        "val_loss": evaluate(state.model, run.eval_x, run.autocast, eval_batch) if evaluated else math.nan,
+        "val_loss": val_loss,
         "lr": lr,
+        **{evalsets.loss_column(name): loss for name, loss in losses.items()},
     }
     if evaluated and not math.isfinite(point["val_loss"]):
         raise Diverged(f"diverged: held-out loss {point['val_loss']} at step {step + 1}")
@@ -356,7 +375,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         "started_at": started_at,
         "wall_time_s": time.perf_counter() - t_start,
     }
-    record = build_record(cfg, plan, run.corpus, run.state, outcome, machine)
+    record = build_record(cfg, plan, run.corpus, run.state, outcome, machine, run.eval_sets)
     try:
         atomic_write_json(paths.record, record)
     except OSError as err:

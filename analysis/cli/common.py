@@ -110,6 +110,12 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
     p.add_argument("--loss-column", help="column holding the loss (default: val_loss, else loss, L, ...)")
     p.add_argument(
+        "--eval",
+        metavar="NAME",
+        help="the losses of evaluation set NAME (columns val_loss.NAME, eval_fingerprint.NAME; default: val_loss); "
+        "runs are then checked for one evaluation set, not one training corpus",
+    )
+    p.add_argument(
         "--n-kind",
         choices=["total", "non_embedding"],
         default="total",
@@ -219,6 +225,7 @@ def column_map(args: argparse.Namespace):
         hp_columns=args.hp_columns,
         hp_reduce=args.hp_reduce,
         unique=getattr(args, "unique_column", None),
+        eval=args.eval,
     )
 
 

@@ -89,7 +89,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def _inputs(args: argparse.Namespace):
-    from analysis.compare import check_same_eval, read_groups, read_inputs
+    from analysis.compare import read_groups, read_inputs
 
     columns = column_map(args)
     if args.group_by:
@@ -101,8 +101,19 @@ def _inputs(args: argparse.Namespace):
     for item in inputs:  # as `scaling fit` tells them: excluded rows, budgets, --where
         tell(item.table.warnings, f"warning [{item.label}]")
         tell(item.table.notes, f"note [{item.label}]")
-    tell(check_same_eval(inputs, args.eval_column, args.allow_different_eval), "note")
+    tell(_check_same_eval(inputs, args), "note")
     return inputs
+
+
+def _check_same_eval(inputs, args: argparse.Namespace) -> list[str]:
+    """`check_same_eval` on --eval-column, else on --eval NAME's fingerprints, else the corpora's."""
+    from analysis.compare import check_same_eval
+    from analysis.sources.evalsets import same_eval_inputs
+
+    if args.eval and not args.eval_column:
+        inputs, column = same_eval_inputs(inputs, args.eval)
+        return check_same_eval(inputs, None, args.allow_different_eval, default=column)
+    return check_same_eval(inputs, args.eval_column, args.allow_different_eval)
 
 
 def compare_main(argv: list[str]) -> int:
@@ -145,14 +156,14 @@ def _write_outputs(args: argparse.Namespace, comparisons, payload: dict) -> None
 
 def report_comparison(args: argparse.Namespace, source, pngs: dict[str, bytes]) -> list:
     """The comparison section of `scaling report SOURCE CANDIDATE ...` (its figure added to ``pngs``)."""
-    from analysis.compare import Input, check_same_eval, compare_inputs, read_inputs
+    from analysis.compare import Input, compare_inputs, read_inputs
     from analysis.figures import figure_bytes
     from analysis.figures.compare import compare_figure
     from analysis.report.compare import FIGURE_NAME, comparison_blocks
 
     inputs = [Input(args.source, source.table, source.frame)]
     inputs += read_inputs(args.candidates, column_map(args), args.allow_mixed_corpora)
-    tell(check_same_eval(inputs, None, args.allow_different_eval), "note")
+    tell(_check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None})), "note")
     comparisons = compare_inputs(inputs, resamples=args.bootstrap, seed=args.seed, level=args.level)
     pngs[FIGURE_NAME] = figure_bytes(compare_figure(comparisons), "png")
     return comparison_blocks(comparisons, has_figure=True)

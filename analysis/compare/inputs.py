@@ -69,11 +69,14 @@ def read_groups(
     return [Input(groups[g].table.source, groups[g].table, groups[g].frame.reset_index(drop=True)) for g in wanted]
 
 
-def check_same_eval(inputs: list[Input], column: str | None, allow_different: bool) -> list[str]:
-    """Refuse (DataError) inputs whose evaluation data differ by ``column`` (default `EVAL_COLUMN`;
-    a named column must be present in every input); return lines for the user."""
+def check_same_eval(
+    inputs: list[Input], column: str | None, allow_different: bool, default: str = EVAL_COLUMN
+) -> list[str]:
+    """Refuse (DataError) inputs whose evaluation data differ by ``column`` (default ``default``:
+    `EVAL_COLUMN`, or --eval NAME's; a named column must be present in every input); return lines
+    for the user."""
     named = column is not None
-    column = column or EVAL_COLUMN
+    column = column or default
     values: dict[str, list[str]] = {}
     unchecked = []
     for item in inputs:

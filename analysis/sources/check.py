@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.sources import evalsets
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
 from analysis.sources.groups import apply_where, check_one_experiment
 from analysis.sources.hparams import reduce_sweep
@@ -45,11 +46,12 @@ def table_from_frame(
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
     frame = apply_where(frame, columns.where, source, notes)
+    columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
     read = len(frame)
     run_ids = _run_ids(frame)
     frame = _drop_incomplete(frame, run_ids, warnings)
     run_ids = run_ids[frame.index]
-    check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes)
+    check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
     _warn_mixed_architectures(frame, warnings)
 
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)

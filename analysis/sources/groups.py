@@ -103,11 +103,17 @@ def split_groups(frame: pd.DataFrame, column: str, source: str) -> list[tuple[st
 
 
 def check_one_experiment(
-    frame: pd.DataFrame, source: str, named: str | None, allow_mixed: bool, notes: list[str]
+    frame: pd.DataFrame,
+    source: str,
+    named: str | None,
+    allow_mixed: bool,
+    notes: list[str],
+    eval_fingerprint: str | None = None,
 ) -> None:
-    """Refuse rows of several experiments (see the module docstring) unless ``allow_mixed``."""
+    """Refuse rows of several experiments (see the module docstring) unless ``allow_mixed``. With
+    ``eval_fingerprint`` (--eval NAME: the set's column), that column is checked, not the corpus."""
     extra = () if named is None else (_existing(frame, named, f"--experiment-column {named!r}", source),)
-    corpus = next((c for c in CORPUS_COLUMNS if c in frame.columns), None)
+    corpus = eval_fingerprint or next((c for c in CORPUS_COLUMNS if c in frame.columns), None)
     for column in dict.fromkeys(((corpus,) if corpus else ()) + EXPERIMENT_COLUMNS + extra):
         if column not in frame.columns:
             continue
@@ -115,7 +121,7 @@ def check_one_experiment(
         counts = counts[counts.index != ""]
         if len(counts) <= 1:
             continue
-        what = "corpora" if column in CORPUS_COLUMNS else "experiments"
+        what = "corpora" if column in (*CORPUS_COLUMNS, eval_fingerprint) else "experiments"
         shown = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
         if allow_mixed:
             notes.append(f"pooling runs from {len(counts)} {what} as asked ({column}: {shown})")

@@ -58,6 +58,7 @@ class ColumnMap:
     hp_columns: tuple | None = None
     hp_reduce: str = "best"
     unique: str | None = None  # column of unique tokens (`analysis.sources.unique`): runs get column U
+    eval: str | None = None  # --eval NAME: the loss of that evaluation set (analysis.sources.evalsets)
 
     def __post_init__(self):
         if self.n_kind not in N_KINDS:
