@@ -16,6 +16,7 @@ tiny-mode sweep 5-8 s, each dry run or error case 2-4 s).
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -101,7 +102,9 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
     lr_axis = ["hydra.sweeper.lr_multipliers=[1,2]"] if cfg.hydra.sweeper.get("lr_multipliers") else []
     sweep(name, *TINY, *lr_axis, *user_inputs(name, tiny_corpora), store=store)
     recs = records(store)
-    per_budget = 2 if lr_axis else 1
+    # and every value of the sweep's own axes (`hydra.sweeper.params`, e.g. repeat's unique-token cuts)
+    params = cfg.hydra.sweeper.get("params") or {}
+    per_budget = (2 if lr_axis else 1) * math.prod(len(str(v).split(",")) for v in params.values())
     assert sorted(r["budget_flops"] for r in recs) == [2e8] * per_budget + [4e8] * per_budget
     # the thread layout: runs at once x threads per run fill the cores, never more (CPU sweeps
     # launch through joblib: one single-threaded run per core)
