@@ -26,13 +26,14 @@ demo: $(STAMP)
 	@echo "report: reports/quick/report.html (and report.md beside it)"
 
 # The tests. In CI (CI=true, as root) a single-node SLURM is installed and started first, so the
-# SLURM test runs for real; elsewhere it is skipped unless SLURM is already up. As root, Debian's
+# SLURM test runs for real; elsewhere it is skipped unless SLURM is already up. Two pytest-xdist
+# workers: the CI machine has 2 cores and most tests wait on the subprocesses they start. As root, Debian's
 # chromium is installed if missing: tests/test_report.py opens the report in it (required in CI).
 test: lint
 	@if [ -n "$$CI" ] && [ "$$(id -u)" = 0 ]; then bash scripts/slurm-up.sh; fi
 	@if [ "$$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; fi
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 # Lint and format check (ruff, from the dev extras); `make test` and so CI run it first.
 lint: $(STAMP)

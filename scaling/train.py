@@ -1,8 +1,7 @@
 """`train(cfg) -> record`: one model, one FLOP budget, one atomic record.
 
 Reads top to bottom:
-  1. plan      — shape, parameter counts, D = C/(6N) rounded to whole steps, run id (no compute);
-                 the device and the corpus's windows are checked here too, before anything is written
+  1. plan      — shape, counts, D = C/(6N) in whole steps, run id; device and corpus checked before any write
   2. claim     — lock the run in the store; a finished run is a no-op, a partial one resumes
   3. set up    — corpus, device, threads, model, optimizer, fixed evaluation set, tracker (`set_up`)
   4. loop      — warmup + cosine schedule of exactly `steps` steps; divergence and preemption checks;

@@ -14,7 +14,9 @@ import pytest
 from analysis.sources.evalsets import columns_of
 from scaling import data as data_lib
 from scaling import markov
+from scaling.corpus_cache import fingerprint
 from scaling.errors import DataError, UserError
+from scaling.manifest import bin_dir_split
 from scaling.plan import job_config, plan_run
 from scaling.train_app import compose_config
 from tests.conftest import assert_one_line_error, run_cli
@@ -41,17 +43,20 @@ def prepared(root: Path, chain, sample_seed: int, offset: int = 0, vocab: int = 
     holding samples of a Markov chain (token ids shifted by ``offset``)."""
     root.mkdir(parents=True)
     sizes = {"train": 40_000, "val": 4_000}
+    shards = {}
     for i, (split, n) in enumerate(sizes.items()):
-        tokens = markov.sample_stream(chain, n, [sample_seed, i]).astype(np.uint16) + offset
-        tokens.tofile(root / f"{split}.bin")
+        shards[split] = markov.sample_stream(chain, n, [sample_seed, i]).astype(np.uint16) + offset
+        shards[split].tofile(root / f"{split}.bin")
     manifest = {
         "format": "scaling-shards-1",
         "vocab_size": vocab,
         "dtype": "uint16",
         "splits": {split: {"tokens": n} for split, n in sizes.items()},
-        "fingerprint": f"test-{sample_seed}",
+        "fingerprint": fingerprint(bin_dir_split("uint16"), shards["train"], shards["val"]),  # as prepare writes it
         "bytes_per_token": 1.0,
         "tokenizer": {"kind": "test"},
+        "sources": [],
+        "holdout": {"fraction": 0.1, "rule": "test data: splits sampled apart"},
     }
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root

@@ -69,6 +69,7 @@ def identity_before_hp_axes(cfg) -> str:
         c["train"].pop(key, None)
     for key in ("lr_multiplier", "lr_law", "batch_law"):  # the keys that did not exist
         c["optim"].pop(key)
+    c.pop("eval")  # nor did evaluation sets (scaling.evalsets: unconfigured, not in the identity)
     s = plan.shape
     c["model"] = {"n_layer": s.n_layer, "d_model": s.d_model, "n_head": s.n_head, "lr": plan.lr}
     c["model"]["architecture"] = ARCHITECTURE

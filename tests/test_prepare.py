@@ -202,6 +202,9 @@ def test_bad_input_is_one_line_and_leaves_nothing(inputs, tmp_path):
         (tmp_path / "locked.txt").write_text("secret")
         (tmp_path / "locked.txt").chmod(0)
         cases.append(([tmp_path / "locked.txt"], ["locked.txt' cannot be read (Permission denied)"]))
+    else:  # root reads any mode, but not a process's memory at address 0: a file no one can read
+        (tmp_path / "unreadable.txt").symlink_to("/proc/self/mem")
+        cases.append(([tmp_path / "unreadable.txt"], ["unreadable.txt' cannot be read (Input/output error)"]))
     for args, names in cases:
         proc = run_cli("prepare", *args, "--out", tmp_path / "out", timeout=120)
         assert_one_line_error(proc, *names)

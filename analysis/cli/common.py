@@ -110,12 +110,6 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
     p.add_argument("--loss-column", help="column holding the loss (default: val_loss, else loss, L, ...)")
     p.add_argument(
-        "--eval",
-        metavar="NAME",
-        help="the losses of evaluation set NAME (columns val_loss.NAME, eval_fingerprint.NAME; default: val_loss); "
-        "runs are then checked for one evaluation set, not one training corpus",
-    )
-    p.add_argument(
         "--n-kind",
         choices=["total", "non_embedding"],
         default="total",
@@ -134,11 +128,6 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         metavar="REL",
         help=f"without a budget column, runs are clustered by C = 6·N·D in log space and a gap wider than REL "
         f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g})",
-    )
-    p.add_argument(
-        "--unique-column",
-        metavar="COLUMN",
-        help="column holding each run's unique tokens, for --approach muennighoff (default: unique_tokens, else U)",
     )
     p.add_argument(
         "--where",
@@ -167,6 +156,22 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         help="pool runs of different corpora or experiments (dataset/source/experiment columns) in one fit",
     )
     add_hp_options(p)
+    add_data_options(p)
+
+
+def add_data_options(p: argparse.ArgumentParser) -> None:
+    """Which evaluation set's losses, and the unique tokens of runs that repeat data."""
+    p.add_argument(
+        "--eval",
+        metavar="NAME",
+        help="the losses of evaluation set NAME (columns val_loss.NAME, eval_fingerprint.NAME; default: val_loss); "
+        "runs are then checked for one evaluation set, not one training corpus",
+    )
+    p.add_argument(
+        "--unique-column",
+        metavar="COLUMN",
+        help="column holding each run's unique tokens, for --approach muennighoff (default: unique_tokens, else U)",
+    )
 
 
 def add_hp_options(p: argparse.ArgumentParser) -> None:
