@@ -19,7 +19,6 @@ windows. numpy only: importing this module never imports torch.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling import markov, mixture
+from scaling import data_cut, markov, mixture
 from scaling.corpus_cache import _HASH_CHUNK, cache_dir, cached, file_stamp, fingerprint
 from scaling.data_config import BIN_DTYPES, DEFAULTS, MISSING, _bin_files, _existing_path, check_source, vocab_size_of
 from scaling.errors import ConfigError, DataError
@@ -271,21 +270,7 @@ def load_corpus(data_cfg) -> Corpus:
     Raises ConfigError / DataError (one line naming the key, the value and what is valid)."""
     cfg = check_source(data_cfg)
     corpus = _LOADERS[cfg["source"]](cfg)
-    return corpus if cfg.get("max_train_tokens") is None else _restricted(corpus, cfg["max_train_tokens"])
-
-
-def _restricted(corpus: Corpus, unique: int) -> Corpus:
-    """The corpus with only the first ``unique`` tokens of its training split (data.max_train_tokens):
-    a run training on more tokens than that repeats them. Its fingerprint is that of the full corpus
-    and ``unique``, so runs on it are other runs; the validation split is unchanged."""
-    if unique > len(corpus.train):
-        raise DataError(
-            f"data.max_train_tokens: {unique:,} is more than the {len(corpus.train):,} training tokens of corpus "
-            f"{corpus.name}; give at most {len(corpus.train):,}, or leave it out"
-        )
-    digest = hashlib.sha256(f"{corpus.fingerprint}:max_train_tokens={unique}".encode()).hexdigest()[:16]
-    description = f"{corpus.description}; training split restricted to its first {_millions(unique)} tokens"
-    return dataclasses.replace(corpus, train=corpus.train[:unique], fingerprint=digest, description=description)
+    return data_cut.cut_corpus(corpus, cfg)  # data.max_train_tokens, data.cut: scaling.data_cut
 
 
 # ---------------------------------------------------------------- batches and evaluation

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scaling import manifest, markov
+from scaling import data_cut, manifest, markov
 from scaling.errors import ConfigError, DataError
 
 # Every key of every source with its default: conf/data/*.yaml mirror these (tests/test_data.py
@@ -39,10 +39,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 BIN_DTYPES = ("uint16", "uint32")
 # Keys every source takes, left out of conf/data/*.yaml (and so out of a run's identity) unless set:
-# data.max_train_tokens keeps only the first k tokens of the training split (a data-constrained
-# corpus of k unique tokens: repetition sweeps, `scaling.data.load_corpus`).
-OPTIONAL = ("max_train_tokens",)
-MIN_TRAIN_TOKENS = 1024
+# data.max_train_tokens keeps only k tokens of the training split (a data-constrained corpus of k
+# unique tokens: repetition sweeps), the first k or (data.cut=random, data.cut_seed) random blocks:
+# `scaling.data_cut`.
+OPTIONAL = ("max_train_tokens", "cut", "cut_seed")
 
 
 def _as_dict(data_cfg) -> dict[str, Any]:
@@ -70,8 +70,7 @@ def check_source(data_cfg) -> dict[str, Any]:
     cfg = {**DEFAULTS[source], **given}
     if source == "bin":  # a prepared directory's manifest.json fixes dtype, vocab_size, bytes_per_token
         cfg = manifest.apply_manifest(cfg)
-    if cfg.get("max_train_tokens") is not None:
-        _integer(cfg, "max_train_tokens", MIN_TRAIN_TOKENS)
+    data_cut.check_cut(cfg, _integer)
     for key, value in cfg.items():
         if value == MISSING:
             raise ConfigError(f"data.{key}: missing; data={source} needs it (e.g. data.{key}=...)")

@@ -341,3 +341,56 @@ def test_a_too_small_training_split_names_seq_len(tmp_path):
     corpus = load_corpus(write_text(tmp_path / "tiny.txt", b"abcdefghij" * 3))
     with pytest.raises(DataError, match=r"train\.seq_len: 64 needs at least 65 training tokens"):
         train_batch(corpus, 0, 4, 64, 0)
+
+
+# ---------------------------------------------------------------- data-constrained cuts (scaling.data_cut)
+def test_head_cut_keeps_the_first_tokens_and_its_old_fingerprint(stdlib_corpus):
+    import hashlib
+
+    head = load_corpus({"source": "stdlib", "max_train_tokens": 64_000})
+    same = load_corpus({"source": "stdlib", "max_train_tokens": 64_000, "cut": "head"})
+    assert np.array_equal(head.train, stdlib_corpus.train[:64_000]) and np.array_equal(head.val, stdlib_corpus.val)
+    # the fingerprint made before data.cut existed: runs on head cuts keep their ids
+    old = hashlib.sha256(f"{stdlib_corpus.fingerprint}:max_train_tokens=64000".encode()).hexdigest()[:16]
+    assert head.fingerprint == same.fingerprint == old
+
+
+def test_random_cut_draws_exactly_u_tokens_in_blocks_from_across_the_split(stdlib_corpus):
+    from scaling.data_cut import CUT_BLOCK, random_blocks
+
+    full = stdlib_corpus
+    cut = {"source": "stdlib", "max_train_tokens": 64_000, "cut": "random", "cut_seed": 3}
+    one, again = load_corpus(cut), load_corpus(cut)
+    assert len(one.train) == 64_000 and np.array_equal(one.train, again.train) and one.fingerprint == again.fingerprint
+    assert np.array_equal(one.val, full.val)  # the evaluation split is never cut
+    other = load_corpus({**cut, "cut_seed": 4})
+    assert not np.array_equal(one.train, other.train) and other.fingerprint != one.fingerprint
+    head = load_corpus({"source": "stdlib", "max_train_tokens": 64_000})
+    assert one.fingerprint != head.fingerprint
+    # the cut is its drawn blocks in corpus order, the last drawn cut short; they span the whole split
+    n_blocks = len(full.train) // CUT_BLOCK
+    drawn = random_blocks(n_blocks, 64_000, 3)
+    assert len(drawn) == 63 and len(set(drawn.tolist())) == 63
+    position = 0
+    for block in np.sort(drawn):
+        length = CUT_BLOCK if block != drawn[-1] else 64_000 - 62 * CUT_BLOCK
+        start = block * CUT_BLOCK
+        assert np.array_equal(one.train[position : position + length], full.train[start : start + length])
+        position += length
+    assert drawn.min() < n_blocks / 10 and drawn.max() > 0.9 * n_blocks
+    # with one seed a smaller cut's blocks are among a larger cut's
+    assert set(random_blocks(n_blocks, 16_000, 3).tolist()) <= set(drawn.tolist())
+
+
+def test_random_cut_bad_settings_name_the_key():
+    stdlib = {"source": "stdlib"}
+    with pytest.raises(ConfigError, match=r"^data.cut: 'middle' is not a cut; valid: head, random$"):
+        load_corpus({**stdlib, "max_train_tokens": 4096, "cut": "middle"})
+    with pytest.raises(ConfigError, match=r"^data.cut: random needs data.max_train_tokens"):
+        load_corpus({**stdlib, "cut": "random"})
+    with pytest.raises(ConfigError, match=r"^data.cut_seed: 1 is set but data.cut is None"):
+        load_corpus({**stdlib, "max_train_tokens": 4096, "cut_seed": 1})
+    with pytest.raises(ConfigError, match=r"^data.cut_seed: -1 must be an integer >= 0$"):
+        load_corpus({**stdlib, "max_train_tokens": 4096, "cut": "random", "cut_seed": -1})
+    with pytest.raises(DataError, match=r"^data.max_train_tokens: 10,000,000,000 is more than the .* in whole blocks"):
+        load_corpus({**stdlib, "max_train_tokens": 10**10, "cut": "random"})

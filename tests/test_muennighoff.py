@@ -62,9 +62,8 @@ def fitted(tmp_path_factory):
     runs = repeated_runs(TRUTH, np.geomspace(1e8, 3e9, 4), [1e9, 1e10], [0.5, 1, 2, 4, 8, 16, 32, 64, 128], noise=0.005)
     runs.to_csv(tmp / "repeated.csv", index=False)
     fit = tmp / "fit.json"
-    proc = run_cli(
-        "fit", tmp / "repeated.csv", "--approach", "muennighoff", "--bootstrap", "60", "--json", "--out", fit
-    )
+    args = ("--approach", "muennighoff", "--muennighoff-stages", "1", "--bootstrap", "60", "--json", "--out", fit)
+    proc = run_cli("fit", tmp / "repeated.csv", *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), fit
 
@@ -77,8 +76,31 @@ def test_the_fit_recovers_r_star_d_within_its_interval(fitted):
     for name in ("E", "alpha", "beta"):
         low, high = summary[name]["interval"]
         assert low < TRUTH[name] < high, (name, summary[name])
-    assert summary["runs"] == 72 and summary["epochs_max"] == 128
+    assert summary["runs"] == 72 and summary["epochs_max"] == 128 and summary["stages"] == 1
     assert summary["bootstrap"]["failed"] < 30
+
+
+def test_the_two_stage_fit_recovers_r_star_d_and_resamples_both_stages(tmp_path):
+    # Muennighoff et al.'s procedure: E, A, B, alpha, beta from the 40 runs with D <= U (epochs 1/8 to
+    # 1 at 5 sizes), then R*_D and R*_N from all 100 with those held; auto picks it for these runs
+    sizes, unique = np.geomspace(1e8, 3e9, 5), [1e9, 1e10]
+    runs = repeated_runs(TRUTH, sizes, unique, [0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64], noise=0.005)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    args = ("--approach", "muennighoff", "--bootstrap", "60")
+    summary = json.loads(run_cli("fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
+    assert summary["stages"] == 2 and "from the 40 runs that repeat nothing" in summary["convergence"]["method"]
+    for name in ("R_D", "E", "alpha", "beta"):
+        low, high = summary[name]["interval"]
+        assert low < TRUTH[name] < high, (name, summary[name])
+    assert summary["R_D"]["interval"][1] / summary["R_D"]["interval"][0] < 3
+    assert summary["bootstrap"]["failed"] < 15 and "both stages refitted" in summary["bootstrap"]["notes"][0]
+    # too few runs that repeat nothing: auto fits one stage and says why; asking for two is one error line
+    thin = repeated_runs(TRUTH, [1e8, 3e8, 1e9], [1e9, 1e10], [1, 2, 4, 8])
+    thin.to_csv(tmp_path / "thin.csv", index=False)
+    text = run_cli("fit", tmp_path / "thin.csv", "--approach", "muennighoff", "--bootstrap", "0", check=True).stdout
+    assert "one-stage fit: all parameters at once (6 runs repeat nothing (D <= U), at 3 distinct N and 2" in text
+    proc = run_cli("fit", tmp_path / "thin.csv", "--approach", "muennighoff", "--muennighoff-stages", "2")
+    assert_one_line_error(proc, "--muennighoff-stages 2: 6 runs repeat nothing")
 
 
 def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):

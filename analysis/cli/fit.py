@@ -42,6 +42,13 @@ def fit_parser() -> argparse.ArgumentParser:
         "with unique tokens (--unique-column)",
     )
     add_fit_options(p, default_resamples=1000)
+    p.add_argument(
+        "--muennighoff-stages",
+        choices=["auto", "1", "2"],
+        default="auto",
+        help="--approach muennighoff: 1 fits all parameters at once; 2 the paper's two stages (E, A, B, alpha, beta "
+        "from the runs with D <= U, then R_D, R_N); auto (default): 2 when 8 such runs at 3+ distinct N and D exist",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument(
         "--out",

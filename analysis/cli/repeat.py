@@ -40,7 +40,9 @@ def fit_repeat(args) -> int:
         )
     table = source.table
     tell(table.warnings, "warning")
-    fit = fit_muennighoff(table, resamples=args.bootstrap, seed=args.seed, level=args.level)
+    fit = fit_muennighoff(
+        table, resamples=args.bootstrap, seed=args.seed, level=args.level, stages=args.muennighoff_stages
+    )
     tell(fit.convergence["notes"], "note")
     report = FitReport(
         source=table.source,
@@ -75,6 +77,7 @@ def summary(fit: MuennighoffFit) -> dict:
         "runs": len(fit.n),
         **{k: e.as_json() for k, e in fit.estimates.items()},
         "fixed": fit.convergence.get("fixed", {}),
+        "stages": fit.convergence.get("stages", 1),
         "epochs_min": min(epochs),
         "epochs_max": max(epochs),
         "convergence": fit.convergence,
@@ -91,6 +94,8 @@ def render(fit: MuennighoffFit) -> str:
         f"{num(min(epochs))} to {num(max(epochs))} epochs",
         "  L = E + A/N'^alpha + B/D'^beta,  D' = U + U·R_D·(1 - exp(-(D/U - 1)/R_D)),  N' likewise with R_N",
     ]
+    if "method" in fit.convergence:  # fits saved before the two-stage fit lack it
+        lines.append(f"  {fit.convergence['method']}")
     fixed = fit.convergence.get("fixed", {})
     for name, e in fit.estimates.items():
         text = f"{num(e.value)} (fixed: the published value)" if name in fixed else interval_text(e)

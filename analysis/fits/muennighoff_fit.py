@@ -148,8 +148,8 @@ def _polish(objective: RepeatObjective, theta: np.ndarray):
     return res.x, float(res.fun), str(res.message), float(grad)
 
 
-def _best_fit(objective: RepeatObjective, extra_starts: np.ndarray | None = None):
-    grid = _grid(objective.dim)
+def _best_fit(objective: RepeatObjective, extra_starts: np.ndarray | None = None, grid: np.ndarray | None = None):
+    grid = _grid(objective.dim) if grid is None else grid
     values = np.concatenate([objective.values(grid[i : i + 2048]) for i in range(0, len(grid), 2048)])
     starts = grid[np.argsort(values)[:REFINED_STARTS]]
     if extra_starts is not None:
@@ -159,22 +159,27 @@ def _best_fit(objective: RepeatObjective, extra_starts: np.ndarray | None = None
 
 
 def fit_muennighoff(
-    table: RunTable, *, resamples: int = 1000, seed: int = 0, level: float = 0.95, delta: float = HUBER_DELTA
+    table: RunTable,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    delta: float = HUBER_DELTA,
+    stages: str = "auto",
 ) -> MuennighoffFit:
-    """Fit L(N, D, U) to the runs of ``table`` that carry U, and bootstrap it (``resamples`` = 0: no intervals)."""
+    """Fit L(N, D, U) to the runs of ``table`` that carry U, and bootstrap it (``resamples`` = 0: no
+    intervals). ``stages``: "1" fits all seven parameters at once, "2" the paper's two stages
+    (`analysis.fits.muennighoff_stages`), "auto" two when the runs that repeat nothing support them."""
+    from analysis.fits import muennighoff_stages
+
     runs, notes = _repeat_runs(table)
     n, d, u, loss = (runs[k].to_numpy(dtype=float) for k in ("N", "D", "U", "loss"))
+    two, why_not = muennighoff_stages.choose(stages, d, u, n)
     with one_blas_thread(), np.errstate(all="ignore"):
+        fitted = (muennighoff_stages.fit_two_stages if two else _one_stage)(n, d, u, loss, delta)
+        objective, theta, (value, message, grad), why, optimizer = fitted
         published_rn = mf.published_params()["R_N"]
-        fixed = RepeatObjective(n, d, u, loss, delta, fixed_rn=published_rn)
-        (theta, value, message, grad), grid, grid_values = _best_fit(fixed)
-        objective, why = fixed, _rn_unidentified(fixed, theta)
-        if not why:
-            free = RepeatObjective(n, d, u, loss, delta)
-            starts = np.array([[*theta, r] for r in GRID["log_R_N"]])
-            (theta, value, message, grad), grid, grid_values = _best_fit(free, starts)
-            objective = free
-        else:
+        if why:
             notes.append(f"R_N held at the published {published_rn:.4g}: {why}")
         converged = bool(np.isfinite(value)) and grad <= objective.grad_tol()
         point = {k: float(v[0]) for k, v in objective.params(theta).items()}
@@ -182,23 +187,21 @@ def fit_muennighoff(
             "converged": converged,
             "message": message,
             "gradient_max_abs": grad,
-            "optimizer": f"L-BFGS from the {REFINED_STARTS} best of {len(grid)} grid points, then scipy L-BFGS-B "
-            "(central-difference gradient)",
+            "optimizer": optimizer,
+            "stages": 2 if two else 1,
+            "method": muennighoff_stages.stages_note(two, why_not, d, u),
             "fixed": {} if not why else {"R_N": published_rn},
             "notes": notes,
         }
         if not converged:
             convergence["warning"] = "the optimizer did not converge: treat the estimates with suspicion"
-        boot = None
-        estimates = {k: Estimate(v) for k, v in point.items()}
+        boot, estimates = None, {k: Estimate(v) for k, v in point.items()}
         if resamples > 0:
-            samples, boot = _bootstrap(objective, theta, resamples, seed, level)
-            estimates = estimates_from_samples(point, samples, level)
-            for name in ("R_D", "R_N"):
-                e = estimates[name]
-                e.unidentified = "" if name in convergence["fixed"] else scale_identification(e.lower, e.upper)
-            if why:
-                estimates["R_N"] = Estimate(published_rn)
+            if two:
+                samples, boot = muennighoff_stages.bootstrap_two_stages(objective, theta, d, u, resamples, seed, level)
+            else:
+                samples, boot = _bootstrap(objective, theta, resamples, seed, level)
+            estimates = _with_intervals(point, samples, level, convergence["fixed"])
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -214,6 +217,35 @@ def fit_muennighoff(
         fitted_compute_max=float(runs["C"].max()),
         bootstrap=boot,
     )
+
+
+def _with_intervals(point: dict, samples: dict, level: float, fixed: dict) -> dict[str, Estimate]:
+    """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval
+    spans too many decades, a held R_N without an interval."""
+    estimates = estimates_from_samples(point, samples, level)
+    for name in ("R_D", "R_N"):
+        e = estimates[name]
+        e.unidentified = "" if name in fixed else scale_identification(e.lower, e.upper)
+    if "R_N" in fixed:
+        estimates["R_N"] = Estimate(fixed["R_N"])
+    return estimates
+
+
+def _one_stage(n, d, u, loss, delta: float):
+    """All parameters at once: (objective, θ, (F, message, max |gradient|), why R_N is held, optimizer)."""
+    fixed = RepeatObjective(n, d, u, loss, delta, fixed_rn=mf.published_params()["R_N"])
+    (theta, value, message, grad), grid, _ = _best_fit(fixed)
+    objective, why = fixed, _rn_unidentified(fixed, theta)
+    if not why:
+        free = RepeatObjective(n, d, u, loss, delta)
+        starts = np.array([[*theta, r] for r in GRID["log_R_N"]])
+        (theta, value, message, grad), grid, _ = _best_fit(free, starts)
+        objective = free
+    optimizer = (
+        f"L-BFGS from the {REFINED_STARTS} best of {len(grid)} grid points, then scipy L-BFGS-B "
+        "(central-difference gradient)"
+    )
+    return objective, theta, (value, message, grad), why, optimizer
 
 
 def _repeat_runs(table: RunTable):
@@ -264,6 +296,9 @@ def _hessian_basis(objective: RepeatObjective, theta: np.ndarray) -> np.ndarray 
     minus = objective.values_and_grads(theta[None] - step * np.eye(dim))[1]
     hessian = (plus - minus) / (2 * step)
     hessian = 0.5 * (hessian + hessian.T)
+    held = ~getattr(objective, "free", np.ones(dim, bool))  # coordinates a stage holds: the identity there
+    hessian[held], hessian[:, held] = 0.0, 0.0
+    hessian[held, held] = 1.0
     try:
         return np.linalg.cholesky(np.linalg.inv(hessian))
     except np.linalg.LinAlgError:
@@ -274,16 +309,22 @@ def _bootstrap(objective: RepeatObjective, theta, resamples: int, seed: int, lev
     """Refit every resample together from θ, whitened; those not converged go on from where they stopped."""
     rng = np.random.default_rng(seed)
     weights = resample_weights(rng, len(objective.log_loss), resamples)
-    basis = _hessian_basis(objective, theta)
-    thetas, values, ok = _refine(objective, np.tile(theta, (resamples, 1)), weights, basis)
+    thetas, ok, retried = refit(objective, np.tile(theta, (resamples, 1)), weights, _hessian_basis(objective, theta))
+    params = objective.params(thetas[ok])
+    samples = {k: np.asarray(v, float) for k, v in params.items()}
+    notes = [f"{retried} resamples were refined again from where they stopped"] if retried else []
+    return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)
+
+
+def refit(objective: RepeatObjective, starts: np.ndarray, weights: np.ndarray, basis):
+    """Each row of ``starts`` refined under its row of ``weights``, once more from where it stopped
+    when it did not converge: θ (K, dim), converged (K,), how many were refined again."""
+    thetas, _, ok = _refine(objective, starts, weights, basis)
     retry = np.flatnonzero(~ok)
     if retry.size:
         again, _, again_ok = _refine(objective, thetas[retry], weights[retry], basis)
         thetas[retry[again_ok]], ok[retry[again_ok]] = again[again_ok], True
-    params = objective.params(thetas[ok])
-    samples = {k: np.asarray(v, float) for k, v in params.items()}
-    notes = [f"{retry.size} resamples were refined again from where they stopped"] if retry.size else []
-    return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)
+    return thetas, ok, int(retry.size)
 
 
 def fit_if_repeating(table: RunTable, resamples: int, seed: int, level: float) -> MuennighoffFit | None:
