@@ -103,6 +103,21 @@ def test_the_two_stage_fit_recovers_r_star_d_and_resamples_both_stages(tmp_path)
     assert_one_line_error(proc, "--muennighoff-stages 2: 6 runs repeat nothing")
 
 
+def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
+    # a truth whose best floor is below zero (E = -0.3; A and B x3 keep every loss above 0.98): E
+    # lands on its search bound e^-10, and the fit must say so, and that the other estimates are
+    # conditional, not print E with a degenerate interval (as it did on the built-in repeat sweep)
+    sizes, truth = np.geomspace(1e8, 3e9, 5), {**TRUTH, "E": -0.3, "A": 3 * TRUTH["A"], "B": 3 * TRUTH["B"]}
+    runs = repeated_runs(truth, sizes, [1e9, 1e10], [0.125, 0.25, 0.5, 1, 4, 16, 64], noise=0.005)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    args = ("--approach", "muennighoff", "--bootstrap", "20")
+    summary = json.loads(run_cli("fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
+    assert summary["E"]["unidentified"].startswith("at its search bound"), summary["E"]
+    assert "conditional on that value" in summary["convergence"]["warning"]
+    text = run_cli("fit", tmp_path / "runs.csv", *args, check=True).stdout
+    assert "E      unidentified (at its search bound" in text and "warning: E at a search bound" in text
+
+
 def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
     _, fit = fitted
     proc = run_cli("optimal", "--unique-tokens", "5e9", "--budget", "1e21", "--law", fit, "--json", check=True)

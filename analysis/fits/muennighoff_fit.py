@@ -202,6 +202,7 @@ def fit_muennighoff(
             else:
                 samples, boot = _bootstrap(objective, theta, resamples, seed, level)
             estimates = _with_intervals(point, samples, level, convergence["fixed"])
+        _flag_bounds(estimates, convergence)
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -229,6 +230,33 @@ def _with_intervals(point: dict, samples: dict, level: float, fixed: dict) -> di
     if "R_N" in fixed:
         estimates["R_N"] = Estimate(fixed["R_N"])
     return estimates
+
+
+# each parameter's search bounds in its own units (BOUNDS is in θ's: logs of E, A, B, R_D, R_N)
+NATURAL_BOUNDS = {
+    name: (np.exp(lo), np.exp(hi)) if name not in ("alpha", "beta") else (lo, hi)
+    for name, (lo, hi) in zip(("E", "A", "B", "alpha", "beta", "R_D", "R_N"), BOUNDS)
+}
+
+
+def _flag_bounds(estimates: dict[str, Estimate], convergence: dict) -> None:
+    """A parameter whose estimate sits on its search bound is not determined by the runs: it prints as
+    unidentified, not as a value with a (degenerate) interval; R_D fitted with such a base law is
+    conditional on it, and the fit says so."""
+    at_bound = []
+    for name, e in estimates.items():
+        if name in convergence["fixed"]:
+            continue
+        for bound in NATURAL_BOUNDS[name]:
+            if np.isclose(e.value, bound, rtol=1e-3, atol=0.0):
+                e.unidentified = f"at its search bound {bound:.3g}: the runs do not determine it"
+                at_bound.append(name)
+    if at_bound:
+        caution = (
+            f"{', '.join(at_bound)} at a search bound (e.g. no loss floor in these runs): the other estimates "
+            "are conditional on that value"
+        )
+        convergence["warning"] = "; ".join(filter(None, [convergence.get("warning"), caution]))
 
 
 def _one_stage(n, d, u, loss, delta: float):
