@@ -34,15 +34,20 @@ def caption(report: FitReport | None) -> str:
         e = fit.estimates
         law = (
             f" Grey dashes: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = "
-            f"{num(e['R_D'].value)}, R*_N = {num(e['R_N'].value)}"
+            f"{_value(e['R_D'])}, R*_N = {_value(e['R_N'])}"
             + (", R*_N held at the published value" if fit.convergence.get("fixed") else "")
             + ")."
         )
     return (
         "Validation loss against epochs D/U (tokens trained over the unique tokens they were drawn from): each "
-        "line one model size N (colour) at a fixed token count D or unique tokens U (marker, named in the legend); "
-        "left of 1 nothing repeats." + law
+        "line one model size N (colour) at a fixed token count D or unique tokens U (marker, named in the legend), "
+        "through the mean of the runs (seeds) at each epoch count, which are the small dots; left of 1 nothing "
+        "repeats." + law
     )
+
+
+def _value(estimate) -> str:
+    return "unidentified" if estimate.unidentified else num(estimate.value)
 
 
 def loss_vs_epochs(table: RunTable, report: FitReport | None) -> Figure:
@@ -57,10 +62,13 @@ def loss_vs_epochs(table: RunTable, report: FitReport | None) -> Figure:
     values = sorted(runs[held].round(-3).unique())
     fit = None if report is None else report.muennighoff
     for (n, value), group in runs.groupby([runs["N"], runs[held].round(-3)]):
-        group = group.sort_values("epochs")
         k = values.index(value) % len(MARKERS)
         colour = SIZE_CMAP(norm(n))
-        ax.plot(group["epochs"], group["loss"], color=colour, linestyle=LINE_STYLES[k], marker=MARKERS[k], ms=5)
+        # several runs (seeds) at one epoch count: each a dot, the line through their mean
+        mean = group.groupby(group["epochs"].round(6))["loss"].mean()
+        ax.plot(mean.index, mean.to_numpy(), color=colour, linestyle=LINE_STYLES[k], marker=MARKERS[k], ms=5)
+        if len(mean) < len(group):
+            ax.scatter(group["epochs"], group["loss"], color=colour, marker=MARKERS[k], s=9, alpha=0.45, linewidths=0)
         if fit is not None:
             _law_line(ax, fit, n, held, group[held].mean(), group["epochs"])
     for k, value in enumerate(values[: len(MARKERS)]):
