@@ -64,6 +64,7 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model (pays off on GPUs, not on CPUs: docs/NOTES.md)
     threads: int = 0  # torch CPU threads; 0: cores // concurrent_runs
     concurrent_runs: int = 1  # runs sharing this machine at once (set by parallel launchers)
+    device_slots: int = 0  # set by the sweeper on GPUs: GPUs x runs_per_gpu; the run claims one (scaling.devices)
 
 
 @dataclass
@@ -137,6 +138,7 @@ def validate(cfg) -> None:
     for key in ("batch_size", "seq_len", "min_steps", "eval_tokens", "evals", "log_points", "concurrent_runs"):
         positive(f"train.{key}", getattr(t, key), integer=True)
     _require(t.threads >= 0, "train.threads", t.threads, "it must be >= 0 (0 = automatic)")
+    _require(t.device_slots >= 0, "train.device_slots", t.device_slots, "it must be >= 0 (0 = no slot)")
     _require(t.checkpoint_interval_s >= 0, "train.checkpoint_interval_s", t.checkpoint_interval_s, "it must be >= 0")
     _require(t.divergence_factor > 1, "train.divergence_factor", t.divergence_factor, "it must be > 1")
     _require(t.precision in ("auto", "fp32", "bf16"), "train.precision", t.precision, "valid: auto, fp32, bf16")

@@ -27,7 +27,7 @@ from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
 NOT_IDENTITY = ("tracking", "store", "sweep", "hydra", "plan")
-NOT_IDENTITY_TRAIN = ("device", "threads", "concurrent_runs", "checkpoint_interval_s", "compile")
+NOT_IDENTITY_TRAIN = ("device", "threads", "concurrent_runs", "device_slots", "checkpoint_interval_s", "compile")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from scaling import evalsets
 from scaling.arch import arch_name, architecture_label, target_of
 from scaling.data import Corpus
+from scaling.devices import SLOT_KEYS
 from scaling.plan import RunPlan, job_config
 from scaling.store import SCHEMA, Failure, Status, code_version
 from scaling.train_state import TrainState
@@ -63,6 +64,15 @@ def _architecture(cfg: DictConfig, plan: RunPlan) -> dict[str, Any]:
         "arch": arch_name(cfg.model, plan.shape),  # gpt2 | llama | custom
         "tied_head": plan.shape.tied_head,
         "model_target": target_of(cfg.model),  # model._target_, "" for a built-in block
+    }
+
+
+def _machine_keys(machine: dict) -> dict[str, Any]:
+    """Device and threads, and in a sweep on GPUs the device slot (`scaling.devices`)."""
+    return {
+        "device": machine["device"],
+        "threads": machine["threads"],
+        **{k: machine[k] for k in SLOT_KEYS if k in machine},
     }
 
 
@@ -113,8 +123,7 @@ def build_record(
         "wall_time_s": machine["wall_time_s"],
         "tokens_per_s": trained_tokens / max(state.train_time, 1e-9),
         "flops_per_s": plan.flops_attention / plan.tokens * trained_tokens / max(state.train_time, 1e-9),
-        "device": machine["device"],
-        "threads": machine["threads"],
+        **_machine_keys(machine),
         "host": socket.gethostname(),
         "code_version": code_version(),
         "torch_version": torch.__version__,

@@ -37,6 +37,7 @@ from scaling import data as data_lib
 from scaling import evalsets
 from scaling.arch import kwargs_of, target_of
 from scaling.byo import build_model, module_counts
+from scaling.devices import Slot, pick_device, run_device
 from scaling.errors import ConfigError
 from scaling.machine import usable_cores
 from scaling.plan import RunPlan, job_config, lr_at, plan_run
@@ -64,22 +65,6 @@ class RecordNotWritten(Exception):
 
 
 # ---------------------------------------------------------------- helpers
-def pick_device(name: str) -> torch.device:
-    """The torch device for ``train.device``; ConfigError when this machine has none of that kind."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    kind, _, index = name.partition(":")
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"train.device: {name!r} is not available on this machine (no CUDA); valid: auto, cpu")
-    if kind == "cuda" and index and int(index) >= torch.cuda.device_count():
-        raise ConfigError(
-            f"train.device: {name!r} is not available; this machine has {torch.cuda.device_count()} CUDA device(s)"
-        )
-    if kind == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"train.device: {name!r} is not available on this machine (no MPS); valid: auto, cpu")
-    return torch.device(name)
-
-
 def preflight(cfg: DictConfig) -> None:
     """What a run needs beyond its plan, checked before anything is written: the device exists on
     this machine, and the corpus's validation split holds the evaluation set (cached corpus read)."""
@@ -120,10 +105,12 @@ def train_step(
     lr: float,
     grad_clip: float,
     autocast,
-) -> float:
+) -> torch.Tensor:
     """One optimizer step on ``batch`` (int64 [B, T+1]: inputs [:, :-1], targets [:, 1:]) at learning
     rate ``lr``, clipping the global gradient norm to ``grad_clip`` (0: no clipping); returns the
-    batch's training loss in nats per token. ``step_fn`` is the model or its compiled form."""
+    batch's training loss in nats per token as a 0-d tensor on the device. Nothing here waits for the
+    device (no ``.item()``, the clipped norm unread): the loop reads losses at its log points only
+    (`TrainState.settle`). ``step_fn`` is the model or its compiled form."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     with autocast():
@@ -133,7 +120,7 @@ def train_step(
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return loss.item()
+    return loss.detach()
 
 
 def make_optimizer(model: torch.nn.Module, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
@@ -155,9 +142,10 @@ def _log(*args) -> None:
     print(*args, flush=True)
 
 
-def train(cfg: DictConfig, *, log=_log, plan: RunPlan | None = None) -> dict[str, Any] | None:
+def train(cfg: DictConfig, *, log=_log, plan: RunPlan | None = None, slot: Slot | None = None) -> dict[str, Any] | None:
     """Train one run to its budget and return its record (None if another process owns the run).
-    ``plan`` is the run's plan when the caller (the sweeper) made it; else the run plans itself."""
+    ``plan`` is the run's plan when the caller (the sweeper) made it; else the run plans itself;
+    ``slot`` the device slot the job holds in a sweep on GPUs (`scaling.devices`)."""
     # 1. plan: every config error surfaces here, before data, compute or any file is written
     plan = plan if plan is not None else plan_run(cfg)
     preflight(cfg)
@@ -180,7 +168,7 @@ def train(cfg: DictConfig, *, log=_log, plan: RunPlan | None = None) -> dict[str
             kept = set_aside(paths.record, state)
             log(f"[{plan.run_id}] {plan.run_name}: previous record was {state}; kept as {kept.name}, training again")
         atomic_write_text(paths.config, OmegaConf.to_yaml(job_config(cfg)))
-        return _train_owned(cfg, plan, paths, log)
+        return _train_owned(cfg, plan, paths, log, slot)
 
 
 @dataclass
@@ -204,17 +192,20 @@ class Run:
 
     def batch(self, step: int) -> torch.Tensor:
         t = self.cfg.train
-        return torch.from_numpy(
+        batch = torch.from_numpy(
             data_lib.train_batch(self.corpus, step, self.plan.batch_size, t.seq_len, self.cfg.seed)
-        ).to(self.device)
+        )
+        if self.device.type == "cuda":  # from pinned memory, asynchronously: a pageable copy waits for the GPU
+            return batch.pin_memory().to(self.device, non_blocking=True)
+        return batch.to(self.device)
 
 
-def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> Run:
+def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | None = None) -> Run:
     """3. The corpus, device, model, optimizer, evaluation set and tracker; the state restored from
     the run's checkpoint when it has one."""
     t = cfg.train
     corpus = data_lib.load_corpus(cfg.data)
-    device = pick_device(t.device)
+    device = run_device(t.device, slot)
     threads = set_threads(t)
     use_bf16 = t.precision == "bf16" or (t.precision == "auto" and device.type == "cuda")
 
@@ -242,7 +233,7 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> Run:
     tracker = _start_tracker(cfg, plan, paths)
     log(
         f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
-        f"{plan.steps} steps, lr {plan.lr:g}, {device.type}, {threads} thread(s)"
+        f"{plan.steps} steps, lr {plan.lr:g}, {device}, {threads} thread(s)" + (f", {slot.describe()}" if slot else "")
     )
     return Run(cfg, plan, paths, corpus, device, threads, state, step_fn, autocast, eval_x, tracker, log, sets, evals)
 
@@ -299,6 +290,7 @@ def log_point(run: Run, step: int, lr: float, evaluated: bool) -> None:
     """A point of the loss curve after ``step``: the training loss since the last point and, at an
     evaluation step, the held-out loss (Diverged when that is not finite)."""
     plan, state = run.plan, run.state
+    state.settle()  # the steps' losses since the last point, read in one transfer: Diverged here
     eval_batch = max(1, min(64, plan.batch_size * 4))
     # every evaluation set at every evaluation point (run.evals is {} without evaluation sets)
     losses = {
@@ -349,9 +341,9 @@ def train_until_stopped(run: Run, guard: PreemptionGuard) -> Outcome:
     return Outcome()
 
 
-def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[str, Any]:
+def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | None) -> dict[str, Any]:
     t_start, started_at = time.perf_counter(), now_iso()
-    run = set_up(cfg, plan, paths, log)
+    run = set_up(cfg, plan, paths, log, slot)
     with PreemptionGuard() as guard:
         try:
             outcome = train_until_stopped(run, guard)
@@ -373,6 +365,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log) -> dict[s
         "threads": run.threads,
         "started_at": started_at,
         "wall_time_s": time.perf_counter() - t_start,
+        **(slot.record_keys() if slot else {}),
     }
     record = build_record(cfg, plan, run.corpus, run.state, outcome, machine, run.eval_sets)
     try:

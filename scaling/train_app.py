@@ -181,12 +181,14 @@ def _single_run() -> bool:
 def run_task(cfg: DictConfig) -> float | None:
     """The Hydra task: train one run. A bad config is one line on stderr and exit status 2; a single
     run that ends failed exits with the status of the module's table (a sweep's job returns)."""
+    from scaling.devices import claim_slot
     from scaling.plan import planned
     from scaling.store import Failure, record_failure
     from scaling.train import RecordNotWritten, train
 
     try:
-        record = train(cfg, plan=_PRECHECKED.pop(_config_key(cfg), None) or planned(cfg))
+        with claim_slot(cfg.store, cfg.train.device_slots) as slot:  # a sweep on GPUs: one device slot per run
+            record = train(cfg, plan=_PRECHECKED.pop(_config_key(cfg), None) or planned(cfg), slot=slot)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None

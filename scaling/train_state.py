@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +36,33 @@ class TrainState:
     window_n: int = 0
     ema: float | None = None  # moving average of the training loss
     saved_step: int | None = None  # the step of the run's checkpoint on disk (not saved in it)
+    pending: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (step, loss) not yet read
+    divergence_factor: float = math.inf
 
-    def observe(self, loss: float, step: int, divergence_factor: float) -> None:
+    def observe(self, loss: torch.Tensor, step: int, divergence_factor: float) -> None:
+        """Take one step's training loss, a tensor left on its device: the step loop never waits
+        for the device. The losses are read and checked at the next `settle` (the loop's log points
+        and checkpoints), so a diverged run is detected there, at the next log point at the latest."""
+        self.pending.append((step, loss))
+        self.divergence_factor = divergence_factor
+
+    def settle(self) -> None:
+        """Read the losses taken since the last call from the device, in one transfer (the wait for
+        the device's queued steps counts as training time), and check each in order (`_check`)."""
+        if not self.pending:
+            return
+        t0 = time.perf_counter()
+        steps, losses = zip(*self.pending)
+        values = torch.stack(losses).tolist()  # the one host sync per log point
+        self.train_time += time.perf_counter() - t0
+        self.pending = []
+        for step, loss in zip(steps, values):
+            self._check(loss, step)
+
+    def _check(self, loss: float, step: int) -> None:
         """Take one step's training loss; raise Diverged on a non-finite loss, or when the smoothed
         loss exceeds ``divergence_factor`` times its start (checked from step 10)."""
+        divergence_factor = self.divergence_factor
         if not math.isfinite(loss):
             raise Diverged(f"diverged: training loss {loss} at step {step}")
         self.loss_start = loss if self.loss_start is None else self.loss_start
@@ -56,6 +80,7 @@ class TrainState:
         self.window_sum, self.window_n = 0.0, 0
 
     def window_loss(self) -> float:
+        self.settle()
         return self.window_sum / self.window_n
 
     def val_loss(self) -> float:
@@ -63,7 +88,9 @@ class TrainState:
         return next((p["val_loss"] for p in reversed(self.curve) if math.isfinite(p["val_loss"])), math.nan)
 
     def save(self, paths: RunPaths, run_id: str, step: int) -> None:
-        """Checkpoint the run as it stands before ``step`` (atomically)."""
+        """Checkpoint the run as it stands before ``step`` (atomically); the pending losses are
+        read (and checked) first, so the checkpoint holds the monitor's values at ``step``."""
+        self.settle()
         buf = io.BytesIO()
         torch.save(
             {

@@ -14,6 +14,7 @@
 #   SLURM_UP_TIMEOUT_S       seconds to wait for each daemon to answer (default 60)
 #   SCALING_SLURM_PARTITION  name of the partition (default debug); the launcher preset
 #                            conf/hydra/launcher/slurm.yaml reads the same variable
+#   SLURM_UP_FAKE_GPUS       GPUs the node declares as GRES without having any (default 2; 0: none)
 #
 # Why each non-default choice (Debian 12 ships SLURM 22.05.8, MariaDB 10.11):
 #   - Accounting (slurmdbd + MariaDB): submitit learns that a job ended without a result (cancelled,
@@ -29,6 +30,12 @@
 #   - munge's directories and key owned by the munge user, key mode 0400 (munged refuses otherwise).
 #   - CR_CPU_Memory with DefMemPerCPU: a CPU is the unit of allocation, so two 1-CPU jobs run side
 #     by side; without DefMemPerCPU a job that does not ask for memory gets all of the node's.
+#   - Fake GPUs: the node declares SLURM_UP_FAKE_GPUS GPUs (GresTypes=gpu, gres.conf with
+#     AutoDetect=off), so that jobs asking for GPUs (conf/hydra/launcher/slurm_gpu.yaml) are scheduled
+#     one GPU each and get CUDA_VISIBLE_DEVICES from SLURM, as on a GPU cluster, while they train on
+#     the CPU. slurmd accepts only character devices as GPU files: they are made with mknod under
+#     $FAKE_GPU_DIR with /dev/null's numbers (1, 3), so nothing can reach real hardware through them.
+#     Where mknod is not permitted the node declares no GPUs (said in one line).
 #   - SlurmUser=root for slurmctld/slurmdbd, so slurmdbd reaches MariaDB as root through its unix
 #     socket (unix_socket authentication: no password to create or store) and no state directory
 #     needs another owner.
@@ -36,6 +43,8 @@ set -euo pipefail
 
 TIMEOUT_S="${SLURM_UP_TIMEOUT_S:-60}"
 PARTITION="${SCALING_SLURM_PARTITION:-debug}"
+FAKE_GPUS="${SLURM_UP_FAKE_GPUS:-2}"
+FAKE_GPU_DIR=/var/lib/slurm/fake-gpus
 PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server)
 CLUSTER=scaling-local
 CONF_DIR=/etc/slurm
@@ -76,6 +85,35 @@ real_memory_mb() {
                         print int(mb - margin) }' /proc/meminfo
 }
 
+# The node's GRES lines: GPUs declared without hardware (see "Fake GPUs" above); none for 0.
+gres_lines() {
+    ((FAKE_GPUS > 0)) || return 0
+    printf 'GresTypes=gpu\nAccountingStorageTRES=gres/gpu\n'
+}
+node_gres() { ((FAKE_GPUS > 0)) && printf ' Gres=gpu:%s' "$FAKE_GPUS" || true; }
+
+# Character devices for the fake GPUs (mknod needs CAP_MKNOD); FAKE_GPUS=0 where they cannot be made.
+make_fake_gpus() {
+    ((FAKE_GPUS > 0)) || return 0
+    local i
+    install -d -m 0755 "$FAKE_GPU_DIR"
+    for ((i = 0; i < FAKE_GPUS; i++)); do
+        [[ -c "$FAKE_GPU_DIR/nvidia$i" ]] && continue
+        rm -f "$FAKE_GPU_DIR/nvidia$i"
+        mknod -m 0644 "$FAKE_GPU_DIR/nvidia$i" c 1 3 2>/dev/null || {
+            say "cannot mknod $FAKE_GPU_DIR/nvidia$i here: the node declares no GPUs"
+            FAKE_GPUS=0
+            return 0
+        }
+    done
+}
+
+gres_conf() {
+    echo "# Written by scripts/slurm-up.sh: GPUs declared for scheduling tests, not real devices."
+    echo "AutoDetect=off"
+    ((FAKE_GPUS > 0)) && echo "Name=gpu File=$FAKE_GPU_DIR/nvidia[0-$((FAKE_GPUS - 1))]" || true
+}
+
 slurm_conf() {
     cat <<EOF
 # Written by scripts/slurm-up.sh: a single-node SLURM for tests and local sweeps.
@@ -93,6 +131,7 @@ SlurmdLogFile=$LOG_DIR/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/affinity
 MpiDefault=none
+$(gres_lines)
 # A CPU is the unit of allocation (two 1-CPU jobs run side by side); a job that does not ask for
 # memory gets DefMemPerCPU MB per CPU.
 SchedulerType=sched/backfill
@@ -110,7 +149,7 @@ MinJobAge=300
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 JobAcctGatherType=jobacct_gather/linux
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$(real_memory_mb) State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$(real_memory_mb)$(node_gres) State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
 }
@@ -140,7 +179,7 @@ EOF
 }
 
 # Configuration file -> its text and mode.
-CONF_FILES=(slurm.conf:slurm_conf:644 slurmdbd.conf:slurmdbd_conf:600 cgroup.conf:cgroup_conf:644)
+CONF_FILES=(slurm.conf:slurm_conf:644 slurmdbd.conf:slurmdbd_conf:600 cgroup.conf:cgroup_conf:644 gres.conf:gres_conf:644)
 
 # True when every configuration file holds what this script would write (slurmdbd.conf, readable
 # by root only, is compared when readable).
@@ -167,6 +206,8 @@ write_config() {
 }
 
 # --- 0. Already up? ------------------------------------------------------------------------------
+[[ "$FAKE_GPUS" =~ ^[0-9]+$ ]] || die "SLURM_UP_FAKE_GPUS=$FAKE_GPUS is not a count of GPUs"
+((FAKE_GPUS == 0)) || [[ -c "$FAKE_GPU_DIR/nvidia$((FAKE_GPUS - 1))" ]] || [[ "$(id -u)" != 0 ]] || make_fake_gpus
 if slurm_answers && config_current; then
     say "already up: node $NODE is $(node_state) in partition $PARTITION, accounting on ($(elapsed "$T0") s)"
     exit 0
@@ -272,7 +313,7 @@ check_ready() {
 
 install_packages
 t=$(date +%s.%N); start_munge; start_mariadb; say "munged and mariadbd answering ($(elapsed "$t") s)"
-config_current || say "writing $CONF_DIR/{slurm,slurmdbd,cgroup}.conf"
+config_current || say "writing $CONF_DIR/{slurm,slurmdbd,cgroup,gres}.conf"
 write_config
 t=$(date +%s.%N); start_slurm; check_ready
 say "slurmdbd, slurmctld, slurmd up; node $NODE $(node_state) in partition $PARTITION ($(elapsed "$t") s)"

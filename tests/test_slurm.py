@@ -158,6 +158,62 @@ def test_hydra_multirun_runs_through_slurm(slurm, tmp_path):
     assert accounting_states(array_id, jobs) == {task_id: f"COMPLETED|{PARTITION}" for task_id in task_ids}
 
 
+def node_gpus() -> int:
+    """GPUs the test node declares as GRES (scripts/slurm-up.sh: SLURM_UP_FAKE_GPUS, no hardware)."""
+    out = subprocess.run(["sinfo", "-h", "-o", "%G"], capture_output=True, text=True, timeout=15).stdout
+    return sum(int(g.split(":")[-1].split("(")[0]) for g in out.split(",") if g.startswith("gpu:"))
+
+
+# slurm_gpu's sizing (8 CPUs, 64 GB per run) is a GPU node's; the 2-CPU test node gets 1 CPU, 1 GB.
+SMALL_GPU_JOBS = ["hydra/launcher=slurm_gpu", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1"]
+
+
+def test_gpu_preset_gives_each_job_a_gpu_of_its_own(slurm, tmp_path):
+    """hydra/launcher=slurm_gpu: two jobs at once each get one of the node's two GPUs from SLURM."""
+    if node_gpus() < 2:
+        pytest.skip("the SLURM node declares fewer than 2 GPUs (scripts/slurm-up.sh: SLURM_UP_FAKE_GPUS)")
+    sweep_dir, results_dir = tmp_path / "sweep", tmp_path / "results"
+    overrides = [f"hydra.searchpath=[file://{ROOT / 'conf'}]", f"hydra.sweep.dir={sweep_dir}", *SMALL_GPU_JOBS]
+    command = [sys.executable, str(APP), "--multirun", *overrides, "hydra.launcher.timeout_min=5"]
+    run_multirun([*command, f"out_dir={results_dir}", "index=0,1", "peers=2"], cwd=tmp_path, root=sweep_dir)
+    results = [json.loads((results_dir / f"result_{i}.json").read_text()) for i in range(2)]
+    assert [r["peers_started"] for r in results] == [2, 2]  # side by side
+    gpus = [r["environment"]["SLURM_STEP_GPUS"] for r in results]
+    assert sorted(gpus) == ["0", "1"], results  # one GPU each, not the same one
+    assert all(r["environment"]["CUDA_VISIBLE_DEVICES"] for r in results), results
+    (array_id,) = array_ids(sweep_dir)
+    assert gpu_requests(array_id) == {f"{array_id}_{i}": 1 for i in range(2)}
+
+
+def gpu_requests(array_id: str) -> dict[str, int]:
+    """GPUs each task of an array was allocated, from sacct's AllocTRES (gres/gpu=N)."""
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,AllocTRES"], capture_output=True, text=True, timeout=15
+    ).stdout
+    rows = [line.split("|") for line in out.splitlines() if line]
+    return {job: sum(int(t.split("=")[1]) for t in tres.split(",") if t.startswith("gres/gpu=")) for job, tres in rows}
+
+
+def test_tiny_sweep_through_slurm_gpu_preset_one_gpu_per_run(slurm, tmp_path):
+    """`scaling sweep tiny hydra/launcher=slurm_gpu`: every run lands in the store, each job was
+    allocated one GPU (sacct), and the runs trained where train.device says (no CUDA here: the CPU)."""
+    if node_gpus() < 1:
+        pytest.skip("the SLURM node declares no GPUs (scripts/slurm-up.sh: SLURM_UP_FAKE_GPUS)")
+    store = tmp_path / "store"
+    two_runs = ["hydra.sweeper.budgets=[4e10,8e10]", "hydra.sweeper.models=[d32]", "train.eval_tokens=1024"]
+    command = [SCALING, "sweep", "tiny", *two_runs, *SMALL_GPU_JOBS, f"store={store}", "hydra.launcher.timeout_min=10"]
+    run_multirun(command, cwd=tmp_path, root=store)
+    planned = {run["run_id"] for run in json.loads((store / "sweep.json").read_text())["runs"]}
+    table = read_store(store)
+    assert set(table.runs["run_id"]) == planned and (table.runs["status"] == "completed").all()
+    assert (table.runs["device"] == "cpu").all()
+    (array_id,) = array_ids(store)
+    assert accounting_states(array_id, len(planned)) == {
+        f"{array_id}_{i}": f"COMPLETED|{PARTITION}" for i in range(len(planned))
+    }
+    assert gpu_requests(array_id) == {f"{array_id}_{i}": 1 for i in range(len(planned))}
+
+
 def test_tiny_sweep_through_slurm_lands_in_store(slurm, tmp_path):
     store = tmp_path / "store"
     run_multirun(

@@ -275,9 +275,9 @@ def test_launch_pacing_never_oversubscribes_the_cores():
     assert concurrency(OmegaConf.merge(joblib, {"n_jobs": -2}), 10) == max(1, CORES - 1)
     assert concurrency(local, 10) == CORES and launch_chunk_size(local, CORES, None) == CORES
     assert concurrency(basic, 10) == 1 and launch_chunk_size(basic, 1, None) >= 10
-    # on a GPU, local launchers run one job at a time; joblib then gets one job per launch call
-    assert concurrency(joblib, 10, gpu=True) == 1 and launch_chunk_size(joblib, 1, None) == 1
-    assert concurrency(local, 10, gpu=True) == 1
+    # on one GPU (one run per GPU), local launchers run one job at a time; joblib then gets one job per call
+    assert concurrency(joblib, 10, gpus=1) == 1 and launch_chunk_size(joblib, 1, None) == 1
+    assert concurrency(local, 10, gpus=1) == 1
 
 
 # The submitit_local test's train settings: runs of a few seconds, so that their start and finish

@@ -1,13 +1,14 @@
 """How a sweep's runs are laid out on this machine: how many run at once under each Hydra launcher, how
-many jobs each ``launcher.launch`` call gets, whether they train on a GPU, and the launcher settings
-that cannot work (checked before anything is written)."""
+many jobs each ``launcher.launch`` call gets, how many GPUs they spread over (`scaling.devices`), and
+the launcher settings that cannot work (checked before anything is written)."""
 
 from __future__ import annotations
 
-import os
+from typing import NamedTuple
 
 from omegaconf import DictConfig
 
+from scaling import devices
 from scaling.machine import usable_cores
 
 
@@ -37,35 +38,25 @@ def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
     return str(launcher_cfg.get("_target_", "")).endswith("submitit_launcher.LocalLauncher")
 
 
-def trains_on_gpu(train_cfg: DictConfig) -> bool:
-    """Whether the sweep's runs will train on a GPU: ``train.device`` names CUDA, or is ``auto`` on
-    a machine whose torch sees one (asked only where an NVIDIA device node exists, so CPU-only
-    machines never import torch here)."""
-    device = str(train_cfg.get("device", "auto"))
-    if device.startswith("cuda"):
-        return True
-    if device != "auto" or not os.path.exists("/dev/nvidiactl"):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int:
+def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpus: int = 0, runs_per_gpu: int = 1) -> int:
     """How many jobs the configured launcher runs at once on this machine; each job then trains
     with cores // concurrency torch threads (train.concurrent_runs), so workers × threads <= cores.
 
     The layout rule, measured (bench/bench_trainer.py's layout table, README): on a CPU, one
     single-threaded run per core beats one run on every core's thread for every ladder width
     (1.10-1.62x on 2 cores), so the local sweep files use joblib, whose default is one worker per
-    core; fewer runs than cores get more threads each. On a GPU, runs go one at a time (``gpu``).
+    core; fewer runs than cores get more threads each. With ``gpus`` GPUs (`scaling.devices`), the
+    local launchers run ``gpus × runs_per_gpu`` at once, each on its own device slot (a positive
+    joblib ``n_jobs`` caps it).
 
     joblib runs ``n_jobs`` workers (joblib's convention: -1 all cores, -2 all but one, ...);
     submitit_local would start every job it is given at once, so the sweeper hands it at most one
     job per core at a time (`launch_chunk_size`); basic runs one job after another; SLURM gives
     each job its own CPUs (cpus_per_task), so each job may use every core it sees."""
-    if gpu and (_is_joblib(launcher_cfg) or _is_submitit_local(launcher_cfg)):
-        return 1  # one local GPU: runs sharing it would each run slower, and could run out of its memory
+    if gpus and is_local_launcher(launcher_cfg):
+        slots = gpus * runs_per_gpu
+        cap = int(launcher_cfg.get("n_jobs", -1) or -1) if _is_joblib(launcher_cfg) else -1
+        return max(1, min(n_jobs, slots, cap if cap > 0 else slots))
     if _is_joblib(launcher_cfg):
         n = int(launcher_cfg.get("n_jobs", -1) or -1)
         workers = usable_cores() + 1 + n if n < 0 else n
@@ -73,6 +64,37 @@ def concurrency(launcher_cfg: DictConfig, n_jobs: int, gpu: bool = False) -> int
     if _is_submitit_local(launcher_cfg):
         return max(1, min(n_jobs, usable_cores()))
     return 1
+
+
+class Layout(NamedTuple):  # not a dataclass: Hydra's plugin scan runs this module outside sys.modules
+    """How a launch lays its runs out: ``n_parallel`` at once over ``gpus`` GPUs (0: the CPU), each
+    job claiming one of ``slots`` device slots (0: none; the basic launcher and SLURM need none)."""
+
+    n_parallel: int
+    gpus: int
+    slots: int
+
+    def job_overrides(self) -> list[str]:
+        slots = [f"train.device_slots={self.slots}"] if self.slots else []
+        return [f"train.concurrent_runs={self.n_parallel}", *slots]
+
+    def describe(self) -> str:
+        if not self.gpus:
+            return ""
+        faked = f", faked by {devices.FAKE_GPUS_ENV}" if devices.fake_gpus() is not None else ""
+        each = f", {self.slots // self.gpus} run(s) per GPU" if self.slots else ""
+        return f" ({self.gpus} GPU{'s' * (self.gpus > 1)}{each}{faked})"
+
+
+def plan_layout(launcher, launcher_cfg: DictConfig, train_cfg: DictConfig, n_jobs: int, runs_per_gpu: int) -> Layout:
+    """The layout of ``n_jobs`` runs under ``launcher`` (the instantiated one, ``launcher_cfg`` its
+    config); with GPUs, a joblib launcher's worker count is set to the runs at once."""
+    gpus = devices.sweep_gpus(str(train_cfg.get("device", "auto")))
+    n_parallel = concurrency(launcher_cfg, n_jobs, gpus, runs_per_gpu)
+    slots = gpus * runs_per_gpu if gpus and is_local_launcher(launcher_cfg) else 0
+    if slots and _is_joblib(launcher_cfg):
+        launcher.joblib["n_jobs"] = n_parallel  # loky workers, one per run at once (not one per core)
+    return Layout(n_parallel, gpus, slots)
 
 
 def launch_chunk_size(launcher_cfg: DictConfig, n_parallel: int, max_batch_size: int | None) -> int:

@@ -51,12 +51,12 @@ from hydra_plugins.scaling_sweeper import outcome, processes
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import (
     check_launcher,
-    concurrency,
     is_local_launcher,
     launch_chunk_size,
-    trains_on_gpu,
+    plan_layout,
 )
 from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
+from scaling import devices
 
 
 @dataclass
@@ -74,6 +74,7 @@ class ScalingSweeperConf:
     batch_sizes: list[int] = field(default_factory=list)  # train.batch_size per run
     warmup_fracs: list[float] = field(default_factory=list)  # optim.warmup_frac per run
     lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
+    runs_per_gpu: int = 1  # local launchers on GPUs: runs at once per visible GPU (`layout`, scaling.devices)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -93,7 +94,9 @@ def _budget(value: Any, key: str) -> float:
 
 
 class ScalingSweeper(Sweeper):
-    def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False, **hyper):
+    def __init__(
+        self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False, runs_per_gpu=1, **hyper
+    ):
         super().__init__()
         # kept as given; checked by `check_settings` when the sweep starts (errors raised here would
         # reach the user wrapped in Hydra's instantiation traceback)
@@ -104,6 +107,7 @@ class ScalingSweeper(Sweeper):
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
+        self.runs_per_gpu = runs_per_gpu
         self.hyper_settings = hyper  # lr_multipliers, lr_grid, batch_sizes, warmup_fracs, lr_refine
         self.hyper: HyperAxes | None = None
         self.hydra_context: HydraContext | None = None
@@ -145,6 +149,12 @@ class ScalingSweeper(Sweeper):
                 "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
             )
         self.tokens_per_param = (lo, hi)
+        r = self.runs_per_gpu
+        if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
+            raise ConfigError(
+                f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
+            )
+        devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
         names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
         self.hyper = HyperAxes.from_settings(*(self.hyper_settings.get(k) for k in names))
 
@@ -323,13 +333,13 @@ class ScalingSweeper(Sweeper):
                 self.exit_if_failed(store, jobs)
             return []
 
-        gpu = trains_on_gpu(self.config.train)
-        n_parallel = concurrency(self.config.hydra.launcher, len(to_run), gpu)
-        batch = [
-            [*j["overrides"], f"train.concurrent_runs={n_parallel}", f"plan='{j['plan'].to_json()}'"] for j in to_run
-        ]
+        layout = plan_layout(
+            self.launcher, self.config.hydra.launcher, self.config.train, len(to_run), self.runs_per_gpu
+        )
+        n_parallel = layout.n_parallel
+        batch = [[*j["overrides"], *layout.job_overrides(), f"plan='{j['plan'].to_json()}'"] for j in to_run]
         print(
-            f"launching {len(batch)} runs, {n_parallel} at a time{' (GPU)' if gpu else ''} "
+            f"launching {len(batch)} runs, {n_parallel} at a time{layout.describe()} "
             f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
             flush=True,
         )

@@ -25,6 +25,8 @@ JOB_ENVIRONMENT_KEYS = (
     "SLURM_CPUS_PER_TASK",
     "SUBMITIT_EXECUTOR",
     "OMP_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",  # set by SLURM in a job given GPUs (hydra/launcher=slurm_gpu)
+    "SLURM_STEP_GPUS",
 )
 
 

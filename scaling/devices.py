@@ -1,0 +1,148 @@
+"""Which device a run trains on, and how a sweep's local runs share the machine's GPUs.
+
+With G visible CUDA devices, the sweeper runs G × ``hydra.sweeper.runs_per_gpu`` runs at once under
+the local launchers (joblib, submitit_local) and hands each job ``train.device_slots`` (that
+product; not part of the run id). A job claims one free slot for as long as it trains: an exclusive
+``flock`` on ``STORE/.device-slots/slot-K.lock``, released when the run ends or its process dies. Slot
+K trains on ``cuda:(K mod G)``, so the first G runs at once land on G different GPUs, and no two runs
+at once share a slot. The claim is made per job, in the job: joblib's workers are reused across jobs,
+so a worker's device is whatever its current job claimed (not fixed when the worker started).
+
+``SCALING_FAKE_GPUS=N`` (a test and development hook) makes the sweeper and its jobs count N GPUs:
+the sweep lays out and assigns slots as on an N-GPU machine, while the runs train on the device
+``train.device`` gives (the CPU, on a machine without CUDA). Each run's record says which slot and
+GPU it had (``device_slot``, ``gpu``) and whether the count was faked.
+
+torch is imported only where a device is picked, or where a machine has an NVIDIA device node, so
+the sweeper never imports torch on a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaling.errors import ConfigError
+
+FAKE_GPUS_ENV = "SCALING_FAKE_GPUS"  # test/dev hook: count this many GPUs (runs still train where train.device says)
+SLOTS_DIR = ".device-slots"  # under the store: one lock file per slot
+WAIT_S = 0.5  # how often a job that finds every slot taken tries again
+SLOT_KEYS = ("device_slot", "gpu", "gpus_faked")  # what a run's record says of its slot
+
+
+def fake_gpus() -> int | None:
+    """The GPU count ``SCALING_FAKE_GPUS`` asks for (None when unset); ConfigError when it is not a count."""
+    value = os.environ.get(FAKE_GPUS_ENV, "").strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ConfigError(f"{FAKE_GPUS_ENV}: {value!r} is not a number of GPUs; give a count such as 2, or unset it")
+    return int(value)
+
+
+def gpu_count() -> int:
+    """CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies), or ``SCALING_FAKE_GPUS``."""
+    fake = fake_gpus()
+    if fake is not None:
+        return fake
+    if not os.path.exists("/dev/nvidiactl"):
+        return 0
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def sweep_gpus(device: str) -> int:
+    """How many GPUs a sweep's local runs spread over for ``train.device``: none for ``cpu``/``mps``,
+    one for a pinned ``cuda:N`` (every run trains there), else every visible one."""
+    if device == "auto" or device == "cuda":
+        return gpu_count()
+    if device.startswith("cuda:"):
+        return 1
+    return 0
+
+
+def pick_device(name: str):
+    """The torch device for ``train.device``; ConfigError when this machine has none of that kind."""
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    kind, _, index = name.partition(":")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"train.device: {name!r} is not available on this machine (no CUDA); valid: auto, cpu")
+    if kind == "cuda" and index and int(index) >= torch.cuda.device_count():
+        raise ConfigError(
+            f"train.device: {name!r} is not available; this machine has {torch.cuda.device_count()} CUDA device(s)"
+        )
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"train.device: {name!r} is not available on this machine (no MPS); valid: auto, cpu")
+    return torch.device(name)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The device slot a run holds: slot ``index`` of ``slots``, on GPU ``index mod gpus``."""
+
+    index: int
+    slots: int
+    gpus: int
+    fake: bool
+
+    @property
+    def gpu(self) -> int:
+        return self.index % max(1, self.gpus)
+
+    def record_keys(self) -> dict:
+        return dict(zip(SLOT_KEYS, (self.index, self.gpu, self.fake)))
+
+    def describe(self) -> str:
+        faked = f", {FAKE_GPUS_ENV}={self.gpus}: training where train.device says" if self.fake else ""
+        return f"device slot {self.index}/{self.slots} (GPU {self.gpu}{faked})"
+
+
+def run_device(name: str, slot: Slot | None):
+    """The device a run trains on: ``train.device``, or with a slot on a machine with CUDA (and
+    ``train.device`` auto or cuda) the slot's GPU, made the process's current CUDA device."""
+    device = pick_device(name)
+    if slot is None or slot.fake or device.type != "cuda" or device.index is not None:
+        return device
+    import torch
+
+    device = torch.device("cuda", slot.gpu)
+    torch.cuda.set_device(device)  # kernels (compiled ones too) launch on the run's own GPU
+    return device
+
+
+@contextmanager
+def claim_slot(store: str | Path, slots: int, log=print) -> Iterator[Slot | None]:
+    """Hold a free one of ``slots`` device slots of ``store`` while the body runs (None for 0 slots:
+    no assignment). Waits while every slot is taken (another sweep on the same store)."""
+    if slots <= 0:
+        yield None
+        return
+    folder = Path(store) / SLOTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    waited = False
+    while True:
+        for index in range(slots):
+            fd = os.open(folder / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield Slot(index, slots, gpu_count(), fake_gpus() is not None)
+            finally:
+                os.close(fd)  # releases the lock
+            return
+        if not waited:
+            log(f"every one of the {slots} device slots of {folder} is taken; waiting for one")
+            waited = True
+        time.sleep(WAIT_S)
