@@ -1,0 +1,148 @@
+"""Packed runs (scaling/packed.py, scaling/packed_train.py) against separate runs of the same configs.
+
+Tolerance: a packed member is not bit-identical to its separate run. Its GEMMs are batched
+(``baddbmm``/``bmm`` over K members instead of ``addmm``), its LayerNorm's affine is a separate
+``addcmul`` and its loss a per-member mean, so sums are taken in another order: fp32 rounding, about
+1e-7 relative per op. Training amplifies it (Adam divides each update by √v, so tiny gradient
+differences become weight differences of order lr·1e-6). Measured on 2026-11-25 over these tests'
+runs (d16, d32, 19-29 steps, LRs 0.5-2x the ladder's): at most 1.0e-5 nats on any curve point's
+training or held-out loss. The tests allow 1e-4 nats: 10x the measured deviation, and still 100x
+below the smallest loss difference the analysis resolves between two runs (~1e-2 nats between
+neighbouring LRs here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from scaling.errors import ConfigError
+from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
+from scaling.packed_train import train_packed
+from scaling.plan import plan_run
+from scaling.shapes import shape_for_width
+from scaling.train import train
+from scaling.train_app import compose_config
+
+LOSS_TOL = 1e-4  # nats; see the module docstring
+
+
+def _stacked(k: int, seed: int = 0) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(k, 5, 3, generator=g), torch.randn(k, 3, generator=g), torch.randn(k, 4, 2, generator=g)]
+
+
+def test_packed_adamw_is_torch_adamw_per_member_at_its_own_lr():
+    k, lrs = 3, [1e-2, 3e-3, 0.0]
+    params = [p.requires_grad_() for p in _stacked(k)]
+    packed = PackedAdamW(params, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
+    members = [[p[i].detach().clone().requires_grad_() for p in params] for i in range(k)]
+    refs = [
+        torch.optim.AdamW(
+            [{"params": [m[0], m[2]], "weight_decay": 0.1}, {"params": [m[1]], "weight_decay": 0.0}],
+            lr=lr,
+            betas=(0.9, 0.99),
+            eps=1e-8,
+            foreach=False,
+        )
+        for m, lr in zip(members, lrs)
+    ]
+    for step in range(5):
+        grads = _stacked(k, seed=step + 1)
+        for p, g in zip(params, grads):
+            p.grad = g.clone()
+        packed.step(torch.tensor(lrs))
+        for i, (m, opt) in enumerate(zip(members, refs)):
+            for p, g in zip(m, grads):
+                p.grad = g[i].clone()
+            opt.step()
+    for i, m in enumerate(members):
+        for p, ref in zip(params, m):
+            torch.testing.assert_close(p[i].detach(), ref.detach(), rtol=1e-6, atol=1e-7)
+    assert torch.equal(params[0][2].detach(), _stacked(k)[0][2]), "a member at lr 0 must not move"
+
+
+def test_clipping_is_each_members_own_global_norm():
+    params = [p.requires_grad_() for p in _stacked(2)]
+    grads = _stacked(2, seed=7)
+    for g in grads:
+        g[1] *= 1e-2  # member 1's global norm is below the threshold: left alone
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    norms = clip_per_member(params, max_norm=1.0)
+    assert norms[0] > 1 > norms[1]
+    for i in range(2):
+        ref = [g[i].clone().requires_grad_() for g in grads]
+        for r, g in zip(ref, grads):
+            r.grad = g[i].clone()
+        ref_norm = torch.nn.utils.clip_grad_norm_(ref, 1.0)
+        assert math.isclose(norms[i].item(), ref_norm.item(), rel_tol=1e-6)
+        for p, r in zip(params, ref):
+            torch.testing.assert_close(p.grad[i], r.grad, rtol=1e-6, atol=1e-9)
+
+
+def test_packed_model_is_the_members_models_in_loss_and_gradient():
+    shape = shape_for_width(32, seq_len=16)
+    members = build_members(shape, [0, 1, 2])
+    packed = PackedGPT(build_members(shape, [0, 1, 2]))
+    idx = torch.randint(0, shape.vocab_size, (3, 4, 17), generator=torch.Generator().manual_seed(0))
+    losses = packed(idx[..., :-1], idx[..., 1:])
+    losses.sum().backward()
+    for k, model in enumerate(members):
+        _, loss = model(idx[k, :, :-1], idx[k, :, 1:])
+        loss.backward()
+        assert abs(losses[k].item() - loss.item()) < 1e-6
+        for name, p in zip(packed.names, packed.params):
+            ref = dict(model.named_parameters())[name]
+            assert torch.equal(p[k].detach(), ref.detach()), f"{name}: initialisation differs"
+            torch.testing.assert_close(p.grad[k], ref.grad, rtol=1e-4, atol=1e-7, msg=name)
+
+
+BASE = ["tracking=none", "train.eval_tokens=8192", "train.evals=3", "train.threads=1", "train.min_steps=10"]
+# seed, LR and length (budget) all differ between members
+MEMBERS = {
+    "d16": [
+        ["seed=0", "budget=3e9"],
+        ["seed=1", "budget=3e9", "optim.lr_multiplier=2"],
+        ["seed=2", "budget=2e9", "optim.lr_multiplier=0.5"],
+    ],
+    "d32": [
+        ["seed=0", "budget=9e9"],
+        ["seed=1", "budget=9e9", "optim.lr_multiplier=2"],
+        ["seed=2", "budget=6e9", "optim.lr_multiplier=0.5"],
+    ],
+}
+
+
+@pytest.mark.parametrize("model", sorted(MEMBERS))
+def test_packed_runs_match_separate_runs_curve_for_curve(tmp_path, model):
+    cfgs = [compose_config([f"model={model}", f"store={tmp_path}", *BASE, *m]) for m in MEMBERS[model]]
+    assert len({plan_run(c).steps for c in cfgs}) == 2 and len({plan_run(c).lr for c in cfgs}) == 3
+    packed = train_packed(cfgs, log=lambda *a: None)
+    for cfg, member in zip(cfgs, packed):
+        record = train(cfg, log=lambda *a: None)
+        assert member["run_id"] == record["run_id"] and not member["failure"]
+        assert len(member["curve"]) == len(record["curve"]) and len(member["losses"]) == record["steps"]
+        for ours, theirs in zip(member["curve"], record["curve"]):
+            for key in ("step", "tokens", "flops", "lr"):
+                assert ours[key] == theirs[key], key
+            assert abs(ours["train_loss"] - theirs["train_loss"]) < LOSS_TOL
+            assert math.isnan(ours["val_loss"]) == math.isnan(theirs["val_loss"])
+            if not math.isnan(ours["val_loss"]):
+                assert abs(ours["val_loss"] - theirs["val_loss"]) < LOSS_TOL
+        assert abs(member["val_loss"] - record["val_loss"]) < LOSS_TOL
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [("model=d16", "model"), ("train.batch_size=8", "train.batch_size"), ("optim.beta2=0.95", "optim.beta2")],
+)
+def test_members_that_cannot_share_a_step_are_refused_naming_the_key(override, key):
+    cfgs = [
+        compose_config(["model=d32", *BASE, "budget=9e9"]),
+        compose_config(["model=d32", *BASE, "budget=9e9", override]),
+    ]
+    with pytest.raises(ConfigError, match=f"^{key}"):
+        train_packed(cfgs, log=lambda *a: None)
