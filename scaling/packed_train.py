@@ -57,6 +57,7 @@ class Member:
     losses: list[float] = field(default_factory=list)  # every step's training loss
     window: list[float] = field(default_factory=list)  # training losses since the last curve point
     failure: str = ""  # why the member stopped early (diverged), else ""
+    train_time: float = 0.0  # seconds of the packed steps this member trained in
     ema: float | None = None
 
     @property
@@ -170,7 +171,10 @@ class PackedRun:
             active = [m.active for m in self.members]
             t0 = time.perf_counter()
             losses = self.train_step(step)
-            self.train_time += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
+            self.train_time += dt
+            for m, on in zip(self.members, active):
+                m.train_time += dt if on else 0.0
             due = [
                 _point_due(m.plan, t, step) if on and not m.observe(loss, step, t.divergence_factor) else None
                 for m, on, loss in zip(self.members, active, losses)

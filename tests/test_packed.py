@@ -13,6 +13,7 @@ neighbouring LRs here).
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -20,9 +21,11 @@ import torch
 
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
+from scaling.packed_store import train_packed_runs
 from scaling.packed_train import train_packed
 from scaling.plan import plan_run
 from scaling.shapes import shape_for_width
+from scaling.store import read_record
 from scaling.train import train
 from scaling.train_app import compose_config
 
@@ -116,23 +119,36 @@ MEMBERS = {
 }
 
 
+LOSS_KEYS = ("val_loss", "val_bpb", "train_loss")
+TIMING_KEYS = ("wall_time_s", "tokens_per_s", "flops_per_s", "started_at", "finished_at", "curve")
+
+
 @pytest.mark.parametrize("model", sorted(MEMBERS))
-def test_packed_runs_match_separate_runs_curve_for_curve(tmp_path, model):
-    cfgs = [compose_config([f"model={model}", f"store={tmp_path}", *BASE, *m]) for m in MEMBERS[model]]
+def test_packed_runs_write_the_records_of_separate_runs(tmp_path, model):
+    overrides = [[f"model={model}", *BASE, *m] for m in MEMBERS[model]]
+    cfgs = [compose_config([f"store={tmp_path / 'packed'}", *o]) for o in overrides]
     assert len({plan_run(c).steps for c in cfgs}) == 2 and len({plan_run(c).lr for c in cfgs}) == 3
-    packed = train_packed(cfgs, log=lambda *a: None)
-    for cfg, member in zip(cfgs, packed):
-        record = train(cfg, log=lambda *a: None)
-        assert member["run_id"] == record["run_id"] and not member["failure"]
-        assert len(member["curve"]) == len(record["curve"]) and len(member["losses"]) == record["steps"]
-        for ours, theirs in zip(member["curve"], record["curve"]):
-            for key in ("step", "tokens", "flops", "lr"):
-                assert ours[key] == theirs[key], key
-            assert abs(ours["train_loss"] - theirs["train_loss"]) < LOSS_TOL
-            assert math.isnan(ours["val_loss"]) == math.isnan(theirs["val_loss"])
-            if not math.isnan(ours["val_loss"]):
-                assert abs(ours["val_loss"] - theirs["val_loss"]) < LOSS_TOL
-        assert abs(member["val_loss"] - record["val_loss"]) < LOSS_TOL
+    packed = train_packed_runs(cfgs, log=lambda *a: None)
+    assert train_packed_runs(cfgs, log=lambda *a: None) == [], "finished runs are not trained again"
+    for o, ours in zip(overrides, packed):
+        theirs = train(compose_config([f"store={tmp_path / 'separate'}", *o]), log=lambda *a: None)
+        stored = read_record(tmp_path / "packed" / "runs" / ours["run_id"] / "record.json")
+        assert json.dumps(ours, sort_keys=True) == json.dumps(stored, sort_keys=True)
+        assert ours["status"] == "completed" and ours.keys() == theirs.keys()
+        assert {**ours["config"], "store": ""} == {**theirs["config"], "store": ""}
+        for key in ours.keys() - {*LOSS_KEYS, *TIMING_KEYS, "config"}:
+            assert json.dumps(ours[key]) == json.dumps(theirs[key]), key  # NaN (loss_floor) equal to NaN
+        for key in LOSS_KEYS:
+            assert abs(ours[key] - theirs[key]) < LOSS_TOL, key
+        assert len(ours["curve"]) == len(theirs["curve"])
+        for a, b in zip(ours["curve"], theirs["curve"]):
+            assert {k: a[k] for k in ("step", "tokens", "flops", "lr")} == {
+                k: b[k] for k in ("step", "tokens", "flops", "lr")
+            }
+            assert abs(a["train_loss"] - b["train_loss"]) < LOSS_TOL
+            assert math.isnan(a["val_loss"]) == math.isnan(b["val_loss"])
+            if not math.isnan(a["val_loss"]):
+                assert abs(a["val_loss"] - b["val_loss"]) < LOSS_TOL
 
 
 @pytest.mark.parametrize(
