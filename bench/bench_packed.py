@@ -14,6 +14,9 @@ Definitions as bench/bench_arch.py:
                same process just before (bench_peak.matmul_peak)
   speedup      packed tokens/s ÷ separate tokens/s (the same K, the same rounds)
   spread       (max − min) / median of the packed variant's per-round times
+--clock cpu times by this process's CPU time (time.process_time), the peak too: on a machine
+that other processes share, it counts the work this process did, not its waits for a core (with
+2 threads it sums both threads' time, so a thread idling at a barrier counts only while it spins).
 """
 
 from __future__ import annotations
@@ -23,7 +26,36 @@ import json
 import time
 
 import common  # noqa: F401  (puts the checkout on sys.path)
-from common import ROOT, interleaved_medians, load_average, median, print_header, print_table
+from common import ROOT, load_average, median, print_header, print_table
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def timed_rounds(variants: dict, rounds: int, clock) -> dict[str, list[float]]:
+    """`common.interleaved_medians` (one sample per round, the variants in rotating turns) on ``clock``."""
+    names, samples = list(variants), {n: [] for n in variants}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            t0 = clock()
+            variants[name]()
+            samples[name].append(clock() - t0)
+    return samples
+
+
+def cpu_peak(threads: int, n: int = 512, seconds: float = 0.3) -> float:
+    """Best fp32 torch.mm FLOP/s of n×n products by process time, three windows."""
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    out, best = torch.empty(n, n), 0.0
+    for _ in range(3):
+        calls, t0 = 0, time.process_time()
+        while time.process_time() - t0 < seconds:
+            torch.mm(a, b, out=out)
+            calls += 1
+        best = max(best, 2.0 * n**3 * calls / (time.process_time() - t0))
+    return best
 
 
 def _batches(shape, k: int, batch_size: int):
@@ -110,20 +142,21 @@ def _vmap_step(members, packed_step):
     return packed_step(None, list(params.values()), forward)
 
 
-def measure(shape_name: str, threads: int, k: int, batch_size: int, seq_len: int, rounds: int, vmap: bool) -> dict:
+def measure(shape_name: str, threads: int, k: int, args) -> dict:
     import torch
 
     from scaling.flops import flops_per_token_with_attention
     from scaling.shapes import param_counts, shape_for_width
 
     torch.set_num_threads(threads)
+    batch_size, seq_len, clock = args.batch_size, args.seq_len, CLOCKS[args.clock]
     shape = shape_for_width(int(shape_name[1:]), seq_len=seq_len)
-    steps = steppers(shape, k, batch_size, vmap)
+    steps = steppers(shape, k, batch_size, args.vmap)
     for step in steps.values():
         step()  # warm-up
-    one = {v: median(interleaved_medians({v: s}, 2)[v]) for v, s in steps.items()}
+    one = {v: median(timed_rounds({v: s}, 2, clock)[v]) for v, s in steps.items()}
     calls = {v: max(1, round(0.25 / one[v])) for v in steps}  # ~0.25 s of steps per turn
-    samples = interleaved_medians({v: (lambda v=v: [steps[v]() for _ in range(calls[v])]) for v in steps}, rounds)
+    samples = timed_rounds({v: (lambda v=v: [steps[v]() for _ in range(calls[v])]) for v in steps}, args.rounds, clock)
     n = param_counts(shape)["total"]
     per_token = flops_per_token_with_attention(n, shape.n_layer, shape.d_model, seq_len)
     rows = {}
@@ -145,6 +178,7 @@ def main() -> None:
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--vmap", action="store_true", help="also time torch.func.vmap's packing")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     from bench_peak import matmul_peak
@@ -153,11 +187,11 @@ def main() -> None:
     t0 = time.perf_counter()
     results, rows = [], []
     for threads in map(int, args.threads.split(",")):
-        peak = matmul_peak(threads, min_seconds=0.1)["best"]
-        print(f"peak fp32 matmul at {threads} thread(s): {peak / 1e9:.1f} GFLOP/s", flush=True)
+        peak = cpu_peak(threads) if args.clock == "cpu" else matmul_peak(threads, min_seconds=0.1)["best"]
+        print(f"peak fp32 matmul at {threads} thread(s), {args.clock} clock: {peak / 1e9:.1f} GFLOP/s", flush=True)
         for shape_name in args.shapes.split(","):
             for k in map(int, args.ks.split(",")):
-                r = measure(shape_name, threads, k, args.batch_size, args.seq_len, args.rounds, args.vmap)
+                r = measure(shape_name, threads, k, args)
                 r["peak"], r["load"] = peak, load_average()
                 results.append(r)
                 for v in ("separate", "packed", "vmap"):

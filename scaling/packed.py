@@ -78,9 +78,11 @@ class PackedGPT(torch.nn.Module):
         x = x.reshape(K, B * T, d)
         for i in range(self.shape.n_layer):
             x = self._block(p, f"blocks.{i}.", x, B, T)
-        logits = torch.bmm(_layer_norm(x, p, "ln_f."), wte.transpose(1, 2))  # tied head
-        losses = F.cross_entropy(logits.reshape(K * B * T, V), targets.reshape(-1), reduction="none")
-        return losses.view(K, B * T).mean(dim=1)
+        h = _layer_norm(x, p, "ln_f.")
+        # the tied head and the loss member by member: a [K·B·T, V] logits tensor at once falls out of
+        # cache (bench, d32 K=8: head + loss 30 ms of CPU time a step batched, 20 ms so, 18 ms separate)
+        flat = targets.reshape(K, B * T)
+        return torch.stack([F.cross_entropy(F.linear(h[k], wte[k]), flat[k]) for k in range(K)])
 
     def _block(self, p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, B: int, T: int) -> torch.Tensor:
         K, _, C = x.shape
