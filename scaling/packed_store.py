@@ -14,6 +14,8 @@ records, and its runs train again, from the start, on relaunch.
 
 from __future__ import annotations
 
+import copy
+import json
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,8 +23,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from scaling.packed_train import PackedRun
-from scaling.plan import job_config, plan_run
+from scaling.packed_train import PackedRun, check_packable, packed_device
+from scaling.plan import job_config, plan_run, planned
 from scaling.record import Outcome, build_record, now_iso
 from scaling.store import (
     FINISHED,
@@ -40,9 +42,28 @@ from scaling.train import preflight, set_threads
 from scaling.train_state import TrainState
 
 
-def train_packed_runs(cfgs: list[DictConfig], log=print) -> list[dict[str, Any]]:
-    """Train the runs of ``cfgs`` that are not finished, packed; return the records written."""
-    plans = [plan_run(cfg) for cfg in cfgs]
+def train_packed_job(cfg: DictConfig, log=print) -> list[dict[str, Any]]:
+    """A sweep's packed job: ``cfg`` is the first run's config, ``cfg.pack`` the others' as JSON,
+    ``[{"set": {key: value}, "plan": RunPlan fields}, ...]`` (hydra_plugins/scaling_sweeper/pack.py)."""
+    first = copy.deepcopy(cfg)
+    first.pack = ""
+    cfgs, plans = [first], [planned(first)]
+    for member in json.loads(cfg.pack):
+        other = copy.deepcopy(first)
+        for key, value in member["set"].items():
+            OmegaConf.update(other, key, value)
+        other.plan = json.dumps(member["plan"])
+        cfgs.append(other)
+        plans.append(planned(other))
+    return train_packed_runs(cfgs, plans, log)
+
+
+def train_packed_runs(cfgs: list[DictConfig], plans: list | None = None, log=print) -> list[dict[str, Any]]:
+    """Train the runs of ``cfgs`` (their ``plans``, else planned here) that are not finished,
+    packed; return the records written."""
+    plans = plans if plans is not None else [plan_run(cfg) for cfg in cfgs]
+    check_packable(cfgs, plans)  # bad input: before anything is written
+    packed_device(cfgs[0].train)
     for cfg in cfgs:
         preflight(cfg)
     with ExitStack() as locks:

@@ -97,12 +97,33 @@ def check_packable(cfgs: list[DictConfig], plans: list[RunPlan]) -> None:
             if a != b:
                 raise ConfigError(f"{key}: packed runs must share it, not {a} and {b}")
     for cfg in cfgs:
-        if target_of(cfg.model):
-            raise ConfigError(f"model._target_: packing trains the gpt2 block only, not {target_of(cfg.model)!r}")
-        if evalsets.configured(cfg.get("eval")):
-            raise ConfigError("eval.sets: packed runs evaluate on val only; unpack runs with evaluation sets")
-        if cfg.train.compile:
-            raise ConfigError("train.compile: packed runs train eagerly; set train.compile=false")
+        check_config(cfg)
+
+
+def check_config(cfg: DictConfig) -> None:
+    """ConfigError naming the key when a run of this config cannot be packed at all."""
+    if target_of(cfg.model):
+        raise ConfigError(f"model._target_: packing trains the gpt2 block only, not {target_of(cfg.model)!r}")
+    if cfg.model.get("arch", "gpt2") != "gpt2":
+        raise ConfigError(f"model.arch: packing trains the gpt2 block only, not {cfg.model.arch!r}")
+    if evalsets.configured(cfg.get("eval")):
+        raise ConfigError("eval.sets: packed runs evaluate on val only; unpack runs with evaluation sets")
+    if cfg.train.compile:
+        raise ConfigError("train.compile: packed runs train eagerly; set train.compile=false")
+
+
+def packed_device(t) -> torch.device:
+    """The device of packed runs with ``train`` settings ``t``; ConfigError naming the key if they
+    cannot run packed there."""
+    if t.device not in ("auto", "cpu", "cuda") and not t.device.startswith("cuda:"):
+        raise ConfigError(f"train.device: packed runs run on cpu or cuda, not {t.device!r}")
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if t.device == "auto" else t.device)
+    if t.precision == "bf16" or (t.precision == "auto" and device.type == "cuda"):
+        raise ConfigError(
+            f"train.precision: packed runs train in fp32 (no bf16 autocast yet), not {t.precision!r} "
+            f"on {device.type}; set train.precision=fp32"
+        )
+    return device
 
 
 @torch.no_grad()
@@ -124,10 +145,7 @@ class PackedRun:
         check_packable(cfgs, plans)
         self.members = [Member(cfg, plan) for cfg, plan in zip(cfgs, plans)]
         cfg, self.shape = cfgs[0], plans[0].shape
-        if cfg.train.device not in ("auto", "cpu", "cuda") and not cfg.train.device.startswith("cuda:"):
-            raise ConfigError(f"train.device: packed runs run on cpu or cuda, not {cfg.train.device!r}")
-        auto = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(auto if cfg.train.device == "auto" else cfg.train.device)
+        self.device = packed_device(cfg.train)
         self.corpus = data_lib.load_corpus(cfg.data)
         self.model = PackedGPT(build_members(self.shape, [c.seed for c in cfgs])).to(self.device)
         o = cfg.optim

@@ -18,6 +18,7 @@ import math
 
 import pytest
 import torch
+from conftest import assert_one_line_error, run_cli
 
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
@@ -162,3 +163,42 @@ def test_members_that_cannot_share_a_step_are_refused_naming_the_key(override, k
     ]
     with pytest.raises(ConfigError, match=f"^{key}"):
         train_packed(cfgs, log=lambda *a: None)
+
+
+SWEEP = [
+    "sweep",
+    "tiny",
+    "hydra.sweeper.budgets=[1e10]",
+    "hydra.sweeper.models=[d32]",
+    "hydra.sweeper.lr_multipliers=[0.5,2]",
+    "train.min_steps=10",
+]
+
+
+def test_a_packed_lr_sweep_writes_the_unpacked_sweeps_runs(tmp_path):
+    packed = run_cli(*SWEEP, "hydra.sweeper.pack=true", f"store={tmp_path / 'packed'}", check=True)
+    assert "launching 2 runs as 1 packed jobs" in packed.stdout and "packed: 2 runs of d32" in packed.stdout
+    run_cli(*SWEEP, f"store={tmp_path / 'separate'}", check=True)
+    ours = {r["run_id"]: r for r in map(read_record, (tmp_path / "packed").glob("runs/*/record.json"))}
+    theirs = {r["run_id"]: r for r in map(read_record, (tmp_path / "separate").glob("runs/*/record.json"))}
+    assert len(ours) == 2 and ours.keys() == theirs.keys()
+    for run_id, record in ours.items():
+        assert record["status"] == "completed" and "pack" not in record["config"]
+        assert abs(record["val_loss"] - theirs[run_id]["val_loss"]) < LOSS_TOL
+        assert record["lr"] == theirs[run_id]["lr"]
+
+
+def test_packing_a_sweep_without_an_lr_axis_is_refused_naming_the_setting(tmp_path):
+    proc = run_cli("sweep", "tiny", "hydra.sweeper.pack=true", f"store={tmp_path}")
+    assert_one_line_error(proc, "hydra.sweeper.pack")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_packed_runs_refuse_bf16_before_writing_anything(tmp_path):
+    cfgs = [
+        compose_config(["model=d32", *BASE, "budget=9e9", f"store={tmp_path}", "train.precision=bf16", s])
+        for s in ("seed=0", "seed=1")
+    ]
+    with pytest.raises(ConfigError, match="^train.precision"):
+        train_packed_runs(cfgs, log=lambda *a: None)
+    assert not (tmp_path / "runs").exists()

@@ -47,7 +47,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.scaling_sweeper import outcome, processes
+from hydra_plugins.scaling_sweeper import outcome, pack, processes
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import (
     check_launcher,
@@ -74,6 +74,7 @@ class ScalingSweeperConf:
     batch_sizes: list[int] = field(default_factory=list)  # train.batch_size per run
     warmup_fracs: list[float] = field(default_factory=list)  # optim.warmup_frac per run
     lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
+    pack: bool = False  # the LRs of one (shape, budget) as one packed job (`pack`, scaling/packed_store.py)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -93,7 +94,9 @@ def _budget(value: Any, key: str) -> float:
 
 
 class ScalingSweeper(Sweeper):
-    def __init__(self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False, **hyper):
+    def __init__(
+        self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False, pack=False, **hyper
+    ):
         super().__init__()
         # kept as given; checked by `check_settings` when the sweep starts (errors raised here would
         # reach the user wrapped in Hydra's instantiation traceback)
@@ -104,6 +107,7 @@ class ScalingSweeper(Sweeper):
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
+        self.pack = bool(pack)
         self.hyper_settings = hyper  # lr_multipliers, lr_grid, batch_sizes, warmup_fracs, lr_refine
         self.hyper: HyperAxes | None = None
         self.hydra_context: HydraContext | None = None
@@ -147,6 +151,10 @@ class ScalingSweeper(Sweeper):
         self.tokens_per_param = (lo, hi)
         names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
         self.hyper = HyperAxes.from_settings(*(self.hyper_settings.get(k) for k in names))
+        if self.pack:
+            pack.check(
+                self.config, bool(self.hyper_settings.get("lr_multipliers") or self.hyper_settings.get("lr_grid"))
+            )
 
     # ------------------------------------------------------------ 1. expand
     def expand(self, arguments: list[str]) -> list[list[str]]:
@@ -324,12 +332,10 @@ class ScalingSweeper(Sweeper):
             return []
 
         gpu = trains_on_gpu(self.config.train)
-        n_parallel = concurrency(self.config.hydra.launcher, len(to_run), gpu)
-        batch = [
-            [*j["overrides"], f"train.concurrent_runs={n_parallel}", f"plan='{j['plan'].to_json()}'"] for j in to_run
-        ]
+        batch, leaders, n_parallel = self.job_overrides(to_run, gpu)
         print(
-            f"launching {len(batch)} runs, {n_parallel} at a time{' (GPU)' if gpu else ''} "
+            f"launching {len(to_run)} runs{f' as {len(batch)} packed jobs' if self.pack else ''}, "
+            f"{n_parallel} at a time{' (GPU)' if gpu else ''} "
             f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
             flush=True,
         )
@@ -347,7 +353,7 @@ class ScalingSweeper(Sweeper):
             returns.append(self.launcher.launch(chunk, initial_job_idx=start))
         write_tables(store)
         print(format_progress(store, final=True), flush=True)
-        for job, r in zip(to_run, (r for results in returns for r in results)):
+        for job, r in zip(leaders, (r for results in returns for r in results)):
             if run_state(RunPaths(store, job["run_id"])) != RunState.PARTIAL:
                 _ = r.return_value  # re-raise a job's exception, as the basic sweeper does
             # else: the job stopped with its checkpoint kept (submitit gave up on a SLURM time
@@ -355,6 +361,16 @@ class ScalingSweeper(Sweeper):
         if final:
             self.exit_if_failed(store, jobs)
         return returns
+
+    def job_overrides(self, to_run: list[dict], gpu: bool) -> tuple[list[list[str]], list[dict], int]:
+        """(each launched job's overrides, the run whose state tells how it ended, jobs at once);
+        with ``pack``, one job per (shape, budget, ...) trains its LRs packed (`pack`)."""
+        n_jobs = len(pack.pack_jobs(to_run, [[]] * len(to_run))[0]) if self.pack else len(to_run)
+        n_parallel = concurrency(self.config.hydra.launcher, n_jobs, gpu)
+        batch = [
+            [*j["overrides"], f"train.concurrent_runs={n_parallel}", f"plan='{j['plan'].to_json()}'"] for j in to_run
+        ]
+        return (*pack.pack_jobs(to_run, batch), n_parallel) if self.pack else (batch, to_run, n_parallel)
 
     @staticmethod
     def report_dry_run(jobs: list[dict], manifest: Path) -> list:
