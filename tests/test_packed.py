@@ -8,13 +8,16 @@ differences become weight differences of order lr·1e-6). Measured on 2026-11-25
 runs (d16, d32, 19-29 steps, LRs 0.5-2x the ladder's): at most 1.0e-5 nats on any curve point's
 training or held-out loss. The tests allow 1e-4 nats: 10x the measured deviation, and still 100x
 below the smallest loss difference the analysis resolves between two runs (~1e-2 nats between
-neighbouring LRs here).
+neighbouring LRs here). It holds for sane LRs only: at 100x the ladder's LR (d16, lr 0.57) training is
+chaotic and the final losses differed by 8e-4 nats (measured the same day); a diverging member is
+tested for its status and step instead.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -202,3 +205,15 @@ def test_packed_runs_refuse_bf16_before_writing_anything(tmp_path):
     with pytest.raises(ConfigError, match="^train.precision"):
         train_packed_runs(cfgs, log=lambda *a: None)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_diverging_member_fails_as_its_separate_run_and_leaves_the_others_alone(tmp_path):
+    overrides = [["model=d16", "budget=3e9", *BASE, *m] for m in (["seed=0"], ["seed=1", "optim.lr_multiplier=1000"])]
+    packed = train_packed_runs(
+        [compose_config([f"store={tmp_path / 'p'}", *o]) for o in overrides], log=lambda *a: None
+    )
+    separate = [train(compose_config([f"store={tmp_path / 's'}", *o]), log=lambda *a: None) for o in overrides]
+    assert [r["status"] for r in packed] == [r["status"] for r in separate] == ["completed", "failed"]
+    assert packed[1]["failure"] == separate[1]["failure"] == "diverged"
+    assert [re.search(r"at step (\d+)", r["reason"])[1] for r in (packed[1], separate[1])] == ["10", "10"]
+    assert abs(packed[0]["val_loss"] - separate[0]["val_loss"]) < LOSS_TOL
