@@ -90,6 +90,7 @@ class Config:
     sweep: str = ""  # sweep name; runs of one sweep share a store and a wandb group
     store: str = MISSING  # results-store directory
     plan: str = ""  # set by the sweeper: the job's plan (scaling.plan.RunPlan as JSON); "": the job plans itself
+    pack: str = ""  # set by the sweeper (hydra.sweeper.pack): the job's other packed runs, JSON (scaling.packed_store)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: Any = field(default_factory=dict)  # checked by scaling.data.load_corpus
     optim: OptimConfig = field(default_factory=OptimConfig)

@@ -26,7 +26,7 @@ from scaling.shapes import ModelShape, ladder_lr, nearest_shape
 from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
-NOT_IDENTITY = ("tracking", "store", "sweep", "hydra", "plan")
+NOT_IDENTITY = ("tracking", "store", "sweep", "hydra", "plan", "pack")
 NOT_IDENTITY_TRAIN = ("device", "threads", "concurrent_runs", "device_slots", "checkpoint_interval_s", "compile")
 
 
@@ -139,9 +139,10 @@ class BudgetTooSmall(ConfigError):
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config as a run records it (config.yaml, the record, the tracker): without
-    ``plan``, which only carries the sweeper's arithmetic to the job."""
+    ``plan`` and ``pack``, which only carry the sweeper's arithmetic and packing to the job."""
     c = OmegaConf.to_container(cfg, resolve=True)
     c.pop("plan", None)
+    c.pop("pack", None)
     if not evalsets.configured(c.get("eval")):  # records of runs without evaluation sets are unchanged
         c.pop("eval", None)
     return c

@@ -188,7 +188,12 @@ def run_task(cfg: DictConfig) -> float | None:
 
     try:
         with claim_slot(cfg.store, cfg.train.device_slots) as slot:  # a sweep on GPUs: one device slot per run
-            record = train(cfg, plan=_PRECHECKED.pop(_config_key(cfg), None) or planned(cfg), slot=slot)
+            if cfg.get("pack"):  # a sweep's packed job (hydra.sweeper.pack): its first run's record stands for it
+                from scaling.packed_store import train_packed_job
+
+                record = next(iter(train_packed_job(cfg)), None)
+            else:
+                record = train(cfg, plan=_PRECHECKED.pop(_config_key(cfg), None) or planned(cfg), slot=slot)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None

@@ -47,14 +47,9 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.scaling_sweeper import outcome, processes
+from hydra_plugins.scaling_sweeper import outcome, pack, processes
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
-from hydra_plugins.scaling_sweeper.layout import (
-    check_launcher,
-    is_local_launcher,
-    launch_chunk_size,
-    plan_layout,
-)
+from hydra_plugins.scaling_sweeper.layout import check_launcher, is_local_launcher, launch_chunk_size, plan_layout
 from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
 from scaling import devices
 
@@ -75,6 +70,7 @@ class ScalingSweeperConf:
     warmup_fracs: list[float] = field(default_factory=list)  # optim.warmup_frac per run
     lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
     runs_per_gpu: int = 1  # local launchers on GPUs: runs at once per visible GPU (`layout`, scaling.devices)
+    pack: bool = False  # the LRs of one (shape, budget) as one packed job (`pack`, scaling/packed_store.py)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -95,7 +91,17 @@ def _budget(value: Any, key: str) -> float:
 
 class ScalingSweeper(Sweeper):
     def __init__(
-        self, budgets, models, grid, tokens_per_param, params, max_batch_size, dry_run=False, runs_per_gpu=1, **hyper
+        self,
+        budgets,
+        models,
+        grid,
+        tokens_per_param,
+        params,
+        max_batch_size,
+        dry_run=False,
+        runs_per_gpu=1,
+        pack=False,
+        **hyper,
     ):
         super().__init__()
         # kept as given; checked by `check_settings` when the sweep starts (errors raised here would
@@ -108,6 +114,7 @@ class ScalingSweeper(Sweeper):
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
         self.runs_per_gpu = runs_per_gpu
+        self.pack = bool(pack)
         self.hyper_settings = hyper  # lr_multipliers, lr_grid, batch_sizes, warmup_fracs, lr_refine
         self.hyper: HyperAxes | None = None
         self.hydra_context: HydraContext | None = None
@@ -157,6 +164,10 @@ class ScalingSweeper(Sweeper):
         devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
         names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
         self.hyper = HyperAxes.from_settings(*(self.hyper_settings.get(k) for k in names))
+        if self.pack:
+            pack.check(
+                self.config, bool(self.hyper_settings.get("lr_multipliers") or self.hyper_settings.get("lr_grid"))
+            )
 
     # ------------------------------------------------------------ 1. expand
     def expand(self, arguments: list[str]) -> list[list[str]]:
@@ -333,13 +344,11 @@ class ScalingSweeper(Sweeper):
                 self.exit_if_failed(store, jobs)
             return []
 
-        layout = plan_layout(
-            self.launcher, self.config.hydra.launcher, self.config.train, len(to_run), self.runs_per_gpu
-        )
+        batch, leaders, layout = self.job_overrides(to_run)
         n_parallel = layout.n_parallel
-        batch = [[*j["overrides"], *layout.job_overrides(), f"plan='{j['plan'].to_json()}'"] for j in to_run]
         print(
-            f"launching {len(batch)} runs, {n_parallel} at a time{layout.describe()} "
+            f"launching {len(to_run)} runs{f' as {len(batch)} packed jobs' if self.pack else ''}, "
+            f"{n_parallel} at a time{layout.describe()} "
             f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
             flush=True,
         )
@@ -357,7 +366,7 @@ class ScalingSweeper(Sweeper):
             returns.append(self.launcher.launch(chunk, initial_job_idx=start))
         write_tables(store)
         print(format_progress(store, final=True), flush=True)
-        for job, r in zip(to_run, (r for results in returns for r in results)):
+        for job, r in zip(leaders, (r for results in returns for r in results)):
             if run_state(RunPaths(store, job["run_id"])) != RunState.PARTIAL:
                 _ = r.return_value  # re-raise a job's exception, as the basic sweeper does
             # else: the job stopped with its checkpoint kept (submitit gave up on a SLURM time
@@ -365,6 +374,14 @@ class ScalingSweeper(Sweeper):
         if final:
             self.exit_if_failed(store, jobs)
         return returns
+
+    def job_overrides(self, to_run: list[dict]) -> tuple[list[list[str]], list[dict], Any]:
+        """(each launched job's overrides, the run whose state tells how it ended, the `layout.Layout`);
+        with ``pack``, one job per (shape, budget, ...) trains its LRs packed (`pack`)."""
+        n_jobs = len(pack.pack_jobs(to_run, [[]] * len(to_run))[0]) if self.pack else len(to_run)
+        layout = plan_layout(self.launcher, self.config.hydra.launcher, self.config.train, n_jobs, self.runs_per_gpu)
+        batch = [[*j["overrides"], *layout.job_overrides(), f"plan='{j['plan'].to_json()}'"] for j in to_run]
+        return (*pack.pack_jobs(to_run, batch), layout) if self.pack else (batch, to_run, layout)
 
     @staticmethod
     def report_dry_run(jobs: list[dict], manifest: Path) -> list:

@@ -1,0 +1,56 @@
+"""``hydra.sweeper.pack: true``: the runs of an LR sweep that differ only in their learning rate
+(one shape, budget and everything else) are launched as one packed job (scaling/packed_store.py),
+which trains them in one batched step and writes each run's own record: the same run ids, records
+and store as unpacked, losses within tests/test_packed.py's tolerance.
+
+The job is the first run's overrides plus ``pack='<JSON>'``: the other runs' LR overrides and plans.
+"""
+
+import dataclasses
+import json
+from typing import Any
+
+from hydra_plugins.scaling_sweeper.hyper import LR_KEYS
+
+
+def check(config: Any, lr_axis: bool) -> None:
+    """ConfigError naming the key when this sweep cannot be packed."""
+    from scaling.errors import ConfigError
+    from scaling.packed_train import check_config, packed_device
+
+    if not lr_axis:
+        raise ConfigError(
+            "hydra.sweeper.pack: packs the learning rates of an LR sweep; set hydra.sweeper.lr_multipliers or lr_grid"
+        )
+    check_config(config)
+    packed_device(config.train)
+
+
+def _lr_override(overrides: list[str]) -> tuple[str, str] | None:
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key in LR_KEYS.values():
+            return key, value
+    return None
+
+
+def _lr_setting(job: dict) -> dict[str, float]:
+    key, value = _lr_override(job["overrides"])
+    return {key: float(value)}
+
+
+def pack_jobs(to_run: list[dict], batch: list[list[str]]) -> tuple[list[list[str]], list[dict]]:
+    """(the launched jobs' overrides, the first run of each): runs whose overrides are equal but for
+    the LR share a job, in the order of their first run."""
+    groups: dict[tuple, list[int]] = {}
+    for i, job in enumerate(to_run):
+        lr = _lr_override(job["overrides"])
+        key = tuple(o for o in job["overrides"] if lr is None or o != f"{lr[0]}={lr[1]}")
+        groups.setdefault(key if lr else (i,), []).append(i)
+    launched, leaders = [], []
+    for members in groups.values():
+        first, rest = members[0], members[1:]
+        others = [{"set": _lr_setting(to_run[i]), "plan": dataclasses.asdict(to_run[i]["plan"])} for i in rest]
+        launched.append(batch[first] + ([f"pack='{json.dumps(others, separators=(',', ':'))}'"] if others else []))
+        leaders.append(to_run[first])
+    return launched, leaders

@@ -1,0 +1,243 @@
+"""Train K packed runs (`scaling.packed`) to their ends: each member as its separate run would be.
+
+`train_packed(cfgs)` takes K run configs of one shape that differ in seed, learning rate (peak,
+multiplier or law) and length (budget), and trains them in one batched step. Member k sees exactly
+its separate run's batches (`data.train_batch` with its seed), its schedule (`plan.lr_at` on its own
+plan), its clipping (its own global norm), its curve points and held-out evaluations (the steps
+`scaling.train.run_loop` uses) and the same divergence rule. A member that has finished (or diverged)
+rides along at learning rate 0 until the longest member ends: its weights no longer move.
+
+What must be equal across members (else ConfigError naming the key): the shape, the batch, the
+data, the optimizer's betas, eps, weight decay, clipping and schedule shape, and the evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from scaling import data as data_lib
+from scaling import evalsets
+from scaling.arch import target_of
+from scaling.errors import ConfigError
+from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
+from scaling.plan import RunPlan, lr_at, plan_run
+
+SHARED_KEYS = (
+    "data",
+    "optim.beta1",
+    "optim.beta2",
+    "optim.eps",
+    "optim.weight_decay",
+    "optim.grad_clip",
+    "optim.min_lr_ratio",
+    "train.seq_len",
+    "train.eval_tokens",
+    "train.evals",
+    "train.log_points",
+    "train.divergence_factor",
+    "train.precision",
+    "train.device",
+)
+
+
+@dataclass
+class Member:
+    """One packed run: its config, plan, and what a TrainState would hold of it."""
+
+    cfg: DictConfig
+    plan: RunPlan
+    curve: list[dict[str, float]] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)  # every step's training loss
+    window: list[float] = field(default_factory=list)  # training losses since the last curve point
+    failure: str = ""  # why the member stopped early (diverged), else ""
+    train_time: float = 0.0  # seconds of the packed steps this member trained in
+    ema: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return not self.failure and len(self.losses) < self.plan.steps
+
+    def observe(self, loss: float, step: int, factor: float) -> bool:
+        """`TrainState.observe`'s divergence rule; a diverged member is stopped, not raised (True)."""
+        if not math.isfinite(loss):
+            self.failure = f"diverged: training loss {loss} at step {step}"
+            return True
+        self.ema = loss if self.ema is None else 0.9 * self.ema + 0.1 * loss
+        start = self.losses[0] if self.losses else loss
+        self.losses.append(loss)
+        self.window.append(loss)
+        if step >= 10 and self.ema > factor * start:
+            self.failure = f"diverged: smoothed training loss {self.ema:.3f} at step {step} exceeds {factor}x its start ({start:.3f})"
+        return bool(self.failure)
+
+    @property
+    def val_loss(self) -> float:
+        return next((p["val_loss"] for p in reversed(self.curve) if math.isfinite(p["val_loss"])), math.nan)
+
+
+def check_packable(cfgs: list[DictConfig], plans: list[RunPlan]) -> None:
+    """ConfigError naming the first key on which the members differ and must not."""
+    first, plan0 = cfgs[0], plans[0]
+    for cfg, plan in zip(cfgs[1:], plans[1:]):
+        if plan.shape != plan0.shape:
+            raise ConfigError(f"model: packed runs need one shape, not {plan0.shape.name} and {plan.shape.name}")
+        if plan.batch_size != plan0.batch_size:
+            raise ConfigError(
+                f"train.batch_size: packed runs need one batch, not {plan0.batch_size} and {plan.batch_size}"
+            )
+        for key in SHARED_KEYS:
+            a, b = OmegaConf.select(first, key), OmegaConf.select(cfg, key)
+            if a != b:
+                raise ConfigError(f"{key}: packed runs must share it, not {a} and {b}")
+    for cfg in cfgs:
+        check_config(cfg)
+
+
+def check_config(cfg: DictConfig) -> None:
+    """ConfigError naming the key when a run of this config cannot be packed at all."""
+    if target_of(cfg.model):
+        raise ConfigError(f"model._target_: packing trains the gpt2 block only, not {target_of(cfg.model)!r}")
+    if cfg.model.get("arch", "gpt2") != "gpt2":
+        raise ConfigError(f"model.arch: packing trains the gpt2 block only, not {cfg.model.arch!r}")
+    if evalsets.configured(cfg.get("eval")):
+        raise ConfigError("eval.sets: packed runs evaluate on val only; unpack runs with evaluation sets")
+    if cfg.train.compile:
+        raise ConfigError("train.compile: packed runs train eagerly; set train.compile=false")
+
+
+def packed_device(t) -> torch.device:
+    """The device of packed runs with ``train`` settings ``t``; ConfigError naming the key if they
+    cannot run packed there."""
+    if t.device not in ("auto", "cpu", "cuda") and not t.device.startswith("cuda:"):
+        raise ConfigError(f"train.device: packed runs run on cpu or cuda, not {t.device!r}")
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if t.device == "auto" else t.device)
+    if t.precision == "bf16" or (t.precision == "auto" and device.type == "cuda"):
+        raise ConfigError(
+            f"train.precision: packed runs train in fp32 (no bf16 autocast yet), not {t.precision!r} "
+            f"on {device.type}; set train.precision=fp32"
+        )
+    return device
+
+
+@torch.no_grad()
+def evaluate_packed(model: PackedGPT, eval_x: torch.Tensor, batch: int) -> list[float]:
+    """Each member's mean held-out cross-entropy over the same evaluation windows (as
+    `scaling.train.evaluate`: chunks of ``batch`` windows, weighted by their sizes)."""
+    total = torch.zeros(model.k, dtype=torch.float64)
+    for i in range(0, eval_x.size(0), batch):
+        chunk = eval_x[i : i + batch].expand(model.k, -1, -1)
+        total += model(chunk[..., :-1], chunk[..., 1:]).double() * chunk.size(1)
+    return (total / eval_x.size(0)).tolist()
+
+
+class PackedRun:
+    """K members set up to train: the packed model, its optimizer, the corpus and evaluation set."""
+
+    def __init__(self, cfgs: list[DictConfig], plans: list[RunPlan] | None = None):
+        plans = plans if plans is not None else [plan_run(cfg) for cfg in cfgs]
+        check_packable(cfgs, plans)
+        self.members = [Member(cfg, plan) for cfg, plan in zip(cfgs, plans)]
+        cfg, self.shape = cfgs[0], plans[0].shape
+        self.device = packed_device(cfg.train)
+        self.corpus = data_lib.load_corpus(cfg.data)
+        self.model = PackedGPT(build_members(self.shape, [c.seed for c in cfgs])).to(self.device)
+        o = cfg.optim
+        self.optimizer = PackedAdamW(
+            self.model.params, betas=(o.beta1, o.beta2), eps=o.eps, weight_decay=o.weight_decay
+        )
+        t = cfg.train
+        self.eval_x = torch.from_numpy(data_lib.eval_set(self.corpus, t.seq_len, t.eval_tokens)).to(self.device)
+        self.eval_batch = max(1, min(64, plans[0].batch_size * 4))
+        self.train_time = 0.0
+        self.step = 0
+
+    def batch(self, step: int) -> torch.Tensor:
+        """int64 [K, B, T+1]: member k's batch of this step, as its separate run draws it."""
+        t, b = self.members[0].cfg.train, self.members[0].plan.batch_size
+        rows = [data_lib.train_batch(self.corpus, step, b, t.seq_len, m.cfg.seed) for m in self.members]
+        return torch.from_numpy(np.stack(rows)).to(self.device)
+
+    def lrs(self, step: int) -> list[float]:
+        ratio = self.members[0].cfg.optim.min_lr_ratio
+        return [lr_at(step, m.plan, ratio) if m.active else 0.0 for m in self.members]
+
+    def train_step(self, step: int) -> list[float]:
+        """One packed optimizer step; each member's training loss."""
+        lrs = self.lrs(step)
+        xy = self.batch(step)
+        losses = self.model(xy[..., :-1], xy[..., 1:])
+        losses.sum().backward()
+        clip = self.members[0].cfg.optim.grad_clip
+        if clip > 0:
+            clip_per_member(self.model.params, clip)
+        self.optimizer.step(torch.tensor(lrs, dtype=torch.float32, device=self.device))
+        self.optimizer.zero_grad()
+        return losses.tolist()
+
+    def run(self, log=print) -> list[Member]:
+        """Train every member to its last step (or its divergence)."""
+        t = self.members[0].cfg.train
+        while any(m.active for m in self.members):
+            step, lrs = self.step, self.lrs(self.step)
+            active = [m.active for m in self.members]
+            t0 = time.perf_counter()
+            losses = self.train_step(step)
+            dt = time.perf_counter() - t0
+            self.train_time += dt
+            for m, on in zip(self.members, active):
+                m.train_time += dt if on else 0.0
+            due = [
+                _point_due(m.plan, t, step) if on and not m.observe(loss, step, t.divergence_factor) else None
+                for m, on, loss in zip(self.members, active, losses)
+            ]
+            vals = evaluate_packed(self.model, self.eval_x, self.eval_batch) if True in due else None
+            for k, (m, evaluated) in enumerate(zip(self.members, due)):
+                if evaluated is not None:
+                    _add_point(m, step, lrs[k], vals[k] if evaluated else math.nan)
+                    if evaluated and not math.isfinite(vals[k]):
+                        m.failure = f"diverged: held-out loss {vals[k]} at step {step + 1}"
+            self.step += 1
+        for m in self.members:
+            log(
+                f"[{m.plan.run_id}] {m.failure or 'completed'}: val loss {m.val_loss:.4f} (packed, K={len(self.members)})"
+            )
+        return self.members
+
+
+def _point_due(plan: RunPlan, t, step: int) -> bool | None:
+    """Whether `run_loop` evaluates at the curve point it adds after ``step``; None: no point."""
+    log_every = max(1, plan.steps // t.log_points)
+    evaluated = step in {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
+    return evaluated if evaluated or (step + 1) % log_every == 0 else None
+
+
+def _add_point(m: Member, step: int, lr: float, val_loss: float) -> None:
+    plan = m.plan
+    m.curve.append(
+        {
+            "step": step + 1,
+            "tokens": (step + 1) * plan.tokens_per_step,
+            "flops": plan.flops * (step + 1) / plan.steps,
+            "train_loss": sum(m.window) / len(m.window),
+            "val_loss": val_loss,
+            "lr": lr,
+        }
+    )
+    m.window = []
+
+
+def train_packed(cfgs: list[DictConfig], plans: list[RunPlan] | None = None, log=print) -> list[dict[str, Any]]:
+    """Train the K runs packed; per member: run id, curve, every step's loss, val loss, failure."""
+    run = PackedRun(cfgs, plans)
+    members = run.run(log)
+    return [
+        {"run_id": m.plan.run_id, "curve": m.curve, "losses": m.losses, "val_loss": m.val_loss, "failure": m.failure}
+        for m in members
+    ]
