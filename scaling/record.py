@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import socket
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -18,7 +19,7 @@ from scaling import evalsets
 from scaling.arch import arch_name, architecture_label, target_of
 from scaling.data import Corpus
 from scaling.plan import RunPlan, job_config
-from scaling.store import SCHEMA, Failure, Status, code_version
+from scaling.store import SCHEMA, Failure, Status, atomic_write_json, code_version
 from scaling.train_state import TrainState
 
 # What the tracker's run summary shows of the record.
@@ -34,6 +35,10 @@ SUMMARY_KEYS = (
     "tokens_per_s",
     "flops_per_s",
 )
+
+
+class RecordNotWritten(Exception):
+    """The run ended but its record could not be written (a full or read-only disk)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ def build_record(
         "vocab_size": plan.shape.vocab_size,
         "lr": plan.lr,
         "warmup_frac": cfg.optim.warmup_frac,
+        "warmup_steps": plan.warmup_steps,
+        "schedule": plan.schedule,  # cosine | wsd (scaling.schedule)
         "val_loss": val_loss,
         "val_bpb": val_loss / math.log(2) / bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan,
@@ -126,3 +133,34 @@ def build_record(
         "curve": curve,
         **(evalsets.record_keys(cfg.eval, sets, curve) if sets else {}),
     }
+
+
+def write_record(run, outcome: Outcome, started_at: str, t_start: float, **fields: Any) -> dict[str, Any]:
+    """Write the record of ``run`` (a `scaling.train.Run`) that ended with ``outcome``, plus
+    ``fields`` (a cooldown branch's ``branch_of``, ``branch_start_step``), atomically; then remove
+    its checkpoint and close its tracker. RecordNotWritten when the disk refuses it."""
+    plan, paths = run.plan, run.paths
+    machine = {
+        "device": str(run.device),
+        "threads": run.threads,
+        "started_at": started_at,
+        "wall_time_s": time.perf_counter() - t_start,
+    }
+    record = {**build_record(run.cfg, plan, run.corpus, run.state, outcome, machine, run.eval_sets), **fields}
+    try:
+        atomic_write_json(paths.record, record)
+    except OSError as err:
+        run.tracker.finish(failed=True)
+        kept = "its checkpoint is kept" if paths.checkpoint.exists() else "no checkpoint"
+        raise RecordNotWritten(
+            f"run {plan.run_id}: record {paths.record} cannot be written ({err.strerror or err}); "
+            f"the run ended {outcome.status}, {kept}; free space and relaunch"
+        ) from None
+    paths.checkpoint.unlink(missing_ok=True)
+    run.tracker.summary({k: record[k] for k in SUMMARY_KEYS})
+    run.tracker.finish(failed=outcome.status != "completed")
+    run.log(
+        f"[{plan.run_id}] {outcome.status}: val loss {record['val_loss']:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
+        f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s"
+    )
+    return record

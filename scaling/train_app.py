@@ -182,8 +182,9 @@ def run_task(cfg: DictConfig) -> float | None:
     """The Hydra task: train one run. A bad config is one line on stderr and exit status 2; a single
     run that ends failed exits with the status of the module's table (a sweep's job returns)."""
     from scaling.plan import planned
+    from scaling.record import RecordNotWritten
     from scaling.store import Failure, record_failure
-    from scaling.train import RecordNotWritten, train
+    from scaling.train import train
 
     try:
         record = train(cfg, plan=_PRECHECKED.pop(_config_key(cfg), None) or planned(cfg))

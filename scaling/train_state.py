@@ -35,6 +35,7 @@ class TrainState:
     window_n: int = 0
     ema: float | None = None  # moving average of the training loss
     saved_step: int | None = None  # the step of the run's checkpoint on disk (not saved in it)
+    extra: dict[str, Any] = field(default_factory=dict)  # saved with it: a WSD trunk's branches' curves so far
 
     def observe(self, loss: float, step: int, divergence_factor: float) -> None:
         """Take one step's training loss; raise Diverged on a non-finite loss, or when the smoothed
@@ -77,6 +78,7 @@ class TrainState:
                 "window_sum": self.window_sum,
                 "window_n": self.window_n,
                 "ema": self.ema,
+                "extra": self.extra,
             },
             buf,
         )
@@ -93,6 +95,7 @@ class TrainState:
         self.step, self.curve, self.train_time = ckpt["step"], ckpt["curve"], ckpt["train_time"]
         self.loss_start, self.ema = ckpt["loss_start"], ckpt.get("ema")
         self.window_sum, self.window_n = ckpt.get("window_sum", 0.0), ckpt.get("window_n", 0)
+        self.extra = ckpt.get("extra", {})
         self.saved_step = self.step
         return True
 
