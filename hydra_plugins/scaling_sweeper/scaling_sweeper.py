@@ -47,7 +47,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.scaling_sweeper import outcome, processes
+from hydra_plugins.scaling_sweeper import branching, outcome, processes
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import (
     check_launcher,
@@ -74,6 +74,8 @@ class ScalingSweeperConf:
     batch_sizes: list[int] = field(default_factory=list)  # train.batch_size per run
     warmup_fracs: list[float] = field(default_factory=list)  # optim.warmup_frac per run
     lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
+    branches: bool = False  # with train.schedule=wsd: one trunk per shape, cooldown branches (`branching`)
+    extra_points_per_decade: float = 0.0  # branches: this many more budgets per decade below each trunk's
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
@@ -104,6 +106,9 @@ class ScalingSweeper(Sweeper):
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
+        self.branches = bool(hyper.pop("branches", False))
+        self.extra_points_per_decade = float(hyper.pop("extra_points_per_decade", 0.0))
+        self.branch_line: str | None = None
         self.hyper_settings = hyper  # lr_multipliers, lr_grid, batch_sizes, warmup_fracs, lr_refine
         self.hyper: HyperAxes | None = None
         self.hydra_context: HydraContext | None = None
@@ -194,20 +199,11 @@ class ScalingSweeper(Sweeper):
         from scaling.plan import BudgetTooSmall, plan_run
         from scaling.store import RunPaths, run_state
 
-        loader = self.hydra_context.config_loader
         kept, dropped = [], []
         lo, hi = self.tokens_per_param
         for overrides in jobs:
             label = " ".join(overrides)
-            try:
-                cfg = loader.load_sweep_config(master_config=self.config, sweep_overrides=list(overrides))
-            except Exception as err:  # an unknown model name, a bad value in a swept key: bad input
-                from scaling.errors import ConfigError
-                from scaling.train_app import explain_compose_error
-
-                raise ConfigError(f"sweep job {label}: {explain_compose_error(err, list(overrides))}") from None
-            with open_dict(cfg):
-                del cfg["hydra"]  # as in the job itself: its interpolations need a running job
+            cfg = self.compose(overrides)
             try:  # planned once here; the job gets this plan (the `plan` override at launch)
                 plan = plan_run(cfg)
             except BudgetTooSmall as err:  # fewer than train.min_steps steps of this shape: dropped
@@ -247,6 +243,23 @@ class ScalingSweeper(Sweeper):
             )
         return kept, dropped
 
+    def compose(self, overrides: list[str]) -> DictConfig:
+        """A job's config as the job composes it; ConfigError naming the job on bad input."""
+        try:
+            cfg = self.hydra_context.config_loader.load_sweep_config(
+                master_config=self.config, sweep_overrides=list(overrides)
+            )
+        except Exception as err:  # an unknown model name, a bad value in a swept key: bad input
+            from scaling.errors import ConfigError
+            from scaling.train_app import explain_compose_error
+
+            raise ConfigError(
+                f"sweep job {' '.join(overrides)}: {explain_compose_error(err, list(overrides))}"
+            ) from None
+        with open_dict(cfg):
+            del cfg["hydra"]  # as in the job itself: its interpolations need a running job
+        return cfg
+
     # ------------------------------------------------------------ 4. launch
     def sweep(self, arguments: list[str]) -> Any:
         """Plan, report, launch. Bad sweep settings: one `error:` line on stderr and exit status 2
@@ -257,6 +270,10 @@ class ScalingSweeper(Sweeper):
             self.check_settings()
             check_launcher(self.config.hydra.launcher)
             jobs, dropped = self.plan(self.expand(arguments))
+            if self.branches and jobs:
+                jobs, dropped, self.branch_line = branching.plan_trunks(
+                    self, jobs, dropped, self.extra_points_per_decade
+                )
             if not jobs:
                 for d in dropped:
                     print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", file=sys.stderr, flush=True)
@@ -307,13 +324,16 @@ class ScalingSweeper(Sweeper):
 
         store = Path(self.config.store)
         to_run = [
-            j for j in (jobs if launch is None else launch) if j["state"] in ("new", "partial", "corrupt", "errored")
+            j
+            for j in (jobs if launch is None else launch)
+            if j["state"] in ("new", "partial", "corrupt", "errored") and not j.get("with_trunk")
         ]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
-        print_summary(self.config.sweep or "sweep", store, jobs, dropped, self.hyper.cost_line(jobs))
+        cost = "\n  ".join(line for line in (self.hyper.cost_line(jobs), self.branch_line) if line)
+        print_summary(self.config.sweep or "sweep", store, jobs, dropped, cost or None)
         if self.dry_run:
             return self.report_dry_run(jobs, store / manifest)
         if not to_run:
