@@ -71,6 +71,11 @@ def _architecture(cfg: DictConfig, plan: RunPlan) -> dict[str, Any]:
     }
 
 
+def _schedule(cfg: DictConfig, plan: RunPlan) -> dict[str, Any]:
+    """The LR schedule's keys: cosine | wsd (scaling.schedule), and the warmup."""
+    return {"warmup_frac": cfg.optim.warmup_frac, "warmup_steps": plan.warmup_steps, "schedule": plan.schedule}
+
+
 def build_record(
     cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict, sets=()
 ) -> dict[str, Any]:
@@ -106,9 +111,7 @@ def build_record(
         "n_head": plan.shape.n_head,
         "vocab_size": plan.shape.vocab_size,
         "lr": plan.lr,
-        "warmup_frac": cfg.optim.warmup_frac,
-        "warmup_steps": plan.warmup_steps,
-        "schedule": plan.schedule,  # cosine | wsd (scaling.schedule)
+        **_schedule(cfg, plan),
         "val_loss": val_loss,
         "val_bpb": val_loss / math.log(2) / bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan,

@@ -5,6 +5,7 @@ records; the sweeper's branched plan, its saving, and fits that read the branch 
 
 import json
 import math
+import os
 import signal
 
 import pytest
@@ -125,7 +126,8 @@ def test_a_trunk_killed_inside_a_branch_resumes_to_the_same_records(trunk_store,
     but the trunk's checkpoint at the fork (step 19); the relaunch resumes there and trains the
     branch again, then the rest."""
     store = tmp_path / "store"
-    env = fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_SIGKILL_AT_STEP="22")
+    path = os.pathsep.join([str(HOOKS), os.environ.get("PYTHONPATH", "")])  # the hooks, before this checkout
+    env = fault_env(PYTHONPATH=path, SCALING_FAULT_SIGKILL_AT_STEP="22")
     killed = train(store, *TRUNK, env=env)
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
     assert records(store) == {} and len(list(store.glob("runs/*/ckpt.pt"))) == 1

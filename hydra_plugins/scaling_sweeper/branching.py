@@ -19,6 +19,11 @@ import math
 TO_RUN = ("new", "partial", "corrupt", "errored")
 
 
+def to_launch(job: dict) -> bool:
+    """Whether the sweep launches ``job``: a run not yet done, unless its trunk trains it."""
+    return job["state"] in TO_RUN and not job.get("with_trunk")
+
+
 def _budget_of(job: dict) -> float:
     return job["plan"].budget
 

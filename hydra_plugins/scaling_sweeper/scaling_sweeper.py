@@ -323,11 +323,7 @@ class ScalingSweeper(Sweeper):
         from scaling.store import RunPaths, run_state, write_tables
 
         store = Path(self.config.store)
-        to_run = [
-            j
-            for j in (jobs if launch is None else launch)
-            if j["state"] in ("new", "partial", "corrupt", "errored") and not j.get("with_trunk")
-        ]
+        to_run = [j for j in (jobs if launch is None else launch) if branching.to_launch(j)]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
