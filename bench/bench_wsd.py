@@ -70,8 +70,13 @@ def measure(name: str, store: Path, overrides: list[str], resamples: int) -> dic
         "a": (law.get("a") or {}).get("estimate"),
         "width_a": interval[1] - interval[0] if interval else None,
         "law": law,
-        "error": "" if fit.returncode == 0 else fit.stderr.strip().splitlines()[-1],
+        "error": fit.stderr.strip().splitlines()[-1] if fit.returncode else no_interval(law, interval),
     }
+
+
+def no_interval(law: dict, interval) -> str:
+    """Why the fit has no interval on a (the bootstrap's last note, e.g. too few runs), else ""."""
+    return "" if interval else ((law.get("bootstrap") or {}).get("notes") or ["no bootstrap"])[-1]
 
 
 def inside(wsd: dict, cosine: dict) -> str:
