@@ -121,19 +121,23 @@ def test_each_branch_equals_the_standalone_wsd_run_of_its_budget(trunk_store, tm
         same_run(got[run_id], {**rec, "config": {**rec["config"], "train": got[run_id]["config"]["train"]}})
 
 
-def test_a_trunk_killed_inside_a_branch_resumes_to_the_same_records(trunk_store, tmp_path):
-    """SIGKILL at the 2e8 branch's step 22 of 24 (tests/fault_hooks): nothing of the branch is kept
-    but the trunk's checkpoint at the fork (step 19); the relaunch resumes there and trains the
-    branch again, then the rest."""
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGTERM"])
+def test_a_trunk_stopped_inside_a_branch_resumes_to_the_same_records(trunk_store, tmp_path, fault):
+    """SIGKILL or SIGTERM (a preemption) at the 2e8 branch's step 22 of 24 (tests/fault_hooks).
+    Killed, nothing of the branch is kept but the trunk's checkpoint at the fork (step 19): the
+    relaunch resumes there and trains the branch again. Preempted, the branch saves its own
+    checkpoint too, and resumes from it. Then the rest, to the uninterrupted trunk's records."""
     store = tmp_path / "store"
     path = os.pathsep.join([str(HOOKS), os.environ.get("PYTHONPATH", "")])  # the hooks, before this checkout
-    env = fault_env(PYTHONPATH=path, SCALING_FAULT_SIGKILL_AT_STEP="22")
-    killed = train(store, *TRUNK, env=env)
-    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
-    assert records(store) == {} and len(list(store.glob("runs/*/ckpt.pt"))) == 1
+    env = fault_env(PYTHONPATH=path, **{f"SCALING_FAULT_{fault}_AT_STEP": "22"})
+    stopped = train(store, *TRUNK, env=env)
+    expected = -signal.SIGKILL if fault == "SIGKILL" else 128 + signal.SIGTERM
+    assert stopped.returncode == expected, stopped.stdout + stopped.stderr
+    assert records(store) == {} and len(list(store.glob("runs/*/ckpt.pt"))) == (1 if fault == "SIGKILL" else 2)
     resumed = train(store, *TRUNK)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert [int(step) for _, step in RESUMED.findall(resumed.stdout)] == [19]
+    assert ("resuming from its checkpoint at step 22/24" in resumed.stdout) == (fault == "SIGTERM")
     want = records(trunk_store)
     got = records(store)
     assert set(got) == set(want)
