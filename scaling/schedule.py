@@ -53,8 +53,10 @@ def lr_at(step: int, plan, min_lr_ratio: float) -> float:
         progress = min(1.0, (step - start + 1) / plan.cooldown_steps)  # 1 at the last step
         return min_lr + (plan.lr - min_lr) * (1 - math.sqrt(progress))
     decay_steps = max(1, plan.steps - 1 - plan.warmup_steps)
-    progress = min(1.0, (step - plan.warmup_steps) / decay_steps)
-    return min_lr + (plan.lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
+    progress = min(
+        1.0, (step - plan.warmup_steps) / decay_steps
+    )  # (the formula of every cosine run so far, bit for bit)
+    return plan.lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def drop_from_identity(c: dict[str, Any]) -> None:

@@ -71,6 +71,20 @@ def test_wsd_schedule_warms_up_holds_the_peak_and_cools_down_to_min_lr_at_the_la
     assert lrs[half] == pytest.approx(plan.lr * (0.1 + 0.9 * (1 - math.sqrt(progress))))
 
 
+def test_the_cosine_schedule_is_bit_for_bit_the_one_before_wsd():
+    """Cosine runs must train as before (their records' curves hold each step's LR): the formula as it was."""
+    cfg = compose_config(["budget=1e11", "model=d32"])
+    plan, r = plan_run(cfg), cfg.optim.min_lr_ratio
+
+    def before(step: int) -> float:
+        if step < plan.warmup_steps:
+            return plan.lr * (step + 1) / plan.warmup_steps
+        progress = min(1.0, (step - plan.warmup_steps) / max(1, plan.steps - 1 - plan.warmup_steps))
+        return plan.lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    assert [lr_at(s, plan, r) for s in range(plan.steps)] == [before(s) for s in range(plan.steps)]
+
+
 def test_cosine_run_ids_are_unchanged_and_wsd_keys_enter_only_wsd_ids():
     base = ["budget=1e11", "model=d32"]
     default = plan_run(compose_config(base))
