@@ -45,6 +45,7 @@ class OptimConfig:
     weight_decay: float = 0.1  # on matrices only (not biases, LayerNorms)
     grad_clip: float = 1.0  # max global gradient norm; 0 disables
     warmup_frac: float = 0.05  # linear warmup over this fraction of the run's steps (>= 1 step)
+    warmup_steps: int | None = None  # or over this many steps, whatever the run's length (WSD branches)
     min_lr_ratio: float = 0.1  # cosine decays to lr·min_lr_ratio exactly at the last step
 
 
@@ -65,6 +66,9 @@ class TrainConfig:
     threads: int = 0  # torch CPU threads; 0: cores // concurrent_runs
     concurrent_runs: int = 1  # runs sharing this machine at once (set by parallel launchers)
     device_slots: int = 0  # set by the sweeper on GPUs: GPUs x runs_per_gpu; the run claims one (scaling.devices)
+    schedule: str = "cosine"  # cosine | wsd: warmup, constant LR, 1-sqrt cooldown (scaling/schedule.py)
+    cooldown_frac: float = 0.2  # wsd: the cooldown's share of the run's steps
+    branches: list[float] = field(default_factory=list)  # wsd: budgets < budget, each a cooldown branch
 
 
 @dataclass
@@ -160,6 +164,15 @@ def validate(cfg) -> None:
     _require(o.weight_decay >= 0, "optim.weight_decay", o.weight_decay, "it must be >= 0")
     _require(o.grad_clip >= 0, "optim.grad_clip", o.grad_clip, "it must be >= 0 (0 disables clipping)")
     _require(0 <= o.warmup_frac < 1, "optim.warmup_frac", o.warmup_frac, "it must be in [0, 1)")
+    if o.warmup_steps is not None:
+        positive("optim.warmup_steps", o.warmup_steps, integer=True)
+    _require(t.schedule in ("cosine", "wsd"), "train.schedule", t.schedule, "valid: cosine, wsd")
+    _require(0 < t.cooldown_frac <= 1, "train.cooldown_frac", t.cooldown_frac, "it must be in (0, 1]")
+    for b in t.branches:
+        positive("train.branches", b)
+        _require(b < cfg.budget, "train.branches", b, f"each must be below the run's budget {cfg.budget:g}")
+    if t.branches:
+        _require(t.schedule == "wsd", "train.branches", list(t.branches), "branches need train.schedule=wsd")
     _require(0 <= o.min_lr_ratio <= 1, "optim.min_lr_ratio", o.min_lr_ratio, "it must be in [0, 1]")
     _require(cfg.tracking.backend in ("wandb", "none"), "tracking.backend", cfg.tracking.backend, "valid: wandb, none")
     _require(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from scaling import arch as arch_lib
 from scaling import data as data_lib
-from scaling import evalsets, hparams
+from scaling import evalsets, hparams, schedule
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -49,6 +48,8 @@ class RunPlan:
     warmup_steps: int
     corpus_train_tokens: int  # the corpus's training split (D beyond it repeats data)
     lr_law: str = ""  # optim.lr_law when the LR (and batch) came from a law
+    schedule: str = "cosine"  # train.schedule (scaling.schedule)
+    cooldown_steps: int = 0  # wsd: the steps of the final cooldown (0 for cosine)
 
     @property
     def batch_size(self) -> int:
@@ -118,6 +119,7 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | No
         c["train"].pop(key, None)
     for key in hparams.NOT_IDENTITY_OPTIM:
         c["optim"].pop(key, None)
+    schedule.drop_from_identity(c)  # cosine runs keep their ids
     if batch_size is not None:
         c["train"]["batch_size"] = batch_size
     if not evalsets.configured(c.get("eval")):  # runs without evaluation sets keep their ids
@@ -179,6 +181,12 @@ def plan_run(cfg: DictConfig) -> RunPlan:
             f"or a smaller model"
         )
     tokens = steps * tokens_per_step
+    warmup, cooldown = schedule.warmup_steps(cfg.optim, steps), schedule.cooldown_steps(cfg.train, steps)
+    if warmup + cooldown > steps:  # a sweep drops the job
+        raise BudgetTooSmall(
+            f"optim.warmup_steps: {warmup} warmup steps and a cooldown of {cooldown} do not fit in the {steps} "
+            f"steps of budget {cfg.budget:.3g} (model {shape.name}); use fewer warmup steps or a larger budget"
+        )
     law_at = {"n_non_embedding": counts["non_embedding"], "tokens": tokens, "flops": flops_6nd(n_budget, tokens)}
     lr = hparams.peak_lr(cfg, laws, base_lr, law_at)
     # A run's identity is its resolved config plus its corpus fingerprint: the same config on
@@ -199,17 +207,9 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         tokens=tokens,
         flops=flops_6nd(n_budget, tokens),
         flops_attention=flops_per_token * tokens,
-        warmup_steps=max(1, round(cfg.optim.warmup_frac * steps)),
+        warmup_steps=warmup,
         corpus_train_tokens=corpus.train_tokens,
         lr_law=str(cfg.optim.lr_law or ""),
+        schedule=cfg.train.schedule,
+        cooldown_steps=cooldown,
     )
-
-
-def lr_at(step: int, plan: RunPlan, min_lr_ratio: float) -> float:
-    """Linear warmup to the peak, then cosine decay reaching peak·min_lr_ratio exactly at the last
-    step (step = plan.steps − 1): the schedule's length equals the run's (Chinchilla App. B)."""
-    if step < plan.warmup_steps:
-        return plan.lr * (step + 1) / plan.warmup_steps
-    decay_steps = max(1, plan.steps - 1 - plan.warmup_steps)
-    progress = min(1.0, (step - plan.warmup_steps) / decay_steps)
-    return plan.lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))

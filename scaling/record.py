@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import socket
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -19,7 +20,7 @@ from scaling.arch import arch_name, architecture_label, target_of
 from scaling.data import Corpus
 from scaling.devices import SLOT_KEYS
 from scaling.plan import RunPlan, job_config
-from scaling.store import SCHEMA, Failure, Status, code_version
+from scaling.store import SCHEMA, Failure, Status, atomic_write_json, code_version
 from scaling.train_state import TrainState
 
 # What the tracker's run summary shows of the record.
@@ -35,6 +36,10 @@ SUMMARY_KEYS = (
     "tokens_per_s",
     "flops_per_s",
 )
+
+
+class RecordNotWritten(Exception):
+    """The run ended but its record could not be written (a full or read-only disk)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,11 @@ def _machine_keys(machine: dict) -> dict[str, Any]:
     }
 
 
+def _schedule(cfg: DictConfig, plan: RunPlan) -> dict[str, Any]:
+    """The LR schedule's keys: cosine | wsd (scaling.schedule), and the warmup."""
+    return {"warmup_frac": cfg.optim.warmup_frac, "warmup_steps": plan.warmup_steps, "schedule": plan.schedule}
+
+
 def build_record(
     cfg: DictConfig, plan: RunPlan, corpus: Corpus, state: TrainState, outcome: Outcome, machine: dict, sets=()
 ) -> dict[str, Any]:
@@ -111,7 +121,7 @@ def build_record(
         "n_head": plan.shape.n_head,
         "vocab_size": plan.shape.vocab_size,
         "lr": plan.lr,
-        "warmup_frac": cfg.optim.warmup_frac,
+        **_schedule(cfg, plan),
         "val_loss": val_loss,
         "val_bpb": val_loss / math.log(2) / bytes_per_token,
         "train_loss": curve[-1]["train_loss"] if curve else math.nan,
@@ -135,3 +145,35 @@ def build_record(
         "curve": curve,
         **(evalsets.record_keys(cfg.eval, sets, curve) if sets else {}),
     }
+
+
+def write_record(run, outcome: Outcome, started_at: str, t_start: float, **fields: Any) -> dict[str, Any]:
+    """Write the record of ``run`` (a `scaling.train.Run`) that ended with ``outcome``, plus
+    ``fields`` (a cooldown branch's ``branch_of``, ``branch_start_step``), atomically; then remove
+    its checkpoint and close its tracker. RecordNotWritten when the disk refuses it."""
+    plan, paths = run.plan, run.paths
+    machine = {
+        "device": str(run.device),
+        "threads": run.threads,
+        "started_at": started_at,
+        "wall_time_s": time.perf_counter() - t_start,
+        **run.slot_keys,
+    }
+    record = {**build_record(run.cfg, plan, run.corpus, run.state, outcome, machine, run.eval_sets), **fields}
+    try:
+        atomic_write_json(paths.record, record)
+    except OSError as err:
+        run.tracker.finish(failed=True)
+        kept = "its checkpoint is kept" if paths.checkpoint.exists() else "no checkpoint"
+        raise RecordNotWritten(
+            f"run {plan.run_id}: record {paths.record} cannot be written ({err.strerror or err}); "
+            f"the run ended {outcome.status}, {kept}; free space and relaunch"
+        ) from None
+    paths.checkpoint.unlink(missing_ok=True)
+    run.tracker.summary({k: record[k] for k in SUMMARY_KEYS})
+    run.tracker.finish(failed=outcome.status != "completed")
+    run.log(
+        f"[{plan.run_id}] {outcome.status}: val loss {record['val_loss']:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
+        f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s"
+    )
+    return record

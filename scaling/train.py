@@ -20,7 +20,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +36,20 @@ import torch  # noqa: E402  (after the line above)
 from scaling import data as data_lib
 from scaling import evalsets
 from scaling.arch import kwargs_of, target_of
+from scaling.branch_plan import branches_or_error
 from scaling.byo import build_model, module_counts
 from scaling.devices import Slot, pick_device, run_device
 from scaling.errors import ConfigError
 from scaling.machine import usable_cores
-from scaling.plan import RunPlan, job_config, lr_at, plan_run
+from scaling.plan import RunPlan, job_config, plan_run
 from scaling.preemption import Preempted, PreemptionGuard
-from scaling.record import SUMMARY_KEYS, Outcome, build_record, now_iso
+from scaling.record import Outcome, now_iso, write_record
+from scaling.schedule import lr_at
 from scaling.store import (
     FINISHED,
     Failure,
     RunPaths,
     RunState,
-    atomic_write_json,
     atomic_write_text,
     read_record,
     remove_partial_writes,
@@ -58,10 +59,6 @@ from scaling.store import (
 )
 from scaling.tracking import Tracker, start_tracker
 from scaling.train_state import Diverged, TrainState
-
-
-class RecordNotWritten(Exception):
-    """The run ended but its record could not be written (a full or read-only disk)."""
 
 
 # ---------------------------------------------------------------- helpers
@@ -149,6 +146,7 @@ def train(cfg: DictConfig, *, log=_log, plan: RunPlan | None = None, slot: Slot 
     # 1. plan: every config error surfaces here, before data, compute or any file is written
     plan = plan if plan is not None else plan_run(cfg)
     preflight(cfg)
+    branches_or_error(cfg, plan)  # a WSD trunk's cooldown branches (none: [])
     paths = RunPaths(Path(cfg.store), plan.run_id)
 
     # 2. claim
@@ -189,6 +187,8 @@ class Run:
     log: Callable
     eval_sets: list[evalsets.EvalSet]  # [] without evaluation sets (eval_x: val's windows), else val first
     evals: dict[str, torch.Tensor]  # each set's windows, by name ({} without evaluation sets)
+    branches: Any = None  # a WSD trunk's cooldown branches (scaling.branches.Branches), else None
+    slot_keys: dict = field(default_factory=dict)  # in a sweep on GPUs, the device slot's record keys
 
     def batch(self, step: int) -> torch.Tensor:
         t = self.cfg.train
@@ -235,7 +235,9 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | No
         f"[{plan.run_id}] {plan.run_name}: N={plan.n_budget:,} ({cfg.param_count}), D={plan.tokens:,} tokens, "
         f"{plan.steps} steps, lr {plan.lr:g}, {device}, {threads} thread(s)" + (f", {slot.describe()}" if slot else "")
     )
-    return Run(cfg, plan, paths, corpus, device, threads, state, step_fn, autocast, eval_x, tracker, log, sets, evals)
+    run = Run(cfg, plan, paths, corpus, device, threads, state, step_fn, autocast, eval_x, tracker, log, sets, evals)
+    run.slot_keys = slot.record_keys() if slot else {}
+    return run
 
 
 def _start_tracker(cfg: DictConfig, plan: RunPlan, paths: RunPaths) -> Tracker:
@@ -262,10 +264,11 @@ def run_loop(run: Run, guard: PreemptionGuard) -> None:
     """4. Train from the state's step to the plan's last: raises Diverged, or Preempted after saving
     a checkpoint when ``guard`` caught a signal (at the last step the run finishes first)."""
     cfg, plan, state, t = run.cfg, run.plan, run.state, run.cfg.train
-    log_every = max(1, plan.steps // t.log_points)
-    eval_steps = {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
+    log_every, eval_steps = curve_steps(plan, t)
     last_checkpoint = time.perf_counter()
     for step in range(state.step, plan.steps):
+        if run.branches:  # fork the cooldown branches that start here
+            run.branches.fork(step, guard)
         t0 = time.perf_counter()
         lr = lr_at(step, plan, cfg.optim.min_lr_ratio)
         loss = train_step(
@@ -274,6 +277,8 @@ def run_loop(run: Run, guard: PreemptionGuard) -> None:
         state.train_time += time.perf_counter() - t0
         state.observe(loss, step, t.divergence_factor)
         state.step = step + 1
+        if run.branches:  # the branches' curves until they fork
+            run.branches.observe(step, loss, lr)
 
         if step in eval_steps or (step + 1) % log_every == 0:
             log_point(run, step, lr, evaluated=step in eval_steps)
@@ -284,6 +289,11 @@ def run_loop(run: Run, guard: PreemptionGuard) -> None:
         if t.checkpoint_interval_s and time.perf_counter() - last_checkpoint > t.checkpoint_interval_s and not last:
             state.save(run.paths, plan.run_id, step + 1)
             last_checkpoint = time.perf_counter()
+
+
+def curve_steps(plan: RunPlan, t) -> tuple[int, set[int]]:
+    """The loss curve's spacing in steps, and the (0-based) steps after which the run evaluates."""
+    return max(1, plan.steps // t.log_points), {round(plan.steps * (i + 1) / t.evals) - 1 for i in range(t.evals)}
 
 
 def log_point(run: Run, step: int, lr: float, evaluated: bool) -> None:
@@ -344,6 +354,10 @@ def train_until_stopped(run: Run, guard: PreemptionGuard) -> Outcome:
 def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | None) -> dict[str, Any]:
     t_start, started_at = time.perf_counter(), now_iso()
     run = set_up(cfg, plan, paths, log, slot)
+    if cfg.train.branches:
+        from scaling.branches import Branches  # which imports this module
+
+        run.branches = Branches(run)
     with PreemptionGuard() as guard:
         try:
             outcome = train_until_stopped(run, guard)
@@ -359,31 +373,7 @@ def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slo
             run.tracker.finish(failed=True)
             raise SystemExit(130) from None
 
-    # 5. record
-    machine = {
-        "device": str(run.device),
-        "threads": run.threads,
-        "started_at": started_at,
-        "wall_time_s": time.perf_counter() - t_start,
-        **(slot.record_keys() if slot else {}),
-    }
-    record = build_record(cfg, plan, run.corpus, run.state, outcome, machine, run.eval_sets)
-    try:
-        atomic_write_json(paths.record, record)
-    except OSError as err:
-        run.tracker.finish(failed=True)
-        kept = "its checkpoint is kept" if paths.checkpoint.exists() else "no checkpoint"
-        raise RecordNotWritten(
-            f"run {plan.run_id}: record {paths.record} cannot be written ({err.strerror or err}); "
-            f"the run ended {outcome.status}, {kept}; free space and relaunch"
-        ) from None
-    paths.checkpoint.unlink(missing_ok=True)
-    run.tracker.summary({k: record[k] for k in SUMMARY_KEYS})
-    run.tracker.finish(failed=outcome.status != "completed")
-    log(
-        f"[{plan.run_id}] {outcome.status}: val loss {record['val_loss']:.4f} nats ({record['val_bpb']:.3f} bits/byte), "
-        f"{record['tokens_per_s']:,.0f} tok/s, {record['wall_time_s']:.1f} s"
-    )
+    record = write_record(run, outcome, started_at, t_start)  # 5. record
     if guard.requested and not guard.time_limit:  # a time-limit warning needs nothing more: the job ends now
         log(
             f"[{plan.run_id}] {guard.name} arrived during the last step: the run is recorded; exiting for the "

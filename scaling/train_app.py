@@ -183,8 +183,9 @@ def run_task(cfg: DictConfig) -> float | None:
     run that ends failed exits with the status of the module's table (a sweep's job returns)."""
     from scaling.devices import claim_slot
     from scaling.plan import planned
+    from scaling.record import RecordNotWritten
     from scaling.store import Failure, record_failure
-    from scaling.train import RecordNotWritten, train
+    from scaling.train import train
 
     try:
         with claim_slot(cfg.store, cfg.train.device_slots) as slot:  # a sweep on GPUs: one device slot per run

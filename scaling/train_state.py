@@ -38,6 +38,7 @@ class TrainState:
     saved_step: int | None = None  # the step of the run's checkpoint on disk (not saved in it)
     pending: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (step, loss) not yet read
     divergence_factor: float = math.inf
+    extra: dict[str, Any] = field(default_factory=dict)  # saved with it: a WSD trunk's branches' curves so far
 
     def observe(self, loss: torch.Tensor, step: int, divergence_factor: float) -> None:
         """Take one step's training loss, a tensor left on its device: the step loop never waits
@@ -104,6 +105,7 @@ class TrainState:
                 "window_sum": self.window_sum,
                 "window_n": self.window_n,
                 "ema": self.ema,
+                "extra": self.extra,
             },
             buf,
         )
@@ -120,6 +122,7 @@ class TrainState:
         self.step, self.curve, self.train_time = ckpt["step"], ckpt["curve"], ckpt["train_time"]
         self.loss_start, self.ema = ckpt["loss_start"], ckpt.get("ema")
         self.window_sum, self.window_n = ckpt.get("window_sum", 0.0), ckpt.get("window_n", 0)
+        self.extra = ckpt.get("extra", {})
         self.saved_step = self.step
         return True
 

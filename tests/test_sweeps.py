@@ -100,7 +100,9 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
 
     # a sweep of learning rates per size: two of them, 1x and 2x the shape's own
     lr_axis = ["hydra.sweeper.lr_multipliers=[1,2]"] if cfg.hydra.sweeper.get("lr_multipliers") else []
-    sweep(name, *TINY, *lr_axis, *user_inputs(name, tiny_corpora), store=store)
+    # WSD cooldown branches: the 2e8 run is a branch of the 4e8 trunk, trained in the trunk's job
+    branches = ["hydra.sweeper.extra_points_per_decade=0"] if cfg.hydra.sweeper.get("branches") else []
+    sweep(name, *TINY, *lr_axis, *branches, *user_inputs(name, tiny_corpora), store=store)
     recs = records(store)
     # and every value of the sweep's own axes (`hydra.sweeper.params`, e.g. repeat's unique-token cuts)
     params = cfg.hydra.sweeper.get("params") or {}
@@ -108,7 +110,7 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
     assert sorted(r["budget_flops"] for r in recs) == [2e8] * per_budget + [4e8] * per_budget
     # the thread layout: runs at once x threads per run fill the cores, never more (CPU sweeps
     # launch through joblib: one single-threaded run per core)
-    at_once = concurrency(cfg.hydra.launcher, len(recs))
+    at_once = concurrency(cfg.hydra.launcher, sum("branch_of" not in r for r in recs))
     assert {r["threads"] for r in recs} == {max(1, CORES // at_once)}
     if name in ("quick", "default"):
         assert "Joblib" in cfg.hydra.launcher._target_ and at_once == min(CORES, 2)

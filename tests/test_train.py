@@ -6,7 +6,8 @@ import math
 import pytest
 from conftest import assert_one_line_error, run_cli
 
-from scaling.plan import lr_at, plan_run
+from scaling.plan import plan_run
+from scaling.schedule import lr_at
 from scaling.store import read_store
 from scaling.train_app import compose_config
 

@@ -25,7 +25,7 @@ Exit status of `scaling sweep`: the table in scaling/sweep_app.py's docstring (0
 completed, 1 a run failed or a write failed, 2 bad input, 130/143 interrupted); how a launch ended is
 read from the store by `outcome`.
 
-The plan table and the summary printed before launching live in `summary`; launcher layout rules
+The sweep settings are checked in `settings`; the plan table and the summary printed before launching live in `summary`; launcher layout rules
 (runs at once, jobs per launch call) in `layout`; the sweep's worker processes (signals, ending with
 the sweep, a dead sweep's workers) in `processes`.
 
@@ -35,7 +35,6 @@ sweep whose every combination is dropped is an error.
 """
 
 import itertools
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +46,10 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.scaling_sweeper import outcome, pack, processes
+from hydra_plugins.scaling_sweeper import branching, outcome, pack, processes, settings
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import check_launcher, is_local_launcher, launch_chunk_size, plan_layout
 from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
-from scaling import devices
 
 
 @dataclass
@@ -71,22 +69,11 @@ class ScalingSweeperConf:
     lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
     runs_per_gpu: int = 1  # local launchers on GPUs: runs at once per visible GPU (`layout`, scaling.devices)
     pack: bool = False  # the LRs of one (shape, budget) as one packed job (`pack`, scaling/packed_store.py)
+    branches: bool = False  # with train.schedule=wsd: one trunk per shape, cooldown branches (`branching`)
+    extra_points_per_decade: float = 0.0  # branches: this many more budgets per decade below each trunk's
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="scaling", node=ScalingSweeperConf, provider="scaling")
-
-
-def _budget(value: Any, key: str) -> float:
-    """A FLOP budget from a sweep setting, or ConfigError naming the key."""
-    from scaling.errors import ConfigError
-
-    try:
-        budget = float(value)
-    except (TypeError, ValueError):
-        budget = math.nan
-    if not (math.isfinite(budget) and budget > 0):
-        raise ConfigError(f"{key}: {value!r} is not a FLOP budget; it must be a positive number such as 1e12")
-    return budget
 
 
 class ScalingSweeper(Sweeper):
@@ -115,6 +102,9 @@ class ScalingSweeper(Sweeper):
         self.dry_run = bool(dry_run)
         self.runs_per_gpu = runs_per_gpu
         self.pack = bool(pack)
+        self.branches = bool(hyper.pop("branches", False))
+        self.extra_points_per_decade = float(hyper.pop("extra_points_per_decade", 0.0))
+        self.branch_line: str | None = None
         self.hyper_settings = hyper  # lr_multipliers, lr_grid, batch_sizes, warmup_fracs, lr_refine
         self.hyper: HyperAxes | None = None
         self.hydra_context: HydraContext | None = None
@@ -131,43 +121,8 @@ class ScalingSweeper(Sweeper):
         )
 
     def check_settings(self) -> None:
-        """Budgets, grid and tokens_per_param as numbers, or ConfigError naming the bad setting."""
-        from scaling.errors import ConfigError
-
-        self.budgets = [_budget(b, "hydra.sweeper.budgets") for b in self.budgets]
-        grid = self.grid if self.grid is not None else {}
-        if not isinstance(grid, (dict, DictConfig)):
-            raise ConfigError(
-                f"hydra.sweeper.grid: {grid!r} is not a mapping; write budget -> shapes, "
-                "e.g. {1e12: [d32, d64], 3e12: [d64, d96]}"
-            )
-        self.grid = {}
-        for key, shapes in grid.items():
-            if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
-                raise ConfigError(f"hydra.sweeper.grid.{key}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
-            self.grid[_budget(key, f"hydra.sweeper.grid key {key!r}")] = list(shapes)
-        try:
-            lo, hi = (float(x) for x in self.tokens_per_param)
-        except (TypeError, ValueError):
-            lo = hi = math.nan
-        if not 0 <= lo < hi:
-            raise ConfigError(
-                f"hydra.sweeper.tokens_per_param: {list(self.tokens_per_param)!r} is not a range; "
-                "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
-            )
-        self.tokens_per_param = (lo, hi)
-        r = self.runs_per_gpu
-        if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
-            raise ConfigError(
-                f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
-            )
-        devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
-        names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
-        self.hyper = HyperAxes.from_settings(*(self.hyper_settings.get(k) for k in names))
-        if self.pack:
-            pack.check(
-                self.config, bool(self.hyper_settings.get("lr_multipliers") or self.hyper_settings.get("lr_grid"))
-            )
+        """Budgets, grid, tokens_per_param and the other settings, or ConfigError naming the bad one."""
+        settings.check(self)
 
     # ------------------------------------------------------------ 1. expand
     def expand(self, arguments: list[str]) -> list[list[str]]:
@@ -181,7 +136,7 @@ class ScalingSweeper(Sweeper):
             else:
                 values = [override.get_value_element_as_str()]
             if key == "budget":
-                self.budgets, self.grid = [_budget(v, "budget") for v in values], {}
+                self.budgets, self.grid = [settings.budget(v, "budget") for v in values], {}
             elif key == "model":
                 self.models, self.grid = values, {}
             else:
@@ -215,20 +170,11 @@ class ScalingSweeper(Sweeper):
         from scaling.plan import BudgetTooSmall, plan_run
         from scaling.store import RunPaths, run_state
 
-        loader = self.hydra_context.config_loader
         kept, dropped = [], []
         lo, hi = self.tokens_per_param
         for overrides in jobs:
             label = " ".join(overrides)
-            try:
-                cfg = loader.load_sweep_config(master_config=self.config, sweep_overrides=list(overrides))
-            except Exception as err:  # an unknown model name, a bad value in a swept key: bad input
-                from scaling.errors import ConfigError
-                from scaling.train_app import explain_compose_error
-
-                raise ConfigError(f"sweep job {label}: {explain_compose_error(err, list(overrides))}") from None
-            with open_dict(cfg):
-                del cfg["hydra"]  # as in the job itself: its interpolations need a running job
+            cfg = self.compose(overrides)
             try:  # planned once here; the job gets this plan (the `plan` override at launch)
                 plan = plan_run(cfg)
             except BudgetTooSmall as err:  # fewer than train.min_steps steps of this shape: dropped
@@ -268,6 +214,23 @@ class ScalingSweeper(Sweeper):
             )
         return kept, dropped
 
+    def compose(self, overrides: list[str]) -> DictConfig:
+        """A job's config as the job composes it; ConfigError naming the job on bad input."""
+        try:
+            cfg = self.hydra_context.config_loader.load_sweep_config(
+                master_config=self.config, sweep_overrides=list(overrides)
+            )
+        except Exception as err:  # an unknown model name, a bad value in a swept key: bad input
+            from scaling.errors import ConfigError
+            from scaling.train_app import explain_compose_error
+
+            raise ConfigError(
+                f"sweep job {' '.join(overrides)}: {explain_compose_error(err, list(overrides))}"
+            ) from None
+        with open_dict(cfg):
+            del cfg["hydra"]  # as in the job itself: its interpolations need a running job
+        return cfg
+
     # ------------------------------------------------------------ 4. launch
     def sweep(self, arguments: list[str]) -> Any:
         """Plan, report, launch. Bad sweep settings: one `error:` line on stderr and exit status 2
@@ -278,6 +241,10 @@ class ScalingSweeper(Sweeper):
             self.check_settings()
             check_launcher(self.config.hydra.launcher)
             jobs, dropped = self.plan(self.expand(arguments))
+            if self.branches and jobs:
+                jobs, dropped, self.branch_line = branching.plan_trunks(
+                    self, jobs, dropped, self.extra_points_per_decade
+                )
             if not jobs:
                 for d in dropped:
                     print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", file=sys.stderr, flush=True)
@@ -327,14 +294,13 @@ class ScalingSweeper(Sweeper):
         from scaling.store import RunPaths, run_state, write_tables
 
         store = Path(self.config.store)
-        to_run = [
-            j for j in (jobs if launch is None else launch) if j["state"] in ("new", "partial", "corrupt", "errored")
-        ]
+        to_run = [j for j in (jobs if launch is None else launch) if branching.to_launch(j)]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
         write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
 
-        print_summary(self.config.sweep or "sweep", store, jobs, dropped, self.hyper.cost_line(jobs))
+        cost = "\n  ".join(line for line in (self.hyper.cost_line(jobs), self.branch_line) if line)
+        print_summary(self.config.sweep or "sweep", store, jobs, dropped, cost or None)
         if self.dry_run:
             return self.report_dry_run(jobs, store / manifest)
         if not to_run:

@@ -8,6 +8,8 @@ PYTHONPATH and one of these variables set:
                                     to its tracker (`scaling.tracking.Tracker.log`, used when
                                     tracking=none): a preemption at an exact step
                                     (tests/test_faults_kill.py).
+  SCALING_FAULT_SIGKILL_AT_STEP=S   the same hook sends the process SIGKILL at step S: a kill at an
+                                    exact step, e.g. inside a WSD cooldown branch (tests/test_wsd.py).
   SCALING_FAULT_ERROR_AT_STEP=S     the same hook raises MemoryError at step S: a run failing with
                                     an error, not a divergence (tests/test_faults_store.py).
   SCALING_FAULT_INTERRUPT_AT_STEP=S the same hook raises KeyboardInterrupt at step S, as a second
@@ -56,6 +58,7 @@ _STEP_FAULTS = (
     "SCALING_FAULT_ERROR_AT_STEP",
     "SCALING_FAULT_INTERRUPT_AT_STEP",
     "SCALING_FAULT_USR2_AT_STEP",
+    "SCALING_FAULT_SIGKILL_AT_STEP",
 )
 if any(os.environ.get(name) for name in _STEP_FAULTS):
     from scaling import tracking
@@ -64,6 +67,7 @@ if any(os.environ.get(name) for name in _STEP_FAULTS):
     _usr2_step = int(os.environ.get("SCALING_FAULT_USR2_AT_STEP") or -1)
     _error_step = int(os.environ.get("SCALING_FAULT_ERROR_AT_STEP") or -1)
     _interrupt_step = int(os.environ.get("SCALING_FAULT_INTERRUPT_AT_STEP") or -1)
+    _kill_step = int(os.environ.get("SCALING_FAULT_SIGKILL_AT_STEP") or -1)
 
     def _log_with_faults(self, metrics, step):
         if step == _sigterm_step:
@@ -74,6 +78,8 @@ if any(os.environ.get(name) for name in _STEP_FAULTS):
             raise MemoryError(f"simulated by tests/fault_hooks: out of memory at step {step}")
         if step == _interrupt_step:
             raise KeyboardInterrupt
+        if step == _kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     tracking.Tracker.log = _log_with_faults
 

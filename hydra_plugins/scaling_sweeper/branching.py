@@ -1,0 +1,114 @@
+"""Cooldown branches in a sweep: ``hydra.sweeper.branches: true`` with ``train.schedule: wsd``.
+
+The planned runs are grouped by shape (and every other swept key but the budget). Each group
+becomes one trunk, the run at the group's largest budget, with a cooldown branch at every other
+budget of the group (`scaling.branches`), plus ``extra_points_per_decade`` log-spaced budgets between
+the group's smallest budget (at most a tenth of the trunk's) and the trunk's. Every branch is also a
+job of the plan, with its own run id (a standalone WSD run's), so the summary, ``sweep.json``,
+``scaling status`` and the exit status count it; its trunk trains it, or, when the trunk is already
+finished, it is launched as the standalone run it equals. A trunk's warmup is fixed in steps
+(``optim.warmup_steps``: ``optim.warmup_frac`` of its smallest branch's steps), the same for its
+branches, so that each branch is that standalone run and no point spends more than warmup_frac
+of its steps warming up.
+"""
+
+from __future__ import annotations
+
+import math
+
+TO_RUN = ("new", "partial", "corrupt", "errored")
+
+
+def to_launch(job: dict) -> bool:
+    """Whether the sweep launches ``job``: a run not yet done, unless its trunk trains it."""
+    return job["state"] in TO_RUN and not job.get("with_trunk")
+
+
+def _budget_of(job: dict) -> float:
+    return job["plan"].budget
+
+
+def extra_budgets(budgets: list[float], per_decade: float) -> list[float]:
+    """Log-spaced budgets, ``per_decade`` to a factor of 10, below the largest of ``budgets`` down to
+    the smallest (at most a tenth of the largest), away from the given ones by at least half a step."""
+    if per_decade <= 0:
+        return []
+    top = max(budgets)
+    low = min(min(budgets), top / 10)
+    out, k = [], 1
+    while (b := top * 10 ** (-k / per_decade)) >= low * (1 - 1e-9):
+        if all(abs(math.log10(b / g)) >= 0.5 / per_decade for g in budgets):
+            out.append(b)
+        k += 1
+    return out
+
+
+def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: float):
+    """(jobs, dropped, summary line): one trunk per group with its branches as jobs (``branch_of``)."""
+    from scaling.branch_plan import plan_branches
+    from scaling.errors import ConfigError
+    from scaling.plan import plan_run
+    from scaling.store import RunPaths, run_state
+
+    groups: dict[tuple, list[dict]] = {}
+    for j in jobs:
+        groups.setdefault(tuple(o for o in j["overrides"] if not o.startswith("budget=")), []).append(j)
+    planned, lo, hi = [], *sweeper.tokens_per_param
+    for rest, members in groups.items():
+        top = max(members, key=_budget_of)
+        if top["plan"].schedule != "wsd":
+            raise ConfigError("hydra.sweeper.branches: true needs train.schedule=wsd (cooldown branches)")
+        grid = sorted({_budget_of(m) for m in members})
+        candidates = grid[:-1] + extra_budgets(grid, per_decade)
+        given = any(o.startswith("optim.warmup_steps=") for o in rest)
+        warmup = max(1, round(top["plan"].warmup_steps * min(candidates, default=grid[-1]) / grid[-1]))
+        fixed = [] if given else [f"optim.warmup_steps={warmup}"]  # warmup_frac of the smallest point's steps
+        base = [*top["overrides"], *fixed]
+        cfg = sweeper.compose([*base, f"train.branches=[{','.join(repr(b) for b in candidates)}]"])
+        trunk_plan = plan_run(cfg)
+        branches, bad = plan_branches(cfg, trunk_plan)
+        for b in [b for b in branches if not lo <= b.plan.tokens / b.plan.n_budget <= hi]:
+            bad.append(
+                (
+                    b.plan.budget,
+                    f"{b.plan.tokens / b.plan.n_budget:.3g} tokens per parameter is outside [{lo:g}, {hi:g}]",
+                )
+            )
+            branches.remove(b)
+        dropped += [{"overrides": [f"budget={b:g}", *rest], "reason": f"not a branch: {why}"} for b, why in bad]
+        listed = ",".join(repr(b.plan.budget) for b in branches)
+        trunk = {**top, "overrides": [*base, f"train.branches=[{listed}]"], "plan": trunk_plan}
+        trunk["run_id"], trunk["label"] = trunk_plan.run_id, " ".join(trunk["overrides"])
+        trunk["state"] = str(run_state(RunPaths(cfg.store, trunk_plan.run_id)))
+        planned.append(trunk)
+        for b in branches:
+            overrides = [f"budget={b.plan.budget!r}", *rest, *fixed]
+            state = str(run_state(RunPaths(cfg.store, b.plan.run_id)))
+            planned.append(
+                {
+                    "overrides": overrides,
+                    "label": " ".join(overrides),
+                    "run_id": b.plan.run_id,
+                    "plan": b.plan,
+                    "state": state,
+                    "store": cfg.store,
+                    "branch_of": trunk_plan.run_id,
+                    "with_trunk": trunk["state"] in (*TO_RUN, "running"),  # the trunk trains it
+                    "flops_to_train": b.flops_to_train,
+                }
+            )
+    return planned, dropped, cost_line(jobs, planned)
+
+
+def cost_line(grid: list[dict], planned: list[dict]) -> str:
+    """The FLOPs of the branched plan against the grid as separate runs (the saving), and its points."""
+    trunks = [j for j in planned if "branch_of" not in j]
+    spent = sum(j.get("flops_to_train", j["plan"].flops) for j in planned)
+    as_runs = sum(j["plan"].flops for j in grid)
+    every = sum(j["plan"].flops for j in planned)
+    return (
+        f"branches: {len(trunks)} trunks and {len(planned) - len(trunks)} cooldown branches, {len(planned)} (N, D, loss) "
+        f"points for {spent:.3g} FLOPs (trunks + cooldowns); the grid's {len(grid)} points as separate runs "
+        f"{as_runs:.3g} FLOPs (this plan: {spent / as_runs:.0%} of it, {len(planned) / len(grid):.2g}x the points); "
+        f"each of these points as its own run {every:.3g}"
+    )

@@ -1,0 +1,69 @@
+"""The sweeper's own settings (hydra.sweeper.*), checked when a sweep starts: budgets, grid,
+tokens_per_param, runs_per_gpu, the hyperparameter axes and packing; each bad one is a ConfigError
+naming it (errors raised in the sweeper's constructor would reach the user wrapped in Hydra's
+instantiation traceback)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from omegaconf import DictConfig
+
+from hydra_plugins.scaling_sweeper import pack
+from hydra_plugins.scaling_sweeper.hyper import HyperAxes
+from scaling import devices
+
+
+def budget(value: Any, key: str) -> float:
+    """A FLOP budget from a sweep setting, or ConfigError naming the key."""
+    from scaling.errors import ConfigError
+
+    try:
+        budget = float(value)
+    except (TypeError, ValueError):
+        budget = math.nan
+    if not (math.isfinite(budget) and budget > 0):
+        raise ConfigError(f"{key}: {value!r} is not a FLOP budget; it must be a positive number such as 1e12")
+    return budget
+
+
+def check(sweeper) -> None:
+    """Budgets, grid and tokens_per_param as numbers, runs_per_gpu, the hyperparameter axes and
+    packing of ``sweeper`` (a `ScalingSweeper`), normalised in place; ConfigError naming a bad one."""
+    from scaling.errors import ConfigError
+
+    sweeper.budgets = [budget(b, "hydra.sweeper.budgets") for b in sweeper.budgets]
+    grid = sweeper.grid if sweeper.grid is not None else {}
+    if not isinstance(grid, (dict, DictConfig)):
+        raise ConfigError(
+            f"hydra.sweeper.grid: {grid!r} is not a mapping; write budget -> shapes, "
+            "e.g. {1e12: [d32, d64], 3e12: [d64, d96]}"
+        )
+    sweeper.grid = {}
+    for key, shapes in grid.items():
+        if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
+            raise ConfigError(f"hydra.sweeper.grid.{key}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
+        sweeper.grid[budget(key, f"hydra.sweeper.grid key {key!r}")] = list(shapes)
+    try:
+        lo, hi = (float(x) for x in sweeper.tokens_per_param)
+    except (TypeError, ValueError):
+        lo = hi = math.nan
+    if not 0 <= lo < hi:
+        raise ConfigError(
+            f"hydra.sweeper.tokens_per_param: {list(sweeper.tokens_per_param)!r} is not a range; "
+            "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
+        )
+    sweeper.tokens_per_param = (lo, hi)
+    r = sweeper.runs_per_gpu
+    if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
+        raise ConfigError(
+            f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
+        )
+    devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
+    names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
+    sweeper.hyper = HyperAxes.from_settings(*(sweeper.hyper_settings.get(k) for k in names))
+    if sweeper.pack:
+        pack.check(
+            sweeper.config, bool(sweeper.hyper_settings.get("lr_multipliers") or sweeper.hyper_settings.get("lr_grid"))
+        )

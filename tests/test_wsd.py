@@ -1,0 +1,198 @@
+"""train.schedule=wsd and cooldown branches: the schedule's values; cosine run ids unchanged; a
+branch's record equal to the standalone WSD run of its budget (bit for bit: the same steps on the
+same batches at the same LR, in one thread); a trunk killed inside a branch resumes to the same
+records; the sweeper's branched plan, its saving, and fits that read the branch points."""
+
+import json
+import math
+import os
+import signal
+
+import pytest
+from conftest import run_cli
+from faults_support import HOOKS, RESUMED, fault_env
+
+from hydra_plugins.scaling_sweeper.branching import extra_budgets
+from scaling.plan import plan_run
+from scaling.schedule import lr_at
+from scaling.train_app import compose_config
+
+# d32 at seq_len 32, 2 sequences a step: the trunk (8e8) takes 94 steps, its branches 24 (2e8) and
+# 47 (4e8), forking at steps 19 and 38 (cooldown_frac 0.2). One thread: runs are deterministic.
+TINY = [
+    "model=d32",
+    "train.seq_len=32",
+    "train.batch_size=2",
+    "train.min_steps=10",
+    "train.eval_tokens=256",
+    "train.evals=2",
+    "train.checkpoint_interval_s=0",
+    "train.threads=1",
+    "train.schedule=wsd",
+    "optim.warmup_steps=2",
+    "tracking=none",
+]
+TRUNK = ["budget=8e8", "train.branches=[2e8,4e8]"]
+# What differs between two runs of one config: where and when they ran, how fast; a branch names its trunk.
+NOT_COMPARED = {"wall_time_s", "tokens_per_s", "flops_per_s", "started_at", "finished_at", "branch_of"}
+NOT_COMPARED |= {"branch_start_step", "config", "code_version"}  # (-dirty while this checkout changes)
+
+
+def records(store) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted(store.glob("runs/*/record.json"))}
+
+
+def same_run(a: dict, b: dict) -> None:
+    """Two records of one run: every key equal but the machine's timings and the store's path."""
+    kept = [json.dumps({k: v for k, v in r.items() if k not in NOT_COMPARED}, sort_keys=True) for r in (a, b)]
+    assert kept[0] == kept[1]  # as JSON: NaN (entropy_rate of a corpus without one) equals NaN
+    assert {**a["config"], "store": ""} == {**b["config"], "store": ""}
+
+
+def train(store, *args, env=None):
+    return run_cli("train", *TINY, *args, f"store={store}", env=env, timeout=900)
+
+
+# ---------------------------------------------------------------- the schedule and the identity
+def test_wsd_schedule_warms_up_holds_the_peak_and_cools_down_to_min_lr_at_the_last_step():
+    cfg = compose_config(["budget=1e11", "model=d32", "train.schedule=wsd", "optim.warmup_steps=10"])
+    plan = plan_run(cfg)
+    lrs = [lr_at(s, plan, cfg.optim.min_lr_ratio) for s in range(plan.steps)]
+    cooldown = round(0.2 * plan.steps)
+    assert plan.cooldown_steps == cooldown and plan.warmup_steps == 10
+    assert lrs[:10] == pytest.approx([plan.lr * (s + 1) / 10 for s in range(10)])  # linear warmup
+    assert set(lrs[9 : plan.steps - cooldown]) == {plan.lr}  # constant at the peak until the cooldown
+    tail = lrs[plan.steps - cooldown :]
+    assert all(a > b for a, b in zip(tail, tail[1:])) and tail[0] < plan.lr
+    assert lrs[-1] == pytest.approx(plan.lr * cfg.optim.min_lr_ratio)  # min_lr exactly at the last step
+    # 1-sqrt: halfway through the cooldown the LR has dropped by 1 - sqrt(1/2) of its range
+    half = plan.steps - cooldown + cooldown // 2 - 1
+    progress = (cooldown // 2) / cooldown
+    assert lrs[half] == pytest.approx(plan.lr * (0.1 + 0.9 * (1 - math.sqrt(progress))))
+
+
+def test_the_cosine_schedule_is_bit_for_bit_the_one_before_wsd():
+    """Cosine runs must train as before (their records' curves hold each step's LR): the formula as it was."""
+    cfg = compose_config(["budget=1e11", "model=d32"])
+    plan, r = plan_run(cfg), cfg.optim.min_lr_ratio
+
+    def before(step: int) -> float:
+        if step < plan.warmup_steps:
+            return plan.lr * (step + 1) / plan.warmup_steps
+        progress = min(1.0, (step - plan.warmup_steps) / max(1, plan.steps - 1 - plan.warmup_steps))
+        return plan.lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    assert [lr_at(s, plan, r) for s in range(plan.steps)] == [before(s) for s in range(plan.steps)]
+
+
+def test_cosine_run_ids_are_unchanged_and_wsd_keys_enter_only_wsd_ids():
+    base = ["budget=1e11", "model=d32"]
+    default = plan_run(compose_config(base))
+    assert default.run_id == plan_run(compose_config([*base, "train.schedule=cosine"])).run_id
+    assert default.run_id == plan_run(compose_config([*base, "train.cooldown_frac=0.1"])).run_id
+    wsd = plan_run(compose_config([*base, "train.schedule=wsd"]))
+    assert wsd.run_id != default.run_id
+    assert wsd.run_id != plan_run(compose_config([*base, "train.schedule=wsd", "train.cooldown_frac=0.1"])).run_id
+    # a trunk's own run does not depend on its branches
+    assert wsd.run_id == plan_run(compose_config([*base, "train.schedule=wsd", "train.branches=[5e10]"])).run_id
+
+
+def test_bad_branches_are_one_clear_line(tmp_path):
+    proc = train(tmp_path / "s", "budget=8e8", "train.schedule=cosine", "train.branches=[2e8]")
+    assert proc.returncode == 2 and "train.branches" in proc.stderr and "wsd" in proc.stderr, proc.stderr
+    proc = train(tmp_path / "s", "budget=8e8", "train.branches=[9e8]")
+    assert proc.returncode == 2 and "below the run's budget" in proc.stderr, proc.stderr
+    assert not (tmp_path / "s" / "runs").exists()
+
+
+def test_extra_budgets_are_log_spaced_below_the_largest_and_away_from_the_grid():
+    got = extra_budgets([3e11, 1e12], 2)
+    assert got == pytest.approx([1e11])  # 1e12 / 10^0.5 is too near the grid's 3e11; 1e11 is a tenth of the top
+    assert extra_budgets([3e12], 4) == pytest.approx([3e12 * 10 ** (-k / 4) for k in (1, 2, 3, 4)])
+
+
+# ---------------------------------------------------------------- branches train and resume
+@pytest.fixture(scope="module")
+def trunk_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("trunk") / "store"
+    proc = train(store, *TRUNK)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return store
+
+
+def test_each_branch_equals_the_standalone_wsd_run_of_its_budget(trunk_store, tmp_path):
+    got = records(trunk_store)
+    assert len(got) == 3
+    trunk = next(r for r in got.values() if "branch_of" not in r)
+    branches = {r["budget_flops"]: r for r in got.values() if "branch_of" in r}
+    assert sorted(branches) == [2e8, 4e8] and trunk["budget_flops"] == 8e8 and trunk["schedule"] == "wsd"
+    assert {r["branch_of"] for r in branches.values()} == {trunk["run_id"]}
+    assert {b: r["branch_start_step"] for b, r in branches.items()} == {2e8: 19, 4e8: 38}
+    alone = tmp_path / "alone"
+    for budget in ("2e8", "4e8", "8e8"):
+        assert train(alone, f"budget={budget}").returncode == 0
+    for run_id, rec in records(alone).items():  # the same run ids, losses, curves: bit for bit
+        same_run(got[run_id], {**rec, "config": {**rec["config"], "train": got[run_id]["config"]["train"]}})
+
+
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGTERM"])
+def test_a_trunk_stopped_inside_a_branch_resumes_to_the_same_records(trunk_store, tmp_path, fault):
+    """SIGKILL or SIGTERM (a preemption) at the 2e8 branch's step 22 of 24 (tests/fault_hooks).
+    Killed, nothing of the branch is kept but the trunk's checkpoint at the fork (step 19): the
+    relaunch resumes there and trains the branch again. Preempted, the branch saves its own
+    checkpoint too, and resumes from it. Then the rest, to the uninterrupted trunk's records."""
+    store = tmp_path / "store"
+    path = os.pathsep.join([str(HOOKS), os.environ.get("PYTHONPATH", "")])  # the hooks, before this checkout
+    env = fault_env(PYTHONPATH=path, **{f"SCALING_FAULT_{fault}_AT_STEP": "22"})
+    stopped = train(store, *TRUNK, env=env)
+    expected = -signal.SIGKILL if fault == "SIGKILL" else 128 + signal.SIGTERM
+    assert stopped.returncode == expected, stopped.stdout + stopped.stderr
+    assert records(store) == {} and len(list(store.glob("runs/*/ckpt.pt"))) == (1 if fault == "SIGKILL" else 2)
+    resumed = train(store, *TRUNK)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert [int(step) for _, step in RESUMED.findall(resumed.stdout)] == [19]
+    assert ("resuming from its checkpoint at step 22/24" in resumed.stdout) == (fault == "SIGTERM")
+    want = records(trunk_store)
+    got = records(store)
+    assert set(got) == set(want)
+    for run_id in want:
+        same_run(got[run_id], want[run_id])
+    assert not list(store.glob("runs/*/ckpt.pt"))
+    again = train(store, *TRUNK)  # a finished trunk: a no-op
+    assert again.returncode == 0 and records(store) == got
+
+
+# ---------------------------------------------------------------- the sweeper
+def test_the_quick_wsd_plan_has_twice_the_points_of_quick_for_fewer_flops(tmp_path):
+    proc = run_cli("sweep", "quick-wsd", "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)
+    plan = json.loads((tmp_path / "s" / "sweep.dry-run.json").read_text())
+    line = next(x for x in proc.stdout.splitlines() if "cooldown branches" in x)
+    run_cli("sweep", "quick", "hydra.sweeper.dry_run=true", f"store={tmp_path / 'q'}", check=True)
+    grid = json.loads((tmp_path / "q" / "sweep.dry-run.json").read_text())["runs"]
+    assert len(plan["runs"]) >= 2 * len(grid)
+    spent = float(line.split(" points for ")[1].split(" FLOPs")[0])
+    assert spent <= sum(r["flops"] for r in grid)
+    assert f"the grid's {len(grid)} points as separate runs" in line
+
+
+def test_a_branched_sweep_trains_every_planned_point_and_the_fit_reads_them(tmp_path):
+    store = tmp_path / "store"
+    args = ["budget=2e8,4e8,8e8", "model=d24,d32", *TINY[1:-2], "train.min_steps=8", "tracking=none"]
+    proc = run_cli(
+        "sweep",
+        "quick-wsd",
+        *args,
+        "hydra.sweeper.extra_points_per_decade=0",
+        "hydra.sweeper.tokens_per_param=[0,1e9]",
+        f"store={store}",
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 trunks and 4 cooldown branches, 6 (N, D, loss) points" in proc.stdout
+    planned = {r["run_id"] for r in json.loads((store / "sweep.json").read_text())["runs"]}
+    recs = records(store)
+    assert set(recs) == planned and all(r["status"] == "completed" for r in recs.values())
+    assert sum("branch_of" in r for r in recs.values()) == 4
+    fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json")
+    assert fit.returncode == 0, fit.stderr
+    assert json.loads(fit.stdout)["runs"] == 6  # every branch point is a run of the fit
