@@ -52,34 +52,38 @@ def apply_rope(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
 
 class _RopeQKV(torch.autograd.Function):
     """qkv [B, T, 3, H, hd] (fp32) -> q, k rotated by RoPE and v, each [B, H, T, hd] as attention
-    takes them: `apply_rope` on q and k with a hand-written backward. Autograd's would stack dq and
+    takes them: `apply_rope`'s products with a hand-written backward. Autograd's would stack dq and
     dk, copy them out of attention's layout, rotate them back and concatenate dv: three passes over
-    the qkv gradient where this writes it once, rotating dq and dk straight into it."""
+    the qkv gradient where this writes it once. The rotations are repeated over the heads ([T, H,
+    hd/2], a few KB), so each product runs over H·hd/2 contiguous pairs, not hd/2 (~1.6-2.7x faster
+    on CPU, README Benchmarks 8)."""
 
     @staticmethod
     def forward(ctx, qkv: torch.Tensor, rotations: torch.Tensor):
-        ctx.save_for_backward(rotations)
-        q, k = apply_rope(qkv[:, :, :2], rotations).permute(2, 0, 3, 1, 4)
+        B, T, _, H, hd = qkv.shape
+        turn = rotations.unsqueeze(1).expand(T, H, hd // 2).contiguous()
+        ctx.save_for_backward(turn.conj().resolve_conj())  # the inverse rotations
+        pairs = torch.view_as_complex(qkv[:, :, :2].unflatten(-1, (-1, 2))).permute(2, 0, 1, 3, 4)
+        qk = torch.mul(pairs, turn, out=pairs.new_empty(2, B, T, H, hd // 2))
+        q, k = torch.view_as_real(qk).flatten(-2).transpose(2, 3)
         return q, k, qkv[:, :, 2].transpose(1, 2)
 
     @staticmethod
     def backward(ctx, dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor):
-        (rotations,) = ctx.saved_tensors
+        (back,) = ctx.saved_tensors
         B, H, T, hd = dv.shape
         grad = dv.new_empty(B, T, 3, H, hd)
-        back = rotations.conj().view(T, 1, hd // 2)  # a rotation's inverse, broadcast over heads
         for i, d in enumerate((dq, dk)):
-            into = torch.view_as_complex(grad[:, :, i].unflatten(-1, (-1, 2)))
             if d is None:
-                into.zero_()
+                grad[:, :, i].zero_()
                 continue
-            d = d.transpose(1, 2)
-            torch.mul(
-                torch.view_as_complex((d if d.stride(-1) == 1 else d.contiguous()).unflatten(-1, (-1, 2))),
-                back,
-                out=into,
-            )
-        grad[:, :, 2].copy_(dv.transpose(1, 2)) if dv is not None else grad[:, :, 2].zero_()
+            d = d.transpose(1, 2)  # attention's gradients come in [B, T, H, hd] memory order
+            d = torch.view_as_complex((d if d.stride(-1) == 1 else d.contiguous()).unflatten(-1, (-1, 2)))
+            torch.mul(d, back, out=torch.view_as_complex(grad[:, :, i].unflatten(-1, (-1, 2))))
+        if dv is None:
+            grad[:, :, 2].zero_()
+        else:
+            grad[:, :, 2].copy_(dv.transpose(1, 2))
         return grad, None
 
 

@@ -110,21 +110,22 @@ def test_rmsnorm_backward_is_autograds_of_f_rms_norm():
     assert torch.autograd.gradcheck(lambda a, b: _RMSNormFunction.apply(a, b, 1e-6), (x64, w64))
 
 
-def test_rope_qkv_backward_is_autograds_bit_for_bit():
+def test_rope_qkv_backward_is_autograds():
     """q, k rotated and v out of the qkv projection (scaling.llama._RopeQKV) against apply_rope and
-    the same views under autograd: forward and backward bit-identical."""
+    the same views under autograd, forward and backward: the same complex products (a vectorised and
+    a scalar complex multiply may round the last bit differently)."""
     torch.manual_seed(0)
-    B, T, H, hd = 3, 16, 2, 8
-    rotations = rope_table(T, hd)
-    qkv = torch.randn(B, T, 3, H, hd, requires_grad=True)
-    grads = [torch.randn(B, H, T, hd) for _ in range(3)]
-    ours = _RopeQKV.apply(qkv, rotations)
-    qk, v = qkv.split([2, 1], dim=2)
-    ref = (*apply_rope(qk, rotations).permute(2, 0, 3, 1, 4), v.squeeze(2).transpose(1, 2))
-    assert all(torch.equal(a, b) for a, b in zip(ours, ref))
-    (d_ours,) = torch.autograd.grad(ours, qkv, grads)
-    (d_ref,) = torch.autograd.grad(ref, qkv, grads)
-    assert torch.equal(d_ours, d_ref)
+    for B, T, H, hd in ((3, 16, 2, 8), (4, 32, 4, 16)):
+        rotations = rope_table(T, hd)
+        qkv = torch.randn(B, T, 3, H, hd, requires_grad=True)
+        grads = [torch.randn(B, H, T, hd) for _ in range(3)]
+        ours = _RopeQKV.apply(qkv, rotations)
+        qk, v = qkv.split([2, 1], dim=2)
+        ref = (*apply_rope(qk, rotations).permute(2, 0, 3, 1, 4), v.squeeze(2).transpose(1, 2))
+        (d_ours,) = torch.autograd.grad(ours, qkv, grads)
+        (d_ref,) = torch.autograd.grad(ref, qkv, grads)
+        for a, b in (*zip(ours, ref), (d_ours, d_ref)):
+            assert a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
 def test_llama_is_causal():
