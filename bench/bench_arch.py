@@ -12,6 +12,8 @@ Each variant is what `scaling train` runs per step (`scaling.byo.build_model`, `
   ratio        llama MFU ÷ gpt2 MFU (the issue's bar: ≥ 0.9). 6·N credits gpt2 with FLOPs its
                position table and biases do not cost (~6% of its FLOPs per token at d64, ~2% at d128), so the
                tokens/s ratio at the same width is shown beside it
+  paired       the MFU ratio round by round (each round times both archs back to back), its median
+               and the middle half of the rounds: steadier than the ratio of medians on a busy machine
 --profile adds where each arch's step time goes (torch.profiler self times by op family).
 """
 
@@ -130,6 +132,12 @@ def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, rounds
     a = out["archs"]
     out["ratio"] = a["llama"]["mfu"] / a["gpt2"]["mfu"]
     out["tokens_ratio"] = a["llama"]["tokens_per_s"] / a["gpt2"]["tokens_per_s"]
+    # the same ratio round by round (the two turns of a round are seconds apart, so load that comes
+    # and goes hits both): its median, and the middle half of the rounds' ratios
+    per_round = sorted((g / calls["gpt2"]) / (ll / calls["llama"]) for g, ll in zip(samples["gpt2"], samples["llama"]))
+    flops = a["llama"]["flops_per_token"] / a["gpt2"]["flops_per_token"]
+    quart = [per_round[(len(per_round) - 1) * q // 4] * flops for q in (1, 3)]
+    out["paired"], out["paired_iqr"] = median(per_round) * flops, quart
     return out
 
 
@@ -162,6 +170,8 @@ def main() -> None:
                         "ratio": r["ratio"] if arch == "llama" else 1.0,
                         "tok_ratio": r["tokens_ratio"] if arch == "llama" else 1.0,
                         "spread": a["spread"],
+                        "paired": r["paired"] if arch == "llama" else None,
+                        "iqr": "{:.2f}-{:.2f}".format(*r["paired_iqr"]) if arch == "llama" else None,
                     }
                 )
                 if "shares" in a:
@@ -181,6 +191,8 @@ def main() -> None:
             ("ratio", "MFU / gpt2", ".3f"),
             ("tok_ratio", "tok/s / gpt2", ".3f"),
             ("spread", "spread", ".0%"),
+            ("paired", "paired MFU / gpt2", ".3f"),
+            ("iqr", "middle half", "s"),
         ],
     )
     print(f"({time.perf_counter() - t0:.0f} s; peak = best fp32 torch.mm rate at that thread count, same process)")

@@ -17,7 +17,8 @@ Parameter count (h = `scaling.shapes.swiglu_hidden` (d) = 8·round(d/3), ≈ 8/3
 With 3·d·h ≈ 8·d² the block's weights, hence its 6·N FLOPs per token, match GPT-2's 12·d²;
 attention adds the same 12·L·d·T (scaling/flops.py). The closed forms live in scaling/shapes.py,
 checked against this module's numel in tests/test_arch.py. Speed on CPU: bench/bench_arch.py
-(RoPE's rotations are a precomputed buffer applied as one complex multiply to q and k together).
+(RoPE's rotations are a precomputed buffer applied as one complex multiply to q and k together;
+on CPU, RMSNorm and the rotation of q and k have hand-written backwards, the same math in fewer passes).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def rope_table(seq_len: int, head_dim: int) -> torch.Tensor:
 
 def apply_rope(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
     """x [B, T, ..., head_dim] with each pair (2j, 2j+1) of a position t rotated by rotations[t, j]:
-    one complex multiply, as Meta's LLaMA code (README Benchmarks 7: ~7x cheaper on CPU, forward and
+    one complex multiply, as Meta's LLaMA code (README Benchmarks 8: ~7x cheaper on CPU, forward and
     backward, than the rotate-half form's slices, negation, concatenation and two real multiplies)."""
     pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
     rot = rotations.view(rotations.size(0), *([1] * (x.dim() - 3)), rotations.size(1))
@@ -121,9 +122,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad):
+        if x.device.type == "cpu" and torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad):
             return _RMSNormFunction.apply(x, self.weight, NORM_EPS)
-        return F.rms_norm(x, (x.size(-1),), self.weight, NORM_EPS)  # no autograd: one fused kernel
+        # without autograd one fused kernel; on GPUs F.rms_norm has fused kernels both ways
+        return F.rms_norm(x, (x.size(-1),), self.weight, NORM_EPS)
 
 
 class Attention(nn.Module):
@@ -136,9 +138,9 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         qkv = self.qkv(x).view(B, T, 3, self.n_head, C // self.n_head)
-        if torch.is_grad_enabled() and qkv.requires_grad and qkv.dtype == torch.float32:
+        if qkv.device.type == "cpu" and torch.is_grad_enabled() and qkv.requires_grad and qkv.dtype == torch.float32:
             q, k, v = _RopeQKV.apply(qkv, rotations)
-        else:  # the same as autograd ops (mixed precision, or no backward to save passes in)
+        else:  # the same as autograd ops (mixed precision, GPUs (not measured), or no backward)
             qk, v = qkv.split([2, 1], dim=2)
             q, k = apply_rope(qk, rotations).permute(2, 0, 3, 1, 4)  # q and k rotated at once
             v = v.squeeze(2).transpose(1, 2)
@@ -154,7 +156,7 @@ class Block(nn.Module):
         self.attn = Attention(shape)
         self.norm_2 = RMSNorm(d)
         # gate and up as two matmuls: one fused [d, 2h] matmul is slower on CPU, its backward
-        # concatenating the two halves' gradients (README Benchmarks 7)
+        # concatenating the two halves' gradients (README Benchmarks 8)
         self.gate = nn.Linear(d, h, bias=False)
         self.up = nn.Linear(d, h, bias=False)
         self.down = nn.Linear(h, d, bias=False)
