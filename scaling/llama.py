@@ -56,8 +56,8 @@ class _RopeQKV(torch.autograd.Function):
     takes them: `apply_rope`'s products with a hand-written backward. Autograd's would stack dq and
     dk, copy them out of attention's layout, rotate them back and concatenate dv: three passes over
     the qkv gradient where this writes it once. The rotations are repeated over the heads ([T, H,
-    hd/2], a few KB), so each product runs over H·hd/2 contiguous pairs, not hd/2 (~1.6-2.7x faster
-    on CPU, README Benchmarks 8)."""
+    hd/2], a few KB), so each product runs over H·hd/2 contiguous pairs, not hd/2: faster on CPU
+    (README Benchmarks 8)."""
 
     @staticmethod
     def forward(ctx, qkv: torch.Tensor, rotations: torch.Tensor):
@@ -91,7 +91,7 @@ class _RopeQKV(torch.autograd.Function):
 class _RMSNormFunction(torch.autograd.Function):
     """F.rms_norm's math with a hand-written backward. Under autograd F.rms_norm runs as ~7 ops
     forward and ~15 backward, where LayerNorm has one kernel each way; this is 3 passes over x
-    forward and 4 backward, ~2x faster forward + backward on CPU (README Benchmarks 8)."""
+    forward and 4 backward (README Benchmarks 8)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
