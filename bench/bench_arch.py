@@ -3,15 +3,18 @@ at the same width, same batches, same threads, timed in turns in one process.
 
     .venv/bin/python bench/bench_arch.py                        # d64 and d128, 1 thread (~2 min)
     .venv/bin/python bench/bench_arch.py --shapes d128 --threads 2 --profile
+    .venv/bin/python bench/bench_arch.py --cpu-time           # 1 thread, CPU seconds: for a busy machine
 
 Each variant is what `scaling train` runs per step (`scaling.byo.build_model`, `make_optimizer`,
 `train_step`, a batch from the built-in corpus). Definitions as bench/bench_trainer.py:
   FLOPs/token  6·N + 12·n_layer·d_model·seq_len, N total parameters (scaling.flops), per arch
   MFU          achieved FLOP/s ÷ the fp32 matmul peak at the same thread count, measured in the same
-               process just before (bench_peak.matmul_peak)
+               process just before (bench_peak.matmul_peak; with --cpu-time both per CPU second)
   ratio        llama MFU ÷ gpt2 MFU (the issue's bar: ≥ 0.9). 6·N credits gpt2 with FLOPs its
                position table and biases do not cost (~6% of its FLOPs per token at d64, ~2% at d128), so the
                tokens/s ratio at the same width is shown beside it
+  paired       the MFU ratio round by round (each round times both archs back to back), its median
+               and the middle half of the rounds: steadier than the ratio of medians on a busy machine
 --profile adds where each arch's step time goes (torch.profiler self times by op family).
 """
 
@@ -93,7 +96,25 @@ def op_shares(step, steps: int = 4) -> dict[str, float]:
     return {k: round(v / whole, 3) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
 
 
-def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, rounds: int, profile: bool) -> dict:
+def cpu_time_peak(sizes=(256, 512, 1024), min_seconds: float = 0.1) -> float:
+    """bench_peak.matmul_peak's best fp32 torch.mm rate, per CPU second of this process (1 thread)."""
+    import torch
+
+    best = 0.0
+    for n in sizes:
+        a, b, out = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+        torch.mm(a, b, out=out)
+        calls, t0 = 0, time.process_time()
+        while time.process_time() - t0 < min_seconds:
+            torch.mm(a, b, out=out)
+            calls += 1
+        best = max(best, 2.0 * n**3 * calls / (time.process_time() - t0))
+    return best
+
+
+def measure(
+    shape_name: str, threads: int, batch_size: int, seq_len: int, rounds: int, profile: bool, cpu_time: bool = False
+) -> dict:
     import torch
     from bench_peak import matmul_peak
 
@@ -101,15 +122,16 @@ def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, rounds
     from scaling.shapes import param_counts
 
     torch.set_num_threads(threads)
-    peak = matmul_peak(threads, min_seconds=0.1)["best"]
+    peak = cpu_time_peak() if cpu_time else matmul_peak(threads, min_seconds=0.1)["best"]
     steps, shapes = {}, {}
     for arch in ARCHS:
         steps[arch], shapes[arch] = _stepper(arch, shape_name, batch_size, seq_len)
         steps[arch]()  # warm-up
-    one = {a: median(interleaved_medians({a: steps[a]}, 3)[a]) for a in ARCHS}
+    clock = time.process_time if cpu_time else time.perf_counter
+    one = {a: median(interleaved_medians({a: steps[a]}, 3, clock=clock)[a]) for a in ARCHS}
     calls = {a: max(1, round(0.5 / one[a])) for a in ARCHS}  # ~0.5 s of steps per turn
     samples = interleaved_medians(
-        {a: (lambda a=a: [steps[a]() for _ in range(calls[a])]) for a in ARCHS}, rounds
+        {a: (lambda a=a: [steps[a]() for _ in range(calls[a])]) for a in ARCHS}, rounds, clock=clock
     )  # the archs take turns, so a burst of load elsewhere hits both
     out = {"shape": shape_name, "threads": threads, "peak": peak, "archs": {}}
     for arch in ARCHS:
@@ -130,6 +152,12 @@ def measure(shape_name: str, threads: int, batch_size: int, seq_len: int, rounds
     a = out["archs"]
     out["ratio"] = a["llama"]["mfu"] / a["gpt2"]["mfu"]
     out["tokens_ratio"] = a["llama"]["tokens_per_s"] / a["gpt2"]["tokens_per_s"]
+    # the same ratio round by round (the two turns of a round are seconds apart, so load that comes
+    # and goes hits both): its median, and the middle half of the rounds' ratios
+    per_round = sorted((g / calls["gpt2"]) / (ll / calls["llama"]) for g, ll in zip(samples["gpt2"], samples["llama"]))
+    flops = a["llama"]["flops_per_token"] / a["gpt2"]["flops_per_token"]
+    quart = [per_round[(len(per_round) - 1) * q // 4] * flops for q in (1, 3)]
+    out["paired"], out["paired_iqr"] = median(per_round) * flops, quart
     return out
 
 
@@ -142,13 +170,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time steps by this process's CPU time, not the wall clock (1 thread only): on a shared "
+        "machine it leaves out the time other jobs hold the core, so it estimates the idle machine's rates",
+    )
     args = parser.parse_args()
+    if args.cpu_time and args.threads != "1":
+        parser.exit(
+            2,
+            f"error: --cpu-time needs --threads 1 (got {args.threads}): CPU time is not wall time for several threads\n",
+        )
     print_header("bench_arch: llama vs gpt2 block, trainer MFU at the same width")
     results, rows = [], []
     t0 = time.perf_counter()
     for shape_name in args.shapes.split(","):
         for threads in map(int, args.threads.split(",")):
-            r = measure(shape_name, threads, args.batch_size, args.seq_len, args.rounds, args.profile)
+            r = measure(shape_name, threads, args.batch_size, args.seq_len, args.rounds, args.profile, args.cpu_time)
             results.append(r)
             for arch, a in r["archs"].items():
                 rows.append(
@@ -162,6 +201,8 @@ def main() -> None:
                         "ratio": r["ratio"] if arch == "llama" else 1.0,
                         "tok_ratio": r["tokens_ratio"] if arch == "llama" else 1.0,
                         "spread": a["spread"],
+                        "paired": r["paired"] if arch == "llama" else None,
+                        "iqr": "{:.2f}-{:.2f}".format(*r["paired_iqr"]) if arch == "llama" else None,
                     }
                 )
                 if "shares" in a:
@@ -181,6 +222,8 @@ def main() -> None:
             ("ratio", "MFU / gpt2", ".3f"),
             ("tok_ratio", "tok/s / gpt2", ".3f"),
             ("spread", "spread", ".0%"),
+            ("paired", "paired MFU / gpt2", ".3f"),
+            ("iqr", "middle half", "s"),
         ],
     )
     print(f"({time.perf_counter() - t0:.0f} s; peak = best fp32 torch.mm rate at that thread count, same process)")

@@ -123,19 +123,23 @@ def peak_rss_during(fn: Callable[[], object]) -> int:
 
 # ---------------------------------------------------------------- timing
 def interleaved_medians(
-    variants: dict[str, Callable[[], object]], rounds: int, calls: int = 1
+    variants: dict[str, Callable[[], object]],
+    rounds: int,
+    calls: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, list[float]]:
     """Seconds per call of each variant, one sample per round, the variants taking turns within each
-    round (so a burst of load elsewhere hits every variant, not one); the order rotates by round."""
+    round (so a burst of load elsewhere hits every variant, not one); the order rotates by round.
+    ``clock``: the wall clock, or e.g. time.process_time (CPU seconds, for single-threaded work)."""
     names = list(variants)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             fn = variants[name]
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(calls):
                 fn()
-            samples[name].append((time.perf_counter() - t0) / calls)
+            samples[name].append((clock() - t0) / calls)
     return samples
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import ROOT, assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
 from scaling.byo import build_model, module_counts
 from scaling.flops import flops_per_token_with_attention
-from scaling.llama import Llama, apply_rope, rope_table
+from scaling.llama import NORM_EPS, Llama, RMSNorm, _RMSNormFunction, _RopeQKV, apply_rope, rope_table
 from scaling.model import GPT
 from scaling.shapes import ARCHITECTURES, CONF_DIR, ModelShape, param_counts, shape_for_width, swiglu_hidden
 from scaling.store import read_store
@@ -85,6 +86,46 @@ def test_rope_is_a_rotation_that_depends_only_on_relative_position():
     dots = rq @ rk.T  # <R_i q, R_j k> depends on i − j only
     assert torch.allclose(dots[3, 1], dots[10, 8], atol=1e-4) and torch.allclose(dots[5, 5], q @ k, atol=1e-4)
     assert not torch.allclose(dots[3, 1], dots[3, 2], atol=1e-3)
+
+
+def test_rmsnorm_backward_is_autograds_of_f_rms_norm():
+    """The hand-written backward (scaling.llama._RMSNormFunction) against autograd through
+    F.rms_norm: the same values to fp32 rounding, and a float64 gradcheck."""
+    torch.manual_seed(0)
+    x = (torch.randn(4, 16, 32) * 3).requires_grad_()
+    norm = RMSNorm(32)
+    with torch.no_grad():
+        norm.weight.mul_(torch.rand(32) + 0.5)
+    grad = torch.randn(4, 16, 32)
+    y = norm(x)
+    dx, dw = torch.autograd.grad(y, (x, norm.weight), grad)
+    ref = F.rms_norm(x, (32,), norm.weight, NORM_EPS)
+    ref_dx, ref_dw = torch.autograd.grad(ref, (x, norm.weight), grad)
+    for a, b in ((y, ref), (dx, ref_dx), (dw, ref_dw)):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())
+    with torch.no_grad():
+        assert torch.equal(norm(x), ref)  # without autograd: F.rms_norm itself
+    x64 = torch.randn(3, 5, 8, dtype=torch.float64, requires_grad=True)
+    w64 = torch.rand(8, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: _RMSNormFunction.apply(a, b, 1e-6), (x64, w64))
+
+
+def test_rope_qkv_backward_is_autograds():
+    """q, k rotated and v out of the qkv projection (scaling.llama._RopeQKV) against apply_rope and
+    the same views under autograd, forward and backward: the same complex products (a vectorised and
+    a scalar complex multiply may round the last bit differently)."""
+    torch.manual_seed(0)
+    for B, T, H, hd in ((3, 16, 2, 8), (4, 32, 4, 16)):
+        rotations = rope_table(T, hd)
+        qkv = torch.randn(B, T, 3, H, hd, requires_grad=True)
+        grads = [torch.randn(B, H, T, hd) for _ in range(3)]
+        ours = _RopeQKV.apply(qkv, rotations)
+        qk, v = qkv.split([2, 1], dim=2)
+        ref = (*apply_rope(qk, rotations).permute(2, 0, 3, 1, 4), v.squeeze(2).transpose(1, 2))
+        (d_ours,) = torch.autograd.grad(ours, qkv, grads)
+        (d_ref,) = torch.autograd.grad(ref, qkv, grads)
+        for a, b in (*zip(ours, ref), (d_ours, d_ref)):
+            assert a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
 def test_llama_is_causal():
