@@ -182,15 +182,25 @@ def test_gpu_preset_gives_each_job_a_gpu_of_its_own(slurm, tmp_path):
     assert sorted(gpus) == ["0", "1"], results  # one GPU each, not the same one
     assert all(r["environment"]["CUDA_VISIBLE_DEVICES"] for r in results), results
     (array_id,) = array_ids(sweep_dir)
-    assert gpu_requests(array_id) == {f"{array_id}_{i}": 1 for i in range(2)}
+    assert gpu_requests(array_id, 2) == {f"{array_id}_{i}": 1 for i in range(2)}
 
 
-def gpu_requests(array_id: str) -> dict[str, int]:
-    """GPUs each task of an array was allocated, from sacct's AllocTRES (gres/gpu=N)."""
-    out = subprocess.run(
-        ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,AllocTRES"], capture_output=True, text=True, timeout=15
-    ).stdout
-    rows = [line.split("|") for line in out.splitlines() if line]
+def gpu_requests(array_id: str, tasks: int) -> dict[str, int]:
+    """GPUs each task of an array was allocated, from sacct's AllocTRES (gres/gpu=N). slurmdbd lists
+    a finished array as one row ("ID") until it has recorded its tasks ("ID_0", ...): polled until it
+    has (at most 30 s)."""
+    deadline = time.monotonic() + 30
+    while True:
+        out = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,AllocTRES"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        ).stdout
+        rows = [line.split("|") for line in out.splitlines() if line]
+        if len(rows) >= tasks or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     return {job: sum(int(t.split("=")[1]) for t in tres.split(",") if t.startswith("gres/gpu=")) for job, tres in rows}
 
 
@@ -211,7 +221,7 @@ def test_tiny_sweep_through_slurm_gpu_preset_one_gpu_per_run(slurm, tmp_path):
     assert accounting_states(array_id, len(planned)) == {
         f"{array_id}_{i}": f"COMPLETED|{PARTITION}" for i in range(len(planned))
     }
-    assert gpu_requests(array_id) == {f"{array_id}_{i}": 1 for i in range(len(planned))}
+    assert gpu_requests(array_id, len(planned)) == {f"{array_id}_{i}": 1 for i in range(len(planned))}
 
 
 def test_tiny_sweep_through_slurm_lands_in_store(slurm, tmp_path):
