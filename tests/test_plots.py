@@ -289,3 +289,33 @@ def test_scaling_plot_writes_a_caption_for_each_figure_and_the_report_shows_the_
     markdown = html.with_suffix(".md").read_text()
     for name, (title, _draw) in FIGURES.items():
         assert f"*{title}.* {figure_caption(name, report)}" in markdown
+
+
+def test_loss_against_epochs_draws_a_line_through_the_seeds_mean(tmp_path):
+    # a repetition sweep with two seeds per point (the loss of seed 1 is 2% above seed 0's): one line
+    # per (N, D) through the means, every run a dot; a source that never repeats has no such figure
+    import pandas as pd
+
+    from analysis.figures.axes import FigureUnavailable
+    from analysis.figures.epochs import loss_vs_epochs
+    from analysis.fits import muennighoff as mf
+    from analysis.synthetic import repeated_runs
+
+    runs = repeated_runs(mf.published_params(), [1e8, 4e8], [1e9], [1, 4, 16], noise=0.0)
+    twice = runs.assign(run_id=runs["run_id"] + "b", val_loss=runs["val_loss"] * 1.02)
+    csv = tmp_path / "repeat.csv"
+    pd.concat([runs, twice]).to_csv(csv, index=False)
+    fig = loss_vs_epochs(load_runs(str(csv)), None)
+    ax = fig.axes[0]
+    lines = [line for line in ax.lines if len(line.get_xdata()) == 3]  # the data lines (legend entries are empty)
+    assert len(lines) == 2  # one per N at the one U
+    for line in lines:
+        assert np.allclose(line.get_xdata(), [1, 4, 16])
+        n = 1e8 if line is lines[0] else 4e8
+        means = [runs[(runs.params == n) & (runs.epochs == k)].val_loss.iloc[0] * 1.01 for k in (1, 4, 16)]
+        assert np.allclose(line.get_ydata(), means)
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 12  # every run a dot
+    once = repeated_runs(mf.published_params(), [1e8], [1e9], [0.5, 1], noise=0.0)
+    once.to_csv(tmp_path / "once.csv", index=False)
+    with pytest.raises(FigureUnavailable):
+        loss_vs_epochs(load_runs(str(tmp_path / "once.csv")), None)
