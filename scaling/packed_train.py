@@ -27,7 +27,8 @@ from scaling import evalsets
 from scaling.arch import target_of
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
-from scaling.plan import RunPlan, lr_at, plan_run
+from scaling.plan import RunPlan, plan_run
+from scaling.schedule import lr_at
 
 SHARED_KEYS = (
     "data",

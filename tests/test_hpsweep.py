@@ -67,8 +67,10 @@ def identity_before_hp_axes(cfg) -> str:
     c = {k: v for k, v in c.items() if k not in NOT_IDENTITY}
     for key in NOT_IDENTITY_TRAIN:
         c["train"].pop(key, None)
-    for key in ("lr_multiplier", "lr_law", "batch_law"):  # the keys that did not exist
+    for key in ("lr_multiplier", "lr_law", "batch_law", "warmup_steps"):  # the keys that did not exist
         c["optim"].pop(key)
+    for key in ("schedule", "cooldown_frac", "branches"):  # nor did WSD's (scaling.schedule)
+        c["train"].pop(key)
     c.pop("eval")  # nor did evaluation sets (scaling.evalsets: unconfigured, not in the identity)
     s = plan.shape
     c["model"] = {"n_layer": s.n_layer, "d_model": s.d_model, "n_head": s.n_head, "lr": plan.lr}
