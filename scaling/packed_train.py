@@ -2,7 +2,7 @@
 
 `train_packed(cfgs)` takes K run configs of one shape that differ in seed, learning rate (peak,
 multiplier or law) and length (budget), and trains them in one batched step. Member k sees exactly
-its separate run's batches (`data.train_batch` with its seed), its schedule (`plan.lr_at` on its own
+its separate run's batches (`data.train_batch` with its seed), its schedule (`schedule.lr_at` on its own
 plan), its clipping (its own global norm), its curve points and held-out evaluations (the steps
 `scaling.train.run_loop` uses) and the same divergence rule. A member that has finished (or diverged)
 rides along at learning rate 0 until the longest member ends: its weights no longer move.
