@@ -9,6 +9,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALING = str(Path(sys.executable).with_name("scaling"))
+# Tiny runs for tests that train: 32-token windows, 2 sequences a step, at least 10 steps, one
+# evaluation of 256 tokens, 4 curve points, no periodic checkpoints. Tracking is the test's choice.
+TINY_TRAIN = [
+    "train.seq_len=32",
+    "train.batch_size=2",
+    "train.min_steps=10",
+    "train.eval_tokens=256",
+    "train.evals=1",
+    "train.log_points=4",
+    "train.checkpoint_interval_s=0",
+]
 
 
 @pytest.fixture(autouse=True)

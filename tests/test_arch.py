@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import ROOT, assert_one_line_error, run_cli
+from conftest import TINY_TRAIN as SHARED_TINY_TRAIN
 from omegaconf import OmegaConf
 
 from scaling.byo import build_model, module_counts
@@ -22,16 +23,7 @@ from scaling.shapes import ARCHITECTURES, CONF_DIR, ModelShape, param_counts, sh
 from scaling.store import read_store
 
 LADDER = sorted(p.stem for p in (CONF_DIR / "model").glob("d*.yaml"))
-TINY_TRAIN = [
-    "train.seq_len=32",
-    "train.batch_size=2",
-    "train.min_steps=10",
-    "train.eval_tokens=256",
-    "train.evals=1",
-    "train.log_points=4",
-    "train.checkpoint_interval_s=0",
-    "tracking=none",
-]
+TINY_TRAIN = [*SHARED_TINY_TRAIN, "tracking=none"]
 sys.path.insert(0, str(ROOT))  # examples/, as PYTHONPATH=. gives the CLI
 WITH_EXAMPLES = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import TINY_TRAIN as SHARED_TINY_TRAIN
 from conftest import assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
@@ -31,17 +32,7 @@ from scaling.store import run_id
 from scaling.train_app import compose_config
 
 # d32 at seq_len 32 (N = 21,984): 2 x 32 = 64 tokens per step; 2e8 FLOPs buys 24 steps.
-TINY_TRAIN = [
-    "train.seq_len=32",
-    "train.batch_size=2",
-    "train.min_steps=10",
-    "train.eval_tokens=256",
-    "train.evals=1",
-    "train.log_points=4",
-    "train.checkpoint_interval_s=0",
-    "hydra.sweeper.tokens_per_param=[0,1e9]",
-    "tracking=none",
-]
+TINY_TRAIN = [*SHARED_TINY_TRAIN, "hydra.sweeper.tokens_per_param=[0,1e9]", "tracking=none"]
 
 
 def sweep(*args, store: Path, check: bool = True):

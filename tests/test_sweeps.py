@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT, assert_one_line_error, run_cli
+from conftest import TINY_TRAIN as SHARED_TINY_TRAIN
 from omegaconf import OmegaConf
 
 from hydra_plugins.scaling_sweeper.layout import concurrency, launch_chunk_size
@@ -37,17 +38,7 @@ CORES = len(os.sched_getaffinity(0))
 # Tiny mode: d32 at seq_len 32 has N = 21,984 parameters (vocab 256); 2 x 32 = 64 tokens per step, so
 # budget 2e8 buys 24 steps and 4e8 buys 47: well under a second of training each. At these budgets
 # D/N is ~0.1, so the sweep files' tokens-per-parameter windows are opened too.
-TINY_TRAIN = [
-    "train.seq_len=32",
-    "train.batch_size=2",
-    "train.min_steps=10",
-    "train.eval_tokens=256",
-    "train.evals=1",
-    "train.log_points=4",
-    "train.compile=false",
-    "train.checkpoint_interval_s=0",
-    "hydra.sweeper.tokens_per_param=[0,1e9]",
-]
+TINY_TRAIN = [*SHARED_TINY_TRAIN, "train.compile=false", "hydra.sweeper.tokens_per_param=[0,1e9]"]
 TINY = ["budget=2e8,4e8", "model=d32", *TINY_TRAIN, "tracking=none"]
 
 
