@@ -20,6 +20,17 @@ TINY_TRAIN = [
     "train.log_points=4",
     "train.checkpoint_interval_s=0",
 ]
+# Sweep runs of a few seconds each on a 2-core machine (d32 at ~1e10 FLOPs: 20+ steps of 512
+# tokens), long enough for concurrent runs to overlap in time.
+SECONDS_RUNS = [
+    "hydra.sweeper.tokens_per_param=[0.5,20000]",
+    "train.seq_len=64",
+    "train.batch_size=8",
+    "train.min_steps=20",
+    "train.eval_tokens=2048",
+    "train.evals=1",
+    "train.checkpoint_interval_s=0",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import assert_one_line_error, run_cli
+from conftest import SECONDS_RUNS, assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
 import scaling.train as train_mod
@@ -49,13 +49,7 @@ SWEEP = [
     "tiny",
     "hydra.sweeper.budgets=[1e10,1.2e10,1.4e10,1.6e10,1.8e10,2e10]",
     "hydra.sweeper.models=[d32]",
-    "hydra.sweeper.tokens_per_param=[0.5,20000]",
-    "train.seq_len=64",
-    "train.batch_size=8",
-    "train.min_steps=20",
-    "train.eval_tokens=2048",
-    "train.evals=1",
-    "train.checkpoint_interval_s=0",
+    *SECONDS_RUNS,
     "hydra/launcher=joblib",
 ]
 

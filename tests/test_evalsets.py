@@ -19,20 +19,14 @@ from scaling.errors import DataError, UserError
 from scaling.manifest import bin_dir_split
 from scaling.plan import job_config, plan_run
 from scaling.train_app import compose_config
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import TINY_TRAIN, assert_one_line_error, run_cli
 
 VOCAB = 64
 TINY = [
     "model=d16,d24",
     "budget=5e7,1e8,2e8",
     "hydra.sweeper.tokens_per_param=[0.05,2000]",
-    "train.seq_len=32",
-    "train.batch_size=2",
-    "train.min_steps=10",
-    "train.eval_tokens=256",
-    "train.evals=1",
-    "train.log_points=4",
-    "train.checkpoint_interval_s=0",
+    *TINY_TRAIN,
     "tracking=none",
 ]
 MARKOV = ["data=synthetic", "data.order=1", "data.train_tokens=65536", "data.val_tokens=4096"]

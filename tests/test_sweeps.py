@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, assert_one_line_error, run_cli
+from conftest import ROOT, SECONDS_RUNS, assert_one_line_error, run_cli
 from conftest import TINY_TRAIN as SHARED_TINY_TRAIN
 from omegaconf import OmegaConf
 
@@ -275,15 +275,7 @@ def test_launch_pacing_never_oversubscribes_the_cores():
 
 # The submitit_local test's train settings: runs of a few seconds, so that their start and finish
 # times (whole seconds) show which of them trained at the same moment.
-SUBMITIT_TRAIN = [
-    "hydra.sweeper.tokens_per_param=[0.5,20000]",
-    "train.seq_len=64",
-    "train.batch_size=8",
-    "train.min_steps=20",
-    "train.eval_tokens=2048",
-    "train.evals=1",
-    "train.checkpoint_interval_s=0",
-]
+SUBMITIT_TRAIN = SECONDS_RUNS
 
 
 @pytest.mark.skipif(CORES < 2, reason="needs 2 cores for 2 workers")
