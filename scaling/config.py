@@ -15,6 +15,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from scaling import data_config
 from scaling.errors import ConfigError
 
 
@@ -96,7 +97,9 @@ class Config:
     plan: str = ""  # set by the sweeper: the job's plan (scaling.plan.RunPlan as JSON); "": the job plans itself
     pack: str = ""  # set by the sweeper (hydra.sweeper.pack): the job's other packed runs, JSON (scaling.packed_store)
     model: ModelConfig = field(default_factory=ModelConfig)
-    data: Any = field(default_factory=dict)  # checked by scaling.data.load_corpus
+    # checked by scaling.data.load_corpus; every source's optional keys (data.max_train_tokens, data.cut,
+    # data.cut_seed: scaling.data_cut) are here, null, so that the command line sets them without `+`
+    data: Any = field(default_factory=lambda: dict.fromkeys(data_config.OPTIONAL))
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)  # checked by scaling.evalsets

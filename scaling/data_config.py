@@ -38,11 +38,19 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "mixture": {"mixture": MISSING, "vocab_size": None, "dtype": None},
 }
 BIN_DTYPES = ("uint16", "uint32")
-# Keys every source takes, left out of conf/data/*.yaml (and so out of a run's identity) unless set:
-# data.max_train_tokens keeps only k tokens of the training split (a data-constrained corpus of k
-# unique tokens: repetition sweeps), the first k or (data.cut=random, data.cut_seed) random blocks:
-# `scaling.data_cut`.
+# Keys every source takes, null by default (scaling/config.py's schema gives every data config
+# them, so `data.cut=random` needs no `+`) and left out of a run's identity while null: data.max_train_tokens
+# keeps only k tokens of the training split (a data-constrained corpus of k unique tokens: repetition
+# sweeps), the first k or (data.cut=random, data.cut_seed) random blocks: `scaling.data_cut`.
 OPTIONAL = ("max_train_tokens", "cut", "cut_seed")
+
+
+def drop_unset_from_identity(data: dict[str, Any]) -> None:
+    """Leave the `OPTIONAL` keys out of a run's identity (its ``data`` part) while they are null, so
+    that runs without a cut keep the ids they had before the schema gave every data config them."""
+    for key in OPTIONAL:
+        if data.get(key) is None:
+            data.pop(key, None)
 
 
 def _as_dict(data_cfg) -> dict[str, Any]:

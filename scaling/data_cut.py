@@ -56,7 +56,7 @@ def cut_corpus(corpus, cfg: dict):
     if unique is None:
         return corpus
     available = len(corpus.train)
-    if cfg.get("cut", "head") == "head":
+    if (cfg.get("cut") or "head") == "head":  # null: the default, head
         _check_size(corpus, unique, available, "")
         digest = _digest(f"{corpus.fingerprint}:max_train_tokens={unique}")
         described = f"its first {unique / 1e6:.3g}M tokens"

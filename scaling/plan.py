@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from scaling import arch as arch_lib
 from scaling import data as data_lib
-from scaling import evalsets, hparams, schedule
+from scaling import data_config, evalsets, hparams, schedule
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -120,6 +120,7 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | No
     for key in hparams.NOT_IDENTITY_OPTIM:
         c["optim"].pop(key, None)
     schedule.drop_from_identity(c)  # cosine runs keep their ids
+    data_config.drop_unset_from_identity(c["data"])  # and runs without a cut theirs
     if batch_size is not None:
         c["train"]["batch_size"] = batch_size
     if not evalsets.configured(c.get("eval")):  # runs without evaluation sets keep their ids

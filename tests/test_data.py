@@ -355,6 +355,30 @@ def test_head_cut_keeps_the_first_tokens_and_its_old_fingerprint(stdlib_corpus):
     assert head.fingerprint == same.fingerprint == old
 
 
+def test_cut_keys_need_no_plus_and_stay_out_of_the_run_id_while_null():
+    """The schema gives every data config data.max_train_tokens, data.cut and data.cut_seed at null
+    (scaling/config.py), so a command line sets them without `+` (with it too, as before); while null
+    they are left out of a run's identity, so runs without a cut keep the ids they had before."""
+    from scaling.data_config import OPTIONAL
+    from scaling.plan import identity, plan_run, resolve_shape
+    from scaling.train_app import compose_config
+
+    base = ["budget=1e11", "model=d16", "data=synthetic", "data.train_tokens=16384", "data.val_tokens=4096"]
+    cfg = compose_config(base)
+    assert {key: cfg.data[key] for key in OPTIONAL} == dict.fromkeys(OPTIONAL)
+    shape, lr = resolve_shape(cfg)
+    assert identity(cfg, shape, lr)["data"] == {**small_synthetic(), **DEFAULTS["synthetic"], **small_synthetic()}
+    cut = ["data.max_train_tokens=4096", "data.cut=random", "data.cut_seed=2"]
+    plain = plan_run(compose_config([*base, *cut]))
+    assert plain.corpus_train_tokens == 4096
+    assert plain.run_id == plan_run(compose_config([*base, *(f"+{o}" for o in cut)])).run_id
+    want = load_corpus({**small_synthetic(), "max_train_tokens": 4096, "cut": "random", "cut_seed": 2})
+    assert load_corpus(compose_config([*base, *cut]).data).fingerprint == want.fingerprint
+    # a null data.cut is the head cut, with the fingerprint a head cut always had
+    head = load_corpus(compose_config([*base, "data.max_train_tokens=4096"]).data)
+    assert head.fingerprint == load_corpus({**small_synthetic(), "max_train_tokens": 4096}).fingerprint
+
+
 def test_random_cut_draws_exactly_u_tokens_in_blocks_from_across_the_split(stdlib_corpus):
     from scaling.data_cut import CUT_BLOCK, random_blocks
 
