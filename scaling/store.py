@@ -144,14 +144,18 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
 
 
-def check_writable_store(store: Path) -> None:
+def check_writable_store(store: Path) -> list[Path]:
     """Create the store directory if needed and check that a file can be written in it, so that a
     store under a file, on a read-only disk or out of space is one line (ConfigError naming
-    ``store``) before Hydra or any run writes there. Leaves nothing behind but the directory."""
+    ``store``) before Hydra or any run writes there. Leaves nothing behind but the directory; returns
+    the directories it created (the store and its missing parents, outermost first) for
+    `remove_created` to take back when the command is refused after all."""
     from scaling.errors import ConfigError
 
+    store = Path(store)
+    created = [path for path in (store, *store.parents) if not path.exists()][::-1]
     try:
-        Path(store).mkdir(parents=True, exist_ok=True)
+        store.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=store):
             pass
     except OSError as err:
@@ -159,6 +163,17 @@ def check_writable_store(store: Path) -> None:
             f"store: {str(store)!r} cannot be written ({err.strerror or err}); "
             "give a writable directory, e.g. store=results/NAME"
         ) from None
+    return created
+
+
+def remove_created(directories: list[Path]) -> None:
+    """Remove the directories `check_writable_store` created, innermost first, each only while it is
+    empty (rmdir: nothing in them is ever deleted; one that holds anything stays, with its parents)."""
+    for path in reversed(directories):
+        try:
+            path.rmdir()
+        except OSError:
+            return
 
 
 # ---------------------------------------------------------------- per-run paths and locks

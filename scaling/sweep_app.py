@@ -17,7 +17,7 @@ Exit status of `scaling sweep` (`scaling train`'s, for one run, is in scaling/tr
        written (a full disk: one `error:` line; finished runs are kept). Not 2, even when nothing
        was written yet: a full disk is not bad input.
   2    bad input (sweep file, setting, override, launcher setting): one `error:` line, before
-       anything is written
+       anything is written (the store directory made to check it is writable is taken back)
   130  Ctrl-C (SIGINT), 143 SIGTERM: running runs checkpoint, the relaunch resumes them; a sweep
        killed outright (-9) leaves local workers that checkpoint and exit too (`watch_sweep` in
        hydra_plugins/scaling_sweeper/processes.py)
@@ -69,5 +69,4 @@ def main(argv: list[str]) -> int:
     from scaling.train_app import precheck, run_hydra_reporting_writes
 
     command_line = hydra_command_line(resolve_sweep(argv[0]), argv[1:])
-    precheck(command_line)
-    return run_hydra_reporting_writes("scaling sweep", command_line, "hydra.sweep.dir")
+    return run_hydra_reporting_writes("scaling sweep", command_line, "hydra.sweep.dir", precheck(command_line))

@@ -122,11 +122,12 @@ def first_values(overrides: list[str]) -> list[str]:
     return firsts
 
 
-def precheck(argv: list[str]) -> None:
+def precheck(argv: list[str]) -> list[Path]:
     """Before Hydra takes over: compose what the command line asks for, Hydra section included,
     and plan a single run, so that an unknown key, a wrong type, an unknown launcher or model, or
     an impossible budget is one line naming it (exit 2) instead of a traceback. A multirun is
-    composed with its swept keys' first values; its impossible combinations are the sweeper's to drop."""
+    composed with its swept keys' first values; its impossible combinations are the sweeper's to drop.
+    Returns the store directories it created (`scaling.store.check_writable_store`)."""
     from omegaconf import open_dict
 
     from scaling.plan import plan_run
@@ -145,7 +146,7 @@ def precheck(argv: list[str]) -> None:
         or args.experimental_rerun
         or args.config_path
     ):
-        return  # nothing to compose, or a config location only Hydra resolves
+        return []  # nothing to compose, or a config location only Hydra resolves
     cfg = compose_config(
         first_values(args.overrides),
         config_name=args.config_name or "config",
@@ -163,8 +164,7 @@ def precheck(argv: list[str]) -> None:
         from scaling.train import preflight  # torch: only for a run about to train
 
         preflight(cfg)
-    if not args.cfg:
-        check_writable_store(cfg.store)
+    return [] if args.cfg else check_writable_store(cfg.store)
 
 
 def _config_key(cfg: DictConfig) -> str:
@@ -236,15 +236,26 @@ def run_hydra(prog: str, argv: list[str]) -> None:
         sys.argv = saved
 
 
-def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str) -> int:
+def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str, created: list[Path]) -> int:
     """`run_hydra`, with a write that fails (a full or read-only disk under the store or Hydra's
-    output directory ``output_dir_key``) reported as one `error:` line and exit status 1.
+    output directory ``output_dir_key``) reported as one `error:` line and exit status 1. Bad input
+    found after `precheck` (a sweep setting the sweeper refuses: exit 2) takes back the store
+    directories precheck ``created``, while they are still empty (`scaling.store.remove_created`).
 
     Hydra prints its own traceback for an exception and exits 1; with HYDRA_FULL_ERROR it raises it
     instead, so that the error reaches this handler."""
+    from scaling.store import remove_created
+
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         run_hydra(prog, argv)
+    except SystemExit as end:
+        if end.code == EXIT_BAD_INPUT:
+            remove_created(created)
+        raise
+    except UserError:
+        remove_created(created)
+        raise
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         print(
@@ -257,5 +268,4 @@ def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str) 
 
 
 def main(argv: list[str]) -> int:
-    precheck(argv)
-    return run_hydra_reporting_writes("scaling train", argv, "hydra.run.dir")
+    return run_hydra_reporting_writes("scaling train", argv, "hydra.run.dir", precheck(argv))

@@ -93,7 +93,7 @@ def test_bad_device_settings_are_one_line_and_write_nothing(tmp_path, args, env,
     store = tmp_path / "store"
     proc = run_cli("sweep", *SWEEP, *args, f"store={store}", cwd=tmp_path, env=env, timeout=120)
     assert_one_line_error(proc, *names)
-    assert not store.exists() or not any(store.iterdir())
+    assert not store.exists()  # not even the directory made to check it is writable
 
 
 # ---------------------------------------------------------------- no host syncs in the step loop

@@ -43,8 +43,8 @@ TINY = ["budget=2e8,4e8", "model=d32", *TINY_TRAIN, "tracking=none"]
 
 
 def nothing_written(store: Path) -> bool:
-    """No plan, no run: the store is absent or an empty directory (the CLI checks it is writable)."""
-    return not store.exists() or not any(store.iterdir())
+    """No plan, no run, no store: the directory the CLI made to check it is writable is taken back."""
+    return not store.exists()
 
 
 def records(store: Path) -> list[dict]:
@@ -214,6 +214,35 @@ def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names
     store = tmp_path / "store"
     assert_one_line_error(sweep("tiny", *args, store=store, check=False), *names)
     assert nothing_written(store)
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every path under ``root`` with its kind, bytes and modification time."""
+    return {
+        str(p.relative_to(root)): (p.is_dir(), None if p.is_dir() else p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize(
+    "bad", ["hydra.sweeper.tokens_per_param=[5,1]", "hydra.sweeper.budgets=[1e3]"]
+)  # refused by the sweeper (settings), and with every combination dropped: after the store was checked
+def test_a_refused_sweep_takes_back_only_the_directories_it_made(tmp_path, bad):
+    """The store directory (and its missing parents) made to check it is writable is removed again;
+    a store that existed, empty or with runs, is left exactly as it was."""
+    from synthetic_store import write_store
+
+    fresh = tmp_path / "new" / "store"
+    assert_one_line_error(run_cli("sweep", "tiny", bad, f"store={fresh}", cwd=tmp_path), "hydra.sweeper")
+    assert list(tmp_path.iterdir()) == []  # not the store, nor its parent
+    empty, kept = tmp_path / "empty", tmp_path / "kept"
+    empty.mkdir()
+    write_store(kept)
+    before = snapshot(tmp_path)
+    assert len(list(kept.glob("runs/*/record.json"))) == 20
+    for store in (empty, kept):
+        assert_one_line_error(run_cli("sweep", "tiny", bad, f"store={store}", cwd=tmp_path), "hydra.sweeper")
+    assert snapshot(tmp_path) == before
 
 
 def test_an_unquoted_non_ascii_value_is_one_line_showing_the_quoting(tmp_path):
