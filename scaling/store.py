@@ -46,6 +46,7 @@ TABLE_COLUMNS = [
     "budget_flops", "flops", "flops_attention", "param_count", "params", "params_non_embedding",
     "tokens", "unique_tokens", "epochs", "steps", "batch_size", "seq_len",
     "shape", "n_layer", "d_model", "n_head", "vocab_size", "lr", "warmup_frac",
+    "schedule", "branch_of", "branch_start_step",  # cosine | wsd; a WSD cooldown branch's trunk, fork step
     "val_loss", "val_bpb", "train_loss", "seed", "corpus", "corpus_fingerprint", "entropy_rate", "loss_floor",
     "wall_time_s", "tokens_per_s", "flops_per_s", "device", "threads", "code_version", "architecture",
     "started_at", "finished_at",
@@ -314,6 +315,8 @@ def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
         "architecture",
         "shape",
         "device",
+        "schedule",  # (records before WSD have none)
+        "branch_of",  # (empty but for a cooldown branch)
     ):
         row[k] = "" if row[k] is None else row[k]
     for k in ("entropy_rate", "loss_floor"):
@@ -344,6 +347,7 @@ def read_store(store: Path) -> StoreTable:
         rows.append({**_flat_row(rec), **table_columns(rec)})
         curves += curve_rows(rec, CURVE_COLUMNS)
     runs = pd.DataFrame(rows, columns=extra_columns(rows, TABLE_COLUMNS))
+    runs["branch_start_step"] = runs["branch_start_step"].astype("Int64")  # a step, empty but for a branch
     return StoreTable(runs, pd.DataFrame(curves, columns=extra_columns(curves, CURVE_COLUMNS)), problems)
 
 

@@ -3,6 +3,7 @@
 import json
 import math
 
+import pandas as pd
 import pytest
 from conftest import assert_one_line_error, run_cli
 
@@ -50,6 +51,8 @@ def test_smallest_shape_trains_on_the_default_corpus_and_its_record_describes_it
     assert rec["curve"][-1]["step"] == rec["steps"] and math.isfinite(rec["curve"][-1]["val_loss"])
     table = read_store(tmp_path)
     assert len(table.runs) == 1 and not table.problems
+    row = table.runs.iloc[0]  # a cosine run, not a WSD branch: its branch columns empty
+    assert (row.schedule, row.branch_of, row.branch_start_step is pd.NA) == ("cosine", "", True)
 
 
 def test_schedule_length_equals_run_length():

@@ -8,6 +8,7 @@ import math
 import os
 import signal
 
+import pandas as pd
 import pytest
 from conftest import run_cli
 from faults_support import HOOKS, RESUMED, fault_env
@@ -15,6 +16,7 @@ from faults_support import HOOKS, RESUMED, fault_env
 from hydra_plugins.scaling_sweeper.branching import extra_budgets
 from scaling.plan import plan_run
 from scaling.schedule import lr_at
+from scaling.store import TABLE_COLUMNS, write_tables
 from scaling.train_app import compose_config
 
 # d32 at seq_len 32, 2 sequences a step: the trunk (8e8) takes 94 steps, its branches 24 (2e8) and
@@ -193,6 +195,28 @@ def test_a_branched_sweep_trains_every_planned_point_and_the_fit_reads_them(tmp_
     recs = records(store)
     assert set(recs) == planned and all(r["status"] == "completed" for r in recs.values())
     assert sum("branch_of" in r for r in recs.values()) == 4
+    # table.csv says which runs are branches, of which trunk, forked at which step
+    table = pd.read_csv(store / "table.csv", keep_default_na=False).set_index("run_id")
+    assert set(table.index) == planned and (table.schedule == "wsd").all()
+    for run_id, rec in recs.items():
+        row = table.loc[run_id]
+        want = (rec["branch_of"], str(rec["branch_start_step"])) if "branch_of" in rec else ("", "")
+        assert (row.branch_of, str(row.branch_start_step)) == want
+    status = run_cli("status", store)
+    assert status.returncode == 0 and "6/6 runs done (6 completed" in status.stdout, status.stderr
     fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json")
     assert fit.returncode == 0, fit.stderr
     assert json.loads(fit.stdout)["runs"] == 6  # every branch point is a run of the fit
+
+
+def test_the_table_leaves_the_schedule_and_branch_columns_empty_for_records_without_them(tmp_path):
+    """Records written before WSD have no schedule, and no run but a branch has branch_of."""
+    from synthetic_store import write_store
+
+    write_store(tmp_path, with_failures=False)
+    assert not any("schedule" in r for r in records(tmp_path).values())
+    runs = write_tables(tmp_path).runs
+    assert (runs.schedule == "").all() and (runs.branch_of == "").all() and runs.branch_start_step.isna().all()
+    table = pd.read_csv(tmp_path / "table.csv", keep_default_na=False)
+    assert list(table.columns[: len(TABLE_COLUMNS)]) == TABLE_COLUMNS and len(table) == 18
+    assert (table[["schedule", "branch_of", "branch_start_step"]] == "").all().all()
