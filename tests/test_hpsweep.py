@@ -63,6 +63,8 @@ def identity_before_hp_axes(cfg) -> str:
     for key in ("schedule", "cooldown_frac", "branches"):  # nor did WSD's (scaling.schedule)
         c["train"].pop(key)
     c.pop("eval")  # nor did evaluation sets (scaling.evalsets: unconfigured, not in the identity)
+    for key in ("max_train_tokens", "cut", "cut_seed"):  # nor the data cut's keys in the schema (null)
+        c["data"].pop(key)
     s = plan.shape
     c["model"] = {"n_layer": s.n_layer, "d_model": s.d_model, "n_head": s.n_head, "lr": plan.lr}
     c["model"]["architecture"] = ARCHITECTURE
