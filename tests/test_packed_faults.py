@@ -1,0 +1,170 @@
+"""A packed job killed or preempted resumes as a single run does (scaling/packed_ckpt.py): SIGTERM
+mid-run checkpoints every unfinished member in one file and exits 143, SIGKILL leaves the last
+periodic checkpoint; the relaunch skips the members already recorded, resumes the others, and ends
+with the records of a packed job that was never interrupted.
+
+Bit for bit when the resumed job packs the same members (one torch thread, the same batched ops in
+the same order: the fault tests' standard); within tests/test_packed.py's tolerance when members
+recorded before the kill leave the pack, since the resumed job batches fewer members (K=1 here) and
+its GEMMs may then sum in another order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, SCALING, run_cli
+from faults_support import OUTCOME_KEYS, RESUMED, checkpoint_steps, fault_env, records, wait_until
+from test_packed import BASE, LOSS_TOL
+
+from scaling.packed_store import train_packed_runs
+from scaling.train_app import compose_config
+
+# d32, one job: a short run (29 steps) that ends and is recorded first, and a long one (97 steps)
+SHORT_LONG = [
+    ["model=d32", *BASE, "train.checkpoint_interval_s=0.1", "seed=0", "budget=9e9"],
+    ["model=d32", *BASE, "train.checkpoint_interval_s=0.1", "seed=1", "budget=3e10", "optim.lr_multiplier=2"],
+]
+SCRIPT = """
+import json, sys
+from scaling.packed_store import train_packed_runs
+from scaling.train_app import compose_config
+train_packed_runs([compose_config(o) for o in json.loads(sys.argv[1])], log=lambda *a: print(*a, flush=True))
+"""
+
+
+class Job:
+    """``train_packed_runs`` of ``overrides`` in a process of its own, output to ``log``."""
+
+    def __init__(self, overrides: list[list[str]], log):
+        self.log, self._out = log, open(log, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, json.dumps(overrides)],
+            cwd=ROOT,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            env=fault_env(),
+            start_new_session=True,
+        )
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float = 300) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._out.close()
+
+
+def _same_losses(ours: dict, theirs: dict, exact: bool) -> None:
+    if exact:
+        assert json.dumps([ours[k] for k in OUTCOME_KEYS]) == json.dumps([theirs[k] for k in OUTCOME_KEYS])
+        return
+    assert (ours["status"], ours["steps"], len(ours["curve"])) == (
+        theirs["status"],
+        theirs["steps"],
+        len(theirs["curve"]),
+    )
+    for a, b in zip([ours, *ours["curve"]], [theirs, *theirs["curve"]]):
+        for key in ("val_loss", "train_loss"):
+            assert math.isnan(a[key]) == math.isnan(b[key]) and not abs(a[key] - b[key]) >= LOSS_TOL, key
+
+
+@pytest.mark.slow
+def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the_recorded_one(tmp_path):
+    """SIGTERM once the short run is recorded: the job checkpoints the long one and exits 143; the
+    relaunch leaves the short run's record as it is, resumes the long one at the checkpoint's step,
+    and both records match an uninterrupted packed job's."""
+    store = tmp_path / "store"
+    overrides = [[f"store={store}", *o] for o in SHORT_LONG]
+    job = Job(overrides, tmp_path / "preempted.log")
+    short, long_ = (compose_config(o) for o in overrides)
+    assert wait_until(lambda: len(records(store)) == 1, job), job.output[-3000:]
+    job.proc.send_signal(signal.SIGTERM)
+    assert job.wait(120) == 143, job.output[-3000:]
+    ((long_id, step),) = checkpoint_steps(store).items()
+    ((short_id, recorded),) = records(store).items()
+    assert f"[{long_id}] preempted: SIGTERM at step {step}/97; checkpoint saved" in job.output
+    assert recorded["steps"] == 29 < step < 97 and not (store / "runs" / short_id / "ckpt.pt").exists()
+    short_bytes = (store / "runs" / short_id / "record.json").read_bytes()
+
+    again = Job(overrides, tmp_path / "resumed.log")
+    assert again.wait(300) == 0, again.output[-3000:]
+    assert f"[{short_id}] " in again.output and "already finished" in again.output
+    assert dict(RESUMED.findall(again.output)) == {long_id: str(step)}
+    assert (store / "runs" / short_id / "record.json").read_bytes() == short_bytes, "the recorded run was rewritten"
+    assert not checkpoint_steps(store)
+
+    reference = {
+        r["run_id"]: r
+        for r in train_packed_runs(
+            [compose_config([f"store={tmp_path / 'ref'}", *o]) for o in SHORT_LONG], log=lambda *a: None
+        )
+    }
+    ours = records(store)
+    _same_losses(ours[short_id], reference[short_id], exact=True)  # trained before the kill, in the same pack
+    _same_losses(ours[long_id], reference[long_id], exact=False)  # resumed alone (K=1)
+    for run_id in ours:
+        assert ours[run_id]["packed_with"] == reference[run_id]["packed_with"] == [short_id, long_id]
+        assert ours[run_id]["pack_job"] == reference[run_id]["pack_job"]
+    assert short.seed == 0 and long_.seed == 1
+
+
+SWEEP = [
+    "sweep",
+    "tiny",
+    "hydra.sweeper.budgets=[4e10]",
+    "hydra.sweeper.models=[d32]",
+    "hydra.sweeper.lr_multipliers=[0.5,2]",
+    "hydra.sweeper.pack=true",
+    "train.threads=1",
+    "train.checkpoint_interval_s=0.1",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_packed_sweep_resumes_to_the_uninterrupted_records_bit_for_bit(tmp_path, sig):
+    """A packed LR sweep (one job of 2 runs) signalled once its checkpoint exists: SIGTERM exits 143
+    with a fresh checkpoint, SIGKILL leaves the last periodic one; each member's run directory holds
+    the job's checkpoint at one step, and the relaunch resumes both there, to the records of an
+    uninterrupted packed sweep, bit for bit."""
+    store = tmp_path / "store"
+    out = open(tmp_path / "killed.log", "w")
+    proc = subprocess.Popen(
+        [SCALING, *SWEEP, f"store={store}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+    class Launch:  # what wait_until needs
+        output = property(lambda self: (tmp_path / "killed.log").read_text())
+        running = staticmethod(lambda: proc.poll() is None)
+
+    assert wait_until(lambda: any(store.glob("runs/*/ckpt.pt")), Launch()), Launch().output[-3000:]
+    os.killpg(proc.pid, sig)
+    rc = proc.wait(120)
+    out.close()
+    assert rc == (143 if sig == signal.SIGTERM else -signal.SIGKILL), Launch().output[-3000:]
+    steps = checkpoint_steps(store)  # SIGKILL may land between the file and its link: one, or two steps
+    assert steps and not records(store), Launch().output[-3000:]
+    if sig == signal.SIGTERM:
+        assert len(steps) == 2 and len(set(steps.values())) == 1, steps
+    resumed = run_cli(*SWEEP, f"store={store}", check=True).stdout
+    run_cli(*SWEEP, f"store={tmp_path / 'ref'}", check=True)
+    ours, theirs = records(store), records(tmp_path / "ref")
+    assert ours.keys() == theirs.keys() and len(ours) == 2
+    assert {k: int(v) for k, v in RESUMED.findall(resumed)} == dict.fromkeys(ours, max(steps.values())), resumed
+    for run_id in ours:
+        _same_losses(ours[run_id], theirs[run_id], exact=True)
+        assert ours[run_id]["packed_with"] == theirs[run_id]["packed_with"] and len(ours[run_id]["packed_with"]) == 2
+    assert not checkpoint_steps(store)
