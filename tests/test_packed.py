@@ -29,7 +29,7 @@ from scaling.packed_store import train_packed_runs
 from scaling.packed_train import train_packed
 from scaling.plan import plan_run
 from scaling.shapes import shape_for_width
-from scaling.store import read_record
+from scaling.store import read_record, read_store
 from scaling.train import train
 from scaling.train_app import compose_config
 
@@ -195,6 +195,10 @@ def test_a_packed_lr_sweep_writes_the_unpacked_sweeps_runs(tmp_path):
         assert record["status"] == "completed" and "pack" not in record["config"]
         assert abs(record["val_loss"] - theirs[run_id]["val_loss"]) < LOSS_TOL
         assert record["lr"] == theirs[run_id]["lr"]
+    # table.csv says which runs were packed, and the job's rate beside each run's own
+    packed_table, separate_table = (read_store(tmp_path / s).runs for s in ("packed", "separate"))
+    assert packed_table.pack_job.nunique() == 1 and (packed_table.pack_tokens_per_s > packed_table.tokens_per_s).all()
+    assert (separate_table.pack_job == "").all() and separate_table.pack_tokens_per_s.isna().all()
 
 
 def test_packing_a_sweep_without_an_lr_axis_is_refused_naming_the_setting(tmp_path):
