@@ -5,7 +5,8 @@ multiplier or law) and length (budget), and trains them in one batched step. Mem
 its separate run's batches (`data.train_batch` with its seed), its schedule (`schedule.lr_at` on its own
 plan), its clipping (its own global norm), its curve points and held-out evaluations (the steps
 `scaling.train.run_loop` uses) and the same divergence rule. A member that has finished (or diverged)
-rides along at learning rate 0 until the longest member ends: its weights no longer move.
+leaves the pack after its step: the others train on as a smaller pack, as they would after a relaunch
+that resumed them (so a resumed job repeats an uninterrupted one's steps exactly).
 `PackedRun.run` hands each member to its caller as it ends (its record), and checkpoints the job on
 a signal and periodically (`scaling.packed_ckpt`), so that a killed job resumes.
 
@@ -174,7 +175,7 @@ class PackedRun:
 
     def lrs(self, step: int) -> list[float]:
         ratio = self.members[0].cfg.optim.min_lr_ratio
-        return [lr_at(step, m.plan, ratio) if m.active else 0.0 for m in self.members]
+        return [lr_at(step, m.plan, ratio) for m in self.members]
 
     def train_step(self, step: int) -> list[float]:
         """One packed optimizer step; each member's training loss."""
@@ -195,19 +196,14 @@ class PackedRun:
         ``train.checkpoint_interval_s`` and, when ``guard`` (a `PreemptionGuard`) caught a signal,
         before Preempted is raised (unless every member has ended)."""
         t = self.members[0].cfg.train
-        ended = ended or (lambda m: None)
-        for m in self.members:
-            if not m.active:  # restored after its end, its record not written
-                ended(m)
+        ended, everyone = ended or (lambda m: None), list(self.members)
+        self.drop_ended(ended)  # a member restored after its end, its record not written
         last_checkpoint = time.perf_counter()
-        while any(m.active for m in self.members):
-            active = [m.active for m in self.members]
-            self.step_once(self.step, active)
+        while self.members:
+            self.step_once(self.step)
             self.step += 1
-            for m, on in zip(self.members, active):
-                if on and not m.active:
-                    ended(m)
-            if not any(m.active for m in self.members) or checkpoint is None:
+            self.drop_ended(ended)
+            if not self.members or checkpoint is None:
                 continue
             if guard is not None and guard.requested:
                 checkpoint()
@@ -215,13 +211,24 @@ class PackedRun:
             if t.checkpoint_interval_s and time.perf_counter() - last_checkpoint > t.checkpoint_interval_s:
                 checkpoint()
                 last_checkpoint = time.perf_counter()
-        for m in self.members:
-            log(
-                f"[{m.plan.run_id}] {m.failure or 'completed'}: val loss {m.val_loss:.4f} (packed, K={len(self.members)})"
-            )
-        return self.members
+        for m in everyone:
+            log(f"[{m.plan.run_id}] {m.failure or 'completed'}: val loss {m.val_loss:.4f} (packed, K={len(everyone)})")
+        return everyone
 
-    def step_once(self, step: int, active: list[bool]) -> None:
+    def drop_ended(self, ended) -> None:
+        """Hand each member that ended to ``ended`` and take it out of the model and optimizer."""
+        rows = [k for k, m in enumerate(self.members) if m.active]
+        if len(rows) == len(self.members):
+            return
+        for m in self.members:
+            if not m.active:
+                ended(m)
+        if rows:
+            self.model.keep(rows)
+            self.optimizer.keep(rows, self.model.params)
+        self.members = [self.members[k] for k in rows]
+
+    def step_once(self, step: int) -> None:
         """Step ``step`` for every member, with its curve point and evaluation when due."""
         t = self.members[0].cfg.train
         lrs = self.lrs(step)
@@ -229,13 +236,12 @@ class PackedRun:
         losses = self.train_step(step)
         dt = time.perf_counter() - t0
         self.train_time += dt
-        tokens = sum(active) * self.members[0].plan.tokens_per_step
-        for m, on in zip(self.members, active):
-            if on:
-                m.train_time, m.pack_tokens = m.train_time + dt, m.pack_tokens + tokens
+        tokens = len(self.members) * self.members[0].plan.tokens_per_step
+        for m in self.members:
+            m.train_time, m.pack_tokens = m.train_time + dt, m.pack_tokens + tokens
         due = [
-            _point_due(m.plan, t, step) if on and not m.observe(loss, step, t.divergence_factor) else None
-            for m, on, loss in zip(self.members, active, losses)
+            None if m.observe(loss, step, t.divergence_factor) else _point_due(m.plan, t, step)
+            for m, loss in zip(self.members, losses)
         ]
         vals = evaluate_packed(self.model, self.eval_x, self.eval_batch) if True in due else None
         for k, (m, evaluated) in enumerate(zip(self.members, due)):

@@ -1,18 +1,14 @@
 """A packed job killed or preempted resumes as a single run does (scaling/packed_ckpt.py): SIGTERM
 mid-run checkpoints every unfinished member in one file and exits 143, SIGKILL leaves the last
 periodic checkpoint; the relaunch skips the members already recorded, resumes the others, and ends
-with the records of a packed job that was never interrupted.
-
-Bit for bit when the resumed job packs the same members (one torch thread, the same batched ops in
-the same order: the fault tests' standard); within tests/test_packed.py's tolerance when members
-recorded before the kill leave the pack, since the resumed job batches fewer members (K=1 here) and
-its GEMMs may then sum in another order.
+with the records of a packed job that was never interrupted, bit for bit (one torch thread, and the
+same batched ops in the same order: a member that ends leaves the pack in the uninterrupted job as it
+does from the relaunched one).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -21,7 +17,7 @@ import sys
 import pytest
 from conftest import ROOT, SCALING, run_cli
 from faults_support import OUTCOME_KEYS, RESUMED, checkpoint_steps, fault_env, records, wait_until
-from test_packed import BASE, LOSS_TOL
+from test_packed import BASE
 
 from scaling.packed_store import train_packed_runs
 from scaling.train_app import compose_config
@@ -67,18 +63,9 @@ class Job:
             self._out.close()
 
 
-def _same_losses(ours: dict, theirs: dict, exact: bool) -> None:
-    if exact:
-        assert json.dumps([ours[k] for k in OUTCOME_KEYS]) == json.dumps([theirs[k] for k in OUTCOME_KEYS])
-        return
-    assert (ours["status"], ours["steps"], len(ours["curve"])) == (
-        theirs["status"],
-        theirs["steps"],
-        len(theirs["curve"]),
-    )
-    for a, b in zip([ours, *ours["curve"]], [theirs, *theirs["curve"]]):
-        for key in ("val_loss", "train_loss"):
-            assert math.isnan(a[key]) == math.isnan(b[key]) and not abs(a[key] - b[key]) >= LOSS_TOL, key
+def _same_outcome(ours: dict, theirs: dict) -> None:
+    """The fault tests' standard (tests/faults_support.py), with NaN equal to NaN."""
+    assert json.dumps([ours[k] for k in OUTCOME_KEYS]) == json.dumps([theirs[k] for k in OUTCOME_KEYS])
 
 
 @pytest.mark.slow
@@ -89,7 +76,6 @@ def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the
     store = tmp_path / "store"
     overrides = [[f"store={store}", *o] for o in SHORT_LONG]
     job = Job(overrides, tmp_path / "preempted.log")
-    short, long_ = (compose_config(o) for o in overrides)
     assert wait_until(lambda: len(records(store)) == 1, job), job.output[-3000:]
     job.proc.send_signal(signal.SIGTERM)
     assert job.wait(120) == 143, job.output[-3000:]
@@ -101,7 +87,8 @@ def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the
 
     again = Job(overrides, tmp_path / "resumed.log")
     assert again.wait(300) == 0, again.output[-3000:]
-    assert f"[{short_id}] " in again.output and "already finished" in again.output
+    lines = again.output.splitlines()
+    assert any(line.startswith(f"[{short_id}]") and "already finished" in line for line in lines), again.output
     assert dict(RESUMED.findall(again.output)) == {long_id: str(step)}
     assert (store / "runs" / short_id / "record.json").read_bytes() == short_bytes, "the recorded run was rewritten"
     assert not checkpoint_steps(store)
@@ -113,12 +100,11 @@ def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the
         )
     }
     ours = records(store)
-    _same_losses(ours[short_id], reference[short_id], exact=True)  # trained before the kill, in the same pack
-    _same_losses(ours[long_id], reference[long_id], exact=False)  # resumed alone (K=1)
+    _same_outcome(ours[short_id], reference[short_id])  # recorded before the kill
+    _same_outcome(ours[long_id], reference[long_id])  # resumed alone, as it went on alone
     for run_id in ours:
         assert ours[run_id]["packed_with"] == reference[run_id]["packed_with"] == [short_id, long_id]
         assert ours[run_id]["pack_job"] == reference[run_id]["pack_job"]
-    assert short.seed == 0 and long_.seed == 1
 
 
 SWEEP = [
@@ -165,6 +151,6 @@ def test_a_killed_packed_sweep_resumes_to_the_uninterrupted_records_bit_for_bit(
     assert ours.keys() == theirs.keys() and len(ours) == 2
     assert {k: int(v) for k, v in RESUMED.findall(resumed)} == dict.fromkeys(ours, max(steps.values())), resumed
     for run_id in ours:
-        _same_losses(ours[run_id], theirs[run_id], exact=True)
+        _same_outcome(ours[run_id], theirs[run_id])
         assert ours[run_id]["packed_with"] == theirs[run_id]["packed_with"] and len(ours[run_id]["packed_with"]) == 2
     assert not checkpoint_steps(store)
