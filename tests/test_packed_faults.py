@@ -154,3 +154,27 @@ def test_a_killed_packed_sweep_resumes_to_the_uninterrupted_records_bit_for_bit(
         _same_outcome(ours[run_id], theirs[run_id])
         assert ours[run_id]["packed_with"] == theirs[run_id]["packed_with"] and len(ours[run_id]["packed_with"]) == 2
     assert not checkpoint_steps(store)
+
+
+def test_unusable_checkpoints_are_set_aside_or_ignored_and_the_job_trains_from_step_0(tmp_path):
+    """A member's ckpt.pt that cannot be read is set aside (``ckpt.pt.corrupt-<time>``); one that is
+    not a packed job's (a single run's) is ignored; the job trains from step 0, to the clean job's
+    records."""
+    import torch
+
+    overrides = [["model=d16", *BASE, "budget=3e9", s] for s in ("seed=0", "seed=1")]
+    cfgs = [compose_config([f"store={tmp_path / 'store'}", *o]) for o in overrides]
+    clean = train_packed_runs([compose_config([f"store={tmp_path / 'ref'}", *o]) for o in overrides], log=lambda *a: None)
+    garbled, single = (tmp_path / "store" / "runs" / r["run_id"] / "ckpt.pt" for r in clean)
+    garbled.parent.mkdir(parents=True)
+    garbled.write_bytes(b"\x00not a checkpoint")
+    single.parent.mkdir(parents=True)
+    torch.save({"run_id": clean[1]["run_id"], "step": 5}, single)
+    lines: list[str] = []
+    ours = train_packed_runs(cfgs, log=lines.append)
+    assert any("cannot be read" in line and "kept as ckpt.pt.corrupt-" in line for line in lines), lines
+    assert any("is not a packed job's checkpoint" in line for line in lines), lines
+    assert not any("resuming" in line for line in lines), lines
+    assert len(list(garbled.parent.glob("ckpt.pt.corrupt-*"))) == 1 and not checkpoint_steps(tmp_path / "store")
+    for a, b in zip(ours, clean):
+        _same_outcome(a, b)
