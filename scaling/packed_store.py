@@ -49,7 +49,12 @@ from scaling.train import preflight, set_threads
 from scaling.train_state import TrainState
 
 
-def train_packed_job(cfg: DictConfig, log=print) -> list[dict[str, Any]]:
+def _log(*args) -> None:
+    """Progress lines, flushed at once (as `scaling.train`'s): a killed job's lines reach its log."""
+    print(*args, flush=True)
+
+
+def train_packed_job(cfg: DictConfig, log=_log) -> list[dict[str, Any]]:
     """A sweep's packed job: ``cfg`` is the first run's config, ``cfg.pack`` the others' as JSON,
     ``[{"set": {key: value}, "plan": RunPlan fields}, ...]`` (hydra_plugins/scaling_sweeper/pack.py)."""
     first = copy.deepcopy(cfg)
@@ -65,7 +70,7 @@ def train_packed_job(cfg: DictConfig, log=print) -> list[dict[str, Any]]:
     return train_packed_runs(cfgs, plans, log)
 
 
-def train_packed_runs(cfgs: list[DictConfig], plans: list | None = None, log=print) -> list[dict[str, Any]]:
+def train_packed_runs(cfgs: list[DictConfig], plans: list | None = None, log=_log) -> list[dict[str, Any]]:
     """Train the runs of ``cfgs`` (their ``plans``, else planned here) that are not finished,
     packed; return the records written."""
     plans = plans if plans is not None else [plan_run(cfg) for cfg in cfgs]

@@ -164,7 +164,9 @@ def test_unusable_checkpoints_are_set_aside_or_ignored_and_the_job_trains_from_s
 
     overrides = [["model=d16", *BASE, "budget=3e9", s] for s in ("seed=0", "seed=1")]
     cfgs = [compose_config([f"store={tmp_path / 'store'}", *o]) for o in overrides]
-    clean = train_packed_runs([compose_config([f"store={tmp_path / 'ref'}", *o]) for o in overrides], log=lambda *a: None)
+    clean = train_packed_runs(
+        [compose_config([f"store={tmp_path / 'ref'}", *o]) for o in overrides], log=lambda *a: None
+    )
     garbled, single = (tmp_path / "store" / "runs" / r["run_id"] / "ckpt.pt" for r in clean)
     garbled.parent.mkdir(parents=True)
     garbled.write_bytes(b"\x00not a checkpoint")
