@@ -59,6 +59,11 @@ class PackedGPT(torch.nn.Module):
         self.names = names
         self.params = torch.nn.ParameterList(torch.nn.Parameter(stacked[n]) for n in names)
 
+    def keep(self, rows: list[int]) -> None:
+        """Keep only the members ``rows`` (the others ended): a smaller batch of GEMMs from here on."""
+        self.params = torch.nn.ParameterList(torch.nn.Parameter(p.detach()[rows].clone()) for p in self.params)
+        self.k = len(rows)
+
     def named(self) -> dict[str, torch.Tensor]:
         return dict(zip(self.names, self.params))
 
@@ -135,7 +140,7 @@ class PackedAdamW:
         v_k ← β2 · v_k + (1 − β2) · g_k²
         p_k ← p_k − lr_k / (1 − β1^t) · m_k / (√v_k / √(1 − β2^t) + ε)
 
-    A member whose learning rate is 0 does not move (a run that already finished).
+    A member whose learning rate is 0 does not move; `keep` drops the members that ended.
     """
 
     def __init__(self, params: Sequence[torch.Tensor], *, betas: tuple[float, float], eps: float, weight_decay: float):
@@ -163,6 +168,12 @@ class PackedAdamW:
             v.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
             denom = (v.sqrt() / bc2_sqrt).add_(self.eps)
             p.sub_(torch.div(m, denom).mul_(_per_member(step_size, p)))
+
+    def keep(self, rows: list[int], params: Sequence[torch.Tensor]) -> None:
+        """Keep the moments of the members ``rows`` only; ``params``: the model's kept parameters."""
+        self.params = list(params)
+        self.m = [m[rows].clone() for m in self.m]
+        self.v = [v[rows].clone() for v in self.v]
 
     def zero_grad(self) -> None:
         for p in self.params:

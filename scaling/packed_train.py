@@ -5,7 +5,10 @@ multiplier or law) and length (budget), and trains them in one batched step. Mem
 its separate run's batches (`data.train_batch` with its seed), its schedule (`schedule.lr_at` on its own
 plan), its clipping (its own global norm), its curve points and held-out evaluations (the steps
 `scaling.train.run_loop` uses) and the same divergence rule. A member that has finished (or diverged)
-rides along at learning rate 0 until the longest member ends: its weights no longer move.
+leaves the pack after its step: the others train on as a smaller pack, as they would after a relaunch
+that resumed them (so a resumed job repeats an uninterrupted one's steps exactly).
+`PackedRun.run` hands each member to its caller as it ends (its record), and checkpoints the job on
+a signal and periodically (`scaling.packed_ckpt`), so that a killed job resumes.
 
 What must be equal across members (else ConfigError naming the key): the shape, the batch, the
 data, the optimizer's betas, eps, weight decay, clipping and schedule shape, and the evaluation.
@@ -27,7 +30,9 @@ from scaling import evalsets
 from scaling.arch import target_of
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
+from scaling.packed_ckpt import job_id
 from scaling.plan import RunPlan, plan_run
+from scaling.preemption import Preempted
 from scaling.schedule import lr_at
 
 SHARED_KEYS = (
@@ -59,6 +64,7 @@ class Member:
     window: list[float] = field(default_factory=list)  # training losses since the last curve point
     failure: str = ""  # why the member stopped early (diverged), else ""
     train_time: float = 0.0  # seconds of the packed steps this member trained in
+    pack_tokens: int = 0  # tokens every active member trained in those steps (the job's, this run's included)
     ema: float | None = None
 
     @property
@@ -158,6 +164,8 @@ class PackedRun:
         self.eval_batch = max(1, min(64, plans[0].batch_size * 4))
         self.train_time = 0.0
         self.step = 0
+        self.job_members = [m.plan.run_id for m in self.members]  # as first launched (a resumed job: restored)
+        self.job = job_id(self.job_members)
 
     def batch(self, step: int) -> torch.Tensor:
         """int64 [K, B, T+1]: member k's batch of this step, as its separate run draws it."""
@@ -167,7 +175,7 @@ class PackedRun:
 
     def lrs(self, step: int) -> list[float]:
         ratio = self.members[0].cfg.optim.min_lr_ratio
-        return [lr_at(step, m.plan, ratio) if m.active else 0.0 for m in self.members]
+        return [lr_at(step, m.plan, ratio) for m in self.members]
 
     def train_step(self, step: int) -> list[float]:
         """One packed optimizer step; each member's training loss."""
@@ -182,34 +190,65 @@ class PackedRun:
         self.optimizer.zero_grad()
         return losses.tolist()
 
-    def run(self, log=print) -> list[Member]:
-        """Train every member to its last step (or its divergence)."""
+    def run(self, log=print, guard=None, ended=None, checkpoint=None) -> list[Member]:
+        """Train every member to its last step (or its divergence). ``ended(member)`` is called once
+        for each member, as it ends; ``checkpoint()`` saves the job (`scaling.packed_ckpt`): every
+        ``train.checkpoint_interval_s`` and, when ``guard`` (a `PreemptionGuard`) caught a signal,
+        before Preempted is raised (unless every member has ended)."""
         t = self.members[0].cfg.train
-        while any(m.active for m in self.members):
-            step, lrs = self.step, self.lrs(self.step)
-            active = [m.active for m in self.members]
-            t0 = time.perf_counter()
-            losses = self.train_step(step)
-            dt = time.perf_counter() - t0
-            self.train_time += dt
-            for m, on in zip(self.members, active):
-                m.train_time += dt if on else 0.0
-            due = [
-                _point_due(m.plan, t, step) if on and not m.observe(loss, step, t.divergence_factor) else None
-                for m, on, loss in zip(self.members, active, losses)
-            ]
-            vals = evaluate_packed(self.model, self.eval_x, self.eval_batch) if True in due else None
-            for k, (m, evaluated) in enumerate(zip(self.members, due)):
-                if evaluated is not None:
-                    _add_point(m, step, lrs[k], vals[k] if evaluated else math.nan)
-                    if evaluated and not math.isfinite(vals[k]):
-                        m.failure = f"diverged: held-out loss {vals[k]} at step {step + 1}"
+        ended, everyone = ended or (lambda m: None), list(self.members)
+        self.drop_ended(ended)  # a member restored after its end, its record not written
+        last_checkpoint = time.perf_counter()
+        while self.members:
+            self.step_once(self.step)
             self.step += 1
+            self.drop_ended(ended)
+            if not self.members or checkpoint is None:
+                continue
+            if guard is not None and guard.requested:
+                checkpoint()
+                raise Preempted(f"{guard.name} at step {self.step}; checkpoint saved, relaunch to resume")
+            if t.checkpoint_interval_s and time.perf_counter() - last_checkpoint > t.checkpoint_interval_s:
+                checkpoint()
+                last_checkpoint = time.perf_counter()
+        for m in everyone:
+            log(f"[{m.plan.run_id}] {m.failure or 'completed'}: val loss {m.val_loss:.4f} (packed, K={len(everyone)})")
+        return everyone
+
+    def drop_ended(self, ended) -> None:
+        """Hand each member that ended to ``ended`` and take it out of the model and optimizer."""
+        rows = [k for k, m in enumerate(self.members) if m.active]
+        if len(rows) == len(self.members):
+            return
         for m in self.members:
-            log(
-                f"[{m.plan.run_id}] {m.failure or 'completed'}: val loss {m.val_loss:.4f} (packed, K={len(self.members)})"
-            )
-        return self.members
+            if not m.active:
+                ended(m)
+        if rows:
+            self.model.keep(rows)
+            self.optimizer.keep(rows, self.model.params)
+        self.members = [self.members[k] for k in rows]
+
+    def step_once(self, step: int) -> None:
+        """Step ``step`` for every member, with its curve point and evaluation when due."""
+        t = self.members[0].cfg.train
+        lrs = self.lrs(step)
+        t0 = time.perf_counter()
+        losses = self.train_step(step)
+        dt = time.perf_counter() - t0
+        self.train_time += dt
+        tokens = len(self.members) * self.members[0].plan.tokens_per_step
+        for m in self.members:
+            m.train_time, m.pack_tokens = m.train_time + dt, m.pack_tokens + tokens
+        due = [
+            None if m.observe(loss, step, t.divergence_factor) else _point_due(m.plan, t, step)
+            for m, loss in zip(self.members, losses)
+        ]
+        vals = evaluate_packed(self.model, self.eval_x, self.eval_batch) if True in due else None
+        for k, (m, evaluated) in enumerate(zip(self.members, due)):
+            if evaluated is not None:
+                _add_point(m, step, lrs[k], vals[k] if evaluated else math.nan)
+                if evaluated and not math.isfinite(vals[k]):
+                    m.failure = f"diverged: held-out loss {vals[k]} at step {step + 1}"
 
 
 def _point_due(plan: RunPlan, t, step: int) -> bool | None:

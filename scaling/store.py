@@ -50,6 +50,7 @@ TABLE_COLUMNS = [
     "val_loss", "val_bpb", "train_loss", "seed", "corpus", "corpus_fingerprint", "entropy_rate", "loss_floor",
     "wall_time_s", "tokens_per_s", "flops_per_s", "device", "threads", "code_version", "architecture",
     "started_at", "finished_at",
+    "pack_job", "pack_tokens_per_s",  # a packed run's (scaling.packed_store), else empty
 ]
 # fmt: on
 CURVE_COLUMNS = ["run_id", "step", "tokens", "flops", "train_loss", "val_loss", "lr"]
@@ -317,9 +318,10 @@ def _flat_row(rec: dict[str, Any]) -> dict[str, Any]:
         "device",
         "schedule",  # (records before WSD have none)
         "branch_of",  # (empty but for a cooldown branch)
+        "pack_job",  # (empty but for a packed run)
     ):
         row[k] = "" if row[k] is None else row[k]
-    for k in ("entropy_rate", "loss_floor"):
+    for k in ("entropy_rate", "loss_floor", "pack_tokens_per_s"):
         if row[k] is None:
             row[k] = math.nan
     return row

@@ -29,7 +29,7 @@ from scaling.packed_store import train_packed_runs
 from scaling.packed_train import train_packed
 from scaling.plan import plan_run
 from scaling.shapes import shape_for_width
-from scaling.store import read_record
+from scaling.store import read_record, read_store
 from scaling.train import train
 from scaling.train_app import compose_config
 
@@ -124,6 +124,7 @@ MEMBERS = {
 
 
 LOSS_KEYS = ("val_loss", "val_bpb", "train_loss")
+PACKING_KEYS = {"packed_with", "pack_job", "pack_tokens_per_s"}
 TIMING_KEYS = ("wall_time_s", "tokens_per_s", "flops_per_s", "started_at", "finished_at", "curve")
 
 
@@ -138,9 +139,14 @@ def test_packed_runs_write_the_records_of_separate_runs(tmp_path, model):
         theirs = train(compose_config([f"store={tmp_path / 'separate'}", *o]), log=lambda *a: None)
         stored = read_record(tmp_path / "packed" / "runs" / ours["run_id"] / "record.json")
         assert json.dumps(ours, sort_keys=True) == json.dumps(stored, sort_keys=True)
-        assert ours["status"] == "completed" and ours.keys() == theirs.keys()
+        assert ours["status"] == "completed" and ours.keys() - PACKING_KEYS == theirs.keys()
+        assert ours["packed_with"] == [r["run_id"] for r in packed] and ours["pack_job"] == packed[0]["pack_job"]
+        # the job's rate over this run's steps: 3 runs' tokens in each of the shorter run's steps, 2 or 3
+        # in the longer runs' (the shorter one ended first)
+        ratio = ours["pack_tokens_per_s"] / ours["tokens_per_s"]
+        assert math.isclose(ratio, 3) if ours["steps"] == min(r["steps"] for r in packed) else 2 < ratio < 3
         assert {**ours["config"], "store": ""} == {**theirs["config"], "store": ""}
-        for key in ours.keys() - {*LOSS_KEYS, *TIMING_KEYS, "config"}:
+        for key in theirs.keys() - {*LOSS_KEYS, *TIMING_KEYS, "config"}:
             assert json.dumps(ours[key]) == json.dumps(theirs[key]), key  # NaN (loss_floor) equal to NaN
         for key in LOSS_KEYS:
             assert abs(ours[key] - theirs[key]) < LOSS_TOL, key
@@ -189,6 +195,10 @@ def test_a_packed_lr_sweep_writes_the_unpacked_sweeps_runs(tmp_path):
         assert record["status"] == "completed" and "pack" not in record["config"]
         assert abs(record["val_loss"] - theirs[run_id]["val_loss"]) < LOSS_TOL
         assert record["lr"] == theirs[run_id]["lr"]
+    # table.csv says which runs were packed, and the job's rate beside each run's own
+    packed_table, separate_table = (read_store(tmp_path / s).runs for s in ("packed", "separate"))
+    assert packed_table.pack_job.nunique() == 1 and (packed_table.pack_tokens_per_s > packed_table.tokens_per_s).all()
+    assert (separate_table.pack_job == "").all() and separate_table.pack_tokens_per_s.isna().all()
 
 
 def test_packing_a_sweep_without_an_lr_axis_is_refused_naming_the_setting(tmp_path):
