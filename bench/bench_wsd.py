@@ -100,6 +100,8 @@ def width_by_shape(store: Path, resamples: int) -> float | None:
         if runs["N"].nunique() > 1:
             with np.errstate(over="ignore"):  # a flat valley may send A or B to overflow; a stays finite
                 values.append(fit_parametric(replace(table, runs=runs), resamples=0).estimates["a"].value)
+    if len(values) < 2:  # e.g. --tiny's two shapes: most draws hold one N
+        return None
     lower, upper = np.percentile(values, [2.5, 97.5])
     return float(upper - lower)
 
@@ -146,7 +148,7 @@ def main() -> None:
     print(f"points: {wsd['points'] / cosine['points']:.2f}x; FLOPs: {wsd['flops'] / cosine['flops']:.2f}x", end="")
     if cosine["width_a"] and wsd["width_a"]:
         print(f"; width(a): {wsd['width_a'] / cosine['width_a']:.3f}x (target <= 0.70)", end="")
-    if args.by_shape:
+    if cosine.get("by_shape") and wsd.get("by_shape"):
         print(f"; by shape {wsd['by_shape'] / cosine['by_shape']:.2f}x", end="")
     print(f"\nWSD's fit inside the cosine fit's intervals: {inside(wsd, cosine)}", flush=True)
 
