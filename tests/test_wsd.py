@@ -165,14 +165,26 @@ def test_a_trunk_stopped_inside_a_branch_resumes_to_the_same_records(trunk_store
 
 
 # ---------------------------------------------------------------- the sweeper
-def test_the_quick_wsd_plan_has_twice_the_points_of_quick_for_fewer_flops(tmp_path):
+def test_the_quick_wsd_plan_branches_9_per_decade_with_10pct_cooldowns_for_fewer_flops_than_quick(tmp_path):
     proc = run_cli("sweep", "quick-wsd", "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)
-    plan = json.loads((tmp_path / "s" / "sweep.dry-run.json").read_text())
+    runs = json.loads((tmp_path / "s" / "sweep.dry-run.json").read_text())["runs"]
     line = next(x for x in proc.stdout.splitlines() if "cooldown branches" in x)
     run_cli("sweep", "quick", "hydra.sweeper.dry_run=true", f"store={tmp_path / 'q'}", check=True)
     grid = json.loads((tmp_path / "q" / "sweep.dry-run.json").read_text())["runs"]
-    assert len(plan["runs"]) >= 2 * len(grid)
+    trunks = {r["shape"]: r for r in runs if any(o.startswith("train.branches=") for o in r["overrides"])}
+    branches = [r for r in runs if r["shape"] in trunks and r is not trunks[r["shape"]]]
+    assert (len(trunks), len(branches)) == (8, 68) and len(runs) >= 4 * len(grid)
+    # each trunk at its shape's largest budget of quick, a branch at its other budgets and 9 per decade below
+    for shape, trunk in trunks.items():
+        budgets = sorted(r["budget_flops"] for r in grid if r["shape"] == shape)
+        assert trunk["budget_flops"] == budgets[-1]
+        wanted = set(budgets[:-1]) | set(extra_budgets(budgets, 9))
+        got = {r["budget_flops"] for r in branches if r["shape"] == shape}
+        assert got <= wanted and (shape == "d112" or got == wanted)  # d112: the smallest ones fall below 0.3 D/N
+    # what it spends: every trunk, and of each branch only its cooldown, 10% of its steps (of 1,024 tokens)
+    cooldowns = sum(6 * r["params"] * round(0.1 * r["tokens"] / 1024) * 1024 for r in branches)
     spent = float(line.split(" points for ")[1].split(" FLOPs")[0])
+    assert spent == float(f"{sum(t['flops'] for t in trunks.values()) + cooldowns:.3g}")
     assert spent <= sum(r["flops"] for r in grid)
     assert f"the grid's {len(grid)} points as separate runs" in line
 
