@@ -22,6 +22,7 @@ from analysis.fits.bootstrap import scale_identification
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.outliers import K, flag_outliers
+from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import Estimate, FitReport
 from analysis.sources.load import load_runs
 from analysis.synthetic import CHINCHILLA_LAW
@@ -212,6 +213,39 @@ def test_repeated_seeds_resample_as_one_unit(tmp_path):
     apart = fit_isoflop(replace(table, runs=thrice.drop(columns="unit")), resamples=300, seed=0)
     width = np.diff(apart.estimates["a"].interval)[0]
     assert width < 0.8 * np.diff(once.estimates["a"].interval)[0]  # copies drawn apart: too narrow
+
+
+def test_approach3_resamples_units_a_trunk_with_its_branches_together(tmp_path):
+    """Approach 3 draws units, not rows: the table listed three times, its copies one unit each, gives
+    the intervals of the table once (drawn apart, they come out too narrow). A WSD trunk and its
+    branches (`branch_of`) are one unit: in a table whose shapes each carry a shared error, as a
+    trunk's branches share its weights, the interval of a widens when the branches are drawn together
+    and covers the true a, which the interval from branches drawn apart misses."""
+    table = _table(final_points(np.random.default_rng(0)), tmp_path)
+    once = fit_parametric(table, resamples=200, seed=0)
+    runs = table.runs.assign(unit=np.arange(len(table.runs)))
+    thrice = pd.concat([runs, runs, runs], ignore_index=True).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+    again = fit_parametric(replace(table, runs=thrice), resamples=200, seed=0)
+    assert again.estimates["a"].interval == pytest.approx(once.estimates["a"].interval, rel=1e-4)
+    assert "resamples draw 45 units of runs, not 135 runs" in again.bootstrap.notes[0]
+    apart = fit_parametric(replace(table, runs=thrice.drop(columns="unit")), resamples=200, seed=0)
+    assert np.diff(apart.estimates["a"].interval)[0] < 0.8 * np.diff(once.estimates["a"].interval)[0]
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for i, n in enumerate(np.geomspace(2e7, 2e9, 8)):  # 8 trunks, 9 branch points each, one shared error each
+        shift = 0.04 * rng.standard_normal()
+        for j, d in enumerate(np.geomspace(2e8, 2e11, 10)):
+            loss = laws.chinchilla_loss(n, d, **LAW) * np.exp(shift + 0.003 * rng.standard_normal())
+            rows.append({"run_id": f"t{i}b{j}", "N": n, "D": d, "loss": loss, "branch_of": "" if j == 9 else f"t{i}b9"})
+    frame = pd.DataFrame(rows)
+    branched = _table(frame, tmp_path, "branched.csv")
+    assert branched.runs["unit"].nunique() == 8
+    assert (branched.runs.groupby("unit")["N"].nunique() == 1).all()
+    together = fit_parametric(branched, resamples=200, seed=0)
+    alone = fit_parametric(_table(frame.drop(columns="branch_of"), tmp_path, "plain.csv"), resamples=200, seed=0)
+    assert np.diff(together.estimates["a"].interval)[0] > 1.5 * np.diff(alone.estimates["a"].interval)[0]
+    assert _covers(together.estimates["a"]) and not _covers(alone.estimates["a"])  # drawn apart: confidently wrong
 
 
 def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):

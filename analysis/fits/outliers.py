@@ -10,8 +10,7 @@ Two tests, each naming the run it flags:
     loss, approach 3's Huber δ), so noise-free data flag nothing. Not applied when approach 3 cannot
     be fitted (said in the notes).
   * near-duplicate size: within one budget, a run whose N is within `NEAR` (1%) of an earlier run's
-    N while not the same (N, D) point (repeated seeds of a point are kept: they are one unit, see
-    the table's ``unit`` column). The later run in the table is flagged; the earlier one is kept.
+    N while not the same (N, D) point (repeated seeds of a point are kept). The later run in the table is flagged; the earlier one is kept.
     Two sizes 1% apart give a parabola no extra reach, only double weight at one place (often the
     same point digitised twice).
 """
@@ -86,11 +85,10 @@ def near_duplicate_sizes(table: RunTable) -> list[tuple[int, int]]:
     """(later, earlier) row pairs of one budget with N within `NEAR` that are not one (N, D) point."""
     runs = table.runs
     log_n, d, budget = np.log(runs["N"].to_numpy()), runs["D"].to_numpy(), runs["budget"].to_numpy()
-    unit = runs["unit"].to_numpy() if "unit" in runs.columns else None
     pairs = []
     for i in range(len(runs)):
         for j in range(i):
-            same_point = (unit[i] == unit[j]) if unit is not None else (log_n[i] == log_n[j] and d[i] == d[j])
+            same_point = log_n[i] == log_n[j] and d[i] == d[j]
             if budget[i] == budget[j] and abs(log_n[i] - log_n[j]) < np.log1p(NEAR) and not same_point:
                 pairs.append((i, j))
                 break

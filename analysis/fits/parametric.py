@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
+from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_weights
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
 from analysis.sources.schema import RunTable
@@ -281,7 +281,8 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         )
     boot = None
     if resamples > 0:
-        samples, boot = _bootstrap(objective, theta_c, grid, resamples, seed, level)
+        units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
+        samples, boot = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
         estimates = estimates_from_samples(point, samples, level)
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
@@ -301,9 +302,17 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
 
 
 def _bootstrap(
-    objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, resamples: int, seed: int, level: float
+    objective: HuberLogLoss,
+    theta_c: np.ndarray,
+    grid: np.ndarray,
+    resamples: int,
+    seed: int,
+    level: float,
+    units: np.ndarray,
 ) -> tuple[dict[str, np.ndarray], Bootstrap]:
-    """Refit ``resamples`` resamples of the runs; return the samples by name and the summary.
+    """Refit ``resamples`` resamples of the runs; return the samples by name and the summary. A
+    resample draws units (the table's ``unit``: one per run, but repeated seeds of one (N, D) and a
+    WSD trunk with its branches are one unit each); with one unit per run, the runs themselves.
 
     All resamples are refitted together (`_refine_batch`) from the full-sample optimum (e raised
     to the E floor if below it), in coordinates whitened by the inverse Hessian there. The grid's
@@ -312,7 +321,7 @@ def _bootstrap(
     better converged optimum is kept. Failed = no start converged.
     """
     rng = np.random.default_rng(seed)
-    weights = resample_weights(rng, len(objective.log_loss), resamples)
+    weights = unit_weights(rng, [units], resamples)[0]
     fittable = _identifiable(objective, weights)
     start = theta_c.copy()
     start[0] = max(start[0], objective.e_floor)
@@ -334,6 +343,12 @@ def _bootstrap(
         notes.append(
             f"{resamples - fittable.size} resamples drew fewer than {MIN_RUNS} distinct runs (or a single N or "
             "D) and cannot determine 5 parameters: counted as failed"
+        )
+    n_units = len(np.unique(units))
+    if n_units < len(units):
+        notes.append(
+            f"resamples draw {n_units} units of runs, not {len(units)} runs: repeated seeds of one (N, D) and a "
+            "WSD trunk with its cooldown branches are drawn together"
         )
     if retry.size:
         notes.append(f"{retry.size} resamples were refitted again from their best grid point")

@@ -75,7 +75,7 @@ def table_from_frame(
         named=columns.budget is not None,
     )
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
-    runs["unit"] = unit_ids(runs)
+    runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
     return RunTable(
         runs=runs,
@@ -87,6 +87,15 @@ def table_from_frame(
         counts=counts,
         hparams=hparams,
     )
+
+
+def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:
+    """Each run's WSD trunk (its ``branch_of``, a trunk its own run id), None without that column."""
+    if "branch_of" not in frame.columns or "run_id" not in frame.columns:
+        return None
+    trunk = frame["branch_of"].where(frame["branch_of"].notna() & (frame["branch_of"].astype(str) != ""))
+    trunk_of = dict(zip(frame["run_id"].astype(str), trunk.astype(object), strict=True))
+    return pd.Series([t if isinstance(t, str) else r for r, t in ((r, trunk_of.get(r)) for r in run_ids)])
 
 
 def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, notes: list[str]) -> pd.DataFrame:

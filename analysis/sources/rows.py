@@ -5,13 +5,16 @@
 * exact duplicate rows (the same N, D and loss as an earlier row, e.g. a table listed twice) are
   counted once, and a warning says how many and which;
 * repeated seeds of one (N, D) are kept: they share a ``unit`` id, which the bootstrap resamples
-  as one unit.
+  as one unit; so do a WSD trunk and its cooldown branches (a ``branch_of`` column names a
+  branch's trunk).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from scaling.errors import DataError
 
@@ -92,7 +95,17 @@ def first_of_duplicates(runs: pd.DataFrame, run_ids: pd.Series, warnings: list[s
     return ~repeated
 
 
-def unit_ids(runs: pd.DataFrame) -> np.ndarray:
-    """One integer id per distinct (N, D) point, numbered in order of first appearance: repeated
-    seeds of one point share it."""
-    return runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
+def unit_ids(runs: pd.DataFrame, families: pd.Series | None = None) -> np.ndarray:
+    """One integer id per unit of runs a bootstrap draws together, numbered in order of first
+    appearance: repeated seeds of one (N, D) point share it, and so do the runs of one ``families``
+    label (a WSD trunk and its cooldown branches, which share the trunk's weights up to each fork,
+    so their errors are not independent). Runs linked through either relation, directly or through
+    other runs, are one unit."""
+    point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
+    if families is None or families.nunique() == len(runs):
+        return point
+    family = pd.factorize(families.to_numpy())[0]
+    n = len(runs)
+    links = sparse.coo_matrix((np.ones(2 * n), (np.r_[np.arange(n), np.arange(n)], np.r_[point, n + family])))
+    _, component = connected_components(links @ links.T, directed=False)
+    return pd.factorize(component)[0]
