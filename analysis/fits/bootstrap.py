@@ -56,6 +56,20 @@ def unit_weights(rng: np.random.Generator, groups: list[np.ndarray], resamples: 
     return out
 
 
+def unit_draws(rng: np.random.Generator, units: np.ndarray, resamples: int) -> tuple[np.ndarray, list[str]]:
+    """(resamples, runs) integer weights drawing the units (one label per run) with replacement, as
+    many as there are, unstratified; and the note saying so when units are fewer than runs. With one
+    unit per run, in order, the draws are `resample_weights`' exactly."""
+    weights = unit_weights(rng, [units], resamples)[0]
+    n_units = len(pd.unique(np.asarray(units)))
+    if n_units == len(units):
+        return weights, []
+    return weights, [
+        f"resamples draw {n_units} units of runs, not {len(units)} runs: repeated seeds of one point and a WSD "
+        "trunk with its cooldown branches are drawn together"
+    ]
+
+
 def identification(name: str, lower: float | None, upper: float | None) -> str:
     """Why the interval [lower, upper] of ``name`` does not identify it ("" when it does): the
     rules of the module docstring (`EXPONENTS` by width, anything else as a positive scale only

@@ -28,9 +28,9 @@ from analysis.fits import muennighoff as mf
 from analysis.fits.bootstrap import (
     estimates_from_samples,
     one_blas_thread,
-    resample_weights,
     scale_identification,
     summarize,
+    unit_draws,
 )
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.parametric import HUBER_DELTA
@@ -174,6 +174,9 @@ def fit_muennighoff(
 
     runs, notes = _repeat_runs(table)
     n, d, u, loss = (runs[k].to_numpy(dtype=float) for k in ("N", "D", "U", "loss"))
+    # a bootstrap unit: the table's unit (repeated seeds of one (N, D); a WSD trunk with its branches) at one U
+    keys = ["unit", "U"] if "unit" in runs.columns else ["N", "D", "U"]
+    units = runs.groupby(keys, sort=False).ngroup().to_numpy()
     two, why_not = muennighoff_stages.choose(stages, d, u, n)
     with one_blas_thread(), np.errstate(all="ignore"):
         fitted = (muennighoff_stages.fit_two_stages if two else _one_stage)(n, d, u, loss, delta)
@@ -198,9 +201,11 @@ def fit_muennighoff(
         boot, estimates = None, {k: Estimate(v) for k, v in point.items()}
         if resamples > 0:
             if two:
-                samples, boot = muennighoff_stages.bootstrap_two_stages(objective, theta, d, u, resamples, seed, level)
+                samples, boot = muennighoff_stages.bootstrap_two_stages(
+                    objective, theta, d, u, units, resamples, seed, level
+                )
             else:
-                samples, boot = _bootstrap(objective, theta, resamples, seed, level)
+                samples, boot = _bootstrap(objective, theta, units, resamples, seed, level)
             estimates = _with_intervals(point, samples, level, convergence["fixed"])
         _flag_bounds(estimates, convergence)
     return MuennighoffFit(
@@ -333,14 +338,15 @@ def _hessian_basis(objective: RepeatObjective, theta: np.ndarray) -> np.ndarray 
         return None
 
 
-def _bootstrap(objective: RepeatObjective, theta, resamples: int, seed: int, level: float):
-    """Refit every resample together from θ, whitened; those not converged go on from where they stopped."""
+def _bootstrap(objective: RepeatObjective, theta, units: np.ndarray, resamples: int, seed: int, level: float):
+    """Refit every resample (drawing ``units``) together from θ, whitened; those not converged go on
+    from where they stopped."""
     rng = np.random.default_rng(seed)
-    weights = resample_weights(rng, len(objective.log_loss), resamples)
+    weights, notes = unit_draws(rng, units, resamples)
     thetas, ok, retried = refit(objective, np.tile(theta, (resamples, 1)), weights, _hessian_basis(objective, theta))
     params = objective.params(thetas[ok])
     samples = {k: np.asarray(v, float) for k, v in params.items()}
-    notes = [f"{retried} resamples were refined again from where they stopped"] if retried else []
+    notes += [f"{retried} resamples were refined again from where they stopped"] if retried else []
     return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)
 
 

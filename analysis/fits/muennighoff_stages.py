@@ -21,7 +21,7 @@ import itertools
 import numpy as np
 
 from analysis.fits import muennighoff as mf
-from analysis.fits.bootstrap import resample_weights, summarize
+from analysis.fits.bootstrap import summarize, unit_draws
 from analysis.fits.muennighoff_fit import (
     GRID,
     REFINED_STARTS,
@@ -117,11 +117,12 @@ def fit_two_stages(n, d, u, loss, delta: float):
     return second, theta, (value, message, grad), why, optimizer
 
 
-def bootstrap_two_stages(second: StageObjective, theta, d, u, resamples: int, seed: int, level: float):
-    """Both stages refitted on each resample (the module docstring); samples and the `Bootstrap`."""
+def bootstrap_two_stages(second: StageObjective, theta, d, u, units, resamples: int, seed: int, level: float):
+    """Both stages refitted on each resample (the module docstring), each drawing ``units``; samples
+    and the `Bootstrap`."""
     once = no_repeats(d, u)
     rng = np.random.default_rng(seed)
-    weights = resample_weights(rng, len(d), resamples)
+    weights, unit_notes = unit_draws(rng, units, resamples)
     first = StageObjective(
         second.n[once],
         second.d[once],
@@ -142,5 +143,8 @@ def bootstrap_two_stages(second: StageObjective, theta, d, u, resamples: int, se
     thetas, ok2, retried2 = refit(second, starts, weights, _hessian_basis(second, theta))
     ok = ok1 & ok2
     samples = {k: np.asarray(v, float) for k, v in second.params(thetas[ok]).items()}
-    notes = [f"both stages refitted on each resample ({retried1} + {retried2} refined again from where they stopped)"]
+    notes = [
+        *unit_notes,
+        f"both stages refitted on each resample ({retried1} + {retried2} refined again from where they stopped)",
+    ]
     return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)

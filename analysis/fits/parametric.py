@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_weights
+from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
 from analysis.sources.schema import RunTable
@@ -321,7 +321,7 @@ def _bootstrap(
     better converged optimum is kept. Failed = no start converged.
     """
     rng = np.random.default_rng(seed)
-    weights = unit_weights(rng, [units], resamples)[0]
+    weights, notes = unit_draws(rng, units, resamples)
     fittable = _identifiable(objective, weights)
     start = theta_c.copy()
     start[0] = max(start[0], objective.e_floor)
@@ -338,17 +338,10 @@ def _bootstrap(
     with np.errstate(over="ignore", invalid="ignore"):  # a flat valley may send A or B to overflow: kept as inf
         named = [_named(objective.from_centered(t)) for t in thetas[ok]]
     samples = {name: np.array([s[name] for s in named]) for name in (named[0] if named else {})}
-    notes = []
     if fittable.size < resamples:
         notes.append(
             f"{resamples - fittable.size} resamples drew fewer than {MIN_RUNS} distinct runs (or a single N or "
             "D) and cannot determine 5 parameters: counted as failed"
-        )
-    n_units = len(np.unique(units))
-    if n_units < len(units):
-        notes.append(
-            f"resamples draw {n_units} units of runs, not {len(units)} runs: repeated seeds of one (N, D) and a "
-            "WSD trunk with its cooldown branches are drawn together"
         )
     if retry.size:
         notes.append(f"{retry.size} resamples were refitted again from their best grid point")
