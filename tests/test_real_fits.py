@@ -19,6 +19,7 @@ from analysis.describe.numbers import interval_text
 from analysis.figures.isoflop import isoflop_profiles
 from analysis.fits import laws
 from analysis.fits.bootstrap import scale_identification
+from analysis.fits.envelope import fit_envelope
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.outliers import K, flag_outliers
@@ -230,6 +231,9 @@ def test_approach3_resamples_units_a_trunk_with_its_branches_together(tmp_path):
     assert "resamples draw 45 units of runs, not 135 runs" in again.bootstrap.notes[0]
     apart = fit_parametric(replace(table, runs=thrice.drop(columns="unit")), resamples=200, seed=0)
     assert np.diff(apart.estimates["a"].interval)[0] < 0.8 * np.diff(once.estimates["a"].interval)[0]
+    envelope_once = fit_envelope(table, resamples=200, seed=0).estimates  # approach 1 draws the same units
+    envelope_thrice = fit_envelope(replace(table, runs=thrice), resamples=200, seed=0).estimates
+    assert [envelope_thrice[k].interval for k in envelope_once] == [envelope_once[k].interval for k in envelope_once]
 
     rng = np.random.default_rng(1)
     rows = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, resample_weights, summarize
+from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.sources.schema import RunTable
@@ -118,6 +118,7 @@ class _EnvelopeGrid:
         self.run_ids = runs["run_id"].tolist()
         self.n_runs = len(self.run_ids)
         self.run_n = runs["N"].to_numpy()
+        self.units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(self.n_runs)
         row = pd.Series(np.arange(self.n_runs), index=runs["run_id"]).reindex(points["run_id"]).to_numpy()
         bins = np.floor(np.log10(points["C"].to_numpy()) * bins_per_decade).astype(int)
         bins -= bins.min()
@@ -171,9 +172,10 @@ def _log_residuals(law: PowerLaw, x, y) -> list[float]:
 
 
 def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int, seed: int, level: float):
-    """Resample runs (their whole curves), rebuild the envelope and refit every law."""
+    """Resample runs (their whole curves; units of runs, `unit_draws`), rebuild the envelope and refit every law."""
     rng = np.random.default_rng(seed)
-    present = resample_weights(rng, grid.n_runs, resamples) > 0
+    weights, notes = unit_draws(rng, grid.units, resamples)
+    present = weights > 0
     kept: dict[str, list[float]] = {}
     failed = 0
     for lo in range(0, resamples, CHUNK):
@@ -191,4 +193,4 @@ def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int,
             for name, value in _named(_fit_laws(compute, loss, n), floor_law).items():
                 kept.setdefault(name, []).append(value)
     samples = {k: np.array(v) for k, v in kept.items()}
-    return summarize(samples, resamples, failed, level, seed, ["runs resampled with their whole loss curves"])
+    return summarize(samples, resamples, failed, level, seed, ["runs resampled with their whole loss curves", *notes])
