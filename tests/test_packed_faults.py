@@ -82,7 +82,8 @@ def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the
     ((long_id, step),) = checkpoint_steps(store).items()
     ((short_id, recorded),) = records(store).items()
     assert f"[{long_id}] preempted: SIGTERM at step {step}/97; checkpoint saved" in job.output
-    assert recorded["steps"] == 29 < step < 97 and not (store / "runs" / short_id / "ckpt.pt").exists()
+    # the signal may land in the step that ends the short run: the long one then checkpoints at 29
+    assert recorded["steps"] == 29 <= step < 97 and not (store / "runs" / short_id / "ckpt.pt").exists()
     short_bytes = (store / "runs" / short_id / "record.json").read_bytes()
 
     again = Job(overrides, tmp_path / "resumed.log")
