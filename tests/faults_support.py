@@ -46,14 +46,15 @@ def fault_env(**extra: str) -> dict[str, str]:
 
 
 class Launch:
-    """One `scaling sweep tests/sweeps/faults.yaml store=STORE ...` in its own process group (so a
-    kill reaches every process it started, launcher workers included), output to a log file."""
+    """One `scaling sweep tests/sweeps/faults.yaml store=STORE ...` (or the command ``argv``) in its
+    own process group (so a kill reaches every process it started, launcher workers included),
+    output to a log file."""
 
-    def __init__(self, store: Path, log: Path, *overrides: str, env: dict[str, str] | None = None):
+    def __init__(self, store: Path | None, log: Path, *overrides: str, env: dict[str, str] | None = None, argv=None):
         self.log = log
         self._out = open(log, "w")
         self.proc = subprocess.Popen(
-            [SCALING, "sweep", str(SWEEP), f"store={store}", *overrides],
+            argv or [SCALING, "sweep", str(SWEEP), f"store={store}", *overrides],
             cwd=ROOT,
             stdout=self._out,
             stderr=subprocess.STDOUT,

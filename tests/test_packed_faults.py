@@ -16,7 +16,7 @@ import sys
 
 import pytest
 from conftest import ROOT, SCALING, run_cli
-from faults_support import OUTCOME_KEYS, RESUMED, checkpoint_steps, fault_env, records, wait_until
+from faults_support import OUTCOME_KEYS, RESUMED, Launch, checkpoint_steps, records, wait_until
 from test_packed import BASE
 
 from scaling.packed_store import train_packed_runs
@@ -35,32 +35,9 @@ train_packed_runs([compose_config(o) for o in json.loads(sys.argv[1])], log=lamb
 """
 
 
-class Job:
-    """``train_packed_runs`` of ``overrides`` in a process of its own, output to ``log``."""
-
-    def __init__(self, overrides: list[list[str]], log):
-        self.log, self._out = log, open(log, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, json.dumps(overrides)],
-            cwd=ROOT,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            env=fault_env(),
-            start_new_session=True,
-        )
-
-    @property
-    def output(self) -> str:
-        return self.log.read_text()
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def wait(self, timeout: float = 300) -> int:
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self._out.close()
+def packed_job(overrides: list[list[str]], log) -> Launch:
+    """``train_packed_runs`` of ``overrides`` in a process group of its own, output to ``log``."""
+    return Launch(None, log, argv=[sys.executable, "-c", SCRIPT, json.dumps(overrides)])
 
 
 def _same_outcome(ours: dict, theirs: dict) -> None:
@@ -75,7 +52,7 @@ def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the
     and both records match an uninterrupted packed job's."""
     store = tmp_path / "store"
     overrides = [[f"store={store}", *o] for o in SHORT_LONG]
-    job = Job(overrides, tmp_path / "preempted.log")
+    job = packed_job(overrides, tmp_path / "preempted.log")
     assert wait_until(lambda: len(records(store)) == 1, job), job.output[-3000:]
     job.proc.send_signal(signal.SIGTERM)
     assert job.wait(120) == 143, job.output[-3000:]
@@ -86,7 +63,7 @@ def test_sigterm_after_one_member_ended_resumes_the_other_and_never_retrains_the
     assert recorded["steps"] == 29 <= step < 97 and not (store / "runs" / short_id / "ckpt.pt").exists()
     short_bytes = (store / "runs" / short_id / "record.json").read_bytes()
 
-    again = Job(overrides, tmp_path / "resumed.log")
+    again = packed_job(overrides, tmp_path / "resumed.log")
     assert again.wait(300) == 0, again.output[-3000:]
     lines = again.output.splitlines()
     assert any(line.startswith(f"[{short_id}]") and "already finished" in line for line in lines), again.output
