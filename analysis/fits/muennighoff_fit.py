@@ -174,9 +174,6 @@ def fit_muennighoff(
 
     runs, notes = _repeat_runs(table)
     n, d, u, loss = (runs[k].to_numpy(dtype=float) for k in ("N", "D", "U", "loss"))
-    # a bootstrap unit: the table's unit (repeated seeds of one (N, D); a WSD trunk with its branches) at one U
-    keys = ["unit", "U"] if "unit" in runs.columns else ["N", "D", "U"]
-    units = runs.groupby(keys, sort=False).ngroup().to_numpy()
     two, why_not = muennighoff_stages.choose(stages, d, u, n)
     with one_blas_thread(), np.errstate(all="ignore"):
         fitted = (muennighoff_stages.fit_two_stages if two else _one_stage)(n, d, u, loss, delta)
@@ -200,12 +197,9 @@ def fit_muennighoff(
             convergence["warning"] = "the optimizer did not converge: treat the estimates with suspicion"
         boot, estimates = None, {k: Estimate(v) for k, v in point.items()}
         if resamples > 0:
-            if two:
-                samples, boot = muennighoff_stages.bootstrap_two_stages(
-                    objective, theta, d, u, units, resamples, seed, level
-                )
-            else:
-                samples, boot = _bootstrap(objective, theta, units, resamples, seed, level)
+            draw = (_units(runs), resamples, seed, level)
+            two_stages = muennighoff_stages.bootstrap_two_stages
+            samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
             estimates = _with_intervals(point, samples, level, convergence["fixed"])
         _flag_bounds(estimates, convergence)
     return MuennighoffFit(
@@ -279,6 +273,13 @@ def _one_stage(n, d, u, loss, delta: float):
         "(central-difference gradient)"
     )
     return objective, theta, (value, message, grad), why, optimizer
+
+
+def _units(runs) -> np.ndarray:
+    """The bootstrap's units: the table's unit (repeated seeds of one (N, D); a WSD trunk with its
+    branches) at one U."""
+    keys = ["unit", "U"] if "unit" in runs.columns else ["N", "D", "U"]
+    return runs.groupby(keys, sort=False).ngroup().to_numpy()
 
 
 def _repeat_runs(table: RunTable):
