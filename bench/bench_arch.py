@@ -25,7 +25,7 @@ import json
 import time
 
 import common  # noqa: F401  (puts the checkout on sys.path)
-from common import ROOT, interleaved_medians, median, print_header, print_table
+from common import ROOT, cpu_time_peak, interleaved_medians, median, print_header, print_table
 
 ARCHS = ("gpt2", "llama")
 OP_FAMILIES = (
@@ -94,22 +94,6 @@ def op_shares(step, steps: int = 4) -> dict[str, float]:
         totals[family(event)] = totals.get(family(event), 0.0) + event.self_cpu_time_total
     whole = sum(totals.values())
     return {k: round(v / whole, 3) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
-
-
-def cpu_time_peak(sizes=(256, 512, 1024), min_seconds: float = 0.1) -> float:
-    """bench_peak.matmul_peak's best fp32 torch.mm rate, per CPU second of this process (1 thread)."""
-    import torch
-
-    best = 0.0
-    for n in sizes:
-        a, b, out = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
-        torch.mm(a, b, out=out)
-        calls, t0 = 0, time.process_time()
-        while time.process_time() - t0 < min_seconds:
-            torch.mm(a, b, out=out)
-            calls += 1
-        best = max(best, 2.0 * n**3 * calls / (time.process_time() - t0))
-    return best
 
 
 def measure(

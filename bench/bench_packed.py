@@ -26,7 +26,7 @@ import json
 import time
 
 import common  # noqa: F401  (puts the checkout on sys.path)
-from common import ROOT, load_average, median, print_header, print_table
+from common import ROOT, cpu_time_peak, load_average, median, print_header, print_table
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
@@ -40,22 +40,6 @@ def timed_rounds(variants: dict, rounds: int, clock) -> dict[str, list[float]]:
             variants[name]()
             samples[name].append(clock() - t0)
     return samples
-
-
-def cpu_peak(threads: int, n: int = 512, seconds: float = 0.3) -> float:
-    """Best fp32 torch.mm FLOP/s of n×n products by process time, three windows."""
-    import torch
-
-    torch.set_num_threads(threads)
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    out, best = torch.empty(n, n), 0.0
-    for _ in range(3):
-        calls, t0 = 0, time.process_time()
-        while time.process_time() - t0 < seconds:
-            torch.mm(a, b, out=out)
-            calls += 1
-        best = max(best, 2.0 * n**3 * calls / (time.process_time() - t0))
-    return best
 
 
 def _batches(shape, k: int, batch_size: int):
@@ -187,7 +171,7 @@ def main() -> None:
     t0 = time.perf_counter()
     results, rows = [], []
     for threads in map(int, args.threads.split(",")):
-        peak = cpu_peak(threads) if args.clock == "cpu" else matmul_peak(threads, min_seconds=0.1)["best"]
+        peak = cpu_time_peak(threads) if args.clock == "cpu" else matmul_peak(threads, min_seconds=0.1)["best"]
         print(f"peak fp32 matmul at {threads} thread(s), {args.clock} clock: {peak / 1e9:.1f} GFLOP/s", flush=True)
         for shape_name in args.shapes.split(","):
             for k in map(int, args.ks.split(",")):

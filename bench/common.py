@@ -145,3 +145,25 @@ def interleaved_medians(
 
 def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
+
+
+def cpu_time_peak(
+    threads: int | None = None, sizes: Sequence[int] = (256, 512, 1024), min_seconds: float = 0.1
+) -> float:
+    """bench_peak.matmul_peak's best fp32 torch.mm rate on ``threads`` threads (default: as set), per
+    CPU second of this process (both threads' seconds with 2 threads): the peak for benches timed by
+    `time.process_time` on a busy machine."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    best = 0.0
+    for n in sizes:
+        a, b, out = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+        torch.mm(a, b, out=out)
+        calls, t0 = 0, time.process_time()
+        while time.process_time() - t0 < min_seconds:
+            torch.mm(a, b, out=out)
+            calls += 1
+        best = max(best, 2.0 * n**3 * calls / (time.process_time() - t0))
+    return best
