@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -88,23 +89,33 @@ def run_multirun(command: list[str], cwd: Path, root: Path) -> None:
     assert run.returncode == 0, f"multirun failed (exit {run.returncode}):\n{run.stdout}\n{run.stderr}\n{logs_of(root)}"
 
 
-def accounting_states(array_id: str, n_tasks: int, timeout_s: float = 30) -> dict[str, str]:
-    """{task id: "STATE|partition"} of an array's tasks from sacct, once all n_tasks have finished
-    (accounting lags the jobs' end by up to a few seconds)."""
+def sacct_rows(array_id: str, fields: str, done: Callable[[list[list[str]]], bool], timeout_s: float = 30):
+    """sacct's rows (one list of ``fields`` per job or task) of an array, polled until ``done`` says
+    they are complete or ``timeout_s`` has passed: accounting lags the jobs' end by a few seconds, and
+    slurmdbd lists a finished array as one row ("ID") until it has recorded its tasks ("ID_0", ...)."""
     deadline = time.monotonic() + timeout_s
     while True:
         out = subprocess.run(
-            ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,State,Partition"],
+            ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", fields],
             capture_output=True,
             text=True,
             timeout=15,
             check=True,
         ).stdout
         rows = [line.split("|") for line in out.splitlines() if line]
-        finished = len(rows) == n_tasks and all(state.split()[0] in FINISHED for _, state, _ in rows)
-        if finished or time.monotonic() > deadline:
-            return {task_id: f"{state}|{partition}" for task_id, state, partition in rows}
+        if done(rows) or time.monotonic() > deadline:
+            return rows
         time.sleep(0.5)
+
+
+def accounting_states(array_id: str, n_tasks: int) -> dict[str, str]:
+    """{task id: "STATE|partition"} of an array's tasks from sacct, once all n_tasks have finished."""
+    rows = sacct_rows(
+        array_id,
+        "JobID,State,Partition",
+        lambda rows: len(rows) == n_tasks and all(state.split()[0] in FINISHED for _, state, _ in rows),
+    )
+    return {task_id: f"{state}|{partition}" for task_id, state, partition in rows}
 
 
 def test_hydra_multirun_runs_through_slurm(slurm, tmp_path):
@@ -186,21 +197,8 @@ def test_gpu_preset_gives_each_job_a_gpu_of_its_own(slurm, tmp_path):
 
 
 def gpu_requests(array_id: str, tasks: int) -> dict[str, int]:
-    """GPUs each task of an array was allocated, from sacct's AllocTRES (gres/gpu=N). slurmdbd lists
-    a finished array as one row ("ID") until it has recorded its tasks ("ID_0", ...): polled until it
-    has (at most 30 s)."""
-    deadline = time.monotonic() + 30
-    while True:
-        out = subprocess.run(
-            ["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,AllocTRES"],
-            capture_output=True,
-            text=True,
-            timeout=15,
-        ).stdout
-        rows = [line.split("|") for line in out.splitlines() if line]
-        if len(rows) >= tasks or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    """GPUs each task of an array was allocated, from sacct's AllocTRES (gres/gpu=N)."""
+    rows = sacct_rows(array_id, "JobID,AllocTRES", lambda rows: len(rows) >= tasks)
     return {job: sum(int(t.split("=")[1]) for t in tres.split(",") if t.startswith("gres/gpu=")) for job, tres in rows}
 
 
