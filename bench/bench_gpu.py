@@ -12,8 +12,9 @@ Variants, as bench_trainer.py's: `project` (scaling.model.GPT stepped by scaling
 with the trainer's fused AdamW and bf16 autocast, loss read back every step as the trainer does),
 `compiled` (the same with torch.compile, as train.compile=true), `textbook` (separate q/k/v,
 explicit mask and softmax, torch.optim.AdamW default, same autocast).
-MFU = achieved FLOP/s (6·N + 12·n_layer·d_model·seq_len per token, as scaling.flops) ÷ the bf16
-peak: the best torch.mm rate on square bf16 matrices of side 4096 and 8192, measured just before.
+MFU = achieved FLOP/s (6·N + 12·n_layer·d_model·seq_len per token, N less the position table: the
+model FLOPs of scaling.shapes.model_flops_per_token) ÷ the bf16 peak: the best torch.mm rate on
+square bf16 matrices of side 4096 and 8192, measured just before.
 """
 
 from __future__ import annotations
@@ -60,9 +61,8 @@ def measure(
     from textbook_model import TextbookGPT
 
     from scaling.config import OptimConfig
-    from scaling.flops import flops_per_token_with_attention
     from scaling.model import GPT
-    from scaling.shapes import ladder_lr, param_counts, shape_for_width
+    from scaling.shapes import ladder_lr, model_flops_per_token, param_counts, shape_for_width
     from scaling.train import make_optimizer, train_step
 
     shape = shape_for_width(int(shape_name[1:]), vocab_size=vocab, seq_len=seq_len)
@@ -71,7 +71,7 @@ def measure(
     gen = torch.Generator(device="cuda").manual_seed(0)
     batches = [torch.randint(0, vocab, (batch_size, seq_len + 1), device="cuda", generator=gen) for _ in range(8)]
     counts = param_counts(shape)
-    fpt = flops_per_token_with_attention(counts["total"], shape.n_layer, shape.d_model, seq_len)
+    fpt = model_flops_per_token(shape)
 
     def autocast():
         return torch.autocast(device_type="cuda", dtype=torch.bfloat16)

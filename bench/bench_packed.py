@@ -9,7 +9,7 @@ Each variant trains K members (seeds 0..K-1, the ladder's LR, batches from the b
   packed     one PackedGPT step: forward, backward, per-member clipping, PackedAdamW
   vmap       (--vmap) torch.func.stack_module_state + functional_call under vmap, same optimizer
 Definitions as bench/bench_arch.py:
-  FLOPs/token  6·N + 12·n_layer·d_model·seq_len (scaling.flops), per member
+  FLOPs/token  scaling.shapes.model_flops_per_token (6·N + 12·n_layer·d_model·seq_len, N less the position table), per member
   MFU          achieved FLOP/s ÷ the fp32 matmul peak at the same thread count, measured in the
                same process just before (bench_peak.matmul_peak)
   speedup      packed tokens/s ÷ separate tokens/s (the same K, the same rounds)
@@ -129,8 +129,7 @@ def _vmap_step(members, packed_step):
 def measure(shape_name: str, threads: int, k: int, args) -> dict:
     import torch
 
-    from scaling.flops import flops_per_token_with_attention
-    from scaling.shapes import param_counts, shape_for_width
+    from scaling.shapes import model_flops_per_token, param_counts, shape_for_width
 
     torch.set_num_threads(threads)
     batch_size, seq_len, clock = args.batch_size, args.seq_len, CLOCKS[args.clock]
@@ -142,7 +141,7 @@ def measure(shape_name: str, threads: int, k: int, args) -> dict:
     calls = {v: max(1, round(0.25 / one[v])) for v in steps}  # ~0.25 s of steps per turn
     samples = timed_rounds({v: (lambda v=v: [steps[v]() for _ in range(calls[v])]) for v in steps}, args.rounds, clock)
     n = param_counts(shape)["total"]
-    per_token = flops_per_token_with_attention(n, shape.n_layer, shape.d_model, seq_len)
+    per_token = model_flops_per_token(shape)
     rows = {}
     for v in steps:
         step_s = median(samples[v]) / calls[v]

@@ -6,7 +6,10 @@
 The sweep runs for real, from a fresh process (as a user launches it), into a temporary store.
   ideal         Σ over its runs of the FLOPs trained, (6·N + 12·n_layer·d_model·seq_len)·D (each
                 record's flops_attention), ÷ this machine's fp32 matmul peak with all cores busy,
-                measured just before in this run (bench_peak.all_cores_peak)
+                measured just before in this run (bench_peak.all_cores_peak). These are the FLOPs the
+                records count (N total, as budgets do), not MFU's model FLOPs
+                (scaling.shapes.model_flops_per_token leaves out gpt2's position table, 5-15% of the
+                quick sweep's d16-d64 FLOPs): counted that way the ideal, and the efficiency, are lower
   efficiency    ideal ÷ wall time
   in steps      Σ over runs of time in training steps (tokens / tokens_per_s) × the run's threads,
                 ÷ cores: the wall time the cores spent stepping
@@ -117,7 +120,7 @@ def report(records: list[dict], wall: float, peak: float, sweep_output: str) -> 
             ("threads", "thr", "d"),
             ("steps", "steps", "d"),
             ("ktps", "ktok/s", ".1f"),
-            ("mfu", "MFU % (all-core peak/core)", ".0f"),
+            ("mfu", "FLOP/s % (all-core peak/core)", ".0f"),
             ("in_steps", "steps s", ".1f"),
             ("wall", "run s", ".1f"),
         ],

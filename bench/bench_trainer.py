@@ -12,7 +12,8 @@ Variants, timed in one process per (shape, threads), taking turns step by step-b
   compiled  the project's step with the model under torch.compile (train.compile=true); its compile
             time is reported apart and not in the rate
 Definitions:
-  FLOPs/token  6·N + 12·n_layer·d_model·seq_len, N total parameters (PaLM App. B; scaling.flops)
+  FLOPs/token  6·N + 12·n_layer·d_model·seq_len, N the parameters that multiply: the total less the
+               position table (PaLM App. B; nanoGPT's estimate_mfu; scaling.shapes.model_flops_per_token)
   MFU          achieved FLOP/s ÷ the fp32 matmul peak at the same thread count, measured in the same
                process just before: best torch.mm rate on square matrices n = 256..2048 (bench_peak.py)
   GEMM ceiling torch.mm rate of the model's largest GEMM, [B·T, d] × [d, 4d], at that thread count
@@ -158,8 +159,7 @@ def measure(
     import torch
     from bench_peak import gemm_rate, matmul_peak
 
-    from scaling.flops import flops_per_token_with_attention
-    from scaling.shapes import param_counts
+    from scaling.shapes import model_flops_per_token, param_counts
 
     torch.set_num_threads(threads)
     peak = matmul_peak(threads, min_seconds=0.1)["best"]
@@ -199,7 +199,7 @@ def measure(
         for name in order:
             samples[name] += interleaved_medians({name: steps[name]}, 1, calls[name])[name]
     counts = param_counts(shape)
-    flops_per_token = flops_per_token_with_attention(counts["total"], shape.n_layer, shape.d_model, seq_len)
+    flops_per_token = model_flops_per_token(shape)
     # the GEMMs of the weights (blocks' Linears and the tied head): 6 FLOPs per weight per token
     gemm_flops_per_step = flops_6nd(
         12 * shape.n_layer * shape.d_model**2 + shape.vocab_size * shape.d_model, tokens_per_step

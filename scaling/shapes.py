@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scaling.errors import ConfigError
+from scaling.flops import flops_per_token_with_attention
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config tree (conf/model/ is the ladder)
 ASPECT_RATIO = 32  # d_model / n_layer, rounded
@@ -140,6 +141,24 @@ def param_counts(shape: ModelShape) -> dict[str, int]:
         "total": total_params(shape.n_layer, shape.d_model, shape.vocab_size, shape.seq_len),
         "non_embedding": non_embedding_params(shape.n_layer, shape.d_model),
     }
+
+
+def lookup_only_params(shape: ModelShape) -> int:
+    """Weights a token only looks up, never multiplies: GPT-2's position table (T·d), and an untied
+    llama's token embedding (V·d; its separate head multiplies). A tied embedding is also the head's
+    matmul, so it is not one."""
+    if shape.arch == "llama":
+        return 0 if shape.tied_head else shape.vocab_size * shape.d_model
+    return shape.seq_len * shape.d_model
+
+
+def model_flops_per_token(shape: ModelShape) -> float:
+    """Model FLOPs per trained token, the numerator of every MFU the benchmarks print: 6·N + 12·L·d·T
+    with N the parameters that multiply (total less `lookup_only_params`), as nanoGPT's
+    ``estimate_mfu``, which leaves out the position table. Budgets keep C = 6·N·D with the run's
+    ``param_count`` (scaling/flops.py): this count is only for rates against a peak."""
+    n = param_counts(shape)["total"] - lookup_only_params(shape)
+    return flops_per_token_with_attention(n, shape.n_layer, shape.d_model, shape.seq_len)
 
 
 def nearest_shape(

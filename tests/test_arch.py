@@ -19,7 +19,16 @@ from scaling.byo import build_model, module_counts
 from scaling.flops import flops_per_token_with_attention
 from scaling.llama import NORM_EPS, Llama, RMSNorm, _RMSNormFunction, _RopeQKV, apply_rope, rope_table
 from scaling.model import GPT
-from scaling.shapes import ARCHITECTURES, CONF_DIR, ModelShape, param_counts, shape_for_width, swiglu_hidden
+from scaling.shapes import (
+    ARCHITECTURES,
+    CONF_DIR,
+    ModelShape,
+    lookup_only_params,
+    model_flops_per_token,
+    param_counts,
+    shape_for_width,
+    swiglu_hidden,
+)
 from scaling.store import read_store
 
 LADDER = sorted(p.stem for p in (CONF_DIR / "model").glob("d*.yaml"))
@@ -42,6 +51,24 @@ def test_llama_closed_form_counts_equal_built_model(name, tied):
     assert counts == module_counts(model) == {"total": model.num_params(), "non_embedding": model.num_params(True)}
     assert not any(n.endswith("bias") for n, _ in model.named_parameters())  # no biases anywhere
     assert (model.head.weight is model.wte.weight) == tied
+
+
+@pytest.mark.parametrize("arch,tied", [("gpt2", True), ("llama", True), ("llama", False)])
+@pytest.mark.parametrize("d", [16, 64, 128])
+def test_model_flops_count_the_weights_that_multiply(arch, tied, d):
+    """MFU's FLOPs per token: 6 per weight of every nn.Linear (a tied embedding is the head's), plus
+    attention's 12·L·d·T; a table that is only looked up (gpt2's positions, an untied llama's token
+    embedding) does no matmul, so it is not counted."""
+    shape = shape_for_width(d, arch=arch, tied_head=tied)
+    model = build_model(shape)
+    linear = {id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    lookup = [m.weight for m in model.modules() if isinstance(m, torch.nn.Embedding) and id(m.weight) not in linear]
+    assert lookup_only_params(shape) == sum(w.numel() for w in lookup)
+    # every parameter but the lookups, biases and norm gains is a Linear's weight
+    small = sum(p.numel() for p in model.parameters() if p.dim() == 1)
+    assert param_counts(shape)["total"] - lookup_only_params(shape) == sum(linear.values()) + small
+    attention = 12 * shape.n_layer * d * shape.seq_len
+    assert model_flops_per_token(shape) == 6 * (sum(linear.values()) + small) + attention
 
 
 @pytest.mark.parametrize("name", LADDER)
