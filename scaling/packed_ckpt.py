@@ -15,7 +15,8 @@ between two links leaves each member with a whole one, older or newer. On relaun
 restores the members to train that it holds, their rows only (`resume_groups`: the one that holds
 the most of them first, then the newest): members whose records were written meanwhile are not
 trained again, and members it lacks train from step 0 in a pack of their own. A run relaunched
-unpacked resumes from its row (`member_checkpoint`, taken by `scaling.train_state`).
+unpacked resumes from its row (`member_checkpoint`, taken by `scaling.train_state`); relaunched
+packed again after that, from its own single-run checkpoint, alone.
 """
 
 from __future__ import annotations
@@ -114,22 +115,24 @@ def _link(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def resume_groups(paths: list[RunPaths], run_ids: list[str], log) -> list[tuple[list[int], dict | None]]:
-    """How the members ``run_ids`` (their run ``paths``) resume: packs of them, as [(their indices, the
-    checkpoint they resume from, or None to train from step 0)]. The checkpoint that holds the most of
-    them (then the one of the highest step) takes those it holds, and so on; the members no checkpoint
-    holds (a grown sweep's new runs, a run whose record was deleted) make the last pack, from step 0.
-    So a checkpoint's members always resume, whatever joined them. The checkpoints are held in host
-    memory until their packs are trained (`restore` copies them to the device)."""
-    ckpts, left, groups = _readable(paths, run_ids, log), list(range(len(run_ids))), []
+def resume_groups(paths: list[RunPaths], run_ids: list[str], log) -> tuple[list[tuple[list[int], Any]], list[int]]:
+    """How the members ``run_ids`` (their run ``paths``) resume: (packs of them, as [(their indices,
+    the checkpoint they resume from, or None to train from step 0)], the indices of those that resume
+    alone and unpacked from their own single-run checkpoint: relaunched unpacked, then killed). The
+    packed checkpoint that holds the most of the others (then the one of the highest step) takes those
+    it holds, and so on; the members none holds (a grown sweep's new runs, a run whose record was
+    deleted) make the last pack, from step 0. So no member's progress is dropped, whatever joined it.
+    The checkpoints are held in host memory until their packs are trained (`restore` copies them)."""
+    ckpts, alone = _readable(paths, run_ids, log)
+    left, groups = [i for i in range(len(run_ids)) if i not in alone], []
     while left:
         held = {id(c): [i for i in left if run_ids[i] in c["run_ids"]] for c in ckpts}
         best = max(ckpts, key=lambda c: (len(held[id(c)]), c["step"]), default=None)
         if best is None or not held[id(best)]:
-            return [*groups, (left, None)]
+            return [*groups, (left, None)], alone
         groups.append((held[id(best)], best))
         left = [i for i in left if i not in held[id(best)]]
-    return groups
+    return groups, alone
 
 
 def restore(run, ckpt: dict[str, Any]) -> None:
@@ -148,12 +151,14 @@ def restore(run, ckpt: dict[str, Any]) -> None:
     run.members = [dataclasses.replace(m, **ckpt["members"][k]) for m, k in zip(run.members, rows)]
 
 
-def _readable(paths: list[RunPaths], run_ids: list[str], log) -> list[dict[str, Any]]:
+def _readable(paths: list[RunPaths], run_ids: list[str], log) -> tuple[list[dict[str, Any]], list[int]]:
     """The packed checkpoints among the members' ``ckpt.pt`` files (each file once: members share
-    it by hard links). A file that cannot be read is set aside as ``ckpt.pt.corrupt-<time>``; one of
-    a single run, or one that does not hold its own run, is left alone."""
-    found, seen = [], set()
-    for p, run_id in zip(paths, run_ids):
+    it by hard links), and the members whose file is their own single run's checkpoint. A file that
+    cannot be read is set aside as ``ckpt.pt.corrupt-<time>``; any other is left alone."""
+    from scaling.train_state import CHECKPOINT_KEYS  # which imports this module
+
+    found, alone, seen = [], [], set()
+    for i, (p, run_id) in enumerate(zip(paths, run_ids)):
         path = p.checkpoint
         if not path.exists() or (key := (path.stat().st_dev, path.stat().st_ino)) in seen:
             continue
@@ -164,10 +169,13 @@ def _readable(paths: list[RunPaths], run_ids: list[str], log) -> list[dict[str, 
             kept = set_aside(path, "corrupt")
             log(f"[{run_id}] checkpoint {path} cannot be read ({type(err).__name__}); kept as {kept.name}")
             continue
-        if not is_packed(ckpt):
-            log(f"[{run_id}] {path} is not a packed job's checkpoint: the packed job trains this run from step 0")
-        elif run_id not in ckpt["run_ids"]:
-            log(f"[{run_id}] {path} is the checkpoint of another pack ({', '.join(ckpt['run_ids'])}); not resumed")
-        else:
+        if is_packed(ckpt) and run_id in ckpt["run_ids"]:
             found.append(ckpt)
-    return found
+        elif is_packed(ckpt):
+            log(f"[{run_id}] {path} is the checkpoint of another pack ({', '.join(ckpt['run_ids'])}); not resumed")
+        elif isinstance(ckpt, dict) and ckpt.get("run_id") == run_id and set(CHECKPOINT_KEYS) <= set(ckpt):
+            log(f"[{run_id}] {path} is this run's own checkpoint (step {ckpt['step']}): it resumes unpacked, alone")
+            alone.append(i)
+        else:
+            log(f"[{run_id}] {path} is not a packed job's checkpoint: the packed job trains this run from step 0")
+    return found, alone

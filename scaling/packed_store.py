@@ -14,7 +14,8 @@ Preemption and kills as for a single run: the job checkpoints every ``train.chec
 (`scaling.packed_ckpt`: one file with every unfinished member's state), and on SIGTERM/SIGINT (or a
 scheduler's time-limit warning) finishes its step, checkpoints and exits 128 + the signal. A relaunch
 skips the members already recorded and resumes the others from the newest checkpoint; members that no
-checkpoint holds (the sweep grew) train from step 0 as a pack of their own, after the resumed ones.
+checkpoint holds (the sweep grew) train from step 0 as a pack of their own, after the resumed ones; a
+member with its own single-run checkpoint (relaunched unpacked, then killed) resumes from it, alone.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from scaling.store import (
     run_state,
     set_aside,
 )
-from scaling.train import preflight, set_threads
+from scaling.train import preflight, set_threads, train_owned
 from scaling.train_state import TrainState
 
 
@@ -102,17 +103,19 @@ def train_packed_runs(cfgs: list[DictConfig], plans: list | None = None, log=_lo
 
 def _train_and_record(todo: list, log) -> list[dict[str, Any]]:
     """Train ``todo`` [(cfg, plan, paths)] as packs (`packed_ckpt.resume_groups`: one, unless the
-    checkpoints hold only some of them), one after another; the records in the order of ``todo``."""
+    checkpoints hold only some of them) one after another, after the runs that resume unpacked from
+    their own checkpoints (`scaling.train.train_owned`); the records in the order of ``todo``."""
     run_ids = [plan.run_id for _, plan, _ in todo]
-    groups = packed_ckpt.resume_groups([paths for _, _, paths in todo], run_ids, log)
+    groups, alone = packed_ckpt.resume_groups([paths for _, _, paths in todo], run_ids, log)
     if len(groups) > 1:
         fresh = [run_ids[i] for i in groups[-1][0]] if groups[-1][1] is None else []
         tail = f"; {', '.join(fresh)}, in none, train from step 0 as a pack of their own, after them" if fresh else ""
         log(
-            f"packed: {len(run_ids) - len(fresh)} of these {len(run_ids)} runs resume from "
-            f"{len(groups) - bool(fresh)} checkpoint(s), one pack each{tail}"
+            f"packed: {len(run_ids) - len(alone) - len(fresh)} of these {len(run_ids)} runs resume from "
+            f"{len(groups) - bool(fresh)} packed checkpoint(s), one pack each{tail}"
         )
-    records = [r for rows, ckpt in groups for r in _train_pack([todo[i] for i in rows], ckpt, log)]
+    records = [train_owned(*todo[i], log, None) for i in alone]
+    records += [r for rows, ckpt in groups for r in _train_pack([todo[i] for i in rows], ckpt, log)]
     return sorted(records, key=lambda r: run_ids.index(r["run_id"]))
 
 

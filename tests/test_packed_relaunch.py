@@ -1,7 +1,8 @@
 """A killed packed job relaunched otherwise than it was launched (scaling/packed_ckpt.py): unpacked
 (the sweep rerun without ``hydra.sweeper.pack``), each run resumes from its row of the job's
-checkpoint; packed with a member the checkpoint lacks (the sweep grew, a record was deleted), the
-checkpoint's members resume as their pack and only the others train from step 0. Real kills and
+checkpoint; packed again after that, each run from its newest checkpoint; packed with a member the
+checkpoint lacks (the sweep grew, a record was deleted), the checkpoint's members resume as their
+pack and only the others train from step 0. Real kills and
 relaunches; no step already trained is trained again, and every record matches an uninterrupted
 job's within tests/test_packed.py's tolerance (bit for bit where the resumed pack is the same).
 """
@@ -70,6 +71,33 @@ def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row
 
 
 @pytest.mark.slow
+def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_checkpoint(tmp_path):
+    """Killed packed, relaunched unpacked and killed once the first run has its own checkpoint, then
+    relaunched packed: that run resumes alone from its own checkpoint, the other from its row of the
+    packed one (a pack of one); both end within tolerance of the uninterrupted packed sweep."""
+    store, packed_step = _killed_packed_sweep(tmp_path)
+    ckpts = sorted(store.glob("runs/*/ckpt.pt"))
+    job = Launch(None, tmp_path / "unpacked.log", argv=[SCALING, *UNPACKED, f"store={store}"])
+    assert wait_until(lambda: not ckpts[0].samefile(ckpts[1]), job), job.output[-3000:]  # a single run's file
+    job.signal_group(signal.SIGTERM)
+    assert job.wait(120) == 143, job.output[-3000:]
+    steps = checkpoint_steps(store)
+    (own,) = (r for r, s in steps.items() if s > packed_step)  # the run trained unpacked, killed there
+    (other,) = steps.keys() - {own}
+    assert steps[other] == packed_step and not records(store), steps
+    out = run_cli(*SWEEP, f"store={store}", check=True).stdout
+    assert f"is this run's own checkpoint (step {steps[own]}): it resumes unpacked, alone" in out, out
+    assert {k: int(v) for k, v in RESUMED.findall(out)} == steps, out
+    assert not checkpoint_steps(store)
+    run_cli(*SWEEP, f"store={tmp_path / 'packed'}", check=True)
+    reference = records(tmp_path / "packed")
+    for run_id, record in records(store).items():
+        _close(record, reference[run_id])
+    assert "pack_job" not in records(store)[own]
+    assert records(store)[other]["packed_with"] == reference[other]["packed_with"], "its job, as first launched"
+
+
+@pytest.mark.slow
 def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_new_one(tmp_path):
     """The LR grid grows from 2 to 3 multipliers after the kill: the 2 checkpointed runs resume at
     their step as their pack (bit for bit the uninterrupted 2-run sweep's records), the new run
@@ -80,7 +108,7 @@ def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_
     ours = records(store)
     (new,) = ours.keys() - old
     assert {k: int(v) for k, v in RESUMED.findall(out)} == dict.fromkeys(old, step), out
-    assert f"packed: 2 of these 3 runs resume from 1 checkpoint(s), one pack each; {new}, in none, train" in out
+    assert f"packed: 2 of these 3 runs resume from 1 packed checkpoint(s), one pack each; {new}, in none, train" in out
     assert not checkpoint_steps(store)
     run_cli(*SWEEP, f"store={tmp_path / 'two'}", check=True)
     two = records(tmp_path / "two")
