@@ -13,7 +13,9 @@ those steps is ``pack_tokens_per_s``.
 Preemption and kills as for a single run: the job checkpoints every ``train.checkpoint_interval_s``
 (`scaling.packed_ckpt`: one file with every unfinished member's state), and on SIGTERM/SIGINT (or a
 scheduler's time-limit warning) finishes its step, checkpoints and exits 128 + the signal. A relaunch
-skips the members already recorded and resumes the others from the newest checkpoint.
+skips the members already recorded and resumes the others from the newest checkpoint; members that no
+checkpoint holds (the sweep grew) train from step 0 as a pack of their own, after the resumed ones; a
+member with its own single-run checkpoint (relaunched unpacked, then killed) resumes from it, alone.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from scaling.store import (
     run_state,
     set_aside,
 )
-from scaling.train import preflight, set_threads
+from scaling.train import preflight, set_threads, train_owned
 from scaling.train_state import TrainState
 
 
@@ -100,12 +102,31 @@ def train_packed_runs(cfgs: list[DictConfig], plans: list | None = None, log=_lo
 
 
 def _train_and_record(todo: list, log) -> list[dict[str, Any]]:
+    """Train ``todo`` [(cfg, plan, paths)] as packs (`packed_ckpt.resume_groups`: one, unless the
+    checkpoints hold only some of them) one after another, after the runs that resume unpacked from
+    their own checkpoints (`scaling.train.train_owned`); the records in the order of ``todo``."""
+    run_ids = [plan.run_id for _, plan, _ in todo]
+    groups, alone = packed_ckpt.resume_groups([paths for _, _, paths in todo], run_ids, log)
+    if len(groups) > 1:
+        fresh = [run_ids[i] for i in groups[-1][0]] if groups[-1][1] is None else []
+        tail = f"; {', '.join(fresh)}, in none, train from step 0 as a pack of their own, after them" if fresh else ""
+        log(
+            f"packed: {len(run_ids) - len(alone) - len(fresh)} of these {len(run_ids)} runs resume from "
+            f"{len(groups) - bool(fresh)} packed checkpoint(s), one pack each{tail}"
+        )
+    records = [train_owned(*todo[i], log, None) for i in alone]
+    records += [r for rows, ckpt in groups for r in _train_pack([todo[i] for i in rows], ckpt, log)]
+    return sorted(records, key=lambda r: run_ids.index(r["run_id"]))
+
+
+def _train_pack(todo: list, ckpt: dict | None, log) -> list[dict[str, Any]]:
+    """Train ``todo`` as one pack, from ``ckpt`` (a packed checkpoint that holds them all) or step 0."""
     t_start, started_at = time.perf_counter(), now_iso()
     threads = set_threads(todo[0][0].train)
     run = PackedRun([cfg for cfg, _, _ in todo], [plan for _, plan, _ in todo])
     by_id = {plan.run_id: (cfg, plan, paths) for cfg, plan, paths in todo}
-    all_paths = [paths for _, _, paths in todo]
-    if packed_ckpt.restore(run, all_paths, log):
+    if ckpt is not None:
+        packed_ckpt.restore(run, ckpt)
         for m in run.members:
             log(f"[{m.plan.run_id}] resuming from checkpoint at step {run.step}/{m.plan.steps}")
     log(f"packed: {len(todo)} runs of {run.shape.name} in one step, {run.device.type}, {threads} thread(s)")
@@ -140,7 +161,7 @@ def _train_and_record(todo: list, log) -> list[dict[str, Any]]:
     if guard.requested and not guard.time_limit:  # during the last step: the records are written
         log(f"packed: {guard.name} arrived during the last step: the runs are recorded; exiting")
         guard.exit()
-    return sorted(records, key=lambda r: list(by_id).index(r["run_id"]))  # in the order of ``todo``
+    return records
 
 
 def packing_keys(run: PackedRun, member: Member) -> dict[str, Any]:

@@ -166,7 +166,7 @@ def train(cfg: DictConfig, *, log=_log, plan: RunPlan | None = None, slot: Slot 
             kept = set_aside(paths.record, state)
             log(f"[{plan.run_id}] {plan.run_name}: previous record was {state}; kept as {kept.name}, training again")
         atomic_write_text(paths.config, OmegaConf.to_yaml(job_config(cfg)))
-        return _train_owned(cfg, plan, paths, log, slot)
+        return train_owned(cfg, plan, paths, log, slot)
 
 
 @dataclass
@@ -351,7 +351,7 @@ def train_until_stopped(run: Run, guard: PreemptionGuard) -> Outcome:
     return Outcome()
 
 
-def _train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | None) -> dict[str, Any]:
+def train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | None) -> dict[str, Any]:
     t_start, started_at = time.perf_counter(), now_iso()
     run = set_up(cfg, plan, paths, log, slot)
     if cfg.train.branches:

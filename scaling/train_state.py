@@ -2,7 +2,9 @@
 
 `TrainState` saves itself (`save`, atomically, to ``runs/<id>/ckpt.pt``) and restores itself
 (`restore`), so that a killed or preempted run resumes bit for bit: the model and optimizer, the
-step, the loss curve so far, the training time, and the divergence monitor's running values.
+step, the loss curve so far, the training time, and the divergence monitor's running values. A run
+whose ``ckpt.pt`` is a packed job's (`scaling.packed_ckpt`: the job was relaunched unpacked) resumes
+from its own row of it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import torch
 
+from scaling import packed_ckpt
 from scaling.store import RunPaths, atomic_write_bytes, set_aside
 
 CHECKPOINT_KEYS = ("run_id", "step", "model", "optimizer", "curve", "train_time", "loss_start")
@@ -117,6 +120,12 @@ class TrainState:
         ckpt = read_checkpoint(paths, run_id, device, log)
         if ckpt is None:
             return False
+        if packed_ckpt.is_packed(ckpt):
+            log(
+                f"[{run_id}] {paths.checkpoint} is packed job {ckpt['job']}'s checkpoint (step {ckpt['step']}); "
+                "relaunched unpacked, the run resumes from its row there and trains on alone"
+            )
+            ckpt = packed_ckpt.member_checkpoint(ckpt, run_id, self.model, self.optimizer)
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.step, self.curve, self.train_time = ckpt["step"], ckpt["curve"], ckpt["train_time"]
@@ -130,12 +139,13 @@ class TrainState:
 def read_checkpoint(paths: RunPaths, run_id: str, device: torch.device, log) -> dict[str, Any] | None:
     """The run's last checkpoint, or None to train from step 0. A checkpoint that cannot be read
     (truncated, garbled, written by an incompatible torch) is set aside as ``ckpt.pt.corrupt-<time>``
-    and named in the log, so that a relaunch trains the run again instead of failing every time."""
+    and named in the log, so that a relaunch trains the run again instead of failing every time.
+    A packed job's checkpoint that holds the run is returned as it is (`TrainState.restore` takes its row)."""
     if not paths.checkpoint.exists():
         return None
     try:
         ckpt = torch.load(paths.checkpoint, map_location=device, weights_only=False)
-        missing = set(CHECKPOINT_KEYS) - set(ckpt)
+        missing = set(packed_ckpt.KEYS if packed_ckpt.is_packed(ckpt) else CHECKPOINT_KEYS) - set(ckpt)
         if missing:
             raise ValueError(f"missing {', '.join(sorted(missing))}")
     except Exception as err:  # torch.load raises many types for a damaged file
@@ -146,7 +156,8 @@ def read_checkpoint(paths: RunPaths, run_id: str, device: torch.device, log) -> 
             f"kept as {kept.name}, training from step 0"
         )
         return None
-    if ckpt["run_id"] != run_id:
-        log(f"[{run_id}] ignoring a checkpoint of another run ({ckpt['run_id']!r})")
+    owners = ckpt["run_ids"] if packed_ckpt.is_packed(ckpt) else [ckpt["run_id"]]
+    if run_id not in owners:
+        log(f"[{run_id}] ignoring a checkpoint of another run ({', '.join(map(repr, owners))})")
         return None
     return ckpt
