@@ -80,8 +80,10 @@ class Law(abc.ABC):
         fitted_compute_max: float | None = None,
         level: float = 0.95,
         notes: list[str] | None = None,
+        unidentified: str = "",
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
+        self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.fitted_compute_max = fitted_compute_max
         self.notes = list(notes or [])
@@ -178,6 +180,9 @@ class Law(abc.ABC):
         if n.upper is not None:
             d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
             ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
+        if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
+            for estimate in (n, d, ratio):
+                estimate.unidentified = f"the fit's exponent a is unidentified: {self.unidentified}"
         extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         notes = list(self.notes)
         if extrapolation:
@@ -311,6 +316,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         fitted_compute_max=fit.fitted_compute_max,
         level=level,
         notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"],
+        unidentified=fit.estimates["a"].unidentified if "a" in fit.estimates else "",
     )
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):

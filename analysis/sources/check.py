@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
-from analysis.sources.groups import apply_where, check_one_experiment
+from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
@@ -63,6 +63,8 @@ def table_from_frame(
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
+    picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
+    warn_separating_columns(frame, runs, picked, warnings)
     runs["U"] = unique_tokens_of(frame, columns.unique, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     runs["budget"] = budgets_of_frame(
