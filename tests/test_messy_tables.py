@@ -113,3 +113,26 @@ def test_optimal_from_a_fit_whose_a_is_unidentified_prints_no_allocation(tmp_pat
     run_cli("fit", write(runs, tmp_path, "all.csv"), "--approach", "3", "--bootstrap", "50", "--out", good, check=True)
     out = json.loads(run_cli("optimal", "--budget", "1e21", "--law", good, "--json", check=True).stdout)
     assert "unidentified" not in out["N"] and out["N"]["interval"][0] < out["N"]["estimate"] < out["N"]["interval"][1]
+
+
+def test_counts_written_as_70M_or_1p3B_are_read_as_numbers():
+    # Before: "no usable rows: ... params '12.8M'" (exit 2).
+    runs = ladder()
+    text = runs.assign(params=[f"{n / 1e9:.4g}B" if n >= 1e9 else f"{n / 1e6:.4g}M" for n in runs["params"]])
+    text["tokens"] = [f"{d / 1e9:.4g}b" for d in runs["tokens"]]
+    got = table_from_frame(text, "text.csv", ColumnMap()).runs
+    want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
+    np.testing.assert_allclose(got["N"], want["N"], rtol=1e-3)
+    np.testing.assert_allclose(got["D"], want["D"], rtol=1e-3)
+    assert table_from_frame(runs.assign(params="1.3 B"), "t.csv", ColumnMap()).runs["N"].iloc[0] == 1.3e9
+
+
+def test_a_budget_column_in_other_units_than_6nd_is_named_by_its_factor():
+    # Before: "6·N·D differs from it by up to 100% (median 100%)" for N given in millions.
+    runs = ladder().drop(columns=["flops"])
+    notes = table_from_frame(runs.assign(params=runs["params"] / 1e6), "m.csv", ColumnMap()).notes
+    said = [n for n in notes if "budget column" in n]
+    assert len(said) == 1 and "6·N·D is 1e-06x the column" in said[0] and "N in millions?" in said[0]
+    nominal = runs.assign(tokens=runs["tokens"] * 1.3)  # nominal budgets 30% off: no unit talk
+    said = [n for n in table_from_frame(nominal, "n.csv", ColumnMap()).notes if "budget column" in n]
+    assert "differs from it by up to 30%" in said[0]
