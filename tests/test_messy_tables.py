@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
+from analysis.describe.fit import describe_minimum
 from analysis.fits.envelope import fit_envelope
+from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.parametric import fit_parametric
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.sources.check import table_from_frame
@@ -136,3 +138,18 @@ def test_a_budget_column_in_other_units_than_6nd_is_named_by_its_factor():
     nominal = runs.assign(tokens=runs["tokens"] * 1.3)  # nominal budgets 30% off: no unit talk
     said = [n for n in table_from_frame(nominal, "n.csv", ColumnMap()).notes if "budget column" in n]
     assert "differs from it by up to 30%" in said[0]
+
+
+def test_a_budget_whose_minimum_is_not_bracketed_has_no_n_opt_interval():
+    # Before: the 1e20 budget, trained only below its optimum (true N_opt 6.45e8), printed N_opt
+    # 4.78e+08 [3.88e+08, 5.47e+08]: an interval of the noise around an extrapolated vertex that
+    # excludes the truth.
+    runs = ladder(noise=0.0)
+    top = runs[runs["budget_flops"] == 1e20]
+    below = top[top["params"] < 3.5e8]
+    frame = pd.concat([runs[runs["budget_flops"] < 1e20], below], ignore_index=True)
+    fit = fit_isoflop(table_from_frame(frame, "edge.csv", ColumnMap()), resamples=100, seed=0)
+    edge = [p for p in fit.profiles if p.budget == 1e20][0]
+    assert not edge.inside_range and "outside the trained sizes" in edge.n_opt_unidentified
+    assert describe_minimum(edge).d_opt.startswith("unidentified")
+    assert all(not p.n_opt_unidentified for p in fit.profiles if p.budget < 1e20)
