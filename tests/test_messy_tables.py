@@ -14,6 +14,7 @@ from analysis.describe.fit import describe_minimum
 from analysis.fits.envelope import fit_envelope
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.parametric import fit_parametric
+from analysis.fits.validation import validate_isoflop
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.sources.check import table_from_frame
 from analysis.sources.schema import ColumnMap
@@ -153,3 +154,17 @@ def test_a_budget_whose_minimum_is_not_bracketed_has_no_n_opt_interval():
     assert not edge.inside_range and "outside the trained sizes" in edge.n_opt_unidentified
     assert describe_minimum(edge).d_opt.startswith("unidentified")
     assert all(not p.n_opt_unidentified for p in fit.profiles if p.budget < 1e20)
+
+
+def test_approach_2_validation_predicts_at_the_held_out_budget_not_at_its_6nd():
+    # The law is fitted against the budget column, so its prediction for the held-out budget is at
+    # that budget. Before: at the geometric mean of its runs' 6·N·D, so tokens recorded 30% above
+    # the nominal budgets moved the error from +6% to +20% (and N in millions gave -99.8%).
+    runs = ladder().drop(columns=["flops"])
+    errors = []
+    for frame in (runs, runs.assign(tokens=runs["tokens"] * 1.3)):
+        table = table_from_frame(frame, "t.csv", ColumnMap())
+        fit = fit_isoflop(table, resamples=0)
+        check = validate_isoflop(table, {p.budget: p.n_opt for p in fit.profiles})
+        errors.append(check["n_opt_relative_error"])
+    assert errors[0] == pytest.approx(errors[1], abs=1e-9) and abs(errors[0]) < 0.1
