@@ -109,7 +109,8 @@ def test_optimal_from_a_fit_whose_a_is_unidentified_prints_no_allocation(tmp_pat
     run_cli("fit", path, "--approach", "3", "--bootstrap", "100", "--out", fit, check=True)
     out = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
     for key in ("N", "D", "tokens_per_parameter"):
-        assert "exponent a is unidentified" in out[key]["unidentified"]
+        assert out[key]["unidentified"] == "as the fit's a"
+    assert any(note.startswith("the fit's exponent a is unidentified (no interval") for note in out["notes"])
     assert 6 * out["N"]["estimate"] * out["D"]["estimate"] == pytest.approx(1e21)
     # An identified fit still allocates with intervals.
     good = str(tmp_path / "good.json")

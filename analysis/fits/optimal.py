@@ -180,11 +180,12 @@ class Law(abc.ABC):
         if n.upper is not None:
             d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
             ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
+        notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
-                estimate.unidentified = f"the fit's exponent a is unidentified: {self.unidentified}"
+                estimate.unidentified = "as the fit's a"
+            notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
         extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
-        notes = list(self.notes)
         if extrapolation:
             notes.append(
                 f"extrapolation: {c:.3g} FLOPs is {c / self.fitted_compute_max:.3g}x the largest fitted run "
