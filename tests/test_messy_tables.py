@@ -169,3 +169,16 @@ def test_approach_2_validation_predicts_at_the_held_out_budget_not_at_its_6nd():
         check = validate_isoflop(table, {p.budget: p.n_opt for p in fit.profiles})
         errors.append(check["n_opt_relative_error"])
     assert errors[0] == pytest.approx(errors[1], abs=1e-9) and abs(errors[0]) < 0.1
+
+
+def test_compare_against_a_one_budget_candidate_says_its_differences_are_unidentified(tmp_path):
+    # Before: "a (N_opt ~ C^a)  +0.1939  (0.4527 -> 0.6466)", a number for a difference whose truth is 0.
+    runs = ladder()
+    one = runs[runs["budget_flops"] == 1e19].assign(val_loss=lambda f: f["val_loss"] * 0.95)
+    base, cand = write(runs, tmp_path, "base.csv"), write(one, tmp_path, "cand.csv")
+    out = json.loads(run_cli("compare", base, cand, "--bootstrap", "100", "--json", check=True).stdout)
+    diffs = out["comparisons"][0]["differences"]
+    assert diffs["a"]["unidentified"] == "the candidate's a is unidentified"
+    assert all(d["unidentified"].startswith("no interval") for name, d in diffs.items() if name != "a")
+    same = json.loads(run_cli("compare", base, base, "--bootstrap", "50", "--json", check=True).stdout)
+    assert not any("unidentified" in d for d in same["comparisons"][0]["differences"].values())
