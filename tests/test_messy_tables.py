@@ -182,3 +182,14 @@ def test_compare_against_a_one_budget_candidate_says_its_differences_are_unident
     assert all(d["unidentified"].startswith("no interval") for name, d in diffs.items() if name != "a")
     same = json.loads(run_cli("compare", base, base, "--bootstrap", "50", "--json", check=True).stdout)
     assert not any("unidentified" in d for d in same["comparisons"][0]["differences"].values())
+
+
+def test_compute_in_pf_days_without_tokens_is_refused_not_fitted(tmp_path):
+    # Before: fitted, printing budgets "C = 1.16e-2" and D_opt 2.3e-11 tokens.
+    runs = ladder()
+    frame = pd.DataFrame({"N": runs["params"], "compute": runs["flops"] / 8.64e19, "loss": runs["val_loss"]})
+    proc = run_cli("fit", write(frame, tmp_path), "--bootstrap", "0", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "column 'compute'" in proc.stderr and "PF-day is 8.64e19 FLOPs" in proc.stderr
+    frame["compute"] = runs["flops"]  # in FLOPs: fitted
+    assert run_cli("fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", check=False).returncode == 0

@@ -110,6 +110,7 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
     else:
         d = tokens_6nd(c_given, n)
         notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
+    _check_tokens(d, d_col, c_col)
     compute = flops_6nd(n, d)
     if c_given is not None and d_col is not None:
         _note_compute_mismatch(c_given, compute, c_col, notes)
@@ -118,6 +119,19 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
     return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
+
+
+def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:
+    """Most runs trained on under one token: the units are wrong (C in PF-days, D in billions...)."""
+    median = float(np.nanmedian(d)) if len(d) else 1.0
+    if median >= 1:
+        return
+    source = f"column {d_col!r}" if d_col is not None else f"D = C/(6N) from column {c_col!r}"
+    hint = "tokens" if d_col is not None else "FLOPs (a PF-day is 8.64e19 FLOPs)"
+    raise DataError(
+        f"{source} gives a median D of {median:.3g} tokens, under one token per run; give it in {hint} "
+        f"(or name other columns with --d-column/--c-column)"
+    )
 
 
 def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
