@@ -1,7 +1,9 @@
 """Adversarial tables (an IsoFLOP ladder drawn from Chinchilla's law, then made messy the way real
 tables are): two recipes in one file, a text column that splits the runs at each (N, D), one run
-per budget, a single budget. Each quantity the table cannot identify must print as unidentified,
-never as a number with a tight (or zero-width) interval. (~15 s: a few CLI processes.)"""
+per budget, a single budget, a budget trained on one side of its optimum, counts written as "1.3B",
+N in millions, compute in PF-days, a one-budget candidate in `compare`. Each quantity the table
+cannot identify must print as unidentified, never as a number with a tight (or zero-width)
+interval; each unit mix-up is named. (~13 s: a few CLI processes.)"""
 
 import json
 
@@ -193,3 +195,12 @@ def test_compute_in_pf_days_without_tokens_is_refused_not_fitted(tmp_path):
     assert "column 'compute'" in proc.stderr and "PF-day is 8.64e19 FLOPs" in proc.stderr
     frame["compute"] = runs["flops"]  # in FLOPs: fitted
     assert run_cli("fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", check=False).returncode == 0
+
+
+def test_n_in_millions_without_a_budget_column_is_warned_about():
+    # Before: fitted silently, printing budgets "C = 3e+13" for runs of 3e19 FLOPs.
+    runs = ladder().drop(columns=["flops", "budget_flops"])
+    table = table_from_frame(runs.assign(params=runs["params"] / 1e6), "m.csv", ColumnMap())
+    said = [w for w in table.warnings if "tokens per parameter" in w]
+    assert len(said) == 1 and "3.21e+07 tokens per parameter" in said[0] and "millions or billions" in said[0]
+    assert not [w for w in table_from_frame(runs, "t.csv", ColumnMap()).warnings if "tokens per parameter" in w]

@@ -61,6 +61,7 @@ def table_from_frame(
     frame, run_ids = frame[keep], run_ids[keep]
 
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
+    _warn_tokens_per_parameter(runs, warnings)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
@@ -119,6 +120,21 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
     return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
+
+
+TOKENS_PER_PARAMETER = (1e-2, 1e5)  # median D/N outside this: N or D is in other units (millions? billions?)
+
+
+def _warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str]) -> None:
+    """Published runs train 1 to a few thousand tokens per parameter; a median D/N 1e6 away from
+    that is a count in millions or billions, which C = 6·N·D and every N or D printed inherit."""
+    ratio = float(np.median(runs["D"] / runs["N"])) if len(runs) else 20.0
+    low, high = TOKENS_PER_PARAMETER
+    if not low <= ratio <= high:
+        warnings.append(
+            f"the median run trains {ratio:.3g} tokens per parameter (D/N; published runs: about 1 to a few "
+            f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them as given"
+        )
 
 
 def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:
