@@ -19,6 +19,7 @@ from analysis.fits.parametric import fit_parametric
 from analysis.fits.validation import validate_isoflop
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.sources.check import table_from_frame
+from analysis.sources.files import read_table_file
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import isoflop_runs
 
@@ -204,3 +205,14 @@ def test_n_in_millions_without_a_budget_column_is_warned_about():
     said = [w for w in table.warnings if "tokens per parameter" in w]
     assert len(said) == 1 and "3.21e+07 tokens per parameter" in said[0] and "millions or billions" in said[0]
     assert not [w for w in table_from_frame(runs, "t.csv", ColumnMap()).warnings if "tokens per parameter" in w]
+
+
+def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
+    # Before: "has no column for N ... Columns present: params;budget_flops;tokens;val_loss".
+    runs = ladder()[["params", "budget_flops", "tokens", "val_loss"]]
+    path = tmp_path / "excel.csv"
+    runs.to_csv(path, sep=";", decimal=",", index=False)
+    assert "3,8" in path.read_text()  # the losses are written with decimal commas
+    got = table_from_frame(read_table_file(path), "excel.csv", ColumnMap()).runs
+    want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
+    np.testing.assert_allclose(got[["N", "D", "loss", "budget"]], want[["N", "D", "loss", "budget"]])
