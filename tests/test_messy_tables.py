@@ -86,7 +86,7 @@ def test_one_budget_leaves_approach_3_allocation_unidentified(tmp_path):
     path = write(runs[runs["budget_flops"] == 1e19], tmp_path)
     proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "100", "--json", check=True)
     out = json.loads(proc.stdout)
-    for name in ("a", "b"):
+    for name in ("E", "A", "B", "alpha", "beta", "a", "b", "G"):  # before: E = 2.6e-09, a = 0.6466, ...
         assert out[name]["unidentified"].startswith("no interval")
     assert "unidentified (no interval" in run_cli("fit", path, "--approach", "3", "--bootstrap", "100").stdout
 

@@ -10,7 +10,8 @@ more than `MAX_DECADES` orders of magnitude (upper/lower > 10), or an allocation
 N_opt ∝ C^a, D_opt ∝ C^b, which lie in (0, 1)) whose interval is wider than `MAX_EXPONENT_WIDTH`,
 or has no width at all (every resample gave the same value: the fit does not respond to the data,
 as when two experiments' runs at the same points are pooled and the robust objective is flat between
-them), or has no interval because too few resamples could be refitted (`summarize`).
+them). Every estimate is unidentified when too few resamples could be refitted to give intervals
+(`summarize`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def estimates_from_samples(
     for name, value in values.items():
         e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
         e.unidentified = identification(name, e.lower, e.upper)
-        if not samples and name in EXPONENTS:
+        if not samples:  # `summarize` withheld them: the data cannot say how far off any estimate is
             e.unidentified = "no interval: too few resamples could be refitted"
         out[name] = e
     return out
