@@ -8,6 +8,8 @@ guard against pooling experiments without saying so.
   * A column naming the experiment, corpus or source (`EXPERIMENT_COLUMNS`, or the one named with
     ``--experiment-column``) that holds more than one value is refused unless ``--group-by`` splits
     on it or ``--allow-mixed`` says the runs are meant to be pooled (then it is noted).
+  * Any other text column whose values differ between rows at one (N, D) is warned about
+    (`warn_separating_columns`): such rows look like two experiments, not repeated seeds.
 """
 
 from __future__ import annotations
@@ -147,10 +149,9 @@ def check_one_experiment(
 
 def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warnings: list[str]) -> None:
     """Warn about a text column (not a run's metadata, ids, the columns `check_one_experiment` checks
-    or ``skip``) whose values differ between
-    rows at one (N, D) point: such rows are usually different experiments (a recipe, an optimizer),
-    not repeated seeds, and pooling them makes every fit describe neither. ``frame`` and ``runs``
-    are row-aligned."""
+    or ``skip``) whose values differ between rows at one (N, D) point: such rows are usually
+    different experiments (a recipe, an optimizer), not repeated seeds, and pooling them makes every
+    fit describe neither. ``frame`` and ``runs`` are row-aligned."""
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
     if len(np.unique(point)) == len(point):
         return
