@@ -97,10 +97,14 @@ def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: 
 
 
 def differences(baseline: ParametricFit, candidate: ParametricFit, level: float) -> dict[str, dict]:
-    """Candidate − baseline of each of `DIFFERENCES`: {"baseline", "candidate", "value", "lower", "upper"}."""
+    """Candidate − baseline of each of `DIFFERENCES`: {"baseline", "candidate", "value", "lower", "upper"},
+    and "unidentified" (why) where a side cannot pin it down: its a is unidentified (for a), or its
+    bootstrap was asked for and failed (for all)."""
     base_point = _with_gamma({**baseline.params, "a": baseline.estimates["a"].value})
     cand_point = _with_gamma({**candidate.params, "a": candidate.estimates["a"].value})
     paired = paired_samples(baseline, candidate)
+    sides = {"baseline": baseline, "candidate": candidate}
+    failed = [side for side, fit in sides.items() if fit.bootstrap and fit.bootstrap.resamples and not law_samples(fit)]
     out = {}
     for name in DIFFERENCES:
         entry = {
@@ -110,6 +114,13 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
             "lower": None,
             "upper": None,
         }
+        unset = [side for side, fit in sides.items() if name == "a" and fit.estimates["a"].unidentified]
+        if unset or failed:  # a difference is no better pinned down than either side
+            entry["unidentified"] = (
+                f"the {' and '.join(unset)}'s a is unidentified"
+                if unset
+                else f"no interval: too few of the {' and '.join(failed)}'s resamples could be refitted"
+            )
         if paired is not None and paired[2] >= 2:
             base, cand = _with_gamma(paired[0]), _with_gamma(paired[1])
             lower, upper = percentile_interval((cand[name] - base[name])[:, None], level)

@@ -59,7 +59,7 @@ def render_comparison(comparison: Comparison) -> str:
     lines += ["", "differences (candidate - baseline):"]
     for name in DIFFERENCES:
         d = c.differences[name]
-        diff = _with_interval(Estimate(d["value"], d["lower"], d["upper"]), signed=True)
+        diff = _with_interval(Estimate(d["value"], d["lower"], d["upper"], d.get("unidentified", "")), signed=True)
         lines.append(f"  {LABELS[name]:<27} {diff:<32} ({_g(d['baseline'])} -> {_g(d['candidate'])})")
     lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)
@@ -105,6 +105,7 @@ def comparison_json(comparison: Comparison) -> dict:
                 "candidate": d["candidate"],
                 "estimate": d["value"],
                 "interval": None if d["lower"] is None else [d["lower"], d["upper"]],
+                **({"unidentified": d["unidentified"]} if d.get("unidentified") else {}),
             }
             for name, d in c.differences.items()
         },

@@ -137,7 +137,7 @@ def describe_minimum(p, count=count_label) -> Minimum:
         budget=flops_label(p.budget),
         sizes=f"{len(set(n))} ({count_label(min(n))} to {count_label(max(n))})",
         n_opt=interval_text(n_opt, count),
-        d_opt=count(p.d_opt),
+        d_opt="unidentified (as N_opt)" if p.n_opt_unidentified else count(p.d_opt),  # D_opt = C/(6·N_opt)
         loss=num(p.loss_opt),
         inside=p.inside_range,
         where="inside the trained sizes"

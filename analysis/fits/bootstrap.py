@@ -7,7 +7,11 @@ objective as refitting the duplicated table, without copying it.
 Identification (`identification`): an interval so wide that the data do not pin the value down is
 reported as unidentified, not as numbers: a positive scale (N_opt at a budget) whose interval spans
 more than `MAX_DECADES` orders of magnitude (upper/lower > 10), or an allocation exponent (a, b:
-N_opt ∝ C^a, D_opt ∝ C^b, which lie in (0, 1)) whose interval is wider than `MAX_EXPONENT_WIDTH`.
+N_opt ∝ C^a, D_opt ∝ C^b, which lie in (0, 1)) whose interval is wider than `MAX_EXPONENT_WIDTH`,
+or has no width at all (every resample gave the same value: the fit does not respond to the data,
+as when two experiments' runs at the same points are pooled and the robust objective is flat between
+them). Every estimate is unidentified when too few resamples could be refitted to give intervals
+(`summarize`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from analysis.fits.results import Bootstrap, Estimate
 MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
 MAX_DECADES = 1.0  # a scale's interval spanning more orders of magnitude than this is unidentified
 MAX_EXPONENT_WIDTH = 0.5  # an allocation exponent's interval wider than this is unidentified
+ZERO_WIDTH = 1e-6  # an exponent's interval narrower than this, relative, has no width: unidentified
 EXPONENTS = ("a", "b")  # the allocation exponents, checked by width
 
 
@@ -78,6 +83,11 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
         return ""
     if upper - lower > MAX_EXPONENT_WIDTH:
         return f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_EXPONENT_WIDTH:g}"
+    if upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper)):
+        return (
+            f"every resample gave {lower:.4g}: the fit does not respond to the data, e.g. a flat objective "
+            "from pooling two experiments' runs at the same (N, D)"
+        )
     return ""
 
 
@@ -100,6 +110,8 @@ def estimates_from_samples(
     for name, value in values.items():
         e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
         e.unidentified = identification(name, e.lower, e.upper)
+        if not samples:  # `summarize` withheld them: the data cannot say how far off any estimate is
+            e.unidentified = "no interval: too few resamples could be refitted"
         out[name] = e
     return out
 

@@ -9,7 +9,10 @@ Fitted through the envelope (least squares on logs):
     N_opt = k_N·C^a,  D_opt = k_D·C^b  with b = 1 − a, k_D = 1/(6·k_N) (C = 6·N·D exactly).
 (Published: a = 0.50, b = 0.50.) Only the compute range the runs' final points span is used:
 below it the envelope is made of early, warm-up points of the smallest runs.
-Without curves (a table of final losses), each run's final point is its only point.
+Without curves (a table of final losses), each run's final point is its only point, and an
+envelope point's N_opt is a measurement only where its compute bin holds a smaller and a larger
+size than the winner (bracketed); with fewer than `MIN_POINTS` such points, a and b are reported
+as unidentified: N_opt(C) then follows the sizes chosen for each budget, not the loss.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ def fit_envelope(
             f"approach 1 needs at least {MIN_POINTS} envelope points (compute bins with a curve point); "
             f"{table.source!r} gives {int(keep.sum())}: the runs span too little compute"
         )
+    bracketed = grid.bracketed(np.flatnonzero(keep), winner[keep].astype(int))
     compute, loss, winner = compute[keep], loss[keep], winner[keep].astype(int)
     n = grid.run_n[winner]
     if len(np.unique(n)) < 2:
@@ -66,12 +70,8 @@ def fit_envelope(
         estimates = estimates_from_samples(point, samples, level)
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
-    residuals = {
-        "loss_law": _log_residuals(laws["loss"], compute, loss),
-        "n_opt_law": _log_residuals(laws["n_opt"], compute, n),
-    }
-    if with_floor is not None:
-        residuals["loss_law_with_floor"] = _log_residuals(with_floor, compute, loss)
+    if not grid.from_curves:
+        _unidentified_unless_bracketed(estimates, bracketed, len(compute))
     return EnvelopeFit(
         compute=compute.tolist(),
         loss=loss.tolist(),
@@ -83,11 +83,33 @@ def fit_envelope(
         n_opt_law=laws["n_opt"],
         d_opt_law=laws["d_opt"],
         estimates=estimates,
-        residuals=residuals,
+        residuals=_residuals(laws, with_floor, compute, loss, n),
         diagnostics=_diagnostics(grid, bins_per_decade, len(compute), with_floor),
         fitted_compute_max=float(table.runs["C"].max()),
         bootstrap=boot,
     )
+
+
+def _residuals(laws: dict[str, PowerLaw], with_floor: PowerLaw | None, compute, loss, n) -> dict[str, list[float]]:
+    residuals = {
+        "loss_law": _log_residuals(laws["loss"], compute, loss),
+        "n_opt_law": _log_residuals(laws["n_opt"], compute, n),
+    }
+    if with_floor is not None:
+        residuals["loss_law_with_floor"] = _log_residuals(with_floor, compute, loss)
+    return residuals
+
+
+def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int) -> None:
+    """From final points only: a and b are unidentified unless `MIN_POINTS` envelope points are
+    bracketed (module docstring)."""
+    if bracketed >= MIN_POINTS:
+        return
+    for name in ("a", "b"):
+        estimates[name].unidentified = (
+            f"final points only, and N_opt is bracketed by a smaller and a larger size at the same compute at "
+            f"{bracketed} of {points} envelope points: N_opt(C) follows the sizes trained, not the loss"
+        )
 
 
 def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:
@@ -129,6 +151,12 @@ class _EnvelopeGrid:
         lowest = cells.loc[cells.groupby(["row", "bin"])["loss"].idxmin()]
         self.loss[lowest["row"], lowest["bin"]] = lowest["loss"]
         self.compute[lowest["row"], lowest["bin"]] = lowest["C"]
+
+    def bracketed(self, bins: np.ndarray, winner: np.ndarray) -> int:
+        """How many of the envelope points (bin, winning run) have a run of a smaller and one of a
+        larger N than the winner with a point in the same bin."""
+        sizes = [self.run_n[np.isfinite(self.loss[:, b])] for b in bins]
+        return sum(bool((n < self.run_n[w]).any() and (n > self.run_n[w]).any()) for n, w in zip(sizes, winner))
 
     def envelope(self, present: np.ndarray):
         """For each row of ``present`` (resamples × runs, bool): per bin the envelope's compute,

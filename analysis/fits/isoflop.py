@@ -17,7 +17,9 @@ in one resample (fewer than 3 distinct sizes drawn, a parabola not curving upwar
 more than `MINIMUM_REACH`× beyond the sizes drawn) is left out of that resample only; the failures
 are counted per budget (`Parabola.resamples_failed`). A resample fails only when fewer than 2
 budgets remain. N_opt intervals spanning orders of magnitude are flagged unidentified
-(`analysis.fits.bootstrap.scale_identification`).
+(`analysis.fits.bootstrap.scale_identification`), and so is the N_opt of a budget whose minimum lies
+outside its trained sizes (the parabola's vertex extrapolated: its interval is the noise's, not
+the shape's, and need not hold the true minimum); such a budget still enters the fit of a.
 """
 
 from __future__ import annotations
@@ -101,7 +103,13 @@ def _n_opt_intervals(profiles: list[Parabola], n_opt_samples: np.ndarray | None,
     """Each budget's N_opt interval from its resamples (NaN where left out), flagged unidentified."""
     for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
         profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
-        profile.n_opt_unidentified = scale_identification(*(profile.n_opt_interval or (None, None)))
+        why = scale_identification(*(profile.n_opt_interval or (None, None)))
+        if not why and not profile.inside_range:
+            why = (
+                f"its minimum lies outside the trained sizes ({min(profile.n):.3g} to {max(profile.n):.3g}): the "
+                "interval of an extrapolated vertex shows the noise, not where the loss turns"
+            )
+        profile.n_opt_unidentified = why
 
 
 def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:

@@ -80,8 +80,10 @@ class Law(abc.ABC):
         fitted_compute_max: float | None = None,
         level: float = 0.95,
         notes: list[str] | None = None,
+        unidentified: str = "",
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
+        self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.fitted_compute_max = fitted_compute_max
         self.notes = list(notes or [])
@@ -178,8 +180,12 @@ class Law(abc.ABC):
         if n.upper is not None:
             d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
             ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
-        extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         notes = list(self.notes)
+        if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
+            for estimate in (n, d, ratio):
+                estimate.unidentified = "as the fit's a"
+            notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
+        extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         if extrapolation:
             notes.append(
                 f"extrapolation: {c:.3g} FLOPs is {c / self.fitted_compute_max:.3g}x the largest fitted run "
@@ -311,6 +317,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         fitted_compute_max=fit.fitted_compute_max,
         level=level,
         notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"],
+        unidentified=fit.estimates["a"].unidentified if "a" in fit.estimates else "",
     )
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):

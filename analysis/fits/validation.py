@@ -90,15 +90,14 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     ``observed_n_opt`` maps budget → N_opt from that budget's own parabola (the full fit)."""
     from analysis.fits.isoflop import fit_isoflop
 
-    largest, rest, held = _held_out(table)
+    largest, rest, _ = _held_out(table)
     if largest not in observed_n_opt:
         return {"skipped": "the largest budget has no usable parabola"}
     try:
         fit = fit_isoflop(rest, resamples=0)
     except DataError:
         return {"skipped": "needs at least 3 budgets with a usable parabola (2 to fit, 1 to predict)"}
-    compute = float(np.exp(np.mean(np.log(held["C"].to_numpy()))))
-    predicted = float(fit.n_opt_law(compute))
+    predicted = float(fit.n_opt_law(largest))  # the law is fitted against budgets, so predict at one
     observed = observed_n_opt[largest]
     factor = largest / float(max(p.budget for p in fit.profiles))
     return {

@@ -59,7 +59,9 @@ def _one(c: Comparison) -> list:
     diffs = [
         [
             LABELS[name],
-            _cell(d["value"], d["lower"], d["upper"], signed=True),
+            f"unidentified ({d['unidentified']})"
+            if d.get("unidentified")
+            else _cell(d["value"], d["lower"], d["upper"], signed=True),
             f"{d['baseline']:.4g}",
             f"{d['candidate']:.4g}",
         ]

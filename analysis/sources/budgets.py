@@ -90,11 +90,20 @@ def budgets_of_frame(
     return budgets
 
 
+UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
+
+
 def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> str:
     off = np.abs(compute / budgets - 1.0)
     where = f"budget column {column!r}: {len(np.unique(budgets))} budgets"
     if off.max() <= AGREEING:
         return f"{where}; 6·N·D agrees with it within {AGREEING:.0%}"
+    factor = float(np.median(compute / budgets))
+    if not 1 / UNIT_FACTOR < factor < UNIT_FACTOR:  # "up to 100%" would hide a unit mix-up
+        return (
+            f"{where}; 6·N·D is {factor:.3g}x the column (median over runs): N, D or the budget is in other "
+            "units (N in millions? a budget in PF-days?); the fit groups runs by the column and fits C = 6·N·D"
+        )
     return (
         f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); "
         "the fit uses the column"

@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
-from analysis.sources.groups import apply_where, check_one_experiment
+from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
@@ -61,8 +61,11 @@ def table_from_frame(
     frame, run_ids = frame[keep], run_ids[keep]
 
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
+    _warn_tokens_per_parameter(runs, warnings)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
+    picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
+    warn_separating_columns(frame, runs, picked, warnings)
     runs["U"] = unique_tokens_of(frame, columns.unique, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     runs["budget"] = budgets_of_frame(
@@ -108,6 +111,7 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
     else:
         d = tokens_6nd(c_given, n)
         notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
+    _check_tokens(d, d_col, c_col)
     compute = flops_6nd(n, d)
     if c_given is not None and d_col is not None:
         _note_compute_mismatch(c_given, compute, c_col, notes)
@@ -116,6 +120,34 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
     return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
+
+
+TOKENS_PER_PARAMETER = (1e-2, 1e5)  # median D/N outside this: N or D is in other units (millions? billions?)
+
+
+def _warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str]) -> None:
+    """Published runs train 1 to a few thousand tokens per parameter; a median D/N 1e6 away from
+    that is a count in millions or billions, which C = 6·N·D and every N or D printed inherit."""
+    ratio = float(np.median(runs["D"] / runs["N"])) if len(runs) else 20.0
+    low, high = TOKENS_PER_PARAMETER
+    if not low <= ratio <= high:
+        warnings.append(
+            f"the median run trains {ratio:.3g} tokens per parameter (D/N; published runs: about 1 to a few "
+            f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them as given"
+        )
+
+
+def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:
+    """Most runs trained on under one token: the units are wrong (C in PF-days, D in billions...)."""
+    median = float(np.nanmedian(d)) if len(d) else 1.0
+    if median >= 1:
+        return
+    source = f"column {d_col!r}" if d_col is not None else f"D = C/(6N) from column {c_col!r}"
+    hint = "tokens" if d_col is not None else "FLOPs (a PF-day is 8.64e19 FLOPs)"
+    raise DataError(
+        f"{source} gives a median D of {median:.3g} tokens, under one token per run; give it in {hint} "
+        f"(or name other columns with --d-column/--c-column)"
+    )
 
 
 def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:

@@ -8,6 +8,8 @@ guard against pooling experiments without saying so.
   * A column naming the experiment, corpus or source (`EXPERIMENT_COLUMNS`, or the one named with
     ``--experiment-column``) that holds more than one value is refused unless ``--group-by`` splits
     on it or ``--allow-mixed`` says the runs are meant to be pooled (then it is noted).
+  * Any other text column whose values differ between rows at one (N, D) is warned about
+    (`warn_separating_columns`): such rows look like two experiments, not repeated seeds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import operator
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from analysis.sources.rows import listing
@@ -23,7 +26,12 @@ from scaling.errors import DataError, UserError
 
 # Columns whose values name different experiments; the corpus columns first (the store's own).
 CORPUS_COLUMNS = ("corpus_fingerprint", "corpus")
-EXPERIMENT_COLUMNS = ("dataset", "source", "experiment")
+EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "arm")
+# Text columns of the store's records that may differ between repeated seeds of one experiment.
+RUN_METADATA = frozenset(
+    {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "schedule", "branch_of", "device"}
+    | {"code_version", "architecture", "started_at", "finished_at", "pack_job", "param_count"}
+)
 OPERATORS = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -137,6 +145,31 @@ def check_one_experiment(
             f"`scaling fit --group-by {column}`, pick one with --where {column}=={counts.index[0]}, or pass "
             f"--allow-mixed{'-corpora' if what == 'corpora' else ''} if they are meant to be pooled"
         )
+
+
+def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warnings: list[str]) -> None:
+    """Warn about a text column (not a run's metadata, ids, the columns `check_one_experiment` checks
+    or ``skip``) whose values differ between rows at one (N, D) point: such rows are usually
+    different experiments (a recipe, an optimizer), not repeated seeds, and pooling them makes every
+    fit describe neither. ``frame`` and ``runs`` are row-aligned."""
+    point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
+    if len(np.unique(point)) == len(point):
+        return
+    for column in frame.columns:
+        values = frame[column]
+        checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *skip)
+        if checked or pd.api.types.is_numeric_dtype(values):
+            continue
+        labels = values.fillna("").astype(str).to_numpy()
+        if not 1 < len(set(labels)) < len(labels):
+            continue
+        varied = pd.DataFrame({"point": point, "label": labels}).groupby("point")["label"].nunique()
+        if (varied > 1).any():
+            warnings.append(
+                f"rows at the same (N, D) differ in column {column!r} ({_values(values)}) at {int((varied > 1).sum())} "
+                f"of {len(varied)} points: if these are different experiments, fit them apart with --group-by "
+                f"{column} (or --where, --experiment-column {column}); the fits pool them"
+            )
 
 
 def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str:

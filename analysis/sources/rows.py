@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from scipy import sparse
@@ -34,9 +36,23 @@ def listing(items: list[str]) -> str:
 
 
 def numeric(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """The column as float64 and a mask of values that are not finite numbers > 0."""
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    """The column as float64 and a mask of values that are not finite numbers > 0. Text counts as
+    published tables write them ("70M", "1.3B", "300B", "1.4T", "125k") are read as numbers."""
+    raw = frame[column]
+    if not pd.api.types.is_numeric_dtype(raw):
+        raw = raw.map(_count)
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     return values, ~np.isfinite(values) | (values <= 0)
+
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}  # thousand, million, billion, trillion
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([kmbt])\s*$", re.IGNORECASE)
+
+
+def _count(value):
+    """'1.3B' -> 1.3e9; anything else unchanged."""
+    match = _COUNT.match(value) if isinstance(value, str) else None
+    return float(match.group(1)) * _SUFFIXES[match.group(2).lower()] if match else value
 
 
 def usable_rows(

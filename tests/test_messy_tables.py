@@ -1,0 +1,218 @@
+"""Adversarial tables (an IsoFLOP ladder drawn from Chinchilla's law, then made messy the way real
+tables are): two recipes in one file, a text column that splits the runs at each (N, D), one run
+per budget, a single budget, a budget trained on one side of its optimum, counts written as "1.3B",
+N in millions, compute in PF-days, a one-budget candidate in `compare`. Each quantity the table
+cannot identify must print as unidentified, never as a number with a tight (or zero-width)
+interval; each unit mix-up is named. (~13 s: a few CLI processes.)"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from analysis.describe.fit import describe_minimum
+from analysis.fits.envelope import fit_envelope
+from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.parametric import fit_parametric
+from analysis.fits.validation import validate_isoflop
+from analysis.published import CHINCHILLA_APPROACH3
+from analysis.sources.check import table_from_frame
+from analysis.sources.files import read_table_file
+from analysis.sources.schema import ColumnMap
+from analysis.synthetic import isoflop_runs
+
+BUDGETS = [1e18, 3e18, 1e19, 3e19, 1e20]
+
+
+def ladder(noise=0.005, seed=1) -> pd.DataFrame:
+    return isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=noise, seed=seed)
+
+
+def two_recipes(column: str) -> pd.DataFrame:
+    """The ladder twice at the same (N, D): the second recipe's loss 5% lower everywhere."""
+    base = ladder()
+    new = base.assign(run_id=base["run_id"] + "b", val_loss=base["val_loss"] * 0.95)
+    return pd.concat([base.assign(**{column: "baseline"}), new.assign(**{column: "new"})], ignore_index=True)
+
+
+def write(frame: pd.DataFrame, tmp_path, name="runs.csv") -> str:
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+def test_two_recipes_in_one_file_are_refused_unless_grouped(tmp_path):
+    # Before: pooled silently, and approach 3 printed a = 0.556 [0.556, 0.556] (truth 0.45).
+    path = write(two_recipes("recipe"), tmp_path)
+    proc = run_cli("fit", path, "--bootstrap", "20", check=False)
+    assert proc.returncode == 2
+    assert "recipe: 'baseline' (35 runs), 'new' (35 runs)" in proc.stderr
+    assert "--group-by recipe" in proc.stderr
+    proc = run_cli("compare", path, "--group-by", "recipe", "--bootstrap", "50", "--json", check=True)
+    diff = json.loads(proc.stdout)["comparisons"][0]["differences"]
+    # L_new = 0.95·L: the same exponents, E lower by 0.05·1.69.
+    assert abs(diff["alpha"]["estimate"]) < 0.01 and abs(diff["beta"]["estimate"]) < 0.01
+    assert abs(diff["E"]["estimate"] + 0.05 * CHINCHILLA_APPROACH3["E"]) < 0.02
+
+
+def test_a_text_column_splitting_each_point_is_warned_and_seeds_are_not(tmp_path):
+    warnings = table_from_frame(two_recipes("optimizer"), "t.csv", ColumnMap()).warnings
+    said = [w for w in warnings if "column 'optimizer'" in w]
+    assert len(said) == 1 and "at 35 of 35 points" in said[0] and "--group-by optimizer" in said[0]
+    base = ladder(noise=0.0)
+    seeds = pd.concat([base.assign(seed=s, run_id=base["run_id"] + f"s{s}") for s in range(3)], ignore_index=True)
+    table = table_from_frame(seeds, "seeds.csv", ColumnMap())
+    assert not [w for w in table.warnings if "differ in column" in w]
+
+
+def test_pooled_recipes_give_approach_3_no_zero_width_interval():
+    # Pooled on purpose (--allow-mixed): the Huber objective is flat between the two recipes' losses
+    # at every point, so every resample returns the same law; that is not a measured interval.
+    table = table_from_frame(two_recipes("recipe"), "t.csv", ColumnMap(), allow_mixed_corpora=True)
+    fit = fit_parametric(table, resamples=20, seed=0)
+    a = fit.estimates["a"]
+    assert a.lower == a.upper  # the degenerate interval itself
+    assert "every resample gave" in a.unidentified
+    # A clean ladder keeps its number: a = 0.45 with an interval that holds it.
+    clean = fit_parametric(table_from_frame(ladder(), "t.csv", ColumnMap()), resamples=20, seed=0).estimates["a"]
+    assert not clean.unidentified and clean.lower < 0.4516 < clean.upper
+
+
+def test_one_budget_leaves_approach_3_allocation_unidentified(tmp_path):
+    # Before: a = 0.6466 printed as a number (truth 0.45) with no interval, E = 2.6e-09.
+    runs = ladder()
+    path = write(runs[runs["budget_flops"] == 1e19], tmp_path)
+    proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "100", "--json", check=True)
+    out = json.loads(proc.stdout)
+    for name in ("E", "A", "B", "alpha", "beta", "a", "b", "G"):  # before: E = 2.6e-09, a = 0.6466, ...
+        assert out[name]["unidentified"].startswith("no interval")
+    assert "unidentified (no interval" in run_cli("fit", path, "--approach", "3", "--bootstrap", "100").stdout
+
+
+def test_approach_1_on_one_run_per_budget_is_unidentified():
+    # Before: a = 0.985 [0.978, 0.992], the slope through the five sizes chosen (truth 0.45).
+    runs = ladder().iloc[[0, 8, 16, 24, 32]]
+    fit = fit_envelope(table_from_frame(runs, "five.csv", ColumnMap()), resamples=50)
+    assert "bracketed" in fit.estimates["a"].unidentified and "0 of 5" in fit.estimates["a"].unidentified
+    assert fit.estimates["b"].unidentified
+    # Seven sizes per budget: every envelope point is an interior minimum, and a stays a number.
+    full = fit_envelope(table_from_frame(ladder(), "t.csv", ColumnMap()), resamples=50)
+    assert not full.estimates["a"].unidentified
+    assert np.isfinite(full.estimates["a"].value)
+
+
+def test_optimal_from_a_fit_whose_a_is_unidentified_prints_no_allocation(tmp_path):
+    # Before: `scaling optimal --law FIT.json` of the one-budget fit printed N_opt 4.888e+09 (6.97
+    # tokens per parameter) as a plain number.
+    runs = ladder()
+    path = write(runs[runs["budget_flops"] == 1e19], tmp_path)
+    fit = str(tmp_path / "fit.json")
+    run_cli("fit", path, "--approach", "3", "--bootstrap", "100", "--out", fit, check=True)
+    out = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
+    for key in ("N", "D", "tokens_per_parameter"):
+        assert out[key]["unidentified"] == "as the fit's a"
+    assert any(note.startswith("the fit's exponent a is unidentified (no interval") for note in out["notes"])
+    assert 6 * out["N"]["estimate"] * out["D"]["estimate"] == pytest.approx(1e21)
+    # An identified fit still allocates with intervals.
+    good = str(tmp_path / "good.json")
+    run_cli("fit", write(runs, tmp_path, "all.csv"), "--approach", "3", "--bootstrap", "50", "--out", good, check=True)
+    out = json.loads(run_cli("optimal", "--budget", "1e21", "--law", good, "--json", check=True).stdout)
+    assert "unidentified" not in out["N"] and out["N"]["interval"][0] < out["N"]["estimate"] < out["N"]["interval"][1]
+
+
+def test_counts_written_as_70M_or_1p3B_are_read_as_numbers():
+    # Before: "no usable rows: ... params '12.8M'" (exit 2).
+    runs = ladder()
+    text = runs.assign(params=[f"{n / 1e9:.4g}B" if n >= 1e9 else f"{n / 1e6:.4g}M" for n in runs["params"]])
+    text["tokens"] = [f"{d / 1e9:.4g}b" for d in runs["tokens"]]
+    got = table_from_frame(text, "text.csv", ColumnMap()).runs
+    want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
+    np.testing.assert_allclose(got["N"], want["N"], rtol=1e-3)
+    np.testing.assert_allclose(got["D"], want["D"], rtol=1e-3)
+    assert table_from_frame(runs.assign(params="1.3 B"), "t.csv", ColumnMap()).runs["N"].iloc[0] == 1.3e9
+
+
+def test_a_budget_column_in_other_units_than_6nd_is_named_by_its_factor():
+    # Before: "6·N·D differs from it by up to 100% (median 100%)" for N given in millions.
+    runs = ladder().drop(columns=["flops"])
+    notes = table_from_frame(runs.assign(params=runs["params"] / 1e6), "m.csv", ColumnMap()).notes
+    said = [n for n in notes if "budget column" in n]
+    assert len(said) == 1 and "6·N·D is 1e-06x the column" in said[0] and "N in millions?" in said[0]
+    nominal = runs.assign(tokens=runs["tokens"] * 1.3)  # nominal budgets 30% off: no unit talk
+    said = [n for n in table_from_frame(nominal, "n.csv", ColumnMap()).notes if "budget column" in n]
+    assert "differs from it by up to 30%" in said[0]
+
+
+def test_a_budget_whose_minimum_is_not_bracketed_has_no_n_opt_interval():
+    # Before: the 1e20 budget, trained only below its optimum (true N_opt 6.45e8), printed N_opt
+    # 4.78e+08 [3.88e+08, 5.47e+08]: an interval of the noise around an extrapolated vertex that
+    # excludes the truth.
+    runs = ladder(noise=0.0)
+    top = runs[runs["budget_flops"] == 1e20]
+    below = top[top["params"] < 3.5e8]
+    frame = pd.concat([runs[runs["budget_flops"] < 1e20], below], ignore_index=True)
+    fit = fit_isoflop(table_from_frame(frame, "edge.csv", ColumnMap()), resamples=100, seed=0)
+    edge = [p for p in fit.profiles if p.budget == 1e20][0]
+    assert not edge.inside_range and "outside the trained sizes" in edge.n_opt_unidentified
+    assert describe_minimum(edge).d_opt.startswith("unidentified")
+    assert all(not p.n_opt_unidentified for p in fit.profiles if p.budget < 1e20)
+
+
+def test_approach_2_validation_predicts_at_the_held_out_budget_not_at_its_6nd():
+    # The law is fitted against the budget column, so its prediction for the held-out budget is at
+    # that budget. Before: at the geometric mean of its runs' 6·N·D, so tokens recorded 30% above
+    # the nominal budgets moved the error from +6% to +20% (and N in millions gave -99.8%).
+    runs = ladder().drop(columns=["flops"])
+    errors = []
+    for frame in (runs, runs.assign(tokens=runs["tokens"] * 1.3)):
+        table = table_from_frame(frame, "t.csv", ColumnMap())
+        fit = fit_isoflop(table, resamples=0)
+        check = validate_isoflop(table, {p.budget: p.n_opt for p in fit.profiles})
+        errors.append(check["n_opt_relative_error"])
+    assert errors[0] == pytest.approx(errors[1], abs=1e-9) and abs(errors[0]) < 0.1
+
+
+def test_compare_against_a_one_budget_candidate_says_its_differences_are_unidentified(tmp_path):
+    # Before: "a (N_opt ~ C^a)  +0.1939  (0.4527 -> 0.6466)", a number for a difference whose truth is 0.
+    runs = ladder()
+    one = runs[runs["budget_flops"] == 1e19].assign(val_loss=lambda f: f["val_loss"] * 0.95)
+    base, cand = write(runs, tmp_path, "base.csv"), write(one, tmp_path, "cand.csv")
+    out = json.loads(run_cli("compare", base, cand, "--bootstrap", "100", "--json", check=True).stdout)
+    diffs = out["comparisons"][0]["differences"]
+    assert diffs["a"]["unidentified"] == "the candidate's a is unidentified"
+    assert all(d["unidentified"].startswith("no interval") for name, d in diffs.items() if name != "a")
+    same = json.loads(run_cli("compare", base, base, "--bootstrap", "50", "--json", check=True).stdout)
+    assert not any("unidentified" in d for d in same["comparisons"][0]["differences"].values())
+
+
+def test_compute_in_pf_days_without_tokens_is_refused_not_fitted(tmp_path):
+    # Before: fitted, printing budgets "C = 1.16e-2" and D_opt 2.3e-11 tokens.
+    runs = ladder()
+    frame = pd.DataFrame({"N": runs["params"], "compute": runs["flops"] / 8.64e19, "loss": runs["val_loss"]})
+    proc = run_cli("fit", write(frame, tmp_path), "--bootstrap", "0", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "column 'compute'" in proc.stderr and "PF-day is 8.64e19 FLOPs" in proc.stderr
+    frame["compute"] = runs["flops"]  # in FLOPs: fitted
+    assert run_cli("fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", check=False).returncode == 0
+
+
+def test_n_in_millions_without_a_budget_column_is_warned_about():
+    # Before: fitted silently, printing budgets "C = 3e+13" for runs of 3e19 FLOPs.
+    runs = ladder().drop(columns=["flops", "budget_flops"])
+    table = table_from_frame(runs.assign(params=runs["params"] / 1e6), "m.csv", ColumnMap())
+    said = [w for w in table.warnings if "tokens per parameter" in w]
+    assert len(said) == 1 and "3.21e+07 tokens per parameter" in said[0] and "millions or billions" in said[0]
+    assert not [w for w in table_from_frame(runs, "t.csv", ColumnMap()).warnings if "tokens per parameter" in w]
+
+
+def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
+    # Before: "has no column for N ... Columns present: params;budget_flops;tokens;val_loss".
+    runs = ladder()[["params", "budget_flops", "tokens", "val_loss"]]
+    path = tmp_path / "excel.csv"
+    runs.to_csv(path, sep=";", decimal=",", index=False)
+    assert "3,8" in path.read_text()  # the losses are written with decimal commas
+    got = table_from_frame(read_table_file(path), "excel.csv", ColumnMap()).runs
+    want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
+    np.testing.assert_allclose(got[["N", "D", "loss", "budget"]], want[["N", "D", "loss", "budget"]])
