@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
-from analysis.describe.fit import describe_minimum
+from analysis.describe.fit import describe_minimum, minimum_legend
 from analysis.fits.envelope import fit_envelope
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.parametric import fit_parametric
@@ -157,6 +157,7 @@ def test_a_budget_whose_minimum_is_not_bracketed_has_no_n_opt_interval():
     edge = [p for p in fit.profiles if p.budget == 1e20][0]
     assert not edge.inside_range and "outside the trained sizes" in edge.n_opt_unidentified
     assert describe_minimum(edge).d_opt.startswith("unidentified")
+    assert minimum_legend(edge) == "C = 1e20: N_opt unidentified (outside the trained sizes)"  # the figure's legend
     assert all(not p.n_opt_unidentified for p in fit.profiles if p.budget < 1e20)
 
 

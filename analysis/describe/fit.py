@@ -222,10 +222,10 @@ def parametric_law_text(fit) -> str:
 
 
 def minimum_legend(p) -> str:
-    """``C = 1e12: N_opt = 67.2k`` (and where it lies when outside the trained sizes)."""
-    return f"C = {flops_label(p.budget)}: N_opt = {count_label(p.n_opt)}" + (
-        "" if p.inside_range else " (outside the trained sizes)"
-    )
+    """``C = 1e12: N_opt = 67.2k``; ``N_opt unidentified`` where the fit says so (why: in the text),
+    with where the minimum lies when outside the trained sizes."""
+    n_opt = "N_opt unidentified" if p.n_opt_unidentified else f"N_opt = {count_label(p.n_opt)}"
+    return f"C = {flops_label(p.budget)}: {n_opt}" + ("" if p.inside_range else " (outside the trained sizes)")
 
 
 def interval_legend(report: FitReport, approach: int) -> str:
