@@ -161,6 +161,23 @@ def test_a_budget_whose_minimum_is_not_bracketed_has_no_n_opt_interval():
     assert all(not p.n_opt_unidentified for p in fit.profiles if p.budget < 1e20)
 
 
+def test_the_isoflop_figure_draws_no_interval_for_an_unidentified_n_opt():
+    from matplotlib.container import ErrorbarContainer
+
+    from analysis.figures import make_figures
+    from analysis.fits.fit import fit_all
+
+    runs = ladder(noise=0.0)
+    top = runs[runs["budget_flops"] == 1e20]
+    frame = pd.concat([runs[runs["budget_flops"] < 1e20], top[top["params"] < 3.5e8]], ignore_index=True)
+    table = table_from_frame(frame, "edge.csv", ColumnMap())
+    report = fit_all(table, resamples=100, seed=0)
+    drawn, _ = make_figures(table, report)
+    bars = [c for ax in drawn["isoflop_profiles"].axes for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    identified = [p for p in report.isoflop.profiles if p.n_opt_interval is not None and not p.n_opt_unidentified]
+    assert len(identified) == len(BUDGETS) - 1 and len(bars) == len(identified)  # the edge budget's: none
+
+
 def test_approach_2_validation_predicts_at_the_held_out_budget_not_at_its_6nd():
     # The law is fitted against the budget column, so its prediction for the held-out budget is at
     # that budget. Before: at the geometric mean of its runs' 6·N·D, so tokens recorded 30% above

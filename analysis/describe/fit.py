@@ -213,7 +213,8 @@ def envelope_law_legend(env) -> str:
     formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
     if law.floor > 1e-3 * min(env.loss):
         formula = f"L = {law.floor:.3g} + {formula[4:]}"
-    return f"approach 1: {formula}"
+    exponent = env.estimates.get("floor_alpha" if env.loss_law_with_floor else "loss_alpha")
+    return f"approach 1: {formula}" + (" (unidentified)" if exponent is not None and exponent.unidentified else "")
 
 
 def parametric_law_text(fit) -> str:

@@ -36,7 +36,7 @@ def caption(report: FitReport | None) -> str:
         f"{fitted_phrase(report, 2)} (dotted where it is extended beyond the trained sizes to reach its minimum) "
         "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola) "
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
-        f"an interval that runs off the axes). Dashed: {fitted_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
+        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {fitted_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
         "Grey crosses: runs of budgets without a parabola."
     )
 
@@ -70,7 +70,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
         ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="approach 3: L(N, C/6N) at each budget")
     ax.set_xscale("log")
     ax.set_xlim(*limits(shown_n, 1.5))
-    _mark_cut_intervals(ax, [p for p in fit.profiles if p.n_opt_interval is not None], colours)
+    _mark_cut_intervals(
+        ax, [p for p in fit.profiles if p.n_opt_interval is not None and not p.n_opt_unidentified], colours
+    )
     lo, hi = min(shown_loss), max(shown_loss)
     ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
     ax.set_xlabel("parameters N")
@@ -185,12 +187,12 @@ def _mark_cut_intervals(ax, profiles, colours) -> None:
 
 
 def _minimum_marker(ax, p, colour) -> None:
-    """N_opt of one parabola: a star (hollow when outside the trained sizes) and its interval."""
-    xerr = None
-    if p.n_opt_interval is not None:
+    """N_opt of one parabola: a star (hollow when outside the trained sizes) and its interval, unless
+    the fit calls it unidentified (then the interval is not a statement about N_opt)."""
+    if p.n_opt_interval is not None and not p.n_opt_unidentified:
         lo, hi = p.n_opt_interval
         xerr = [[max(p.n_opt - lo, 0.0)], [max(hi - p.n_opt, 0.0)]]
-    ax.errorbar([p.n_opt], [p.loss_opt], xerr=xerr, color=colour, linewidth=1.0, capsize=3, zorder=4, fmt="none")
+        ax.errorbar([p.n_opt], [p.loss_opt], xerr=xerr, color=colour, linewidth=1.0, capsize=3, zorder=4, fmt="none")
     ax.scatter(
         [p.n_opt],
         [p.loss_opt],
