@@ -202,12 +202,17 @@ def test_unidentified_intervals_are_words_not_numbers(tmp_path):
     assert scale_identification(1e9, 5e9) == ""
 
 
+def _thrice(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs listed three times, with new run ids; the copies of a run share a ``unit``."""
+    runs = runs.assign(unit=np.arange(len(runs)))
+    return pd.concat([runs, runs, runs], ignore_index=True).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+
+
 def test_repeated_seeds_resample_as_one_unit(tmp_path):
     """A table listed three times, its copies one unit each, gives the intervals of the table once."""
     table = _table(final_points(np.random.default_rng(0)), tmp_path)
     once = fit_isoflop(table, resamples=300, seed=0)
-    runs = table.runs.assign(unit=np.arange(len(table.runs)))
-    thrice = pd.concat([runs, runs, runs], ignore_index=True).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+    thrice = _thrice(table.runs)
     again = fit_isoflop(replace(table, runs=thrice), resamples=300, seed=0)
     assert again.estimates["a"].interval == pytest.approx(once.estimates["a"].interval, rel=1e-9)
     assert again.bootstrap.notes[0] == "units resampled within each budget"
@@ -224,8 +229,7 @@ def test_approach3_resamples_units_a_trunk_with_its_branches_together(tmp_path):
     and covers the true a, which the interval from branches drawn apart misses."""
     table = _table(final_points(np.random.default_rng(0)), tmp_path)
     once = fit_parametric(table, resamples=200, seed=0)
-    runs = table.runs.assign(unit=np.arange(len(table.runs)))
-    thrice = pd.concat([runs, runs, runs], ignore_index=True).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+    thrice = _thrice(table.runs)
     again = fit_parametric(replace(table, runs=thrice), resamples=200, seed=0)
     assert again.estimates["a"].interval == pytest.approx(once.estimates["a"].interval, rel=1e-4)
     assert "resamples draw 45 units of runs, not 135 runs" in again.bootstrap.notes[0]
