@@ -31,18 +31,10 @@ import common  # noqa: F401  (puts the checkout on sys.path)
 from common import ROOT, load_average, median, print_header, print_table
 
 SCALING = str(Path(sys.executable).with_name("scaling"))
-TINY_SWEEP = [
-    "tiny",
-    "hydra.sweeper.budgets=[2e10,4e10]",
-    "hydra.sweeper.models=[d32,d48]",
-    "hydra.sweeper.tokens_per_param=[0.5,20000]",
-    "train.seq_len=64",
-    "train.batch_size=8",
-    "train.min_steps=20",
-    "train.eval_tokens=2048",
-    "train.evals=1",
-    "train.checkpoint_interval_s=0",
-]
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import SECONDS_RUNS  # noqa: E402  (the tests' sweep runs of a few seconds: one home)
+
+TINY_SWEEP = ["tiny", "hydra.sweeper.budgets=[2e10,4e10]", "hydra.sweeper.models=[d32,d48]", *SECONDS_RUNS]
 COMMANDS = {  # name -> `scaling` arguments, given a fresh temporary directory (and the quick-sized store)
     "train d16, default budget": lambda tmp: ["train", "model=d16", "tracking=none", f"store={tmp}"],
     "tiny sweep, basic": lambda tmp: ["sweep", *TINY_SWEEP, "hydra/launcher=basic", f"store={tmp}"],
