@@ -146,6 +146,13 @@ class HuberLogLoss:
         """Predicted minus observed log-loss per run, at θ (original coordinates)."""
         return self._predicted(self.to_centered(np.asarray(theta, float)[None]))[4][0] - self.log_loss
 
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """∂(predicted log-loss)/∂θc per run at θ (original coordinates), shape (runs, 5): the rows
+        (p3, p1, p2, −p1·xc, −p2·yc)/(p1 + p2 + p3) of `values_and_grads`. Taken in the centred
+        coordinates θc, a linear change of θ: the span of its columns (and so any hat matrix) is the same."""
+        p1, p2, p3, total, _ = (v[0] for v in self._predicted(self.to_centered(np.asarray(theta, float)[None])))
+        return np.stack([p3, p1, p2, -p1 * self.xc, -p2 * self.yc], axis=1) / total[:, None]
+
 
 def _minimize(objective: HuberLogLoss, theta_c: np.ndarray):
     """scipy's L-BFGS-B with the analytic gradient from θc: (θc, F, scipy's result, max |gradient|)."""
@@ -203,6 +210,19 @@ def _whitening_basis(objective: HuberLogLoss, theta_c: np.ndarray) -> np.ndarray
         return np.linalg.cholesky(np.linalg.inv(hessian))
     except np.linalg.LinAlgError:
         return None
+
+
+def refit_huber(fit: ParametricFit, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Approach 3's law refitted to the runs of ``fit`` with Huber δ = ``delta`` (scipy's L-BFGS-B,
+    from ``fit``'s optimum): the predicted minus observed log-loss per run there, and the Jacobian
+    of the predicted log-loss (`HuberLogLoss.jacobian`)."""
+    objective = HuberLogLoss(np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss), delta)
+    point = {k: fit.estimates[k].value for k in PARAMETRIC_NAMES}
+    e = np.log(point["E"]) if point["E"] > 0 else objective.e_floor  # E underflowed to 0: no irreducible loss
+    start = np.array([e, np.log(point["A"]), np.log(point["B"]), point["alpha"], point["beta"]])
+    with one_blas_thread():
+        theta = objective.from_centered(_minimize(objective, objective.to_centered(start))[0])
+    return objective.residuals(theta), objective.jacobian(theta)
 
 
 def _check_runs(table: RunTable) -> None:
