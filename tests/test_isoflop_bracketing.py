@@ -75,6 +75,20 @@ def test_a_budget_trained_on_one_side_is_left_out_of_the_law_and_named(tmp_path)
     assert covered >= 18 and np.mean(errors) < 0.03, (covered, errors)  # measured: 20 of 20, 0.022
 
 
+def test_the_allocation_figure_shows_the_budget_left_out_hollow_without_an_interval(tmp_path):
+    from analysis.figures.allocation import optimal_allocation
+
+    fit = fit_isoflop(_table(one_sided(0), tmp_path), resamples=200, seed=0)
+    figure = optimal_allocation(FitReport(source="x", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit))
+    labels = figure.axes[0].get_legend_handles_labels()[1]
+    assert "approach 2: parabola minima outside the trained sizes (not in its law)" in labels
+    outside = [line for line in figure.axes[0].lines if line.get_gid() == "minima:outside"][0]
+    assert list(outside.get_xdata()) == [1e22]
+    bars = [c for c in figure.axes[0].containers if c.lines[0] is outside][0]
+    segments = bars.lines[2][0].get_segments()
+    assert all(seg[0][1] == pytest.approx(seg[1][1]) for seg in segments)  # zero length: no interval drawn
+
+
 def test_one_function_decides_for_the_fit_and_every_resample(tmp_path, monkeypatch):
     """With `bracketed` made to pass every budget, the fit is the law through every minimum and no
     resample leaves a budget out of its law: the one rule governs the point estimate and the resamples."""

@@ -35,7 +35,7 @@ def caption(report: FitReport | None) -> str:
     )
     return (
         "Model size (left) and tokens (right) against compute: approach 2's parabola minima (dots, hollow "
-        f"outside the trained sizes: left out of its law) with their intervals; each approach's power law: {approaches}; dashed "
+        f"outside the trained sizes: left out of its law) with their intervals (none where N_opt is unidentified); each approach's power law: {approaches}; dashed "
         "black: the Chinchilla preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
         f"In the shaded region the budget is more than {EXTRAPOLATION_FACTOR:g}× the largest run: an extrapolation."
     )
@@ -118,7 +118,8 @@ def _isoflop_minima(axes, fit, shown) -> None:
             continue
         compute = np.array([p.compute for p in profiles])
         n_opt = np.array([p.n_opt for p in profiles])
-        lower, upper = np.array([p.n_opt_interval or [p.n_opt, p.n_opt] for p in profiles]).T
+        # no bar where the fit calls N_opt unidentified: that interval is no statement about N_opt
+        lower, upper = np.array([(not p.n_opt_unidentified and p.n_opt_interval) or [p.n_opt] * 2 for p in profiles]).T
         d_opt = tokens_6nd(compute, n_opt)
         n_err = np.maximum([n_opt - lower, upper - n_opt], 0.0)
         # D = C/(6N): the upper end of N's interval is the lower end of D's
