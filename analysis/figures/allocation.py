@@ -36,7 +36,8 @@ def caption(report: FitReport | None) -> str:
     return (
         "Model size (left) and tokens (right) against compute: approach 2's parabola minima (dots, hollow "
         "outside the trained sizes: left out of its law) with their intervals (none where N_opt is "
-        f"unidentified); each approach's power law: {approaches}; dashed black: the Chinchilla preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
+        f"unidentified); each approach's power law: {approaches}; dashed black: the Chinchilla preset "
+        "(Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
         f"In the shaded region the budget is more than {EXTRAPOLATION_FACTOR:g}× the largest run: an extrapolation."
     )
 
