@@ -97,8 +97,10 @@ def test_approach_1_on_one_run_per_budget_is_unidentified():
     fit = fit_envelope(table_from_frame(runs, "five.csv", ColumnMap()), resamples=50)
     assert "bracketed" in fit.estimates["a"].unidentified and "0 of 5" in fit.estimates["a"].unidentified
     assert fit.estimates["b"].unidentified
-    # Seven sizes per budget: every envelope point is an interior minimum, and a stays a number.
-    full = fit_envelope(table_from_frame(ladder(), "t.csv", ColumnMap()), resamples=50)
+    # Seven sizes per budget: every envelope point is an interior minimum, and a stays a number. Its
+    # interval is 0.24 to 0.72 at 1000 resamples (runs drawn within budgets or not); with 50, the
+    # ends of this lumpy distribution (N_opt takes the 7 sizes only) move by 0.1 with the draws.
+    full = fit_envelope(table_from_frame(ladder(), "t.csv", ColumnMap()), resamples=200)
     assert not full.estimates["a"].unidentified
     assert np.isfinite(full.estimates["a"].value)
 

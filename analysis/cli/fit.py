@@ -15,6 +15,7 @@ from analysis.cli.common import (
     tell,
 )
 from analysis.describe.numbers import num
+from analysis.fits.isoflop import left_out_of_law
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport, to_jsonable
 from scaling.errors import UserError
@@ -248,7 +249,7 @@ def _approach_summary(fit) -> dict:
             }
             for p in fit.profiles
         ]
-        out.update(dropped=fit.dropped, validation=fit.validation)
+        out.update(dropped=fit.dropped, left_out_of_law=left_out_of_law(fit.profiles), validation=fit.validation)
     else:
         out["diagnostics"] = fit.diagnostics
     return out

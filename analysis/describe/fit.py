@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
+from analysis.fits.isoflop import left_out_of_law
 from analysis.fits.results import Estimate, FitReport
 
 NAMES = {
@@ -98,9 +99,13 @@ def describe_approach(fit, compact: bool = True) -> ApproachDescription:
         d.lines.append(Line("optimizer", optimizer_text(fit)))
         d.warnings += [fit.convergence[key] for key in ("warning", "note") if fit.convergence.get(key)]
     elif fit.approach == 2:
-        d.lines.append(Line("profiles", f"{len(fit.profiles)} budgets; a parabola of loss in ln N per budget"))
+        d.lines.append(Line("profiles", profiles_text(fit)))
         d.minima = [describe_minimum(p, count) for p in fit.profiles]
         d.dropped = [f"budget without a parabola: {why}" for why in fit.dropped]
+        d.dropped += [
+            f"budget left out of the law N_opt ∝ C^a: C = {flops_label(x['budget'])}: {x['why']}"
+            for x in left_out_of_law(fit.profiles)
+        ]
     else:
         d.lines.append(Line("envelope", envelope_text(fit)))
         if not fit.diagnostics.get("from_curves", True):
@@ -119,6 +124,17 @@ def optimizer_text(fit) -> str:
         f"{c['refined_starts']} best grid starts reach the optimum; max |gradient| {c['gradient_max_abs']:.2g}; "
         f"Huber δ = {fit.huber_delta:g} on log-loss, objective {fit.objective:.6g}; {len(fit.n)} runs)"
     )
+
+
+def profiles_text(fit) -> str:
+    """Approach 2's parabolas and which of them the law N_opt ∝ C^a went through."""
+    inside = sum(p.inside_range for p in fit.profiles)
+    law = (
+        "N_opt ∝ C^a through all of their minima"
+        if inside == len(fit.profiles)
+        else f"N_opt ∝ C^a through the {inside} whose minimum lies inside their trained sizes"
+    )
+    return f"{len(fit.profiles)} budgets; a parabola of loss in ln N per budget; {law}"
 
 
 def envelope_text(fit) -> str:

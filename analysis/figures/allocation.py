@@ -35,15 +35,16 @@ def caption(report: FitReport | None) -> str:
     )
     return (
         "Model size (left) and tokens (right) against compute: approach 2's parabola minima (dots, hollow "
-        f"outside the trained sizes) with their intervals; each approach's power law: {approaches}; dashed "
-        "black: the Chinchilla preset (Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
+        "outside the trained sizes: left out of its law) with their intervals (none where N_opt is "
+        f"unidentified); each approach's power law: {approaches}; dashed black: the Chinchilla preset "
+        "(Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
         f"In the shaded region the budget is more than {EXTRAPOLATION_FACTOR:g}× the largest run: an extrapolation."
     )
 
 
 def optimal_allocation(report: FitReport) -> Figure:
     """N_opt(C) and D_opt(C) = C/(6·N_opt): approach 2's per-budget minima with their bootstrap
-    intervals (hollow when a minimum lies outside the trained sizes) and each fitted law with its
+    intervals (hollow when a minimum lies outside the trained sizes: left out of the law) and each fitted law with its
     band, from the smallest budget to `ALLOCATION_REACH` beyond the largest; the shaded region lies
     more than 10× beyond the largest run (extrapolation). The Chinchilla preset (Hoffmann et al.
     2022, Table 3: N_opt = sqrt(C/120), 20 tokens per parameter) is drawn for reference."""
@@ -118,12 +119,13 @@ def _isoflop_minima(axes, fit, shown) -> None:
             continue
         compute = np.array([p.compute for p in profiles])
         n_opt = np.array([p.n_opt for p in profiles])
-        lower, upper = np.array([p.n_opt_interval or [p.n_opt, p.n_opt] for p in profiles]).T
+        # no bar where the fit calls N_opt unidentified: that interval is no statement about N_opt
+        lower, upper = np.array([(not p.n_opt_unidentified and p.n_opt_interval) or [p.n_opt] * 2 for p in profiles]).T
         d_opt = tokens_6nd(compute, n_opt)
         n_err = np.maximum([n_opt - lower, upper - n_opt], 0.0)
         # D = C/(6N): the upper end of N's interval is the lower end of D's
         d_err = np.maximum([d_opt - tokens_6nd(compute, upper), tokens_6nd(compute, lower) - d_opt], 0.0)
-        label = "approach 2: parabola minima" + ("" if inside else " outside the trained sizes")
+        label = "approach 2: parabola minima" + ("" if inside else " outside the trained sizes (not in its law)")
         for ax, y, err, key in ((axes[0], n_opt, n_err, "n"), (axes[1], d_opt, d_err, "d")):
             bars = ax.errorbar(
                 compute,

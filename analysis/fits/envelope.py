@@ -13,6 +13,24 @@ Without curves (a table of final losses), each run's final point is its only poi
 envelope point's N_opt is a measurement only where its compute bin holds a smaller and a larger
 size than the winner (bracketed); with fewer than `MIN_POINTS` such points, a and b are reported
 as unidentified: N_opt(C) then follows the sizes chosen for each budget, not the loss.
+
+The bootstrap draws runs, with their whole curves, within each budget: each budget keeps as many
+units (runs; repeated seeds of one (N, D) drawn together) as it has. This is a stratified bootstrap
+(several samples, each resampled on its own: Davison & Hinkley 1997, ch. 3), as approach 2 draws.
+The budgets and the runs per budget of an IsoFLOP sweep are its design, fixed before any loss is
+seen. An unstratified draw varies them (a resample may hold no run of some budget, and the
+envelope then loses that budget's compute), so its spread adds to the noise design changes that no
+repeat of the experiment would make. On the Chinchilla law without its floor (E = 0), 3 budgets ×
+6 sizes, over 20 seeds (tests/test_isoflop_bracketing.py), the median width of a's 95% interval
+fell from 0.39 to 0.24, every interval still covering the truth (a's spread over the seeds: sd
+0.019). Units that span budgets (a WSD trunk with cooldown branches at several budgets) cannot be
+strata of whole units: they are drawn over all runs, and a note says so.
+A resample fails only when its envelope cannot give a and b (fewer than `MIN_POINTS` points, or one
+size lowest everywhere). The law with a floor is refitted in the others and may fail alone: its
+refits start from the fit's floor and do not converge when that floor is near 0 (a flat ln E). Its
+failures are counted apart and withhold only its own intervals (`_floor_samples`). Before, such a
+failure failed the whole resample: on the demo's quick sweep 627 of 1,000 resamples failed, 625 of
+them for the floor alone (its E = 7e-12), and every estimate lost its interval.
 """
 
 from __future__ import annotations
@@ -20,7 +38,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
+from analysis.fits.bootstrap import (
+    MIN_SUCCESS,
+    estimates_from_samples,
+    one_blas_thread,
+    summarize,
+    unit_draws,
+    unit_weights,
+)
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.sources.schema import RunTable
@@ -30,6 +55,7 @@ from scaling.flops import tokens_6nd
 BINS_PER_DECADE = 10
 MIN_POINTS = 3  # envelope points for the two-parameter laws (the law with a floor needs 4)
 CHUNK = 64  # resamples processed at once (bounds memory: CHUNK × runs × bins)
+FLOOR_NAMES = ("floor_E", "floor_A", "floor_alpha")
 
 
 def fit_envelope(
@@ -66,8 +92,10 @@ def fit_envelope(
     boot = None
     if resamples > 0:
         with one_blas_thread():
-            samples, boot = _bootstrap(grid, with_floor, resamples, seed, level)
+            samples, boot, floor_why = _bootstrap(grid, with_floor, resamples, seed, level)
         estimates = estimates_from_samples(point, samples, level)
+        for name in FLOOR_NAMES if floor_why and samples else ():
+            estimates[name].unidentified = floor_why
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     if not grid.from_curves:
@@ -141,6 +169,7 @@ class _EnvelopeGrid:
         self.n_runs = len(self.run_ids)
         self.run_n = runs["N"].to_numpy()
         self.units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(self.n_runs)
+        self.budgets = runs["budget"].to_numpy()
         row = pd.Series(np.arange(self.n_runs), index=runs["run_id"]).reindex(points["run_id"]).to_numpy()
         bins = np.floor(np.log10(points["C"].to_numpy()) * bins_per_decade).astype(int)
         bins -= bins.min()
@@ -191,8 +220,12 @@ def _named(laws: dict[str, PowerLaw], with_floor: PowerLaw | None) -> dict[str, 
         "loss_alpha": -laws["loss"].exponent,
     }
     if with_floor is not None:
-        out.update(floor_E=with_floor.floor, floor_A=with_floor.coefficient, floor_alpha=-with_floor.exponent)
+        out.update(_floor_named(with_floor))
     return out
+
+
+def _floor_named(law: PowerLaw) -> dict[str, float]:
+    return dict(zip(FLOOR_NAMES, (law.floor, law.coefficient, -law.exponent)))
 
 
 def _log_residuals(law: PowerLaw, x, y) -> list[float]:
@@ -200,9 +233,11 @@ def _log_residuals(law: PowerLaw, x, y) -> list[float]:
 
 
 def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int, seed: int, level: float):
-    """Resample runs (their whole curves; units of runs, `unit_draws`), rebuild the envelope and refit every law."""
+    """Resample runs (their whole curves) within each budget (`_draws`), rebuild the envelope and
+    refit every law. A resample fails when its envelope cannot give a and b; one in which only the
+    law with a floor does not converge keeps its other laws and has NaN floor samples (`_floor_samples`)."""
     rng = np.random.default_rng(seed)
-    weights, notes = unit_draws(rng, grid.units, resamples)
+    weights, notes = _draws(grid, rng, resamples)
     present = weights > 0
     kept: dict[str, list[float]] = {}
     failed = 0
@@ -214,11 +249,52 @@ def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int,
             if keep.sum() < MIN_POINTS or len(np.unique(n)) < 2:
                 failed += 1
                 continue
-            floor_law = fit_power_law_with_floor(compute, loss, start=with_floor) if with_floor is not None else None
-            if with_floor is not None and floor_law is None:
-                failed += 1
-                continue
-            for name, value in _named(_fit_laws(compute, loss, n), floor_law).items():
+            values = _named(_fit_laws(compute, loss, n), None)
+            if with_floor is not None:  # NaN where it alone gives no fit
+                floor_law = fit_power_law_with_floor(compute, loss, start=with_floor)
+                values.update(_floor_named(floor_law) if floor_law else dict.fromkeys(FLOOR_NAMES, np.nan))
+            for name, value in values.items():
                 kept.setdefault(name, []).append(value)
     samples = {k: np.array(v) for k, v in kept.items()}
-    return summarize(samples, resamples, failed, level, seed, ["runs resampled with their whole loss curves", *notes])
+    floor_why = _floor_samples(samples, resamples, notes, with_floor)
+    samples, boot = summarize(samples, resamples, failed, level, seed, notes)
+    return samples, boot, floor_why
+
+
+def _floor_samples(samples: dict[str, np.ndarray], resamples: int, notes: list[str], with_floor) -> str:
+    """The law with a floor, refitted in each resample that gives a and b, may fail alone (NaN
+    samples). When more than half of all resamples give no floor law, its samples are withheld (as
+    `summarize` does for a fit) and the reason is returned, else "". Notes say how many failed."""
+    if "floor_E" not in samples:
+        return ""
+    lost = resamples - int(np.isfinite(samples["floor_E"]).sum())
+    if lost <= resamples * (1 - MIN_SUCCESS):
+        notes += [f"the law with a floor gave no fit in {lost} resamples (left out of its intervals only)"] * bool(lost)
+        return ""
+    for name in FLOOR_NAMES:
+        samples[name] = np.full_like(samples[name], np.nan)
+    why = (
+        f"the law with a floor gave no fit in {lost} of {resamples} resamples: no interval (refits start "
+        f"from the fit's E = {with_floor.floor:.3g}; from a floor near 0 they do not converge)"
+    )
+    notes.append(why)
+    return why
+
+
+def _draws(grid: _EnvelopeGrid, rng: np.random.Generator, resamples: int) -> tuple[np.ndarray, list[str]]:
+    """(resamples, runs) integer weights: units drawn with replacement within each budget, as many as
+    it holds (stratified, module docstring); units spanning budgets (a WSD trunk with branches at
+    several) are drawn whole over all runs instead, and a note says so."""
+    units, budgets = pd.Series(grid.units), pd.Series(grid.budgets)
+    if (budgets.groupby(units).nunique() > 1).any():
+        weights, notes = unit_draws(rng, grid.units, resamples)
+        return weights, [
+            *notes,
+            "units span budgets (a WSD trunk with its branches), so they are drawn whole, not within budgets",
+        ]
+    groups = [np.flatnonzero(grid.budgets == b) for b in np.unique(grid.budgets)]
+    weights = np.zeros((resamples, grid.n_runs))
+    for idx, w in zip(groups, unit_weights(rng, [grid.units[idx] for idx in groups], resamples)):
+        weights[:, idx] = w
+    drawn = "units" if len(pd.unique(grid.units)) < grid.n_runs else "runs"
+    return weights, [f"{drawn} resampled within each budget, with their whole loss curves"]

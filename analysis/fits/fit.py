@@ -87,7 +87,7 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
                 report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
                 if validate:
                     report.isoflop.validation = validate_isoflop(
-                        table, {p.budget: p.n_opt for p in report.isoflop.profiles}
+                        table, {p.budget: p.n_opt for p in report.isoflop.profiles if p.inside_range}
                     )
             else:
                 report.parametric = fit_parametric(table, resamples=resamples, seed=seed, level=level)

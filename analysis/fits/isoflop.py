@@ -10,16 +10,30 @@ exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 
 C of a budget is its budget (`analysis.sources.budgets`: the source's budget column when given,
 else the geometric mean of its cluster's C = 6·N·D).
 
-The bootstrap resamples within each budget (group sizes fixed): the runs, or the units of the
-``unit`` column when the table has one (repeated seeds of one (N, D) point, drawn together), as
-integer weights, and refits everything, vectorised over resamples. A budget that cannot be fitted
-in one resample (fewer than 3 distinct sizes drawn, a parabola not curving upward, or a minimum
-more than `MINIMUM_REACH`× beyond the sizes drawn) is left out of that resample only; the failures
-are counted per budget (`Parabola.resamples_failed`). A resample fails only when fewer than 2
-budgets remain. N_opt intervals spanning orders of magnitude are flagged unidentified
-(`analysis.fits.bootstrap.scale_identification`), and so is the N_opt of a budget whose minimum lies
-outside its trained sizes (the parabola's vertex extrapolated: its interval is the noise's, not
-the shape's, and need not hold the true minimum); such a budget still enters the fit of a.
+Which budgets the law is fitted to (`bracketed`, the one rule): those whose minimum lies within
+their trained sizes. A minimum outside them is the parabola's vertex extrapolated, and the loss is
+not a parabola in ln N (under L = E + A/N^α + B/D^β at fixed C it is a sum of two exponentials in
+ln N, asymmetric unless α = β), so that N_opt is biased by how far
+the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias.
+Such a budget keeps its parabola and its N_opt (reported unidentified) but is left out of the law
+and named (`left_out_of_law`). With fewer than `MIN_BUDGETS` bracketed budgets, a, b and the
+coefficients are unidentified (the number kept is the law through every minimum, for the record).
+A parabola whose minimum lies more than `MINIMUM_REACH`× beyond its sizes (or that does not curve
+upward) has no usable minimum at all (`usable_minimum`): the budget is listed as dropped.
+
+The bootstrap resamples within each budget (group sizes fixed: the design of an IsoFLOP experiment,
+how many runs each budget has, is not random): the runs, or the units of the ``unit`` column when
+the table has one (repeated seeds of one (N, D) point, drawn together), as integer weights, and
+refits everything, vectorised over resamples. Each resample applies the point estimate's rules:
+a budget whose parabola has no usable minimum among the sizes drawn (fewer than 3 distinct sizes
+drawn, no upward curve, a minimum beyond reach) is left out of that resample (counted per budget:
+`Parabola.resamples_failed`), and a budget whose minimum lies outside its trained sizes is left out
+of that resample's law (`bracketed`, counted in the notes). The trained sizes are the budget's
+design, the same in every resample, so a resample is judged as a repeat of the experiment would be:
+a resample that happens not to draw the largest size does not turn a bracketed budget into an
+unbracketed one. A resample fails only when fewer than `MIN_BUDGETS` budgets remain in its law.
+N_opt intervals spanning orders of magnitude are flagged unidentified
+(`analysis.fits.bootstrap.scale_identification`), and so is the N_opt of a budget outside its sizes.
 """
 
 from __future__ import annotations
@@ -34,14 +48,88 @@ from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
 MIN_SIZES = 3  # distinct model sizes a parabola needs
-MINIMUM_REACH = 10.0  # in a resample, a minimum beyond this factor of the sizes drawn is no minimum
+MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
+MIN_BUDGETS = 2  # bracketed budgets the law N_opt ∝ C^a needs
+LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")
+
+
+def usable_minimum(c2, u_opt, lo, hi):
+    """Whether a parabola with curvature ``c2`` and vertex ``u_opt`` has a minimum the fit can use:
+    c2 > 0 and the vertex within `MINIMUM_REACH`× of the sizes [lo, hi] (all in ln N, or all in u)."""
+    reach = np.log(MINIMUM_REACH)
+    with np.errstate(invalid="ignore"):
+        return (c2 > 0) & (u_opt >= lo - reach) & (u_opt <= hi + reach)
+
+
+def bracketed(log_n_opt, log_n_min, log_n_max):
+    """The one rule for which budgets enter the law N_opt ∝ C^a, in the fit and in every resample:
+    the minimum lies within the budget's trained sizes (module docstring). Arrays broadcast; NaN is
+    not bracketed."""
+    with np.errstate(invalid="ignore"):
+        return (log_n_opt >= log_n_min) & (log_n_opt <= log_n_max)
+
+
+def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
+    """The budgets left out of the law (their minimum outside their trained sizes), each with why."""
+    return [
+        {
+            "budget": p.budget,
+            "why": f"its minimum N = {p.n_opt:.3g} lies outside its trained sizes ({min(p.n):.3g} to {max(p.n):.3g}): "
+            "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum",
+        }
+        for p in profiles
+        if not p.inside_range
+    ]
 
 
 def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> IsoFLOPFit:
     """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
     runs = table.runs
-    log_n, loss = np.log(runs["N"].to_numpy()), runs["loss"].to_numpy()
-    units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
+    groups, profiles, dropped = _profiles(table)
+    in_law = np.array([p.inside_range for p in profiles])
+    law_unidentified = _law_unidentified(profiles)
+    fitted = np.ones(len(profiles), bool) if law_unidentified else in_law  # the law through every minimum: a record
+    log_c = np.log([p.compute for p in profiles])
+    log_n_opt = np.log([p.n_opt for p in profiles])
+    intercept, a = log_linear_fit(log_c[fitted], log_n_opt[fitted])
+    n_law = PowerLaw(float(np.exp(intercept)), float(a))
+    d_law = PowerLaw(float(tokens_6nd(1.0, n_law.coefficient)), float(1.0 - a))
+    point = dict(zip(LAW_KEYS, (n_law.exponent, d_law.exponent, n_law.coefficient, d_law.coefficient)))
+    diagnostics = {
+        "budgets_used": len(profiles),
+        "budgets_in_law": int(in_law.sum()),
+        "sizes_per_budget": [len(set(p.n)) for p in profiles],
+        "left_out_of_law": left_out_of_law(profiles),
+    }
+    boot = None
+    if resamples > 0:
+        log_n, loss = np.log(runs["N"].to_numpy()), runs["loss"].to_numpy()
+        units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
+        samples, n_opt_samples, boot = _bootstrap(
+            log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
+        )
+        estimates = estimates_from_samples(point, samples, level)
+        _n_opt_intervals(profiles, n_opt_samples, level)
+    else:
+        estimates = {k: Estimate(v) for k, v in point.items()}
+    for key in LAW_KEYS if law_unidentified else ():
+        estimates[key].unidentified = law_unidentified
+    return IsoFLOPFit(
+        profiles=profiles,
+        dropped=dropped,
+        n_opt_law=n_law,
+        d_opt_law=d_law,
+        estimates=estimates,
+        residuals={"n_opt_law": (log_n_opt - np.log(n_law(np.exp(log_c)))).tolist()},
+        diagnostics=diagnostics,
+        fitted_compute_max=float(runs["C"].max()),
+        bootstrap=boot,
+    )
+
+
+def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[str]]:
+    """Each budget's parabola (with its run indices), or why it has none; at least 2 parabolas or a DataError."""
+    runs = table.runs
     groups, profiles, dropped = [], [], []
     for budget in table.budgets:
         idx = np.flatnonzero(runs["budget"].to_numpy() == budget)
@@ -60,42 +148,17 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
             f"{found}" + (f" ({'; '.join(dropped)})" if dropped else "")
         )
+    return groups, profiles, dropped
 
-    log_c = np.log([p.compute for p in profiles])
-    log_n_opt = np.log([p.n_opt for p in profiles])
-    intercept, a = log_linear_fit(log_c, log_n_opt)
-    n_law = PowerLaw(float(np.exp(intercept)), float(a))
-    d_law = PowerLaw(float(tokens_6nd(1.0, n_law.coefficient)), float(1.0 - a))
-    point = {
-        "a": n_law.exponent,
-        "b": d_law.exponent,
-        "N_coefficient": n_law.coefficient,
-        "D_coefficient": d_law.coefficient,
-    }
-    diagnostics = {
-        "budgets_used": len(profiles),
-        "sizes_per_budget": [len(set(p.n)) for p in profiles],
-        "minima_outside_sampled_sizes": [p.budget for p in profiles if not p.inside_range],
-    }
-    boot = None
-    if resamples > 0:
-        samples, n_opt_samples, boot = _bootstrap(
-            log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
-        )
-        estimates = estimates_from_samples(point, samples, level)
-        _n_opt_intervals(profiles, n_opt_samples, level)
-    else:
-        estimates = {k: Estimate(v) for k, v in point.items()}
-    return IsoFLOPFit(
-        profiles=profiles,
-        dropped=dropped,
-        n_opt_law=n_law,
-        d_opt_law=d_law,
-        estimates=estimates,
-        residuals={"n_opt_law": (log_n_opt - np.log(n_law(np.exp(log_c)))).tolist()},
-        diagnostics=diagnostics,
-        fitted_compute_max=float(runs["C"].max()),
-        bootstrap=boot,
+
+def _law_unidentified(profiles: list[Parabola]) -> str:
+    """Why a, b and the coefficients are unidentified ("" when `MIN_BUDGETS` budgets are bracketed)."""
+    inside = sum(p.inside_range for p in profiles)
+    if inside >= MIN_BUDGETS:
+        return ""
+    return (
+        f"{inside} of {len(profiles)} budgets have their minimum inside their trained sizes and the law needs "
+        f"{MIN_BUDGETS}: through extrapolated vertices it would follow where the sizes were put, not the loss"
     )
 
 
@@ -137,13 +200,20 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
     if sizes < MIN_SIZES:
         return None, f"budget {budget:.3g}: {sizes} distinct model size(s), a parabola needs {MIN_SIZES}"
     center = float(np.mean(np.log(n)))
-    c0, c1, c2 = parabola_coefficients(np.log(n)[None] - center, loss[None])[0]
+    u = np.log(n) - center
+    c0, c1, c2 = parabola_coefficients(u[None], loss[None])[0]
     if not c2 > 0:
         return None, (
             f"budget {budget:.3g}: loss does not curve upward around a minimum (c2 = {c2:.3g}); "
             "train sizes on both sides of the optimum"
         )
     u_opt = -c1 / (2 * c2)
+    if not usable_minimum(c2, u_opt, u.min(), u.max()):
+        return None, (
+            f"budget {budget:.3g}: the parabola's minimum (ln N = {center + u_opt:.3g}) lies more than "
+            f"{MINIMUM_REACH:g}× beyond the trained sizes ({n.min():.3g} to {n.max():.3g}); "
+            "train sizes on both sides of the optimum"
+        )
     compute = float(budget)
     n_opt = float(np.exp(center + u_opt))
     profile = Parabola(
@@ -157,7 +227,7 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
         n_opt=n_opt,
         d_opt=tokens_6nd(compute, n_opt),
         loss_opt=float(c0 - c1 * c1 / (4 * c2)),
-        inside_range=bool(n.min() <= n_opt <= n.max()),
+        inside_range=bool(bracketed(center + u_opt, np.log(n.min()), np.log(n.max()))),
         residuals=[],
     )
     profile.residuals = (loss - profile(n)).tolist()
@@ -166,24 +236,22 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
 
 def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     """Resample units within each budget (``groups``: (run indices, unit labels) per budget); a
-    budget without a usable minimum in a resample is left out of it. Returns samples by name,
-    N_opt samples (resamples, budgets; NaN where left out) and the summary."""
+    budget without a usable minimum in a resample is left out of it, and one whose minimum lies
+    outside its trained sizes (`bracketed`) out of its law. Returns samples by name, N_opt samples
+    (resamples, budgets; NaN where unusable) and the summary."""
     rng = np.random.default_rng(seed)
     weights = unit_weights(rng, [labels for _, labels in groups], resamples)
     log_n_opt = np.empty((resamples, len(profiles)))
     for j, ((idx, _), w, profile) in enumerate(zip(groups, weights, profiles)):
         log_n_opt[:, j] = profile.center + _minima(log_n[idx] - profile.center, loss[idx], w)
     usable = np.isfinite(log_n_opt)
+    trained = np.log([[min(p.n) for p in profiles], [max(p.n) for p in profiles]])
+    in_law = bracketed(log_n_opt, trained[0], trained[1])
     for profile, column in zip(profiles, usable.T):
         profile.resamples_failed = int((~column).sum())
-    ok = usable.sum(axis=1) >= 2
-    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], usable[ok])
-    samples = {
-        "a": a,
-        "b": 1.0 - a,
-        "N_coefficient": np.exp(intercept),
-        "D_coefficient": tokens_6nd(1.0, np.exp(intercept)),
-    }
+    ok = in_law.sum(axis=1) >= MIN_BUDGETS
+    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], in_law[ok])
+    samples = dict(zip(LAW_KEYS, (a, 1.0 - a, np.exp(intercept), tokens_6nd(1.0, np.exp(intercept)))))
     notes = [
         "units resampled within each budget"
         if len(log_n) > sum(len(set(u)) for _, u in groups)
@@ -194,21 +262,24 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
         for p in profiles
         if p.resamples_failed
     ]
+    notes += [
+        f"budget {p.budget:.3g} had its minimum outside its trained sizes in {k} resamples and was left out of "
+        "the law in those"
+        for p, k in zip(profiles, (usable & ~in_law).sum(axis=0))
+        if k
+    ]
     samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, notes)
     return samples, (np.exp(log_n_opt) if samples else None), boot
 
 
 def _minima(u: np.ndarray, loss: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per resample (row of ``weights``) the u of the weighted parabola's minimum; NaN where the
-    drawn points have < 3 distinct sizes, the parabola does not curve upward, or the minimum lies
-    more than `MINIMUM_REACH`× beyond the sizes drawn."""
+    """Per resample (row of ``weights``) the u of the weighted parabola's minimum; NaN where it has
+    no usable minimum among the sizes drawn (`usable_minimum`; < 3 distinct sizes drawn: no parabola)."""
     c = parabola_coefficients(u, loss, weights)
     drawn = np.where(weights > 0, u, np.nan)
-    reach = np.log(MINIMUM_REACH)
     with np.errstate(invalid="ignore", divide="ignore"):
         u_opt = -c[:, 1] / (2 * c[:, 2])
-        inside = (u_opt >= np.nanmin(drawn, axis=1) - reach) & (u_opt <= np.nanmax(drawn, axis=1) + reach)
-    return np.where((c[:, 2] > 0) & inside, u_opt, np.nan)
+    return np.where(usable_minimum(c[:, 2], u_opt, np.nanmin(drawn, axis=1), np.nanmax(drawn, axis=1)), u_opt, np.nan)
 
 
 def _masked_log_linear_fit(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

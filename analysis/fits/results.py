@@ -130,7 +130,7 @@ class Parabola:
     """One IsoFLOP profile: loss ≈ c0 + c1·u + c2·u², u = ln N − center, over one budget's runs.
 
     Its minimum is N_opt = exp(center − c1/(2·c2)) with D_opt = compute/(6·N_opt);
-    ``inside_range`` says whether N_opt lies within the sizes trained at this budget.
+    ``inside_range``: N_opt lies within the sizes trained at this budget (else left out of the law; `bracketed`).
     ``resamples_failed``: bootstrap resamples in which this budget's parabola had no usable minimum;
     the budget was left out of those resamples only.
     """

@@ -4,7 +4,8 @@
     the held-out budget and the size that reached it (its best run's final loss and N);
   * approach 3: predict the loss of every held-out run from the law fitted to the others;
   * approach 2: predict N_opt at the held-out budget from the power law through the other
-    budgets' minima, against the minimum of the held-out budget's own parabola.
+    budgets' minima, against the minimum of the held-out budget's own parabola (skipped when that
+    minimum lies outside its trained sizes: an extrapolated vertex is no observation).
 Each returns a plain dict for the fit's ``validation`` field, or one saying why it was skipped.
 """
 
@@ -87,22 +88,26 @@ def validate_parametric(table: RunTable) -> dict:
 
 def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dict:
     """Refit approach 2 without the largest budget; error of the predicted N_opt there.
-    ``observed_n_opt`` maps budget → N_opt from that budget's own parabola (the full fit)."""
+    ``observed_n_opt`` maps budget → N_opt from that budget's own parabola, for the budgets whose
+    minimum lies inside their trained sizes (an extrapolated vertex is no observation to check against)."""
     from analysis.fits.isoflop import fit_isoflop
 
     largest, rest, _ = _held_out(table)
     if largest not in observed_n_opt:
-        return {"skipped": "the largest budget has no usable parabola"}
+        return {"skipped": "the largest budget has no parabola minimum inside its trained sizes"}
     try:
         fit = fit_isoflop(rest, resamples=0)
     except DataError:
         return {"skipped": "needs at least 3 budgets with a usable parabola (2 to fit, 1 to predict)"}
+    if fit.estimates["a"].unidentified:
+        return {"skipped": f"without the largest budget, a is unidentified: {fit.estimates['a'].unidentified}"}
+    fitted = [p.budget for p in fit.profiles if p.inside_range]  # the budgets of the law
     predicted = float(fit.n_opt_law(largest))  # the law is fitted against budgets, so predict at one
     observed = observed_n_opt[largest]
-    factor = largest / float(max(p.budget for p in fit.profiles))
+    factor = largest / float(max(fitted))
     return {
         **_held_out_keys(largest, factor),
-        "fitted_budgets": len(fit.profiles),
+        "fitted_budgets": len(fitted),
         "n_opt_observed": observed,
         "n_opt_predicted": predicted,
         "n_opt_relative_error": predicted / observed - 1.0,
