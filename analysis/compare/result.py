@@ -23,6 +23,7 @@ import numpy as np
 from analysis.compare.multiplier import differences, evaluate, frontier_of, paired_samples, percentile_interval
 from analysis.fits.results import Estimate, ParametricFit
 from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
+from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 EXTRAPOLATE = (10.0, 100.0)  # extra rows at these multiples of the largest budget, flagged
 FLAT_DRIFT = 0.01  # without intervals: |ln(m(C_hi)/m(C_lo))| below this counts as constant
@@ -37,6 +38,7 @@ class Side:
     budgets: list[float]
     fit: ParametricFit = field(repr=False)
     seed: int = 0
+    loss_unit: str = DEFAULT_LOSS_UNIT  # its table's (`RunTable.loss_unit`): every side of a comparison shares it
 
     @property
     def fitted_range(self) -> tuple[float, float]:

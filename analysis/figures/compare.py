@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from analysis.compare.multiplier import evaluate
 from analysis.compare.result import Comparison
 from analysis.describe.numbers import flops_label, plain_label
-from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, LABEL_LOSS, OKABE_ITO, legend, log_axes, style
+from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, OKABE_ITO, legend, log_axes, loss_label, style
 from scaling.flops import flops_6nd
 
 CANDIDATE_COLOURS = [OKABE_ITO[k] for k in ("vermillion", "blue", "green", "orange", "purple", "sky_blue")]
@@ -59,7 +59,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
     log_axes(left, flops_label, plain_label)
     log_axes(right, flops_label, plain_label)
     left.set_xlabel(LABEL_COMPUTE)
-    left.set_ylabel(LABEL_LOSS)
+    left.set_ylabel(loss_label(first.baseline.loss_unit))
     right.set_xlabel(LABEL_COMPUTE)
     right.set_ylabel("m(C): baseline compute / candidate compute")
     return fig

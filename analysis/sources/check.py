@@ -41,8 +41,7 @@ def table_from_frame(
 ) -> RunTable:
     """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules).
     Row numbers in messages are the frame's index + 1 (its rows as the source holds them)."""
-    warnings = list(warnings or [])
-    notes: list[str] = []
+    warnings, notes = list(warnings or []), []
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
     frame = apply_where(frame, columns.where, source, notes)
@@ -89,6 +88,7 @@ def table_from_frame(
         notes=notes,
         counts=counts,
         hparams=hparams,
+        loss_unit=columns.unit_of_loss(loss_col),
     )
 
 
