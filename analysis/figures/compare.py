@@ -38,7 +38,15 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         values = _frontier(left, c.candidate, c, compute, "candidate_loss", colour)
         m = values["multiplier"]
         finite = np.isfinite(m["value"])
-        right.plot(compute[finite], m["value"][finite], color=colour, linewidth=1.6, label=_name(c.candidate.source))
+        label, style_ = (f"{_name(c.candidate.source)} (m(C) unidentified)", "--") if c.unidentified else (None, "-")
+        right.plot(
+            compute[finite],
+            m["value"][finite],
+            color=colour,
+            linewidth=1.6,
+            linestyle=style_,
+            label=label or _name(c.candidate.source),
+        )
         if m["lower"] is not None:
             upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
