@@ -6,6 +6,7 @@ report, the fit's text, `optimal` and its inference-aware answer. Numbers are ne
 import pytest
 from conftest import assert_one_line_error, run_cli
 
+from analysis.cli.fit import fit_summary
 from analysis.compare import Input, compare_inputs
 from analysis.compare.result import Side, compare
 from analysis.describe.fit import describe_fit
@@ -56,7 +57,7 @@ def test_the_unit_is_read_from_the_source_and_spelled_out():
 def test_a_bpb_table_is_labelled_bpb_in_every_figure_and_the_fit_text():
     table = table_from_frame(bpb_frame(), "bpb.csv", BPB)
     report = fit_all(table, (1, 2, 3), resamples=20, seed=0)
-    assert report.loss_unit == "bits/byte"
+    assert report.loss_unit == fit_summary(report, single=False)["loss_unit"] == "bits/byte"  # and `fit --json`
     meanings = [r.meaning for d in describe_fit(report) for r in d.rows]
     assert "irreducible loss (bits/byte)" in meanings and not [m for m in meanings if "nats" in m]
     figures, _ = make_figures(table, report)
