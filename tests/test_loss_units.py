@@ -5,6 +5,7 @@ report, the fit's text, `optimal` and its inference-aware answer. Numbers are ne
 
 import pytest
 from conftest import assert_one_line_error, run_cli
+from synthetic_store import write_store
 
 from analysis.cli.fit import fit_summary
 from analysis.compare import Input, compare_inputs
@@ -17,6 +18,7 @@ from analysis.fits.parametric import fit_parametric
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.report.sweep import fit_matches_source
 from analysis.sources.check import table_from_frame
+from analysis.sources.load import load_runs
 from analysis.sources.schema import DEFAULT_LOSS_UNIT, ColumnMap
 from analysis.synthetic import isoflop_runs
 from scaling.errors import UserError
@@ -117,3 +119,12 @@ def test_compare_refuses_losses_in_different_units_and_labels_its_figure():
     fit = fit_parametric(bpb, resamples=0)
     side = Side("a.csv", len(bpb), [float(b) for b in bpb.budgets], fit, 0, bpb.loss_unit)
     assert "validation loss (bits/byte)" in figure_labels(compare_figure([compare(side, side, 0.95)]))
+
+
+def test_a_stores_val_bpb_is_bits_per_byte_and_never_mixed_with_its_nats_curves(tmp_path):
+    write_store(tmp_path / "store")
+    nats = load_runs(str(tmp_path / "store"))
+    assert nats.loss_unit == "nats/token" and nats.curves is not None
+    bpb = load_runs(str(tmp_path / "store"), ColumnMap(loss="val_bpb"))
+    assert bpb.loss_unit == "bits/byte" and bpb.curves is None  # the curves hold val_loss (nats) only
+    assert "curves: they hold no 'val_bpb' (bits/byte) but 'val_loss', in other units: final points only" in bpb.notes
