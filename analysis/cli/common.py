@@ -105,16 +105,7 @@ def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
 
 def add_table_options(p: argparse.ArgumentParser) -> None:
     """How a source's rows are read (see `column_map`), shared by `fit`, `plot` and `report`."""
-    p.add_argument("--n-column", help="column holding N (default: params, else N, n, ...)")
-    p.add_argument("--d-column", help="column holding D, tokens (default: tokens, else D, ...); D = C/(6N) if absent")
-    p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
-    p.add_argument("--loss-column", help="column holding the loss (default: val_loss, else loss, L, ...)")
-    p.add_argument(
-        "--n-kind",
-        choices=["total", "non_embedding"],
-        default="total",
-        help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)",
-    )
+    add_column_options(p)
     p.add_argument(
         "--budget-column",
         metavar="COLUMN",
@@ -157,6 +148,27 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     )
     add_hp_options(p)
     add_data_options(p)
+
+
+def add_column_options(p: argparse.ArgumentParser) -> None:
+    """Which columns hold N, D, C and the loss, the loss's unit, and which parameter count N is."""
+    p.add_argument("--n-column", help="column holding N (default: params, else N, n, ...)")
+    p.add_argument("--d-column", help="column holding D, tokens (default: tokens, else D, ...); D = C/(6N) if absent")
+    p.add_argument("--c-column", help="column holding C, FLOPs (default: flops, else C, compute, ...)")
+    p.add_argument("--loss-column", help="column holding the loss (default: val_loss, else loss, L, ...)")
+    p.add_argument(
+        "--loss-unit",
+        type=loss_unit,
+        metavar="UNIT",
+        help="the loss column's unit, for labels only (numbers are not converted): e.g. nats/token, bits/token, "
+        "bits/byte or bpb (default: a store's val_bpb is bits/byte, any other loss nats/token)",
+    )
+    p.add_argument(
+        "--n-kind",
+        choices=["total", "non_embedding"],
+        default="total",
+        help="which parameter count is N: total (Chinchilla, default) or non_embedding (Kaplan)",
+    )
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -204,6 +216,15 @@ def tolerance(text: str) -> float:
     return value
 
 
+def loss_unit(text: str) -> str:
+    from analysis.sources.schema import parse_loss_unit
+
+    try:
+        return parse_loss_unit(text)
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--loss-unit ")) from None
+
+
 def where(text: str):
     from analysis.sources.groups import parse_where
 
@@ -221,6 +242,7 @@ def column_map(args: argparse.Namespace):
         d=args.d_column,
         c=args.c_column,
         loss=args.loss_column,
+        loss_unit=args.loss_unit,
         n_kind=args.n_kind,
         budget=args.budget_column,
         budget_tolerance=args.budget_tolerance,

@@ -193,7 +193,7 @@ def fit_summary(report: FitReport, single: bool) -> dict:
     """The ``--json`` object: for one approach its keys at the top level; for several, one
     object per approach under approach_1/2/3, with approach 3's E, A, B, alpha, beta, a, b
     repeated at the top level as the headline law."""
-    head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind}
+    head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind, "loss_unit": report.loss_unit}
     head["outliers"] = {
         "rule": report.outlier_rule,
         "excluded": report.outliers_excluded,

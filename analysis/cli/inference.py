@@ -23,8 +23,8 @@ def inference_tokens(text: str) -> float:
     return value
 
 
-def inference_main(args, law) -> int:
-    """Answer `scaling optimal` when --inference-tokens is given (``law`` already resolved)."""
+def inference_main(args, law, unit: str) -> int:
+    """Answer `scaling optimal` when --inference-tokens is given (``law`` already resolved; ``unit``: its loss's)."""
     from analysis.fits.inference import inference_allocation
     from analysis.fits.optimal import ParametricLaw
 
@@ -39,17 +39,17 @@ def inference_main(args, law) -> int:
     if args.json:
         print(json.dumps(to_jsonable(answer.as_json())))
     else:
-        print(render(answer))
+        print(render(answer, unit))
     return 0
 
 
-def render(a) -> str:
+def render(a, unit: str) -> str:
     """The answer as text: the inference-aware model, its FLOPs, and the training-optimal model of
-    the same loss with the saving against it."""
+    the same loss with the saving against it; ``unit``: the law's loss unit."""
     v = a.values
     kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
     goal = (
-        f"target loss {num(a.target_loss)} nats/token"
+        f"target loss {num(a.target_loss)} {unit}"
         if a.target_loss is not None
         else f"total budget {a.budget:.4g} FLOPs (training + inference)"
     )
@@ -58,7 +58,7 @@ def render(a) -> str:
         ("N", f"{interval_text(v['N'], num)} {kind}"),
         ("D", f"{interval_text(v['D'], num)} tokens"),
         ("tokens/parameter", interval_text(v["tokens_per_parameter"], num)),
-        ("loss", f"{interval_text(v['loss'])} nats/token"),
+        ("loss", f"{interval_text(v['loss'])} {unit}"),
         ("training FLOPs", f"{interval_text(v['training_flops'])}  (6·N·D)"),
         ("inference FLOPs", f"{interval_text(v['inference_flops'])}  (2·N·T)"),
         ("total FLOPs", interval_text(v["total_flops"])),

@@ -42,9 +42,10 @@ def optimal_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--target-loss",
-        type=positive_float("a loss in nats per token"),
+        type=positive_float("a loss in the law's unit"),
         metavar="L",
-        help="instead of --budget: the smallest budget whose optimal loss is L (laws that predict loss)",
+        help="instead of --budget: the smallest budget whose optimal loss is L (laws that predict loss), in the "
+        "law's loss unit (a FIT.json's own; nats/token for the published laws)",
     )
     p.add_argument(
         "--max-tokens",
@@ -93,8 +94,9 @@ def optimal_main(argv: list[str]) -> int:
         law = resolve_repeat_law(args.law, args.unique_tokens, args.approach, args.max_tokens, args.level)
     else:
         law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
+    unit = law_loss_unit(args.law)
     if args.inference_tokens is not None:
-        return inference_main(args, law)
+        return inference_main(args, law, unit)
     with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
         if args.target_loss is not None:
             allocation = law.budget_for_loss(args.target_loss)
@@ -109,7 +111,7 @@ def optimal_main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(to_jsonable({**allocation.as_json(), **({"hyperparameters": hp} if hp else {})})))
     else:
-        print("\n".join([render_allocation(allocation), *hp_lines]))
+        print("\n".join([render_allocation(allocation, unit), *hp_lines]))
     return 0
 
 
@@ -129,12 +131,22 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
     return law_from_fit(FitReport.load(name), name, approach, level)
 
 
-def render_allocation(a) -> str:
-    """The allocation as text: the items of `analysis.describe.allocation`, in columns."""
+def law_loss_unit(name: str) -> str:
+    """The unit of --law's losses: a FIT.json's own (`FitReport.loss_unit`); the published laws' nats/token."""
+    from analysis.fits.optimal import PRESETS
+    from analysis.sources.schema import DEFAULT_LOSS_UNIT
+
+    if name in PRESETS or not Path(name).is_file():
+        return DEFAULT_LOSS_UNIT
+    return FitReport.load(name).loss_unit
+
+
+def render_allocation(a, unit: str) -> str:
+    """The allocation as text: the items of `analysis.describe.allocation`, in columns; ``unit``: the loss's."""
     from analysis.describe.allocation import allocation_items, intervals_line
 
     lines = [f"law: {a.law}"]
-    lines += [f"  {item.label:<18} {item.text}" for item in allocation_items(a).values()]
+    lines += [f"  {item.label:<18} {item.text}" for item in allocation_items(a, unit).values()]
     lines += [f"  {line}" for line in [intervals_line(a)] if line]
     lines += [f"  note: {note}" for note in a.notes]
     return "\n".join(lines)

@@ -47,6 +47,7 @@ def fit_repeat(args) -> int:
     report = FitReport(
         source=table.source,
         n_kind=table.n_kind,
+        loss_unit=table.loss_unit,
         runs=len(fit.n),
         warnings=list(table.warnings),
         notes=list(table.notes) + fit.convergence["notes"],

@@ -32,13 +32,23 @@ def fit_side(item: Input, resamples: int, seed: int, level: float) -> Side:
             fit = fit_parametric(item.table, resamples=resamples, seed=seed, level=level)
     except DataError as err:
         raise DataError(f"cannot compare {item.label!r}: {err}") from None
-    return Side(item.label, len(item.table), [float(b) for b in item.table.budgets], fit, seed)
+    return Side(item.label, len(item.table), [float(b) for b in item.table.budgets], fit, seed, item.table.loss_unit)
 
 
 def compare_inputs(
     inputs: list[Input], *, resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> list[Comparison]:
-    """Each of ``inputs[1:]`` (candidates) compared with ``inputs[0]`` (the baseline)."""
+    """Each of ``inputs[1:]`` (candidates) compared with ``inputs[0]`` (the baseline); UserError when
+    their losses are in different units (a loss difference across units means nothing)."""
+    units = {item.label: item.table.loss_unit for item in inputs}
+    if len(set(units.values())) > 1:
+        from scaling.errors import UserError
+
+        listing = ", ".join(f"{label}: {unit}" for label, unit in units.items())
+        raise UserError(
+            f"the sources' losses are in different units ({listing}): compare losses in one unit "
+            "(--loss-column, --loss-unit)"
+        )
     sides = [fit_side(item, resamples, seed + k, level) for k, item in enumerate(inputs)]
     with np.errstate(all="ignore"):
         return [compare(sides[0], side, level) for side in sides[1:]]

@@ -12,6 +12,11 @@ Intervals: the two sources are bootstrapped independently (each fit's own resamp
 own seed); resample i of the baseline is paired with resample i of the candidate, every quantity
 is computed per pair, and the interval is the percentile interval over the pairs. Pairs where
 either resample failed, or gives no usable frontier, are left out and counted.
+
+A side whose resamples all gave the same law (`unresponsive`: its fit does not respond to the data,
+as when two experiments' runs at the same (N, D) are pooled and the robust objective is flat between
+them, so the optimizer stays at its start) has no measured uncertainty: every quantity that
+depends on it is unidentified, never a number with a zero-width (or one-sided) interval.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.compare.frontier import Frontier
+from analysis.fits.bootstrap import ZERO_WIDTH
 from analysis.fits.results import PARAMETRIC_NAMES, ParametricFit
 
 QUANTITIES = ("baseline_loss", "candidate_loss", "loss_difference", "multiplier")
@@ -33,6 +39,28 @@ def law_samples(fit: ParametricFit) -> dict[str, np.ndarray] | None:
     if boot is None or not boot.samples or any(name not in boot.samples for name in PARAMETRIC_NAMES):
         return None
     return {name: np.asarray(values, dtype=float) for name, values in boot.samples.items()}
+
+
+def unresponsive(fit: ParametricFit) -> bool:
+    """Whether every bootstrap resample of ``fit`` gave the same law: each parameter's samples
+    within `ZERO_WIDTH` (relative) of each other (`analysis.fits.bootstrap.identification`'s rule)."""
+    samples = law_samples(fit)
+    if samples is None or len(samples["alpha"]) < 2:
+        return False
+    return all(np.ptp(samples[name]) <= ZERO_WIDTH * np.max(np.abs(samples[name])) for name in PARAMETRIC_NAMES)
+
+
+def unresponsive_why(*sides: tuple[str, ParametricFit]) -> str:
+    """Why quantities of these (role, fit) sides are unidentified ("" when none is `unresponsive`)."""
+    stuck = [role for role, fit in sides if unresponsive(fit)]
+    if not stuck:
+        return ""
+    whose, it = " and ".join(f"the {role}'s" for role in stuck), "they do" if len(stuck) > 1 else "it does"
+    return (
+        f"every resample of {whose} fit{'s' * (len(stuck) > 1)} gave the same law: {it} not respond to the data "
+        "(e.g. a flat objective from pooling two experiments' runs at the same (N, D)), so no interval measures "
+        "the uncertainty"
+    )
 
 
 def _with_gamma(params: dict) -> dict:
@@ -98,13 +126,14 @@ def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: 
 
 def differences(baseline: ParametricFit, candidate: ParametricFit, level: float) -> dict[str, dict]:
     """Candidate − baseline of each of `DIFFERENCES`: {"baseline", "candidate", "value", "lower", "upper"},
-    and "unidentified" (why) where a side cannot pin it down: its a is unidentified (for a), or its
-    bootstrap was asked for and failed (for all)."""
+    and "unidentified" (why) where a side cannot pin it down: it is `unresponsive` (for all), its a is
+    unidentified (for a), or its bootstrap was asked for and failed (for all)."""
     base_point = _with_gamma({**baseline.params, "a": baseline.estimates["a"].value})
     cand_point = _with_gamma({**candidate.params, "a": candidate.estimates["a"].value})
     paired = paired_samples(baseline, candidate)
     sides = {"baseline": baseline, "candidate": candidate}
     failed = [side for side, fit in sides.items() if fit.bootstrap and fit.bootstrap.resamples and not law_samples(fit)]
+    stuck = unresponsive_why(*sides.items())
     out = {}
     for name in DIFFERENCES:
         entry = {
@@ -115,7 +144,9 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
             "upper": None,
         }
         unset = [side for side, fit in sides.items() if name == "a" and fit.estimates["a"].unidentified]
-        if unset or failed:  # a difference is no better pinned down than either side
+        if stuck:  # a difference is no better pinned down than either side
+            entry["unidentified"] = stuck
+        elif unset or failed:
             entry["unidentified"] = (
                 f"the {' and '.join(unset)}'s a is unidentified"
                 if unset

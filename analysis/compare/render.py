@@ -35,6 +35,11 @@ def _with_interval(e: Estimate, signed: bool = False) -> str:
     return interval_text(e, _signed if signed else _g)
 
 
+def _cell(e: Estimate, signed: bool = False) -> str:
+    """A per-budget cell: the estimate with its interval, or "unidentified" (the answer says why)."""
+    return "unidentified" if e.unidentified else _with_interval(e, signed)
+
+
 def render_comparison(comparison: Comparison) -> str:
     c = comparison
     lines = [
@@ -52,14 +57,15 @@ def render_comparison(comparison: Comparison) -> str:
     for row in c.rows:
         flag = f"  ({BEYOND})" if row.beyond_fitted_range else ""
         lines.append(
-            f"  {row.compute:<11.3g} {_with_interval(row.multiplier):<28} "
-            f"{_with_interval(row.loss_difference, signed=True):<30} {_g(row.baseline_loss.value):<14} "
-            f"{_g(row.candidate_loss.value):<14}{flag}"
+            f"  {row.compute:<11.3g} {_cell(row.multiplier):<28} {_cell(row.loss_difference, signed=True):<30} "
+            f"{_cell(Estimate(row.baseline_loss.value, unidentified=row.baseline_loss.unidentified)):<14} "
+            f"{_cell(Estimate(row.candidate_loss.value, unidentified=row.candidate_loss.unidentified)):<14}{flag}"
         )
     lines += ["", "differences (candidate - baseline):"]
     for name in DIFFERENCES:
         d = c.differences[name]
         diff = _with_interval(Estimate(d["value"], d["lower"], d["upper"], d.get("unidentified", "")), signed=True)
+        diff = "unidentified (as m(C), above)" if c.unidentified and d.get("unidentified") == c.unidentified else diff
         lines.append(f"  {LABELS[name]:<27} {diff:<32} ({_g(d['baseline'])} -> {_g(d['candidate'])})")
     lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)
@@ -110,6 +116,7 @@ def comparison_json(comparison: Comparison) -> dict:
             for name, d in c.differences.items()
         },
         "notes": c.notes,
+        **({"unidentified": c.unidentified} if c.unidentified else {}),
     }
 
 
@@ -119,4 +126,5 @@ def _json(e: Estimate) -> dict:
     def num(x):
         return "inf" if x is not None and math.isinf(x) else x
 
-    return {"estimate": num(e.value), "interval": None if e.lower is None else [num(e.lower), num(e.upper)]}
+    out = {"estimate": num(e.value), "interval": None if e.lower is None else [num(e.lower), num(e.upper)]}
+    return {**out, "unidentified": e.unidentified} if e.unidentified else out

@@ -10,7 +10,9 @@ The answer: m(C) is summarised as one number (its value at the middle of the sha
 log scale) only when it does not change with scale: the interval of its drift across the shared
 range, m(C_hi)/m(C_lo), contains 1 and the interval of the frontier-exponent difference Δγ
 contains 0. Otherwise m(C) is given at both ends of the range ("goes from ... to ...").
-Without bootstrap intervals a drift under `FLAT_DRIFT` counts as constant.
+Without bootstrap intervals a drift under `FLAT_DRIFT` counts as constant. When a side's fit does
+not respond to the data (`analysis.compare.multiplier.unresponsive`), m(C), the loss differences
+and that side's losses are unidentified, and the answer says so instead of giving a number.
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.compare.multiplier import differences, evaluate, frontier_of, paired_samples, percentile_interval
+from analysis.compare.multiplier import (
+    differences,
+    evaluate,
+    frontier_of,
+    paired_samples,
+    percentile_interval,
+    unresponsive_why,
+)
 from analysis.fits.results import Estimate, ParametricFit
 from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
+from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 EXTRAPOLATE = (10.0, 100.0)  # extra rows at these multiples of the largest budget, flagged
 FLAT_DRIFT = 0.01  # without intervals: |ln(m(C_hi)/m(C_lo))| below this counts as constant
@@ -37,6 +47,7 @@ class Side:
     budgets: list[float]
     fit: ParametricFit = field(repr=False)
     seed: int = 0
+    loss_unit: str = DEFAULT_LOSS_UNIT  # its table's (`RunTable.loss_unit`): every side of a comparison shares it
 
     @property
     def fitted_range(self) -> tuple[float, float]:
@@ -65,6 +76,7 @@ class Comparison:
     summary: str
     pairs: int
     notes: list[str] = field(default_factory=list)
+    unidentified: str = ""  # why m(C) and the loss differences are unidentified ("" when they are not)
 
 
 def budget_grid(baseline: Side, candidate: Side) -> tuple[np.ndarray, np.ndarray]:
@@ -87,9 +99,11 @@ def _shared(baseline: Side, candidate: Side) -> tuple[float, float]:
 def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     grid, beyond = budget_grid(baseline, candidate)
     values = evaluate(baseline.fit, candidate.fit, grid, level)
-    quantities = ("multiplier", "loss_difference", "baseline_loss", "candidate_loss")
+    sides = ("baseline", baseline.fit), ("candidate", candidate.fit)
+    why = {"baseline_loss": unresponsive_why(sides[0]), "candidate_loss": unresponsive_why(sides[1])}
+    why["multiplier"] = why["loss_difference"] = unresponsive_why(*sides)
     rows = [
-        Row(float(c), bool(out), *(_estimate(values[q], i) for q in quantities))
+        Row(float(c), bool(out), *(_estimate(values[q], i, why[q]) for q in ROW_QUANTITIES))
         for i, (c, out) in enumerate(zip(grid, beyond))
     ]
     diffs = differences(baseline.fit, candidate.fit, level)
@@ -110,16 +124,22 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         differences=diffs,
         shared_range=(lo, hi),
         scale_dependent=scale_dependent,
-        summary=_summary(ends, (lo, hi), scale_dependent, diffs["gamma"], values["pairs"] > 0),
+        summary=f"m(C) is unidentified: {why['multiplier']}"
+        if why["multiplier"]
+        else _summary(ends, (lo, hi), scale_dependent, diffs["gamma"], values["pairs"] > 0),
         pairs=values["pairs"],
         notes=notes,
+        unidentified=why["multiplier"],
     )
 
 
-def _estimate(values: dict, i: int) -> Estimate:
+ROW_QUANTITIES = ("multiplier", "loss_difference", "baseline_loss", "candidate_loss")  # a `Row`'s, in order
+
+
+def _estimate(values: dict, i: int, unidentified: str = "") -> Estimate:
     if values["lower"] is None:
-        return Estimate(float(values["value"][i]))
-    return Estimate(float(values["value"][i]), float(values["lower"][i]), float(values["upper"][i]))
+        return Estimate(float(values["value"][i]), unidentified=unidentified)
+    return Estimate(float(values["value"][i]), float(values["lower"][i]), float(values["upper"][i]), unidentified)
 
 
 def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float, gamma: dict) -> bool:

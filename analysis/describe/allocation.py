@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
+from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.flops import flops_6nd
 
 
@@ -16,11 +17,12 @@ class Item:
     text: str  # "value [lower, upper] unit"
 
 
-def allocation_items(a) -> dict[str, Item]:
-    """budget, N_opt, D_opt, tokens/parameter, predicted loss and the 6·N·D check, by key."""
+def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
+    """budget, N_opt, D_opt, tokens/parameter, predicted loss and the 6·N·D check, by key; ``unit``:
+    the law's loss unit (`analysis.cli.optimal.law_loss_unit`)."""
     count = num  # the CLI: 4 significant digits
     n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
-    loss = "- (this law does not predict loss)" if a.loss is None else f"{interval_text(a.loss)} nats/token"
+    loss = "- (this law does not predict loss)" if a.loss is None else f"{interval_text(a.loss)} {unit}"
     items = {
         "budget": Item(
             "budget C",
@@ -34,9 +36,9 @@ def allocation_items(a) -> dict[str, Item]:
     }
     if getattr(a, "epochs", None) is not None:  # data-constrained (analysis.fits.muennighoff_optimal)
         items["epochs"] = Item("epochs D/U", f"{interval_text(a.epochs)} of {num(a.unique_tokens)} unique tokens")
-        items["lowest_loss"] = Item("lowest loss", f"{num(a.lowest_loss)} nats/token with unbounded compute on U")
+        items["lowest_loss"] = Item("lowest loss", f"{num(a.lowest_loss)} {unit} with unbounded compute on U")
     if a.target_loss is not None:
-        items = {"target_loss": Item("target loss", f"{num(a.target_loss)} nats/token"), **items}
+        items = {"target_loss": Item("target loss", f"{num(a.target_loss)} {unit}"), **items}
     return items
 
 

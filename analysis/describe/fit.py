@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.isoflop import left_out_of_law
 from analysis.fits.results import Estimate, FitReport
+from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
     1: "envelope of the training curves",
@@ -22,8 +23,9 @@ NAMES = {
     3: "parametric L(N, D) = E + A/N^α + B/D^β",
 }
 REFERENCES = {1: "Hoffmann et al. 2022, §3.1", 2: "Hoffmann et al. 2022, §3.2", 3: "Hoffmann et al. 2022, §3.3"}
+# What each estimate is; {unit}: the loss's unit (`FitReport.loss_unit`, from `analysis.sources.schema`).
 MEANINGS = {
-    "E": "irreducible loss (nats/token)",
+    "E": "irreducible loss ({unit})",
     "A": "model-size term coefficient",
     "alpha": "model-size exponent α",
     "B": "data term coefficient",
@@ -35,7 +37,7 @@ MEANINGS = {
     "D_coefficient": "k_D in D_opt = k_D·C^b",
     "loss_A": "L = A·C^(−α): A",
     "loss_alpha": "L = A·C^(−α): α",
-    "floor_E": "L = E + A·C^(−α): E (nats/token)",
+    "floor_E": "L = E + A·C^(−α): E ({unit})",
     "floor_A": "L = E + A·C^(−α): A",
     "floor_alpha": "L = E + A·C^(−α): α",
 }
@@ -83,16 +85,19 @@ class ApproachDescription:
 
 def describe_fit(report: FitReport, compact: bool = True) -> list[ApproachDescription]:
     """Each fitted approach described; ``compact`` counts read 67.2k, else 6.721e+04 (4 digits, for the CLI)."""
-    return [describe_approach(f, compact) for f in report.fits]
+    return [describe_approach(f, compact, report.loss_unit) for f in report.fits]
 
 
-def describe_approach(fit, compact: bool = True) -> ApproachDescription:
+def describe_approach(fit, compact: bool = True, unit: str = DEFAULT_LOSS_UNIT) -> ApproachDescription:
+    """One approach described; ``unit``: the loss's unit, for the meanings of E."""
     count = count_label if compact else num
     d = ApproachDescription(
         approach=fit.approach,
         heading=f"approach {fit.approach}: {NAMES[fit.approach]}",
         reference=REFERENCES[fit.approach],
-        rows=[EstimateRow(k, interval_text(e), MEANINGS.get(k, "")) for k, e in fit.estimates.items()],
+        rows=[
+            EstimateRow(k, interval_text(e), MEANINGS.get(k, "").format(unit=unit)) for k, e in fit.estimates.items()
+        ],
         lines=[],
     )
     if fit.approach == 3:
@@ -252,8 +257,9 @@ def interval_legend(report: FitReport, approach: int) -> str:
 
 
 def loss_floor_text(floor: float, fit) -> str:
+    """The records' loss_floor (in the store's unit) beside the fitted E, for a fit of losses in that unit."""
     return (
-        f"The corpus' lowest reachable loss (loss_floor of the records) is {floor:.4g} nats/token; "
+        f"The corpus' lowest reachable loss (loss_floor of the records) is {floor:.4g} {DEFAULT_LOSS_UNIT}; "
         f"compare E = {fit.estimates['E'].value:.4g}."
     )
 

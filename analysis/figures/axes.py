@@ -2,7 +2,7 @@
 the model-size colour bar, budget colours, and the fitted laws along a curve with their bands.
 
 Conventions: log axes for compute, parameters and tokens, labelled 1e12 / 10M / 1B (never 10^x
-offsets); units in the axis labels (FLOPs, parameters, tokens, nats/token). Model size N is
+offsets); units in the axis labels (FLOPs, parameters, tokens, the loss's own: `loss_label`). Model size N is
 coloured with viridis (perceptually uniform, monotone in lightness, so it survives greyscale
 printing and the common colour-vision deficiencies; van der Walt & Smith 2015), cut at 90% so
 its palest yellow stays visible on white; categories (approaches, reference laws) use the
@@ -49,8 +49,12 @@ MAX_LEGEND_BUDGETS = 8  # beyond this many budgets, a colour bar names them inst
 WIDE = (7.5, 4.8)  # inches: 1125 × 720 px at DPI
 
 LABEL_COMPUTE = "compute C (FLOPs)"
-LABEL_LOSS = "validation loss (nats/token)"
 LABEL_TOKENS = "tokens D"
+
+
+def loss_label(unit: str) -> str:
+    """The loss axis' label in the table's loss unit (`analysis.sources.schema.RunTable.loss_unit`)."""
+    return f"validation loss ({unit})"
 
 
 class FigureUnavailable(Exception):

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from analysis.compare.multiplier import evaluate
 from analysis.compare.result import Comparison
 from analysis.describe.numbers import flops_label, plain_label
-from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, LABEL_LOSS, OKABE_ITO, legend, log_axes, style
+from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, OKABE_ITO, legend, log_axes, loss_label, style
 from scaling.flops import flops_6nd
 
 CANDIDATE_COLOURS = [OKABE_ITO[k] for k in ("vermillion", "blue", "green", "orange", "purple", "sky_blue")]
@@ -38,7 +38,15 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         values = _frontier(left, c.candidate, c, compute, "candidate_loss", colour)
         m = values["multiplier"]
         finite = np.isfinite(m["value"])
-        right.plot(compute[finite], m["value"][finite], color=colour, linewidth=1.6, label=_name(c.candidate.source))
+        label, style_ = (f"{_name(c.candidate.source)} (m(C) unidentified)", "--") if c.unidentified else (None, "-")
+        right.plot(
+            compute[finite],
+            m["value"][finite],
+            color=colour,
+            linewidth=1.6,
+            linestyle=style_,
+            label=label or _name(c.candidate.source),
+        )
         if m["lower"] is not None:
             upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
@@ -59,7 +67,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
     log_axes(left, flops_label, plain_label)
     log_axes(right, flops_label, plain_label)
     left.set_xlabel(LABEL_COMPUTE)
-    left.set_ylabel(LABEL_LOSS)
+    left.set_ylabel(loss_label(first.baseline.loss_unit))
     right.set_xlabel(LABEL_COMPUTE)
     right.set_ylabel("m(C): baseline compute / candidate compute")
     return fig

@@ -11,7 +11,6 @@ from analysis.figures.axes import (
     APPROACH_COLOUR,
     DPI,
     LABEL_COMPUTE,
-    LABEL_LOSS,
     REFERENCE_COLOUR,
     SIZE_CMAP,
     WIDE,
@@ -20,6 +19,7 @@ from analysis.figures.axes import (
     legend,
     limits,
     log_axes,
+    loss_label,
     size_colorbar,
     size_norm,
     style,
@@ -56,7 +56,7 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
     ax.set_yscale("log")
     ax.set_ylim(*limits(np.concatenate([runs["loss"], [] if table.curves is None else table.curves["loss"]]), 1.05))
     ax.set_xlabel(LABEL_COMPUTE)
-    ax.set_ylabel(LABEL_LOSS)
+    ax.set_ylabel(loss_label(table.loss_unit))
     style(ax, f"Loss against compute ({len(runs)} runs)")
     legend(ax, loc="upper right")
     size_colorbar(fig, ax, norm)

@@ -10,11 +10,11 @@ from matplotlib.figure import Figure
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
-    LABEL_LOSS,
     LABEL_TOKENS,
     SIZE_CMAP,
     FigureUnavailable,
     log_axes,
+    loss_label,
     size_colorbar,
     size_norm,
     style,
@@ -79,7 +79,7 @@ def training_curves(table: RunTable) -> Figure:
     for ax in axes[len(budgets) :]:
         ax.set_visible(False)
     for ax in axes[::columns]:
-        ax.set_ylabel(LABEL_LOSS)
+        ax.set_ylabel(loss_label(table.loss_unit))
     for ax in axes[: len(budgets)]:
         log_axes(ax, count_label, plain_label)
     size_colorbar(fig, list(axes[: len(budgets)]), norm)

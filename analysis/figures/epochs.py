@@ -10,12 +10,12 @@ from matplotlib.figure import Figure
 from analysis.describe.numbers import count_label, num, plain_label
 from analysis.figures.axes import (
     DPI,
-    LABEL_LOSS,
     SIZE_CMAP,
     WIDE,
     FigureUnavailable,
     legend,
     log_axes,
+    loss_label,
     size_colorbar,
     size_norm,
     style,
@@ -80,7 +80,7 @@ def loss_vs_epochs(table: RunTable, report: FitReport | None) -> Figure:
     ax.axvline(1.0, color="0.6", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("epochs D/U")
-    ax.set_ylabel(LABEL_LOSS)
+    ax.set_ylabel(loss_label(table.loss_unit))
     style(ax, f"Loss against epochs ({len(runs)} runs of {table.source})")
     log_axes(ax, plain_label, plain_label)
     legend(ax)

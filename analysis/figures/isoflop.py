@@ -9,7 +9,6 @@ from analysis.describe.fit import band_phrase, fitted_phrase, minimum_legend
 from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
-    LABEL_LOSS,
     MAX_LEGEND_BUDGETS,
     WIDE,
     FigureUnavailable,
@@ -18,6 +17,7 @@ from analysis.figures.axes import (
     legend,
     limits,
     log_axes,
+    loss_label,
     many_budgets,
     style,
 )
@@ -77,7 +77,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     lo, hi = min(shown_loss), max(shown_loss)
     ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
     ax.set_xlabel("parameters N")
-    ax.set_ylabel(LABEL_LOSS)
+    ax.set_ylabel(loss_label(report.loss_unit))
     style(ax, "IsoFLOP profiles (approach 2): loss against model size at fixed compute")
     legend(ax, loc="best")  # "upper center" hid a run of the smallest budget
     log_axes(ax, count_label)

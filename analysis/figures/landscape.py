@@ -14,13 +14,13 @@ from analysis.describe.fit import fitted_phrase, parametric_law_text
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
-    LABEL_LOSS,
     LABEL_TOKENS,
     MAX_LEGEND_BUDGETS,
     OKABE_ITO,
     FigureUnavailable,
     legend,
     log_axes,
+    loss_label,
     run_budgets,
     style,
 )
@@ -80,7 +80,7 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
     ax.grid(False)
     legend(ax, loc="upper right")
     bar = fig.colorbar(filled, ax=ax, pad=0.02)
-    bar.set_label(LABEL_LOSS)
+    bar.set_label(loss_label(report.loss_unit))
     log_axes(ax, count_label, count_label)
     return fig
 

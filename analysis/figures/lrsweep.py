@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
 from analysis.describe.numbers import count_label, flops_label
-from analysis.figures.axes import DPI, LABEL_LOSS, SIZE_CMAP, FigureUnavailable, size_colorbar, size_norm, style
+from analysis.figures.axes import DPI, SIZE_CMAP, FigureUnavailable, loss_label, size_colorbar, size_norm, style
 from analysis.fits.results import FitReport
 from analysis.sources.hparams import LR
 from analysis.sources.schema import RunTable
@@ -59,7 +59,7 @@ def lr_sweep(table: RunTable, report: FitReport | None = None) -> Figure:
     for ax in axes[len(budgets) :]:
         ax.set_visible(False)
     for ax in axes[::columns]:
-        ax.set_ylabel(LABEL_LOSS)
+        ax.set_ylabel(loss_label(table.loss_unit))
     size_colorbar(fig, axes[: len(budgets)].tolist(), norm, tick_label=count_label)
     fig.suptitle("Loss against learning rate, per model size", fontsize=11)
     return fig

@@ -50,6 +50,7 @@ def fit_all(
         report = FitReport(
             source=table.source,
             n_kind=table.n_kind,
+            loss_unit=table.loss_unit,
             runs=len(fitted),
             warnings=list(table.warnings),
             notes=list(fitted.notes) + outlier_notes,

@@ -1,7 +1,8 @@
 """Scaling laws as pure functions of numpy arrays (no state, no fitting).
 
 Notation: N parameters, D training tokens, C = 6·N·D training FLOPs (Kaplan et al. 2020, §2.1),
-L held-out loss in nats per token. Every function broadcasts over array arguments.
+L held-out loss (in the table's unit: nats per token for the store's val_loss). Every function
+broadcasts over array arguments.
 """
 
 from __future__ import annotations

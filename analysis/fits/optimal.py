@@ -115,7 +115,7 @@ class Law(abc.ABC):
                 "chinchilla-parametric, kaplan, or a fit with approach 3 or 1"
             )
         if not (np.isfinite(target) and target > 0):
-            raise UserError(f"--target-loss {target!r} is not valid; give a loss in nats per token > 0")
+            raise UserError(f"--target-loss {target!r} is not valid; give a loss > 0, in the law's unit")
         central = self._solve_budget(self.params, np.array([target]))[0]
         if not np.isfinite(central):
             lowest = float(self._frontier_loss(self.params, 10.0 ** LOG10_BUDGET_RANGE[1]))

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import types
-import typing
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,8 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits import muennighoff as data_constrained
+from analysis.fits.codec import from_jsonable, to_jsonable
+from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import DataError
 
 SCHEMA = 1
@@ -293,6 +293,7 @@ class FitReport:
     hyperparameter_fit: dict[str, Any] = field(default_factory=dict)
     muennighoff: MuennighoffFit | None = None  # `scaling fit --approach muennighoff`
     schema: int = SCHEMA
+    loss_unit: str = DEFAULT_LOSS_UNIT  # the fitted table's (`RunTable.loss_unit`): E's and every loss's label
 
     @property
     def fits(self) -> list:
@@ -358,43 +359,3 @@ def check_estimates(report: FitReport, path: str) -> None:
                 raise DataError(f"{where}: estimate {key!r} = {value!r} is not a finite number; {redo}")
             if key in POSITIVE_ESTIMATES[fit.approach] and value <= 0:
                 raise DataError(f"{where}: estimate {key!r} = {value!r} must be > 0 for the law to hold; {redo}")
-
-
-# ---------------------------------------------------------------- JSON codec for the dataclasses above
-def to_jsonable(obj: Any) -> Any:
-    """Dataclasses → dicts, numpy → Python; non-finite floats → None (strict JSON)."""
-    if is_dataclass(obj):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, np.ndarray)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
-
-
-def from_jsonable(tp: Any, data: Any) -> Any:
-    """Rebuild a value of type ``tp`` (a dataclass above, or a container of them) from JSON."""
-    if data is None:
-        return math.nan if tp is float else None
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        inner = [t for t in typing.get_args(tp) if t is not type(None)]
-        return from_jsonable(inner[0], data)
-    if origin is list:
-        (item,) = typing.get_args(tp)
-        return [from_jsonable(item, v) for v in data]
-    if origin is dict:
-        _, value_type = typing.get_args(tp)
-        return {k: from_jsonable(value_type, v) for k, v in data.items()}
-    if is_dataclass(tp):
-        hints = typing.get_type_hints(tp)
-        return tp(**{f.name: from_jsonable(hints[f.name], data[f.name]) for f in fields(tp) if f.name in data})
-    if tp is float:
-        return float(data)
-    return data

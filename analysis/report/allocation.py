@@ -58,7 +58,7 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
                 "N_opt [interval]",
                 "D_opt [interval]",
                 "tokens/parameter",
-                "predicted loss (nats/token)",
+                f"predicted loss ({fit.loss_unit})",
                 "Chinchilla N_opt",
                 "Chinchilla D_opt",
                 "note",

@@ -12,7 +12,11 @@ from analysis.report.blocks import FLAG, FigureBlock, Heading, Paragraph, Table
 FIGURE_NAME = "compare"
 
 
-def _cell(value: float, lower: float | None, upper: float | None, signed: bool = False) -> str:
+def _cell(value: float, lower: float | None, upper: float | None, signed: bool = False, unidentified: str = "") -> str:
+    """A number with its interval; "unidentified" when the comparison cannot pin it down (its answer says why)."""
+    if unidentified:
+        return "unidentified"
+
     def g(x):
         return "unbounded" if x == float("inf") else f"{x:.4g}"
 
@@ -48,10 +52,10 @@ def _one(c: Comparison) -> list:
         rows.append(
             [
                 f"{r.compute:.3g}" + (f" {FLAG} {BEYOND}" if r.beyond_fitted_range else ""),
-                _cell(m.value, m.lower, m.upper),
-                _cell(d.value, d.lower, d.upper, signed=True),
-                f"{r.baseline_loss.value:.4g}",
-                f"{r.candidate_loss.value:.4g}",
+                _cell(m.value, m.lower, m.upper, unidentified=m.unidentified),
+                _cell(d.value, d.lower, d.upper, signed=True, unidentified=d.unidentified),
+                _cell(r.baseline_loss.value, None, None, unidentified=r.baseline_loss.unidentified),
+                _cell(r.candidate_loss.value, None, None, unidentified=r.candidate_loss.unidentified),
             ]
         )
         if r.beyond_fitted_range:

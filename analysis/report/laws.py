@@ -10,7 +10,7 @@ from analysis.describe.numbers import num
 from analysis.describe.outliers import OUTLIER_HEADER, outlier_rows, outliers_summary
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
-from analysis.sources.schema import Source
+from analysis.sources.schema import DEFAULT_LOSS_UNIT, Source
 
 
 def sentence(label: str, text: str) -> str:
@@ -46,6 +46,8 @@ def fitted_laws_blocks(fit: FitReport | None, source: Source) -> list:
 
 def _loss_floor(f, source: Source) -> list[str]:
     """The corpus' true lowest loss when the records know it (synthetic corpora), beside the fitted E."""
+    if source.table.loss_unit != DEFAULT_LOSS_UNIT:  # loss_floor is in nats/token; E is not then
+        return []
     floors = pd.to_numeric(source.frame.get("loss_floor", pd.Series([], dtype=float)), errors="coerce").dropna()
     return [loss_floor_text(floors.min(), f)] if len(floors) else []
 

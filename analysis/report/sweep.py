@@ -30,6 +30,11 @@ def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[s
             f"{len(table)} usable runs ({len(used - now)} runs of the fit are not among them): refit to "
             "describe the runs as they are"
         )
+    if fit.loss_unit != table.loss_unit:
+        lines.append(
+            f"the fit {fit_path!r} is of losses in {fit.loss_unit}, {table.source!r}'s are in {table.loss_unit}: "
+            "refit, or read the source with the fit's --loss-column and --loss-unit"
+        )
     return lines
 
 
@@ -159,7 +164,7 @@ def swept_blocks(source: Source) -> list:
     return [
         Heading("What was swept"),
         Paragraph(
-            "Each cell is one (budget, shape) combination: the final validation loss in nats/token of a "
+            f"Each cell is one (budget, shape) combination: the final validation loss in {source.table.loss_unit} of a "
             "completed run; 'failed' (see the failures below); 'dropped' (not launched: see the reasons "
             "below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
             f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."

@@ -41,8 +41,7 @@ def table_from_frame(
 ) -> RunTable:
     """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules).
     Row numbers in messages are the frame's index + 1 (its rows as the source holds them)."""
-    warnings = list(warnings or [])
-    notes: list[str] = []
+    warnings, notes = list(warnings or []), []
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
     frame = apply_where(frame, columns.where, source, notes)
@@ -82,13 +81,14 @@ def table_from_frame(
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
     return RunTable(
         runs=runs,
-        curves=_curves(curves, runs, loss_col, notes),
+        curves=_curves(curves, runs, loss_col, columns.unit_of_loss(loss_col), notes),
         source=source,
         n_kind=columns.n_kind,
         warnings=warnings,
         notes=notes,
         counts=counts,
         hparams=hparams,
+        loss_unit=columns.unit_of_loss(loss_col),
     )
 
 
@@ -233,11 +233,15 @@ def _note_compute_mismatch(c_given: np.ndarray, compute: np.ndarray, c_col: str,
         notes.append(f"column {c_col!r} differs from 6·N·D by up to {worst:.0%}; the analysis uses C = 6·N·D")
 
 
-def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, notes: list[str]) -> pd.DataFrame | None:
-    """Curve points of the kept runs as run_id, N, C = 6·N·tokens, loss (finite, positive)."""
+def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, unit: str, notes: list[str]):
+    """Curve points of the kept runs as run_id, N, C = 6·N·tokens, loss (finite, positive); the curves'
+    val_loss stands in for a loss column they lack only when the two share ``unit`` (the table's)."""
     if curves is None or curves.empty:
         return None
     column = loss_col if loss_col in curves.columns else "val_loss"
+    if column != loss_col and ColumnMap().unit_of_loss(column) != unit:
+        notes.append(f"curves: they hold no {loss_col!r} ({unit}) but {column!r}, in other units: final points only")
+        return None
     merged = curves.merge(runs[["run_id", "N"]], on="run_id", how="inner")
     tokens = pd.to_numeric(merged["tokens"], errors="coerce").to_numpy(dtype=float)
     loss = pd.to_numeric(merged[column], errors="coerce").to_numpy(dtype=float)

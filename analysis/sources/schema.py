@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -26,6 +27,40 @@ FALLBACK_COLUMNS = {
 }
 OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column"}
 
+# The loss's unit: the one home of the label every figure, table and text gives it (numbers are never
+# converted). The store's val_loss (and loss_floor) is mean cross-entropy in nats/token and val_bpb in
+# bits/byte (docs/CONTRACTS.md); a user's table says its own with --loss-unit, else it is read as nats/token.
+DEFAULT_LOSS_UNIT = "nats/token"
+LOSS_UNIT_OF_COLUMN = {"val_bpb": "bits/byte"}
+LOSS_UNIT_ALIASES = {
+    "nats": "nats/token",
+    "nat/token": "nats/token",
+    "bits": "bits/token",
+    "bit/token": "bits/token",
+    "bpb": "bits/byte",
+    "bit/byte": "bits/byte",
+    "bits per byte": "bits/byte",
+    "bpc": "bits/character",
+    "bits/char": "bits/character",
+}
+MAX_UNIT_LENGTH = 32
+UNIT_TEXT = re.compile(r"[A-Za-z0-9/ ._()^*·-]+")
+
+
+def parse_loss_unit(text: str) -> str:
+    """The unit a --loss-unit value names: an alias (bpb, bits, nats, bpc) spelled out, any other short
+    label (letters, digits, spaces and / . _ ( ) ^ * · -) kept as given; UserError for anything else."""
+    unit = " ".join(str(text).split())
+    if unit.lower() in LOSS_UNIT_ALIASES:
+        return LOSS_UNIT_ALIASES[unit.lower()]
+    if not unit or len(unit) > MAX_UNIT_LENGTH or not UNIT_TEXT.fullmatch(unit):
+        raise UserError(
+            f"--loss-unit {text!r} is not valid; give the loss's unit as a short label of letters, digits, "
+            f"spaces and / . _ ( ) ^ * · - (at most {MAX_UNIT_LENGTH} characters), e.g. nats/token, bits/token, "
+            "bits/byte (bpb)"
+        )
+    return unit
+
 
 @dataclass(frozen=True)
 class ColumnMap:
@@ -43,6 +78,8 @@ class ColumnMap:
     whose values may not be pooled without --allow-mixed (`analysis.sources.groups`).
     ``hp_columns``: hyperparameter columns (None: lr, batch_size, warmup_frac when present) and
     ``hp_reduce``: how a sweep over them is reduced to one point per (N, D) (`analysis.sources.hparams`).
+    ``loss_unit``: the loss's unit (`parse_loss_unit`; None: `LOSS_UNIT_OF_COLUMN` of the loss column, else
+    `DEFAULT_LOSS_UNIT`), a label only.
     """
 
     n: str | None = None
@@ -59,8 +96,11 @@ class ColumnMap:
     hp_reduce: str = "best"
     unique: str | None = None  # column of unique tokens (`analysis.sources.unique`): runs get column U
     eval: str | None = None  # --eval NAME: the loss of that evaluation set (analysis.sources.evalsets)
+    loss_unit: str | None = None
 
     def __post_init__(self):
+        if self.loss_unit is not None:
+            object.__setattr__(self, "loss_unit", parse_loss_unit(self.loss_unit))
         if self.n_kind not in N_KINDS:
             raise UserError(f"--n-kind {self.n_kind!r} is not valid; use one of: {', '.join(N_KINDS)}")
         if not 0 <= self.budget_tolerance < 1:
@@ -68,6 +108,10 @@ class ColumnMap:
                 f"--budget-tolerance {self.budget_tolerance!r} is not valid; give a relative gap >= 0 and < 1, "
                 f"e.g. {BUDGET_TOLERANCE} ({BUDGET_TOLERANCE:.0%})"
             )
+
+    def unit_of_loss(self, column: str) -> str:
+        """The unit of the loss read from ``column``: --loss-unit's, else the store's for that column."""
+        return self.loss_unit or LOSS_UNIT_OF_COLUMN.get(column, DEFAULT_LOSS_UNIT)
 
 
 @dataclass
@@ -83,6 +127,7 @@ class RunTable:
     curves: loss curves, one row per evaluation: run_id, N, C (= 6·N·tokens so far), loss; None
             when the source has final losses only.
     source: where the runs came from.  n_kind: which parameter count N is.
+    loss_unit: the unit of ``loss`` (`ColumnMap.unit_of_loss`), for every label that shows a loss.
     warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
     counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
     hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
@@ -96,6 +141,7 @@ class RunTable:
     notes: list[str] = field(default_factory=list)
     counts: dict = field(default_factory=dict)  # rows read, excluded (unusable), duplicates, kept
     hparams: HyperSweep | None = None
+    loss_unit: str = DEFAULT_LOSS_UNIT
 
     def __len__(self) -> int:
         return len(self.runs)
