@@ -56,6 +56,9 @@ bench: $(STAMP)
 # textbook) and the CUDA paths end to end (runs, preemption and resume, the quick sweep, the report).
 bench-gpu: $(STAMP)
 	$(PY) bench/bench_gpu.py
+	$(PY) bench/bench_gpu_sync.py
+	$(PY) bench/bench_gpu_pack.py
+	$(PY) bench/bench_gpu_share.py
 	PYTHON=$(PY) bash bench/gpu_smoke.sh reports/gpu-smoke
 
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.

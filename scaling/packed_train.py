@@ -121,26 +121,36 @@ def check_config(cfg: DictConfig) -> None:
 
 def packed_device(t) -> torch.device:
     """The device of packed runs with ``train`` settings ``t``; ConfigError naming the key if they
-    cannot run packed there."""
+    cannot run packed there. On CUDA, precision auto or bf16 trains in bf16 autocast, as separate
+    runs do; on a CPU packed runs train in fp32."""
     if t.device not in ("auto", "cpu", "cuda") and not t.device.startswith("cuda:"):
         raise ConfigError(f"train.device: packed runs run on cpu or cuda, not {t.device!r}")
     device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if t.device == "auto" else t.device)
-    if t.precision == "bf16" or (t.precision == "auto" and device.type == "cuda"):
+    if t.precision == "bf16" and device.type != "cuda":
         raise ConfigError(
-            f"train.precision: packed runs train in fp32 (no bf16 autocast yet), not {t.precision!r} "
-            f"on {device.type}; set train.precision=fp32"
+            f"train.precision: packed runs on {device.type} train in fp32 (bf16 autocast on cuda only), "
+            "not 'bf16'; set train.precision=fp32 or auto"
         )
     return device
 
 
+def packed_autocast(t, device: torch.device):
+    """The autocast context of packed runs: bf16 on CUDA unless ``train.precision`` is fp32 (as
+    `scaling.train.set_up` decides for separate runs), else none."""
+    use_bf16 = device.type == "cuda" and t.precision in ("auto", "bf16")
+    return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+
 @torch.no_grad()
-def evaluate_packed(model: PackedGPT, eval_x: torch.Tensor, batch: int) -> list[float]:
+def evaluate_packed(model: PackedGPT, eval_x: torch.Tensor, batch: int, autocast) -> list[float]:
     """Each member's mean held-out cross-entropy over the same evaluation windows (as
     `scaling.train.evaluate`: chunks of ``batch`` windows, weighted by their sizes)."""
-    total = torch.zeros(model.k, dtype=torch.float64)
+    total = torch.zeros(model.k, dtype=torch.float64, device=eval_x.device)
     for i in range(0, eval_x.size(0), batch):
         chunk = eval_x[i : i + batch].expand(model.k, -1, -1)
-        total += model(chunk[..., :-1], chunk[..., 1:]).double() * chunk.size(1)
+        with autocast():
+            losses = model(chunk[..., :-1], chunk[..., 1:])
+        total += losses.double() * chunk.size(1)
     return (total / eval_x.size(0)).tolist()
 
 
@@ -153,6 +163,7 @@ class PackedRun:
         self.members = [Member(cfg, plan) for cfg, plan in zip(cfgs, plans)]
         cfg, self.shape = cfgs[0], plans[0].shape
         self.device = packed_device(cfg.train)
+        self.autocast = packed_autocast(cfg.train, self.device)
         self.corpus = data_lib.load_corpus(cfg.data)
         self.model = PackedGPT(build_members(self.shape, [c.seed for c in cfgs])).to(self.device)
         o = cfg.optim
@@ -166,6 +177,7 @@ class PackedRun:
         self.step = 0
         self.job_members = [m.plan.run_id for m in self.members]  # as first launched (a resumed job: restored)
         self.job = job_id(self.job_members)
+        self.pending: list[tuple[int, torch.Tensor]] = []  # (step, [K] losses on the device), not yet read
 
     def batch(self, step: int) -> torch.Tensor:
         """int64 [K, B, T+1]: member k's batch of this step, as its separate run draws it."""
@@ -177,18 +189,33 @@ class PackedRun:
         ratio = self.members[0].cfg.optim.min_lr_ratio
         return [lr_at(step, m.plan, ratio) for m in self.members]
 
-    def train_step(self, step: int) -> list[float]:
-        """One packed optimizer step; each member's training loss."""
+    def train_step(self, step: int) -> torch.Tensor:
+        """One packed optimizer step; each member's training loss, [K] on the device and unread
+        (nothing here waits for the device: `settle` reads the losses at the log points)."""
         lrs = self.lrs(step)
         xy = self.batch(step)
-        losses = self.model(xy[..., :-1], xy[..., 1:])
+        with self.autocast():
+            losses = self.model(xy[..., :-1], xy[..., 1:])
         losses.sum().backward()
         clip = self.members[0].cfg.optim.grad_clip
         if clip > 0:
             clip_per_member(self.model.params, clip)
         self.optimizer.step(torch.tensor(lrs, dtype=torch.float32, device=self.device))
         self.optimizer.zero_grad()
-        return losses.tolist()
+        return losses.detach()
+
+    def settle(self) -> None:
+        """Read the losses of the steps since the last read in one transfer, and hand each to its
+        member's divergence rule (a member that diverged ignores its later steps)."""
+        if not self.pending:
+            return
+        steps, rows = [s for s, _ in self.pending], torch.stack([x for _, x in self.pending]).tolist()
+        self.pending = []
+        factor = self.members[0].cfg.train.divergence_factor
+        for step, row in zip(steps, rows):
+            for m, loss in zip(self.members, row):
+                if not m.failure:
+                    m.observe(loss, step, factor)
 
     def run(self, log=print, guard=None, ended=None, checkpoint=None) -> list[Member]:
         """Train every member to its last step (or its divergence). ``ended(member)`` is called once
@@ -206,9 +233,11 @@ class PackedRun:
             if not self.members or checkpoint is None:
                 continue
             if guard is not None and guard.requested:
+                self.settle()
                 checkpoint()
                 raise Preempted(f"{guard.name} at step {self.step}; checkpoint saved, relaunch to resume")
             if t.checkpoint_interval_s and time.perf_counter() - last_checkpoint > t.checkpoint_interval_s:
+                self.settle()
                 checkpoint()
                 last_checkpoint = time.perf_counter()
         for m in everyone:
@@ -233,17 +262,17 @@ class PackedRun:
         t = self.members[0].cfg.train
         lrs = self.lrs(step)
         t0 = time.perf_counter()
-        losses = self.train_step(step)
+        self.pending.append((step, self.train_step(step)))
         dt = time.perf_counter() - t0
         self.train_time += dt
         tokens = len(self.members) * self.members[0].plan.tokens_per_step
         for m in self.members:
             m.train_time, m.pack_tokens = m.train_time + dt, m.pack_tokens + tokens
-        due = [
-            None if m.observe(loss, step, t.divergence_factor) else _point_due(m.plan, t, step)
-            for m, loss in zip(self.members, losses)
-        ]
-        vals = evaluate_packed(self.model, self.eval_x, self.eval_batch) if True in due else None
+        if all(_point_due(m.plan, t, step) is None for m in self.members):
+            return  # no curve point (a member's last step always has one): the losses stay unread
+        self.settle()
+        due = [None if m.failure else _point_due(m.plan, t, step) for m in self.members]
+        vals = evaluate_packed(self.model, self.eval_x, self.eval_batch, self.autocast) if True in due else None
         for k, (m, evaluated) in enumerate(zip(self.members, due)):
             if evaluated is not None:
                 _add_point(m, step, lrs[k], vals[k] if evaluated else math.nan)

@@ -1,0 +1,206 @@
+"""GPU: where the trainer waits for the device. One `scaling train` run (the gpu sweep's setting on a
+corpus of random GPT-2-sized token ids) under torch.profiler and CUDA's sync debug mode, with every
+host synchronisation attributed to the part of the run it happened in.
+
+    python bench/bench_gpu_sync.py                     # d128, eager and compiled (~1 min on an H100)
+    python bench/bench_gpu_sync.py --compile false --budget 1e14
+
+Parts (each a torch.profiler.record_function range around the trainer's own functions, patched in
+this process only):
+  step        `Run.batch` + `scaling.train.train_step`: the batch's copy to the GPU, forward,
+              backward, clipping, the optimizer (the step loop proper)
+  loop        the rest of `run_loop` between steps (learning rate, `TrainState.observe`, ...)
+  log_point   `scaling.train.log_point`: the losses read since the last point, the evaluation
+  checkpoint  `TrainState.save`
+  other       outside the loop: set-up (model, evaluation set to the GPU), the record
+Counted per part: the CUDA runtime's host-blocking calls in the profile (cudaStreamSynchronize,
+cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy) and the warnings of
+`torch.cuda.set_sync_debug_mode("warn")` (every synchronizing tensor operation: .item(), .tolist(),
+a pageable copy, ...). The step loop is sync-free when both are 0 for `step` and `loop`.
+GPU busy: the CUDA kernels' summed time in the profile over the loop's wall time (overlapping
+kernels, if any, count twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import common  # noqa: F401  (puts the checkout on sys.path)
+from common import print_header, print_table
+
+PARTS = ("step", "loop", "log_point", "checkpoint", "other")
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+
+
+def random_corpus(path: Path, tokens: int, vocab: int) -> Path:
+    """A nanoGPT-format directory of uniform random uint16 ids (train.bin, val.bin)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    path.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train.bin", tokens), ("val.bin", max(tokens // 20, 2_000_000))):
+        rng.integers(0, vocab, size=n, dtype=np.uint16).tofile(path / name)
+    return path
+
+
+def patched_trainer(part: list[str], record_function):
+    """Context: the trainer's functions wrapped to name the part of the run they are (``part[0]``)."""
+    import scaling.train as tr
+    from scaling.train_state import TrainState
+
+    def wrap(owner, name, label):
+        original = getattr(owner, name)
+
+        def wrapped(*args, **kwargs):
+            outer, part[0] = part[0], label
+            try:
+                with record_function(f"part:{label}"):
+                    return original(*args, **kwargs)
+            finally:
+                part[0] = outer
+
+        return owner, name, original, wrapped
+
+    patches = [
+        wrap(tr, "run_loop", "loop"),
+        wrap(tr, "train_step", "step"),
+        wrap(tr.Run, "batch", "step"),
+        wrap(tr, "log_point", "log_point"),
+        wrap(TrainState, "save", "checkpoint"),
+    ]
+
+    @contextlib.contextmanager
+    def patched():
+        for owner, name, _, wrapped in patches:
+            setattr(owner, name, wrapped)
+        try:
+            yield
+        finally:
+            for owner, name, original, _ in patches:
+                setattr(owner, name, original)
+
+    return patched()
+
+
+def innermost_part(ranges: list[tuple[float, float, str]], t: float) -> str:
+    """The part whose range holds time ``t`` most tightly ('other' when none does)."""
+    best = None
+    for start, end, label in ranges:
+        if start <= t <= end and (best is None or end - start < best[1] - best[0]):
+            best = (start, end, label)
+    return best[2] if best else "other"
+
+
+def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from scaling.plan import plan_run
+    from scaling.train import train
+    from scaling.train_app import compose_config
+
+    cfg = compose_config(overrides)
+    plan = plan_run(cfg)
+    part, warned = ["other"], Counter()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+
+    def count_warning(message, *args, **kwargs):
+        if "synchroniz" in str(message):
+            warned[part[0]] += 1
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = count_warning
+        if cuda:
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with profile(activities=activities) as prof, patched_trainer(part, record_function):
+                record = train(cfg, log=lambda *a: None)
+        finally:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
+    wall = time.perf_counter() - t0
+    events = prof.events()
+    ranges = [(e.time_range.start, e.time_range.end, e.name[5:]) for e in events if e.name.startswith("part:")]
+    calls, entries = Counter(), Counter(label for _, _, label in ranges)
+    loop = [(s, e) for s, e, label in ranges if label == "loop"]
+    kernel_us = 0.0
+    for e in events:
+        if e.name in SYNC_CALLS:
+            calls[innermost_part(ranges, e.time_range.start)] += 1
+        on_gpu = cuda and getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+        if on_gpu and any(s <= e.time_range.start <= end for s, end in loop):
+            kernel_us += e.time_range.end - e.time_range.start
+    loop_us = sum(end - s for s, end in loop)
+    summary = {
+        "model": cfg.model.get("name", overrides[0]),
+        "compile": str(cfg.train.compile).lower(),
+        "steps": plan.steps,
+        "log_points": entries["log_point"],
+        "status": record["status"],
+        "wall_s": f"{wall:.1f}",
+        "gpu_busy": f"{kernel_us / loop_us:.0%}" if cuda and loop_us else "n/a",
+        "tok_s": f"{record['tokens_per_s']:,.0f}",
+    }
+    rows = {p: {"part": p, "entered": entries[p], "sync calls": calls[p], "sync warnings": warned[p]} for p in PARTS}
+    return summary, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="d128")
+    parser.add_argument("--budget", default="3e14")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=1024)
+    parser.add_argument("--vocab", type=int, default=50304)
+    parser.add_argument("--compile", default="false,true", help="train.compile values to run, in turn")
+    parser.add_argument("--device", default="cuda", help="cuda, or cpu to check this script without a GPU")
+    args = parser.parse_args()
+
+    import torch
+
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit("bench_gpu_sync: no CUDA GPU visible to torch")
+    print_header("Host syncs in the trainer's step loop")
+    if cuda:
+        print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
+    summaries = []
+    with tempfile.TemporaryDirectory() as tmp:
+        from scaling.plan import plan_run
+        from scaling.train_app import compose_config
+
+        base = [
+            f"model={args.model}",
+            f"budget={args.budget}",
+            "tracking=none",
+            "data=bin",
+            f"data.vocab_size={args.vocab}",
+            "data.dtype=uint16",
+            f"train.batch_size={args.batch_size}",
+            f"train.seq_len={args.seq_len}",
+            f"train.device={args.device}",
+            "train.eval_tokens=262144",
+        ]
+        corpus = random_corpus(Path(tmp) / "corpus", 1_000_000, args.vocab)  # to plan on; then the run's size
+        tokens = plan_run(compose_config([*base, f"data.path={corpus}"])).tokens
+        random_corpus(corpus, int(tokens * 1.2) + 1_000_000, args.vocab)
+        for compiled in args.compile.split(","):
+            overrides = [*base, f"data.path={corpus}", f"train.compile={compiled}", f"store={tmp}/store-{compiled}"]
+            summary, rows = profile_run(overrides, cuda)
+            summaries.append(summary)
+            print(f"\ntrain.compile={compiled}: {summary}")
+            print_table(list(rows.values()), [(k, k, "") for k in ("part", "entered", "sync calls", "sync warnings")])
+    print()
+    print_table(summaries, [(k, k, "") for k in summaries[0]])
+
+
+if __name__ == "__main__":
+    main()
