@@ -11,10 +11,11 @@ random ids already on the GPU, `--batch-size` sequences per run (each packed mem
   packed K   one step of K members: PackedGPT forward under bf16 autocast, backward, per-member
              clipping, PackedAdamW (as `scaling.packed_train.PackedRun.train_step`); its timed steps
              run under torch.cuda.set_sync_debug_mode("error"), so a step that waits for the GPU fails
+             (`packed compiled`: the forward under torch.compile)
   procs P    P processes on the GPU, each training its own `alone` model; tokens/s summed
 MFU: all runs' tokens/s × scaling.shapes.model_flops_per_token ÷ the bf16 matmul peak measured first
 (bench_gpu.gpu_peak). head+loss: forward and backward of the tied head and cross-entropy alone, at
-one run's batch, as a share of `alone`'s step.
+one run's batch, eager and compiled, as a share of `alone`'s step, eager and compiled.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from bench_gpu import gpu_peak
 from common import print_header, print_table
 
 
-def timed(step, steps: int) -> float:
-    """Seconds per call of ``step`` after 3 warm-up calls (the first may compile)."""
+def timed(step, steps: int, sync_free: bool = False) -> float:
+    """Seconds per call of ``step`` after 3 warm-up calls (the first may compile); ``sync_free``:
+    the timed calls run under torch.cuda.set_sync_debug_mode("error"), so a host sync in one raises."""
     import torch
 
     for _ in range(3):
@@ -37,7 +39,12 @@ def timed(step, steps: int) -> float:
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(steps):
-        step()
+        if sync_free:
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            step()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
     return (time.perf_counter() - t0) / steps
 
@@ -67,7 +74,7 @@ def alone_step(shape, batch_size: int, compiled: bool, seed: int = 0):
     return lambda: train_step(model, step_fn, opt, batches[next(counter) % 4], lr, cfg.optim.grad_clip, autocast)
 
 
-def packed_step(shape, k: int, batch_size: int):
+def packed_step(shape, k: int, batch_size: int, compiled: bool = False):
     import torch
     from omegaconf import OmegaConf
 
@@ -81,10 +88,11 @@ def packed_step(shape, k: int, batch_size: int):
     lrs = torch.full((k,), ladder_lr(shape.name), device="cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     batch = torch.randint(0, shape.vocab_size, (k, batch_size, shape.seq_len + 1), device="cuda", generator=gen)
+    forward = torch.compile(model) if compiled else model
 
     def step():
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-            losses = model(batch[..., :-1], batch[..., 1:])
+            losses = forward(batch[..., :-1], batch[..., 1:])
         losses.sum().backward()
         clip_per_member(model.params, o.grad_clip)
         opt.step(lrs)
@@ -94,21 +102,7 @@ def packed_step(shape, k: int, batch_size: int):
     return step
 
 
-def sync_free(step):
-    """``step`` run under torch.cuda.set_sync_debug_mode("error"): a host sync inside it raises."""
-    import torch
-
-    def checked():
-        torch.cuda.set_sync_debug_mode("error")
-        try:
-            return step()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-
-    return checked
-
-
-def head_step(shape, batch_size: int):
+def head_step(shape, batch_size: int, compiled: bool = False):
     """Forward and backward of the tied head and the loss alone, on one run's batch."""
     import torch
     import torch.nn.functional as F
@@ -117,9 +111,14 @@ def head_step(shape, batch_size: int):
     wte = torch.randn(shape.vocab_size, shape.d_model, device="cuda", requires_grad=True)
     y = torch.randint(0, shape.vocab_size, (batch_size * shape.seq_len,), device="cuda")
 
+    def head(h, wte, y):
+        return F.cross_entropy(F.linear(h, wte), y)
+
+    forward = torch.compile(head) if compiled else head
+
     def step():
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(F.linear(h, wte), y)
+            loss = forward(h, wte, y)
         loss.backward()
 
     return step
@@ -164,6 +163,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=50304)
     parser.add_argument("--ks", default="1,2,4,8")
     parser.add_argument("--procs", default="1,2,4")
+    parser.add_argument("--packed-compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=8.0, help="timed seconds per side-by-side process count")
     args = parser.parse_args()
@@ -197,24 +197,28 @@ def main() -> None:
         )
         print(rows[-1], flush=True)
 
-    for name, compiled in (("alone", False), ("alone compiled", True)):
+    alone_s = {}
+    for compiled in (False, True):
         torch.cuda.reset_peak_memory_stats()
-        row(name, 1, timed(alone_step(shape, args.batch_size, compiled), args.steps))
-        if not compiled:
-            alone_s = float(rows[-1]["step_ms"]) / 1e3
-    head_s = timed(head_step(shape, args.batch_size), args.steps)
-    print(f"head+loss alone: {head_s * 1e3:.1f} ms = {head_s / alone_s:.0%} of the eager step", flush=True)
-    for k in (int(x) for x in args.ks.split(",")):
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        try:
-            row(f"packed K={k}", k, timed(sync_free(packed_step(shape, k, args.batch_size)), args.steps))
-        except torch.OutOfMemoryError:
-            row(f"packed K={k}", k, None, "out of GPU memory")
-        except RuntimeError as err:  # a host sync in the step, under sync debug mode "error"
-            row(f"packed K={k}", k, None, f"failed: {str(err).splitlines()[0][:100]}")
+        alone_s[compiled] = timed(alone_step(shape, args.batch_size, compiled), args.steps)
+        row("alone compiled" if compiled else "alone", 1, alone_s[compiled])
+    for compiled in (False, True):
+        head_s = timed(head_step(shape, args.batch_size, compiled), args.steps)
+        what = "compiled" if compiled else "eager"
+        print(f"head+loss alone, {what}: {head_s * 1e3:.1f} ms = {head_s / alone_s[compiled]:.0%} of the {what} step")
+    for compiled in [False, True] if args.packed_compile else [False]:
+        for k in (int(x) for x in args.ks.split(",")):
+            name = f"packed{' compiled' if compiled else ''} K={k}"
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            try:
+                row(name, k, timed(packed_step(shape, k, args.batch_size, compiled), args.steps, sync_free=True))
+            except torch.OutOfMemoryError:
+                row(name, k, None, "out of GPU memory")
+            except RuntimeError as err:  # a host sync in the step, under sync debug mode "error"
+                row(name, k, None, f"failed: {str(err).splitlines()[0][:100]}")
     torch.cuda.empty_cache()
-    for p in (int(x) for x in args.procs.split(",")):
+    for p in (int(x) for x in args.procs.split(",") if x):
         tok_s = side_by_side(shape, args.batch_size, p, args.seconds)
         row(f"procs P={p}", p, p * tokens / tok_s)
     print()

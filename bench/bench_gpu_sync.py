@@ -2,13 +2,14 @@
 corpus of random GPT-2-sized token ids) under torch.profiler and CUDA's sync debug mode, with every
 host synchronisation attributed to the part of the run it happened in.
 
-    python bench/bench_gpu_sync.py                     # d128, eager and compiled (~1 min on an H100)
+    python bench/bench_gpu_sync.py                     # d128, 206 steps, 8 log points; eager and compiled (~1 min on an H200)
     python bench/bench_gpu_sync.py --compile false --budget 1e14
 
 Parts (each a torch.profiler.record_function range around the trainer's own functions, patched in
 this process only):
   step        `Run.batch` + `scaling.train.train_step`: the batch's copy to the GPU, forward,
-              backward, clipping, the optimizer (the step loop proper)
+              backward, clipping, the optimizer (the step loop proper), after the first 3 steps
+  warm-up     the same for the first 3 steps (torch.compile compiles in them)
   loop        the rest of `run_loop` between steps (learning rate, `TrainState.observe`, ...)
   log_point   `scaling.train.log_point`: the losses read since the last point, the evaluation
   checkpoint  `TrainState.save`
@@ -17,8 +18,8 @@ Counted per part: the CUDA runtime's host-blocking calls in the profile (cudaStr
 cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy) and the warnings of
 `torch.cuda.set_sync_debug_mode("warn")` (every synchronizing tensor operation: .item(), .tolist(),
 a pageable copy, ...). The step loop is sync-free when both are 0 for `step` and `loop`.
-GPU busy: the CUDA kernels' summed time in the profile over the loop's wall time (overlapping
-kernels, if any, count twice).
+GPU busy: the union of the CUDA kernels' intervals over the wall time from the first step after
+warm-up to the loop's end (its log points and evaluations included).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from pathlib import Path
 import common  # noqa: F401  (puts the checkout on sys.path)
 from common import print_header, print_table
 
-PARTS = ("step", "loop", "log_point", "checkpoint", "other")
+WARMUP = 3  # the first steps (a compiled step compiles in its first, and re-specialises)
+PARTS = ("warm-up", "step", "loop", "log_point", "checkpoint", "other")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 
 
@@ -54,13 +56,15 @@ def patched_trainer(part: list[str], record_function):
     import scaling.train as tr
     from scaling.train_state import TrainState
 
-    def wrap(owner, name, label):
-        original = getattr(owner, name)
+    def wrap(owner, name, label, warmup=0):
+        original, calls = getattr(owner, name), [0]
 
         def wrapped(*args, **kwargs):
-            outer, part[0] = part[0], label
+            calls[0] += 1
+            here = "warm-up" if calls[0] <= warmup else label
+            outer, part[0] = part[0], here
             try:
-                with record_function(f"part:{label}"):
+                with record_function(f"part:{here}"):
                     return original(*args, **kwargs)
             finally:
                 part[0] = outer
@@ -69,8 +73,8 @@ def patched_trainer(part: list[str], record_function):
 
     patches = [
         wrap(tr, "run_loop", "loop"),
-        wrap(tr, "train_step", "step"),
-        wrap(tr.Run, "batch", "step"),
+        wrap(tr, "train_step", "step", WARMUP),
+        wrap(tr.Run, "batch", "step", WARMUP),
         wrap(tr, "log_point", "log_point"),
         wrap(TrainState, "save", "checkpoint"),
     ]
@@ -95,6 +99,16 @@ def innermost_part(ranges: list[tuple[float, float, str]], t: float) -> str:
         if start <= t <= end and (best is None or end - start < best[1] - best[0]):
             best = (start, end, label)
     return best[2] if best else "other"
+
+
+def union_within(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """Length of the union of ``intervals`` clipped to [start, end]."""
+    total, reach = 0.0, start
+    for a, b in sorted(intervals):
+        a, b = max(a, reach), min(b, end)
+        if b > a:
+            total, reach = total + b - a, b
+    return total
 
 
 def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
@@ -130,15 +144,16 @@ def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
     events = prof.events()
     ranges = [(e.time_range.start, e.time_range.end, e.name[5:]) for e in events if e.name.startswith("part:")]
     calls, entries = Counter(), Counter(label for _, _, label in ranges)
-    loop = [(s, e) for s, e, label in ranges if label == "loop"]
-    kernel_us = 0.0
+    steady = [s for s, _, label in ranges if label == "step"]
+    loop_end = max((e for _, e, label in ranges if label == "loop"), default=0.0)
+    kernels = []
     for e in events:
         if e.name in SYNC_CALLS:
             calls[innermost_part(ranges, e.time_range.start)] += 1
-        on_gpu = cuda and getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
-        if on_gpu and any(s <= e.time_range.start <= end for s, end in loop):
-            kernel_us += e.time_range.end - e.time_range.start
-    loop_us = sum(end - s for s, end in loop)
+        if cuda and getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            kernels.append((e.time_range.start, e.time_range.end))
+    busy = union_within(kernels, min(steady, default=0.0), loop_end)
+    window = loop_end - min(steady, default=loop_end)
     summary = {
         "model": cfg.model.get("name", overrides[0]),
         "compile": str(cfg.train.compile).lower(),
@@ -146,7 +161,7 @@ def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
         "log_points": entries["log_point"],
         "status": record["status"],
         "wall_s": f"{wall:.1f}",
-        "gpu_busy": f"{kernel_us / loop_us:.0%}" if cuda and loop_us else "n/a",
+        "gpu_busy": f"{busy / window:.0%}" if cuda and window > 0 else "n/a",
         "tok_s": f"{record['tokens_per_s']:,.0f}",
     }
     rows = {p: {"part": p, "entered": entries[p], "sync calls": calls[p], "sync warnings": warned[p]} for p in PARTS}
@@ -160,6 +175,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=1024)
     parser.add_argument("--vocab", type=int, default=50304)
+    parser.add_argument("--log-points", type=int, default=8, help="train.log_points: curve points (host reads)")
     parser.add_argument("--compile", default="false,true", help="train.compile values to run, in turn")
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to check this script without a GPU")
     args = parser.parse_args()
@@ -188,6 +204,7 @@ def main() -> None:
             f"train.seq_len={args.seq_len}",
             f"train.device={args.device}",
             "train.eval_tokens=262144",
+            f"train.log_points={args.log_points}",
         ]
         corpus = random_corpus(Path(tmp) / "corpus", 1_000_000, args.vocab)  # to plan on; then the run's size
         tokens = plan_run(compose_config([*base, f"data.path={corpus}"])).tokens
