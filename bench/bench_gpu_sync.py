@@ -14,7 +14,8 @@ this process only):
   log_point   `scaling.train.log_point`: the losses read since the last point, the evaluation
   checkpoint  `TrainState.save`
   other       outside the loop: set-up (model, evaluation set to the GPU), the record
-Counted per part: the CUDA runtime's host-blocking calls in the profile (cudaStreamSynchronize,
+Counted per part (the profile starts at the first step after warm-up: earlier parts count warnings
+only): the CUDA runtime's host-blocking calls in the profile (cudaStreamSynchronize,
 cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy) and the warnings of
 `torch.cuda.set_sync_debug_mode("warn")` (every synchronizing tensor operation: .item(), .tolist(),
 a pageable copy, ...). The step loop is sync-free when both are 0 for `step` and `loop`.
@@ -51,8 +52,10 @@ def random_corpus(path: Path, tokens: int, vocab: int) -> Path:
     return path
 
 
-def patched_trainer(part: list[str], record_function):
-    """Context: the trainer's functions wrapped to name the part of the run they are (``part[0]``)."""
+def patched_trainer(part: list[str], record_function, on_steady=lambda: None, on_loop_end=lambda: None):
+    """Context: the trainer's functions wrapped to name the part of the run they are (``part[0]``);
+    ``on_steady()`` is called once, as the first step after warm-up starts, ``on_loop_end()`` as the
+    loop ends."""
     import scaling.train as tr
     from scaling.train_state import TrainState
 
@@ -62,12 +65,16 @@ def patched_trainer(part: list[str], record_function):
         def wrapped(*args, **kwargs):
             calls[0] += 1
             here = "warm-up" if calls[0] <= warmup else label
+            if warmup and calls[0] == warmup + 1 and name == "train_step":
+                on_steady()
             outer, part[0] = part[0], here
             try:
                 with record_function(f"part:{here}"):
                     return original(*args, **kwargs)
             finally:
                 part[0] = outer
+                if name == "run_loop":
+                    on_loop_end()
 
         return owner, name, original, wrapped
 
@@ -93,12 +100,13 @@ def patched_trainer(part: list[str], record_function):
 
 
 def innermost_part(ranges: list[tuple[float, float, str]], t: float) -> str:
-    """The part whose range holds time ``t`` most tightly ('other' when none does)."""
+    """The part whose range holds time ``t`` most tightly ('loop' when none does: the profile covers
+    the loop only)."""
     best = None
     for start, end, label in ranges:
         if start <= t <= end and (best is None or end - start < best[1] - best[0]):
             best = (start, end, label)
-    return best[2] if best else "other"
+    return best[2] if best else "loop"
 
 
 def union_within(intervals: list[tuple[float, float]], start: float, end: float) -> float:
@@ -135,7 +143,12 @@ def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
         if cuda:
             torch.cuda.set_sync_debug_mode("warn")
         try:
-            with profile(activities=activities) as prof, patched_trainer(part, record_function):
+            # profiled from the first step after warm-up on (compilation's traced ops would be millions
+            # of events), so set-up and warm-up count sync warnings only
+            prof, started = profile(activities=activities), []
+            steady = lambda: started or (prof.start(), started.append(True))  # noqa: E731
+            done = lambda: started and prof.stop()  # noqa: E731
+            with patched_trainer(part, record_function, on_steady=steady, on_loop_end=done):
                 record = train(cfg, log=lambda *a: None)
         finally:
             if cuda:
@@ -145,7 +158,9 @@ def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
     ranges = [(e.time_range.start, e.time_range.end, e.name[5:]) for e in events if e.name.startswith("part:")]
     calls, entries = Counter(), Counter(label for _, _, label in ranges)
     steady = [s for s, _, label in ranges if label == "step"]
-    loop_end = max((e for _, e, label in ranges if label == "loop"), default=0.0)
+    calls["warm-up"] = calls["other"] = "-"  # not profiled
+    entries["warm-up"] = WARMUP
+    loop_end = max((e for _, e, _ in ranges), default=0.0)
     kernels = []
     for e in events:
         if e.name in SYNC_CALLS:
