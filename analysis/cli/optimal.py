@@ -94,9 +94,8 @@ def optimal_main(argv: list[str]) -> int:
         law = resolve_repeat_law(args.law, args.unique_tokens, args.approach, args.max_tokens, args.level)
     else:
         law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
-    unit = law_loss_unit(args.law)
     if args.inference_tokens is not None:
-        return inference_main(args, law, unit)
+        return inference_main(args, law)
     with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
         if args.target_loss is not None:
             allocation = law.budget_for_loss(args.target_loss)
@@ -109,9 +108,10 @@ def optimal_main(argv: list[str]) -> int:
 
     hp_lines, hp = recommendation(args.law, args.hp_law, allocation)
     if args.json:
-        print(json.dumps(to_jsonable({**allocation.as_json(), **({"hyperparameters": hp} if hp else {})})))
+        answer = {**allocation.as_json(), "loss_unit": law.loss_unit, **({"hyperparameters": hp} if hp else {})}
+        print(json.dumps(to_jsonable(answer)))
     else:
-        print("\n".join([render_allocation(allocation, unit), *hp_lines]))
+        print("\n".join([render_allocation(allocation, law.loss_unit), *hp_lines]))
     return 0
 
 
@@ -129,16 +129,6 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             "(write one with `scaling fit SOURCE --out FIT.json`)"
         )
     return law_from_fit(FitReport.load(name), name, approach, level)
-
-
-def law_loss_unit(name: str) -> str:
-    """The unit of --law's losses: a FIT.json's own (`FitReport.loss_unit`); the published laws' nats/token."""
-    from analysis.fits.optimal import PRESETS
-    from analysis.sources.schema import DEFAULT_LOSS_UNIT
-
-    if name in PRESETS or not Path(name).is_file():
-        return DEFAULT_LOSS_UNIT
-    return FitReport.load(name).loss_unit
 
 
 def render_allocation(a, unit: str) -> str:

@@ -19,7 +19,7 @@ class Item:
 
 def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
     """budget, N_opt, D_opt, tokens/parameter, predicted loss and the 6·N·D check, by key; ``unit``:
-    the law's loss unit (`analysis.cli.optimal.law_loss_unit`)."""
+    the law's loss unit (`analysis.fits.optimal.Law.loss_unit`)."""
     count = num  # the CLI: 4 significant digits
     n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
     loss = "- (this law does not predict loss)" if a.loss is None else f"{interval_text(a.loss)} {unit}"
