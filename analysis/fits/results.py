@@ -19,7 +19,7 @@ import numpy as np
 from analysis.fits import laws
 from analysis.fits import muennighoff as data_constrained
 from analysis.fits.codec import from_jsonable, to_jsonable
-from analysis.sources.schema import DEFAULT_LOSS_UNIT
+from analysis.sources.schema import DEFAULT_LOSS_UNIT, parse_loss_unit
 from scaling.errors import DataError
 
 SCHEMA = 1
@@ -336,6 +336,7 @@ class FitReport:
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DataError(f"fit file {str(path)!r} is incomplete or damaged ({type(err).__name__}: {err})") from None
         check_estimates(report, str(path))
+        report.loss_unit = parse_loss_unit(report.loss_unit, f"fit file {str(path)!r}: key 'loss_unit' =")
         return report
 
 
