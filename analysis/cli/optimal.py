@@ -143,9 +143,10 @@ def render_allocation(a, unit: str) -> str:
 
 
 def check_finite(a, law_name: str) -> None:
-    """A law that gives no finite N, D or budget is an error, never a printed answer."""
-    values = {"budget": a.budget.value, "N_opt": a.n.value, "D_opt": a.d.value}
-    bad = {k: v for k, v in values.items() if not (math.isfinite(v) and v > 0)}
+    """A law that gives no finite N, D or budget is an error, never a printed answer (unless the law
+    says it is unidentified: a fit without a law N_opt ∝ C^a has no value to give, and says why)."""
+    values = {"budget": a.budget, "N_opt": a.n, "D_opt": a.d}
+    bad = {k: e.value for k, e in values.items() if not (math.isfinite(e.value) and e.value > 0 or e.unidentified)}
     if bad:
         shown = ", ".join(f"{k} = {v:g}" for k, v in bad.items())
         raise UserError(

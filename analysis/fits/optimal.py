@@ -153,9 +153,10 @@ class Law(abc.ABC):
             )
         allocation = self._allocation(Estimate(budget), Estimate(n), loss)
         allocation.max_tokens = max_tokens
+        optimum = f"D_opt = {free.d.value:.4g}" if np.isfinite(free.d.value) else "D_opt unidentified: it may not bind"
         allocation.notes.append(
-            f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum "
-            f"D_opt = {free.d.value:.4g}); the budget buys N = C/(6·D) = {n:.4g}"
+            f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum {optimum}); "
+            f"the budget buys N = C/(6·D) = {n:.4g}"
         )
         if loss is None and self.predicts_loss:
             allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
