@@ -8,7 +8,7 @@ import json
 import math
 
 from analysis.describe.numbers import interval_text, num
-from analysis.fits.results import to_jsonable
+from analysis.fits.codec import to_jsonable
 from scaling.errors import UserError
 
 

@@ -16,7 +16,8 @@ from analysis.cli.common import (
     positive_float,
 )
 from analysis.cli.inference import inference_main, inference_tokens
-from analysis.fits.results import FitReport, to_jsonable
+from analysis.fits.codec import to_jsonable
+from analysis.fits.results import FitReport
 from scaling.errors import UserError
 
 
