@@ -160,3 +160,21 @@ def test_compare_optimal_and_inference_name_the_unit_of_every_loss_they_state(tm
     for extra in ([], ["--inference-tokens", "1e12"]):  # a target below the fit's E: the error names its unit
         with pytest.raises(UserError, match=r"\d bits/byte"):
             optimal_main(["--law", str(fit_json), "--target-loss", "0.5", *extra])
+
+
+def test_the_reports_comparison_tables_name_the_unit_of_their_losses():
+    # Before: "loss difference (candidate − baseline)", "baseline loss", "candidate loss" and E with no unit.
+    from analysis.report.blocks import Table
+    from analysis.report.compare import comparison_blocks
+
+    table = table_from_frame(bpb_frame(), "bpb.csv", BPB)
+    side = Side(
+        "bpb.csv", len(table), [float(b) for b in table.budgets], fit_parametric(table, resamples=0), 0, "bits/byte"
+    )
+    per_budget, differences = [b for b in comparison_blocks([compare(side, side, 0.95)], False) if isinstance(b, Table)]
+    assert per_budget.header[2:] == [
+        "loss difference (candidate − baseline, bits/byte)",
+        "baseline loss (bits/byte)",
+        "candidate loss (bits/byte)",
+    ]
+    assert [row[0] for row in differences.rows if row[0].startswith("E ")] == ["E     (irreducible loss, bits/byte)"]
