@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.fits.results import FitReport, to_jsonable
+from analysis.fits.codec import to_jsonable
+from analysis.fits.results import FitReport
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 from scaling.cli import main
 from scaling.store import SCHEMA, atomic_write_json

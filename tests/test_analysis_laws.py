@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from analysis.fits import laws
-from analysis.fits.results import FitReport, PowerLaw, from_jsonable, to_jsonable
+from analysis.fits.codec import from_jsonable, to_jsonable
+from analysis.fits.results import FitReport, PowerLaw
 from analysis.synthetic import CHINCHILLA_LAW
 
 
@@ -49,3 +50,22 @@ def test_json_codec_round_trips_nested_dataclasses_and_non_finite_values():
     data = to_jsonable(report)
     assert from_jsonable(FitReport, data) == report
     assert to_jsonable({"v": np.float64(np.nan), "a": np.arange(2)}) == {"v": None, "a": [0, 1]}
+
+
+def test_the_json_codec_is_imported_from_its_home_only():
+    """analysis.fits.codec was split out of results.py; results.py imports it for its own save/load,
+    and nothing else reaches the codec through results (one home, one import path)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    through_results = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for folder in ("analysis", "scaling", "hydra_plugins", "bench", "tests")
+        for path in sorted((root / folder).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and node.module == "analysis.fits.results"
+        and {a.name for a in node.names} & {"to_jsonable", "from_jsonable"}
+    ]
+    assert through_results == []

@@ -98,3 +98,20 @@ def test_argparse_still_reads_an_exponent_after_an_option_as_an_option():
     with pytest.raises((argparse.ArgumentError, SystemExit)):
         parser.parse_args(["--budget", "-1e21"])
     assert parser.parse_args(["--budget=-1e21"]).budget == -1e21
+
+
+def test_a_fit_files_bad_loss_unit_is_one_error_line_naming_the_file_the_key_and_the_valid_values(saved_fit, tmp_path):
+    # Before: any value loaded silently, and went into every loss label (a hand-edited "<b>" into the HTML).
+    from analysis.fits.results import FitReport
+    from scaling.errors import UserError
+
+    _store, fit = saved_fit
+    law = _edited(fit, tmp_path, lambda d: d.update(loss_unit="bits|byte"))
+    proc = run_cli("optimal", "--budget", "1e20", "--law", law)
+    assert_one_line_error(proc, "edited.json", "'loss_unit'", "'bits|byte'", "nats/token, bits/token, bits/byte")
+    assert proc.stdout == ""
+    for bad in ("", "<b>", "x" * 40, 3, None, ["bits/byte"]):
+        with pytest.raises(UserError, match=r"edited.json.*'loss_unit' = .* is not valid; give the loss's unit"):
+            FitReport.load(_edited(fit, tmp_path, lambda d, bad=bad: d.update(loss_unit=bad)))
+    assert FitReport.load(_edited(fit, tmp_path, lambda d: d.update(loss_unit=" bpb"))).loss_unit == "bits/byte"
+    assert FitReport.load(_edited(fit, tmp_path, lambda d: d.pop("loss_unit"))).loss_unit == "nats/token"  # old files

@@ -15,6 +15,7 @@ import analysis.fits.envelope as envelope
 import analysis.fits.isoflop as isoflop
 from analysis.cli.fit import fit_summary, render_fit
 from analysis.fits.bootstrap import unit_draws
+from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.optimal import law_from_fit
@@ -102,13 +103,24 @@ def test_one_function_decides_for_the_fit_and_every_resample(tmp_path, monkeypat
     assert fit_isoflop(table, resamples=300, seed=0).estimates["a"].interval != fit.estimates["a"].interval
 
 
-def test_fewer_than_two_bracketed_budgets_leave_the_law_unidentified(tmp_path):
+def one_bracketed(tmp_path):
+    """1e18 bracketed; 1e19 and 1e20 trained 1.3-20x above their optimum: 1 of 3 budgets in the law."""
     rng = np.random.default_rng(0)
     frame = pd.concat([_runs(rng, budgets=BUDGETS[:1]), _runs(rng, budgets=BUDGETS[1:3], spread=0.6, centre=5.0)])
-    fit = fit_isoflop(_table(frame, tmp_path), resamples=200, seed=0)
+    return _table(frame, tmp_path)
+
+
+def test_fewer_than_two_bracketed_budgets_leave_the_law_unidentified(tmp_path):
+    fit = fit_isoflop(one_bracketed(tmp_path), resamples=200, seed=0)
     assert [p.inside_range for p in fit.profiles] == [True, False, False]
     for key in ("a", "b", "N_coefficient", "D_coefficient"):
         assert fit.estimates[key].unidentified.startswith("1 of 3 budgets have their minimum inside"), key
+        # Before: the law through every minimum (a = 0.42) was kept "for the record", with an interval
+        # from other resamples' laws ([0.50, 0.73] at 100 resamples) that did not even contain it.
+        assert np.isnan(fit.estimates[key].value) and fit.estimates[key].interval is None, key
+    assert np.isnan([fit.n_opt_law.exponent, fit.n_opt_law.coefficient, fit.d_opt_law.exponent]).all()
+    assert not set(fit.bootstrap.samples) & set(isoflop.LAW_KEYS)  # no law, no law samples
+    assert fit.profiles[0].n_opt_interval is not None  # the bracketed budget's own N_opt keeps its interval
     text = render_fit(FitReport(source="x", n_kind="total", runs=27, warnings=[], notes=[], isoflop=fit))
     a_line = next(line for line in text.splitlines() if line.split()[:1] == ["a"])
     assert "unidentified (1 of 3 budgets" in a_line and not any(c.isdigit() for c in a_line.split("(")[0]), a_line
@@ -199,3 +211,69 @@ def test_approach1_draws_units_spanning_budgets_whole(tmp_path):
     assert table.runs.groupby("unit")["budget"].nunique().max() > 1
     fit = fit_envelope(table, resamples=50, seed=0)
     assert any("drawn whole, not within budgets" in n for n in fit.bootstrap.notes), fit.bootstrap.notes
+
+
+def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere(tmp_path, capsys):
+    """FIT.json holds null for a, b and the coefficients (NaN in memory); `fit --json`, `optimal` (text,
+    --json, --hp-law, --max-tokens), `report` and `plot` say "unidentified", never a number or nan.
+    (`compare` fits approach 3 only: approach 2 has no part in it.) Old files, which kept the law
+    through every minimum flagged unidentified, still load and read as before."""
+    import json
+
+    from conftest import assert_one_line_error, run_cli
+    from matplotlib.collections import PolyCollection
+
+    from analysis.cli.optimal import optimal_main
+    from analysis.figures.allocation import optimal_allocation
+
+    table = one_bracketed(tmp_path)
+    report = FitReport(
+        source="x", n_kind="total", runs=27, warnings=[], notes=[], isoflop=fit_isoflop(table, resamples=100, seed=0)
+    )
+    summary = json.loads(json.dumps(to_jsonable(fit_summary(report, single=True))))
+    assert summary["a"]["estimate"] is None and summary["a"]["unidentified"].startswith("1 of 3 budgets")
+    fit_json = tmp_path / "fit.json"
+    report.save(fit_json)
+    saved = json.loads(fit_json.read_text())["isoflop"]
+    assert saved["estimates"]["a"]["value"] is None and saved["n_opt_law"]["exponent"] is None
+    loaded = FitReport.load(fit_json)
+    assert np.isnan(loaded.isoflop.estimates["a"].value) and loaded.isoflop.estimates["a"].unidentified
+
+    texts = {}
+    for extra in ("--hp-law", "step_law"), ("--max-tokens", "1e9"):
+        assert optimal_main(["--law", str(fit_json), "--budget", "1e21", *extra]) == 0
+        texts[extra[0]] = text = capsys.readouterr().out
+        assert "N_opt              unidentified (as the fit's a)" in text and "nan" not in text, text
+    assert "lr                 unidentified (as N_opt)" in texts["--hp-law"]
+    assert "unconstrained optimum D_opt unidentified" in texts["--max-tokens"]
+    assert optimal_main(["--law", str(fit_json), "--budget", "1e21", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["N"] == {"estimate": None, "interval": None, "unidentified": "as the fit's a"}
+
+    figure = optimal_allocation(loaded)
+    assert "approach 2: no law N_opt ∝ C^a (a unidentified)" in figure.axes[0].get_legend_handles_labels()[1]
+    drawn = [line for line in figure.axes[0].lines if line.get_gid() == "fit:approach2"]
+    assert drawn and all(np.isnan(line.get_ydata()).all() for line in drawn)
+    assert not [c for c in figure.axes[0].collections if isinstance(c, PolyCollection)]  # no band
+    source = tmp_path / "runs.csv"
+    run_cli("report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
+    markdown = (tmp_path / "r" / "r.md").read_text()
+    assert "| a | unidentified (1 of 3 budgets" in markdown and "not drawn: no law, a unidentified" in markdown
+    assert "95% percentile intervals" in markdown and "nan" not in markdown.lower().replace("nanmedian", "")
+    run_cli("plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
+    assert "not drawn: no law, a unidentified" in (tmp_path / "figures" / "captions.md").read_text()
+
+    # An old file: the law through every minimum, flagged unidentified, loads and reads unidentified.
+    old = json.loads(fit_json.read_text())
+    old["isoflop"]["estimates"]["a"].update(value=0.423, lower=0.498, upper=0.729)
+    old["isoflop"]["estimates"]["b"].update(value=0.577)
+    old["isoflop"]["estimates"]["N_coefficient"].update(value=2.14)
+    old["isoflop"]["n_opt_law"].update(coefficient=2.14, exponent=0.423)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert optimal_main(["--law", str(tmp_path / "old.json"), "--budget", "1e21"]) == 0
+    assert "N_opt              unidentified (as the fit's a)" in capsys.readouterr().out
+    # null only where the fit says why: a hand-edited null without the reason is one error line
+    old["isoflop"]["estimates"]["a"].update(value=None, unidentified="")
+    (tmp_path / "bad.json").write_text(json.dumps(old))
+    proc = run_cli("optimal", "--law", tmp_path / "bad.json", "--budget", "1e21")
+    assert_one_line_error(proc, "bad.json", "approach 2", "'a' = nan is not a finite number")

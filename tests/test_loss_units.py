@@ -128,3 +128,53 @@ def test_a_stores_val_bpb_is_bits_per_byte_and_never_mixed_with_its_nats_curves(
     bpb = load_runs(str(tmp_path / "store"), ColumnMap(loss="val_bpb"))
     assert bpb.loss_unit == "bits/byte" and bpb.curves is None  # the curves hold val_loss (nats) only
     assert "curves: they hold no 'val_bpb' (bits/byte) but 'val_loss', in other units: final points only" in bpb.notes
+
+
+def test_compare_optimal_and_inference_name_the_unit_of_every_loss_they_state(tmp_path, capsys):
+    # Before: compare's "loss difference" column, its E row and every --json answer gave losses with no unit.
+    import json
+
+    from analysis.cli.optimal import optimal_main
+    from analysis.compare.render import comparison_json, render_comparison
+
+    table = table_from_frame(bpb_frame(), "bpb.csv", BPB)
+    side = Side(
+        "bpb.csv", len(table), [float(b) for b in table.budgets], fit_parametric(table, resamples=0), 0, "bits/byte"
+    )
+    comparison = compare(side, side, 0.95)
+    text = render_comparison(comparison)
+    header = next(line for line in text.splitlines() if line.split()[:2] == ["C", "(FLOPs)"])
+    assert "loss difference (bits/byte)" in header and "losses in bits/byte" in text
+    assert next(line for line in text.splitlines() if line.split()[:1] == ["E"]).endswith(" bits/byte)")
+    assert comparison_json(comparison)["loss_unit"] == "bits/byte" and "nats" not in text
+
+    fit_json = tmp_path / "fit.json"
+    fit_all(table, (3,), resamples=0).save(fit_json)
+    for extra in ([], ["--max-tokens", "1e9"], ["--target-loss", "2.5", "--inference-tokens", "1e12"]):
+        budget = [] if "--target-loss" in extra else ["--budget", "1e21"]
+        assert optimal_main(["--law", str(fit_json), *budget, *extra, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["loss_unit"] == "bits/byte", extra
+    assert optimal_main(["--law", str(fit_json), "--budget", "1e21", "--max-tokens", "1e9"]) == 0
+    assert "at the unconstrained optimum" in (capped := capsys.readouterr().out) and "nats" not in capped
+    assert [line for line in capped.splitlines() if "against" in line][0].count("bits/byte") == 1
+    for extra in ([], ["--inference-tokens", "1e12"]):  # a target below the fit's E: the error names its unit
+        with pytest.raises(UserError, match=r"\d bits/byte"):
+            optimal_main(["--law", str(fit_json), "--target-loss", "0.5", *extra])
+
+
+def test_the_reports_comparison_tables_name_the_unit_of_their_losses():
+    # Before: "loss difference (candidate − baseline)", "baseline loss", "candidate loss" and E with no unit.
+    from analysis.report.blocks import Table
+    from analysis.report.compare import comparison_blocks
+
+    table = table_from_frame(bpb_frame(), "bpb.csv", BPB)
+    side = Side(
+        "bpb.csv", len(table), [float(b) for b in table.budgets], fit_parametric(table, resamples=0), 0, "bits/byte"
+    )
+    per_budget, differences = [b for b in comparison_blocks([compare(side, side, 0.95)], False) if isinstance(b, Table)]
+    assert per_budget.header[2:] == [
+        "loss difference (candidate − baseline, bits/byte)",
+        "baseline loss (bits/byte)",
+        "candidate loss (bits/byte)",
+    ]
+    assert [row[0] for row in differences.rows if row[0].startswith("E ")] == ["E     (irreducible loss, bits/byte)"]

@@ -19,7 +19,7 @@ from analysis.cli.common import (
     tell,
     write_output,
 )
-from analysis.fits.results import to_jsonable
+from analysis.fits.codec import to_jsonable
 from scaling.errors import UserError
 
 

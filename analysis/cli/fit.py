@@ -15,9 +15,10 @@ from analysis.cli.common import (
     tell,
 )
 from analysis.describe.numbers import num
+from analysis.fits.codec import to_jsonable
 from analysis.fits.isoflop import left_out_of_law
 from analysis.fits.outliers import RULE as OUTLIER_RULE
-from analysis.fits.results import FitReport, to_jsonable
+from analysis.fits.results import FitReport
 from scaling.errors import UserError
 
 HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at the top of `fit --json`

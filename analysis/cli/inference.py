@@ -8,7 +8,7 @@ import json
 import math
 
 from analysis.describe.numbers import interval_text, num
-from analysis.fits.results import to_jsonable
+from analysis.fits.codec import to_jsonable
 from scaling.errors import UserError
 
 
@@ -23,8 +23,8 @@ def inference_tokens(text: str) -> float:
     return value
 
 
-def inference_main(args, law, unit: str) -> int:
-    """Answer `scaling optimal` when --inference-tokens is given (``law`` already resolved; ``unit``: its loss's)."""
+def inference_main(args, law) -> int:
+    """Answer `scaling optimal` when --inference-tokens is given (``law`` already resolved)."""
     from analysis.fits.inference import inference_allocation
     from analysis.fits.optimal import ParametricLaw
 
@@ -37,9 +37,9 @@ def inference_main(args, law, unit: str) -> int:
         raise UserError("scaling optimal: --inference-tokens does not combine with --max-tokens")
     answer = inference_allocation(law, args.inference_tokens, target_loss=args.target_loss, budget=args.budget)
     if args.json:
-        print(json.dumps(to_jsonable(answer.as_json())))
+        print(json.dumps(to_jsonable({**answer.as_json(), "loss_unit": law.loss_unit})))
     else:
-        print(render(answer, unit))
+        print(render(answer, law.loss_unit))
     return 0
 
 

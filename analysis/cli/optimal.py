@@ -16,7 +16,8 @@ from analysis.cli.common import (
     positive_float,
 )
 from analysis.cli.inference import inference_main, inference_tokens
-from analysis.fits.results import FitReport, to_jsonable
+from analysis.fits.codec import to_jsonable
+from analysis.fits.results import FitReport
 from scaling.errors import UserError
 
 
@@ -94,9 +95,8 @@ def optimal_main(argv: list[str]) -> int:
         law = resolve_repeat_law(args.law, args.unique_tokens, args.approach, args.max_tokens, args.level)
     else:
         law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
-    unit = law_loss_unit(args.law)
     if args.inference_tokens is not None:
-        return inference_main(args, law, unit)
+        return inference_main(args, law)
     with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
         if args.target_loss is not None:
             allocation = law.budget_for_loss(args.target_loss)
@@ -109,9 +109,10 @@ def optimal_main(argv: list[str]) -> int:
 
     hp_lines, hp = recommendation(args.law, args.hp_law, allocation)
     if args.json:
-        print(json.dumps(to_jsonable({**allocation.as_json(), **({"hyperparameters": hp} if hp else {})})))
+        answer = {**allocation.as_json(), "loss_unit": law.loss_unit, **({"hyperparameters": hp} if hp else {})}
+        print(json.dumps(to_jsonable(answer)))
     else:
-        print("\n".join([render_allocation(allocation, unit), *hp_lines]))
+        print("\n".join([render_allocation(allocation, law.loss_unit), *hp_lines]))
     return 0
 
 
@@ -131,16 +132,6 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
     return law_from_fit(FitReport.load(name), name, approach, level)
 
 
-def law_loss_unit(name: str) -> str:
-    """The unit of --law's losses: a FIT.json's own (`FitReport.loss_unit`); the published laws' nats/token."""
-    from analysis.fits.optimal import PRESETS
-    from analysis.sources.schema import DEFAULT_LOSS_UNIT
-
-    if name in PRESETS or not Path(name).is_file():
-        return DEFAULT_LOSS_UNIT
-    return FitReport.load(name).loss_unit
-
-
 def render_allocation(a, unit: str) -> str:
     """The allocation as text: the items of `analysis.describe.allocation`, in columns; ``unit``: the loss's."""
     from analysis.describe.allocation import allocation_items, intervals_line
@@ -153,9 +144,10 @@ def render_allocation(a, unit: str) -> str:
 
 
 def check_finite(a, law_name: str) -> None:
-    """A law that gives no finite N, D or budget is an error, never a printed answer."""
-    values = {"budget": a.budget.value, "N_opt": a.n.value, "D_opt": a.d.value}
-    bad = {k: v for k, v in values.items() if not (math.isfinite(v) and v > 0)}
+    """A law that gives no finite N, D or budget is an error, never a printed answer (unless the law
+    says it is unidentified: a fit without a law N_opt ∝ C^a has no value to give, and says why)."""
+    values = {"budget": a.budget, "N_opt": a.n, "D_opt": a.d}
+    bad = {k: e.value for k, e in values.items() if not (math.isfinite(e.value) and e.value > 0 or e.unidentified)}
     if bad:
         shown = ", ".join(f"{k} = {v:g}" for k, v in bad.items())
         raise UserError(

@@ -8,7 +8,8 @@ import json
 
 from analysis.cli.common import column_map, tell
 from analysis.describe.numbers import interval_text, num
-from analysis.fits.results import FitReport, MuennighoffFit, to_jsonable
+from analysis.fits.codec import to_jsonable
+from analysis.fits.results import FitReport, MuennighoffFit
 from scaling.errors import UserError
 
 MEANING = {

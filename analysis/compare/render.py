@@ -42,6 +42,8 @@ def _cell(e: Estimate, signed: bool = False) -> str:
 
 def render_comparison(comparison: Comparison) -> str:
     c = comparison
+    unit = c.baseline.loss_unit  # both sides' (`analysis.compare.compare_inputs` refuses mixed units)
+    difference = f"loss difference ({unit})"
     lines = [
         f"baseline:  {c.baseline.source} ({c.baseline.runs} runs, budgets {_g(c.baseline.fitted_range[0])}–"
         f"{_g(c.baseline.fitted_range[1])} FLOPs)",
@@ -50,9 +52,9 @@ def render_comparison(comparison: Comparison) -> str:
         "",
         c.summary,
         "",
-        f"per budget (approach-3 frontiers; {c.level:.0%} intervals from {c.pairs} bootstrap pairs; m(C): the compute "
-        "the baseline needs for the loss the candidate reaches with C):",
-        f"  {'C (FLOPs)':<11} {'m(C)':<28} {'loss difference':<30} {'baseline loss':<14} {'candidate loss':<14}",
+        f"per budget (approach-3 frontiers; losses in {unit}; {c.level:.0%} intervals from {c.pairs} bootstrap pairs; "
+        "m(C): the compute the baseline needs for the loss the candidate reaches with C):",
+        f"  {'C (FLOPs)':<11} {'m(C)':<28} {difference:<30} {'baseline loss':<14} {'candidate loss':<14}",
     ]
     for row in c.rows:
         flag = f"  ({BEYOND})" if row.beyond_fitted_range else ""
@@ -66,7 +68,8 @@ def render_comparison(comparison: Comparison) -> str:
         d = c.differences[name]
         diff = _with_interval(Estimate(d["value"], d["lower"], d["upper"], d.get("unidentified", "")), signed=True)
         diff = "unidentified (as m(C), above)" if c.unidentified and d.get("unidentified") == c.unidentified else diff
-        lines.append(f"  {LABELS[name]:<27} {diff:<32} ({_g(d['baseline'])} -> {_g(d['candidate'])})")
+        in_unit = f" {unit}" if name == "E" else ""  # the other differences are exponents
+        lines.append(f"  {LABELS[name]:<27} {diff:<32} ({_g(d['baseline'])} -> {_g(d['candidate'])}{in_unit})")
     lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)
 
@@ -89,6 +92,7 @@ def comparison_json(comparison: Comparison) -> dict:
     return {
         "baseline": side(c.baseline),
         "candidate": side(c.candidate),
+        "loss_unit": c.baseline.loss_unit,  # of every loss, loss difference and E above and below
         "level": c.level,
         "pairs": c.pairs,
         "summary": c.summary,

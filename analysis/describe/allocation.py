@@ -19,7 +19,7 @@ class Item:
 
 def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
     """budget, N_opt, D_opt, tokens/parameter, predicted loss and the 6·N·D check, by key; ``unit``:
-    the law's loss unit (`analysis.cli.optimal.law_loss_unit`)."""
+    the law's loss unit (`analysis.fits.optimal.Law.loss_unit`)."""
     count = num  # the CLI: 4 significant digits
     n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
     loss = "- (this law does not predict loss)" if a.loss is None else f"{interval_text(a.loss)} {unit}"
@@ -32,7 +32,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
         "d": Item("D_opt", f"{interval_text(a.d, count)} tokens"),
         "tokens_per_parameter": Item("tokens/parameter", interval_text(a.tokens_per_parameter, count)),
         "loss": Item("predicted loss", loss),
-        "check": Item("check", f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs"),
+        "check": Item("check", f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs" if a.n.value > 0 else "–"),
     }
     if getattr(a, "epochs", None) is not None:  # data-constrained (analysis.fits.muennighoff_optimal)
         items["epochs"] = Item("epochs D/U", f"{interval_text(a.epochs)} of {num(a.unique_tokens)} unique tokens")

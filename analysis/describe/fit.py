@@ -117,7 +117,7 @@ def describe_approach(fit, compact: bool = True, unit: str = DEFAULT_LOSS_UNIT) 
             d.lines.append(
                 Line("final points only", "the envelope reduces to the per-budget minimum run (not headlined)")
             )
-    d.lines.append(Line("bootstrap", bootstrap_text(fit.bootstrap)))
+    d.lines.append(Line("bootstrap", bootstrap_text(fit)))
     d.lines.append(Line("validation", validation_text(fit, count)))
     return d
 
@@ -167,11 +167,18 @@ def describe_minimum(p, count=count_label) -> Minimum:
     )
 
 
-def bootstrap_text(boot) -> str:
+def has_intervals(fit) -> bool:
+    """Whether ``fit``'s bootstrap gave intervals: samples of its law, or (approach 2 without a law) of N_opt per budget."""
+    boot = fit.bootstrap
+    return boot is not None and bool(boot.samples or any(p.n_opt_interval for p in getattr(fit, "profiles", [])))
+
+
+def bootstrap_text(fit) -> str:
+    boot = fit.bootstrap
     if boot is None:
         return "none (0 resamples): no intervals"
     notes = "".join(f"; {n}" for n in boot.notes)
-    intervals = f"{boot.level:.0%} percentile intervals" if boot.samples else "no intervals"
+    intervals = f"{boot.level:.0%} percentile intervals" if has_intervals(fit) else "no intervals"
     return f"{boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{notes}"
 
 
@@ -224,8 +231,16 @@ def exponents_text(fit) -> str:
 
 # ---------------------------------------------------------------- short forms for figure legends and titles
 def exponent_legend(fit) -> str:
-    """``approach k: N_opt ∝ C^0.44 [0.38, 0.52]``."""
+    """``approach k: N_opt ∝ C^0.44 [0.38, 0.52]``; ``approach 2: no law N_opt ∝ C^a (a unidentified)``
+    when the fit has none (`no_law`)."""
+    if no_law(fit):
+        return f"approach {fit.approach}: no law N_opt ∝ C^a (a unidentified)"
     return f"approach {fit.approach}: N_opt ∝ C^{interval_text(fit.estimates['a'], two)}"
+
+
+def no_law(fit) -> bool:
+    """Whether ``fit`` has no value for a: approach 2 with too few bracketed budgets (`analysis.fits.isoflop`)."""
+    return fit.estimates["a"].value != fit.estimates["a"].value  # NaN
 
 
 def envelope_law_legend(env) -> str:
@@ -267,7 +282,7 @@ def loss_floor_text(floor: float, fit) -> str:
 def band_phrase(report: FitReport | None, approach: int) -> str:
     """What an approach's shaded band is, for a caption: ``its 95% bootstrap band (200 resamples)``."""
     fit = {f.approach: f for f in report.fits}.get(approach) if report is not None else None
-    if fit is None or fit.bootstrap is None or not fit.bootstrap.samples:
+    if fit is None or not has_intervals(fit):
         return "no band (no bootstrap intervals)"
     return f"its {fit.bootstrap.level:.0%} bootstrap band ({fit.bootstrap.resamples} resamples)"
 

@@ -89,6 +89,9 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
             if math.isfinite(value):
                 out[target] = value
                 lines.append(f"  {target:<18} {num(value)}  ({unit})")
+            elif allocation.n.unidentified:  # no N_opt to evaluate the law at (`analysis.fits.isoflop`: no law)
+                out[target] = None
+                lines.append(f"  {target:<18} unidentified (as N_opt)")
     if any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
         lines.append("  note: the Step Law's N is non-embedding; evaluated here at N_opt as the law gives it")
     return lines, out

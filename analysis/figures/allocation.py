@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import band_phrase, exponent_legend, fitted_phrase
+from analysis.describe.fit import band_phrase, exponent_legend, fitted_phrase, no_law
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -29,8 +29,11 @@ ALLOCATION_REACH = 1e3  # the allocation figure runs to this factor beyond the l
 
 def caption(report: FitReport | None) -> str:
     """What `optimal_allocation` shows."""
+    fits = {f.approach: f for f in report.fits} if report is not None else {}
     approaches = ", ".join(
-        f"{fitted_phrase(report, k)} ({colour}, {band_phrase(report, k)})"
+        f"{fitted_phrase(report, k)} ({colour}, "
+        + ("not drawn: no law, a unidentified" if k in fits and no_law(fits[k]) else band_phrase(report, k))
+        + ")"
         for k, colour in ((1, "green"), (2, "blue"), (3, "vermillion"))
     )
     return (

@@ -148,8 +148,8 @@ def inference_allocation(
         raise UserError(f"--inference-tokens {inference_tokens!r} is not valid; give a token count >= 0, e.g. 2e12")
     if target_loss is not None and not target_loss > law.params["E"]:
         raise UserError(
-            f"--target-loss {target_loss:g} is at or below the irreducible loss E = {law.params['E']:.4g} of law "
-            f"{law.name!r}: no model reaches it; give a target above {law.params['E']:.4g}"
+            f"--target-loss {target_loss:g} is at or below the irreducible loss E = {law.params['E']:.4g} "
+            f"{law.loss_unit} of law {law.name!r}: no model reaches it; give a target above {law.params['E']:.4g}"
         )
 
     def solve(p):

@@ -17,7 +17,9 @@ ln N, asymmetric unless α = β), so that N_opt is biased by how far
 the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias.
 Such a budget keeps its parabola and its N_opt (reported unidentified) but is left out of the law
 and named (`left_out_of_law`). With fewer than `MIN_BUDGETS` bracketed budgets, a, b and the
-coefficients are unidentified (the number kept is the law through every minimum, for the record).
+coefficients are unidentified and have no value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a
+(`IsoFLOPFit.n_opt_law` NaN, no law samples): a law through extrapolated vertices would be a number
+without meaning.
 A parabola whose minimum lies more than `MINIMUM_REACH`× beyond its sizes (or that does not curve
 upward) has no usable minimum at all (`usable_minimum`): the budget is listed as dropped.
 
@@ -88,10 +90,9 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     groups, profiles, dropped = _profiles(table)
     in_law = np.array([p.inside_range for p in profiles])
     law_unidentified = _law_unidentified(profiles)
-    fitted = np.ones(len(profiles), bool) if law_unidentified else in_law  # the law through every minimum: a record
     log_c = np.log([p.compute for p in profiles])
     log_n_opt = np.log([p.n_opt for p in profiles])
-    intercept, a = log_linear_fit(log_c[fitted], log_n_opt[fitted])
+    intercept, a = (np.nan, np.nan) if law_unidentified else log_linear_fit(log_c[in_law], log_n_opt[in_law])
     n_law = PowerLaw(float(np.exp(intercept)), float(a))
     d_law = PowerLaw(float(tokens_6nd(1.0, n_law.coefficient)), float(1.0 - a))
     point = dict(zip(LAW_KEYS, (n_law.exponent, d_law.exponent, n_law.coefficient, d_law.coefficient)))
@@ -112,8 +113,10 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         _n_opt_intervals(profiles, n_opt_samples, level)
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
-    for key in LAW_KEYS if law_unidentified else ():
-        estimates[key].unidentified = law_unidentified
+    if law_unidentified:  # no law: no value, no interval, no samples to propagate
+        estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}
+        if boot is not None:
+            boot.samples = {k: v for k, v in boot.samples.items() if k not in LAW_KEYS}
     return IsoFLOPFit(
         profiles=profiles,
         dropped=dropped,

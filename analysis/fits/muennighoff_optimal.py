@@ -66,13 +66,14 @@ class DataConstrainedLaw(Law):
         lowest = float(self._lowest(self.params))
         if target <= self.params["E"]:
             raise UserError(
-                f"--target-loss {target:g} is not above the law's irreducible loss E = {self.params['E']:.4g}; "
+                f"--target-loss {target:g} is not above the law's irreducible loss E = {self.params['E']:.4g} "
+                f"{self.loss_unit}; "
                 "give a target above it"
             )
         if target <= lowest:
             raise UserError(
                 f"--target-loss {target:g} is not reachable with --unique-tokens {self.unique_tokens:g}: repeating "
-                f"them, the loss only falls to {lowest:.4g} (law {self.name!r}); give a higher target or more "
+                f"them, the loss only falls to {lowest:.4g} {self.loss_unit} (law {self.name!r}); give a higher target or more "
                 "unique tokens"
             )
         return super().budget_for_loss(target)
@@ -88,7 +89,8 @@ class DataConstrainedLaw(Law):
         )
         if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
             out.notes.append(
-                f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ({out.lowest_loss:.4g}): "
+                f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ({out.lowest_loss:.4g} "
+                f"{self.loss_unit}): "
                 "more compute buys almost nothing here, and N is poorly determined; more unique data is needed"
             )
         return out
@@ -138,7 +140,8 @@ def resolve_repeat_law(
             f"--law {name!r} with --unique-tokens: give muennighoff (published) or a FIT.json written by "
             "`scaling fit SOURCE --approach muennighoff --out FIT.json`"
         )
-    fit = FitReport.load(name).muennighoff
+    report = FitReport.load(name)
+    fit = report.muennighoff
     if fit is None:
         raise UserError(
             f"{name} holds no data-constrained fit; write one with `scaling fit SOURCE --approach muennighoff "
@@ -154,6 +157,7 @@ def resolve_repeat_law(
         fitted_compute_max=fit.fitted_compute_max,
         level=level if level is not None else (boot.level if boot else 0.95),
         notes=[f"data-constrained fit of {fit.source} ({len(fit.n)} runs)" + _fixed_note(fit)],
+        loss_unit=report.loss_unit,
     )
 
 

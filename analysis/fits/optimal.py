@@ -19,6 +19,7 @@ import numpy as np
 from analysis.fits import laws
 from analysis.fits.results import Estimate, FitReport, ParametricFit
 from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
+from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
 from scaling.flops import PF_DAY_FLOPS, flops_6nd, params_6nd, tokens_6nd
 
@@ -81,8 +82,12 @@ class Law(abc.ABC):
         level: float = 0.95,
         notes: list[str] | None = None,
         unidentified: str = "",
+        loss_unit: str = DEFAULT_LOSS_UNIT,
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
+        self.loss_unit = (
+            loss_unit  # of every loss it predicts: a fit's (`FitReport.loss_unit`); the presets' nats/token
+        )
         self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.fitted_compute_max = fitted_compute_max
@@ -121,7 +126,7 @@ class Law(abc.ABC):
             lowest = float(self._frontier_loss(self.params, 10.0 ** LOG10_BUDGET_RANGE[1]))
             raise UserError(
                 f"--target-loss {target:g} is not reachable with law {self.name!r}: its loss only falls to "
-                f"{lowest:.4g} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs (the irreducible loss bounds it); "
+                f"{lowest:.4g} {self.loss_unit} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs (the irreducible loss bounds it); "
                 "give a higher target"
             )
         allocation = self.allocate(central)
@@ -148,16 +153,18 @@ class Law(abc.ABC):
             )
         allocation = self._allocation(Estimate(budget), Estimate(n), loss)
         allocation.max_tokens = max_tokens
+        optimum = f"D_opt = {free.d.value:.4g}" if np.isfinite(free.d.value) else "D_opt unidentified: it may not bind"
         allocation.notes.append(
-            f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum "
-            f"D_opt = {free.d.value:.4g}); the budget buys N = C/(6·D) = {n:.4g}"
+            f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum {optimum}); "
+            f"the budget buys N = C/(6·D) = {n:.4g}"
         )
         if loss is None and self.predicts_loss:
             allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
         elif loss is not None:
             unconstrained = float(self._loss(self.params, free.n.value, free.d.value))
             allocation.notes.append(
-                f"loss {loss.value:.4g} against {unconstrained:.4g} at the unconstrained optimum (same law)"
+                f"loss {loss.value:.4g} against {unconstrained:.4g} {self.loss_unit} at the unconstrained optimum "
+                "(same law)"
             )
         return allocation
 
@@ -318,6 +325,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         level=level,
         notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"],
         unidentified=fit.estimates["a"].unidentified if "a" in fit.estimates else "",
+        loss_unit=report.loss_unit,
     )
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):

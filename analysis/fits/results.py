@@ -19,7 +19,7 @@ import numpy as np
 from analysis.fits import laws
 from analysis.fits import muennighoff as data_constrained
 from analysis.fits.codec import from_jsonable, to_jsonable
-from analysis.sources.schema import DEFAULT_LOSS_UNIT
+from analysis.sources.schema import DEFAULT_LOSS_UNIT, parse_loss_unit
 from scaling.errors import DataError
 
 SCHEMA = 1
@@ -336,17 +336,21 @@ class FitReport:
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DataError(f"fit file {str(path)!r} is incomplete or damaged ({type(err).__name__}: {err})") from None
         check_estimates(report, str(path))
+        report.loss_unit = parse_loss_unit(report.loss_unit, f"fit file {str(path)!r}: key 'loss_unit' =")
         return report
 
 
-# The estimates each approach's law needs, and those that must be > 0 for its form to hold.
+# The estimates each approach's law needs, those that must be > 0 for its form to hold, and those that
+# may be null (NaN) when flagged unidentified: approach 2 with too few bracketed budgets has no law.
 REQUIRED_ESTIMATES = {1: ("a", "b", "N_coefficient"), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
 POSITIVE_ESTIMATES = {1: ("N_coefficient",), 2: ("N_coefficient",), 3: ("A", "B", "alpha", "beta", "a", "b")}
+NULLABLE_ESTIMATES = {1: (), 2: ("a", "b", "N_coefficient"), 3: ()}
 
 
 def check_estimates(report: FitReport, path: str) -> None:
-    """A loaded fit (perhaps hand-edited or damaged) has each approach's estimates, finite, and > 0
-    where the law needs it; else one DataError line naming the file, approach, key and value."""
+    """A loaded fit (perhaps hand-edited or damaged) has each approach's estimates, finite (or null where
+    `NULLABLE_ESTIMATES` allows it and the estimate says why it is unidentified), and > 0 where the law
+    needs it; else one DataError line naming the file, approach, key and value."""
     redo = "write it again with `scaling fit SOURCE --out FIT.json`"
     for fit in report.fits:
         where = f"fit file {path!r}, approach {fit.approach}"
@@ -355,6 +359,8 @@ def check_estimates(report: FitReport, path: str) -> None:
             raise DataError(f"{where}: estimates lack {', '.join(map(repr, missing))}; the file is damaged: {redo}")
         for key in REQUIRED_ESTIMATES[fit.approach]:
             value = fit.estimates[key].value
+            if key in NULLABLE_ESTIMATES[fit.approach] and fit.estimates[key].unidentified and value != value:
+                continue  # NaN: no value, and the file says why
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise DataError(f"{where}: estimate {key!r} = {value!r} is not a finite number; {redo}")
             if key in POSITIVE_ESTIMATES[fit.approach] and value <= 0:

@@ -46,6 +46,7 @@ def comparison_blocks(comparisons: list[Comparison], has_figure: bool) -> list:
 
 
 def _one(c: Comparison) -> list:
+    unit = c.baseline.loss_unit  # both sides' (`analysis.compare.compare_inputs` refuses mixed units)
     rows, flagged = [], set()
     for i, r in enumerate(c.rows):
         m, d = r.multiplier, r.loss_difference
@@ -62,7 +63,7 @@ def _one(c: Comparison) -> list:
             flagged.add(i)
     diffs = [
         [
-            LABELS[name],
+            LABELS[name].removesuffix(")") + f", {unit})" if name == "E" else LABELS[name],  # E is a loss
             f"unidentified ({d['unidentified']})"
             if d.get("unidentified")
             else _cell(d["value"], d["lower"], d["upper"], signed=True),
@@ -75,7 +76,13 @@ def _one(c: Comparison) -> list:
         Heading(f"Candidate: {c.candidate.source} ({c.candidate.runs} runs)", 3),
         Paragraph(c.summary),
         Table(
-            ["C (FLOPs)", "m(C)", "loss difference (candidate − baseline)", "baseline loss", "candidate loss"],
+            [
+                "C (FLOPs)",
+                "m(C)",
+                f"loss difference (candidate − baseline, {unit})",
+                f"baseline loss ({unit})",
+                f"candidate loss ({unit})",
+            ],
             rows,
             flagged,
         ),

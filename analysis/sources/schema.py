@@ -47,15 +47,16 @@ MAX_UNIT_LENGTH = 32
 UNIT_TEXT = re.compile(r"[A-Za-z0-9/ ._()^*·-]+")
 
 
-def parse_loss_unit(text: str) -> str:
+def parse_loss_unit(text: str, what: str = "--loss-unit") -> str:
     """The unit a --loss-unit value names: an alias (bpb, bits, nats, bpc) spelled out, any other short
-    label (letters, digits, spaces and / . _ ( ) ^ * · -) kept as given; UserError for anything else."""
-    unit = " ".join(str(text).split())
+    label (letters, digits, spaces and / . _ ( ) ^ * · -) kept as given; UserError, naming ``what``
+    (the option, or a file's key), for anything else (a value that is not a string included)."""
+    unit = " ".join(text.split()) if isinstance(text, str) else ""
     if unit.lower() in LOSS_UNIT_ALIASES:
         return LOSS_UNIT_ALIASES[unit.lower()]
     if not unit or len(unit) > MAX_UNIT_LENGTH or not UNIT_TEXT.fullmatch(unit):
         raise UserError(
-            f"--loss-unit {text!r} is not valid; give the loss's unit as a short label of letters, digits, "
+            f"{what} {text!r} is not valid; give the loss's unit as a short label of letters, digits, "
             f"spaces and / . _ ( ) ^ * · - (at most {MAX_UNIT_LENGTH} characters), e.g. nats/token, bits/token, "
             "bits/byte (bpb)"
         )
