@@ -14,6 +14,7 @@ this process only):
   log_point   `scaling.train.log_point`: the losses read since the last point, the evaluation
   checkpoint  `TrainState.save`
   other       outside the loop: set-up (model, evaluation set to the GPU), the record
+`entered`: the part's ranges in the profile (a step enters two: its batch and its train_step).
 Counted per part (the profile starts at the first step after warm-up: earlier parts count warnings
 only): the CUDA runtime's host-blocking calls in the profile (cudaStreamSynchronize,
 cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy) and the warnings of
@@ -155,7 +156,13 @@ def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
                 torch.cuda.set_sync_debug_mode("default")
     wall = time.perf_counter() - t0
     events = prof.events()
-    ranges = [(e.time_range.start, e.time_range.end, e.name[5:]) for e in events if e.name.startswith("part:")]
+    # each record_function range once: on CUDA the profile also holds its annotation on the GPU's timeline
+    on_cpu = torch.autograd.DeviceType.CPU
+    ranges = [
+        (e.time_range.start, e.time_range.end, e.name[5:])
+        for e in events
+        if e.name.startswith("part:") and getattr(e, "device_type", on_cpu) == on_cpu
+    ]
     calls, entries = Counter(), Counter(label for _, _, label in ranges)
     steady = [s for s, _, label in ranges if label == "step"]
     calls["warm-up"] = calls["other"] = "-"  # not profiled

@@ -50,6 +50,7 @@ SHARED_KEYS = (
     "train.divergence_factor",
     "train.precision",
     "train.device",
+    "train.compile",
 )
 
 
@@ -115,8 +116,6 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"model.arch: packing trains the gpt2 block only, not {cfg.model.arch!r}")
     if evalsets.configured(cfg.get("eval")):
         raise ConfigError("eval.sets: packed runs evaluate on val only; unpack runs with evaluation sets")
-    if cfg.train.compile:
-        raise ConfigError("train.compile: packed runs train eagerly; set train.compile=false")
 
 
 def packed_device(t) -> torch.device:
@@ -166,6 +165,8 @@ class PackedRun:
         self.autocast = packed_autocast(cfg.train, self.device)
         self.corpus = data_lib.load_corpus(cfg.data)
         self.model = PackedGPT(build_members(self.shape, [c.seed for c in cfgs])).to(self.device)
+        # train.compile: the training forward under torch.compile (recompiled when members leave)
+        self.step_fn = torch.compile(self.model) if cfg.train.compile else self.model
         o = cfg.optim
         self.optimizer = PackedAdamW(
             self.model.params, betas=(o.beta1, o.beta2), eps=o.eps, weight_decay=o.weight_decay
@@ -195,7 +196,7 @@ class PackedRun:
         lrs = self.lrs(step)
         xy = self.batch(step)
         with self.autocast():
-            losses = self.model(xy[..., :-1], xy[..., 1:])
+            losses = self.step_fn(xy[..., :-1], xy[..., 1:])
         losses.sum().backward()
         clip = self.members[0].cfg.optim.grad_clip
         if clip > 0:

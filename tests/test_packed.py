@@ -227,3 +227,24 @@ def test_a_diverging_member_fails_as_its_separate_run_and_leaves_the_others_alon
     assert packed[1]["failure"] == separate[1]["failure"] == "diverged"
     assert [re.search(r"at step (\d+)", r["reason"])[1] for r in (packed[1], separate[1])] == ["10", "10"]
     assert abs(packed[0]["val_loss"] - separate[0]["val_loss"]) < LOSS_TOL
+
+
+def test_a_compiled_pack_trains_as_the_eager_pack(tmp_path):
+    """train.compile=true: the packed forward under torch.compile (what pays on a GPU: README,
+    Benchmarks 6) gives the eager pack's losses within LOSS_TOL (fused kernels sum in another order)."""
+    overrides = [["model=d16", "budget=3e9", *BASE, *m] for m in (["seed=0"], ["seed=1", "optim.lr_multiplier=2"])]
+    runs = {
+        c: train_packed_runs(
+            [compose_config([f"store={tmp_path / c}", f"train.compile={c}", *o]) for o in overrides],
+            log=lambda *a: None,
+        )
+        for c in ("false", "true")
+    }
+    for eager, compiled in zip(runs["false"], runs["true"]):
+        assert compiled["status"] == eager["status"] == "completed"
+        assert compiled["run_id"] == eager["run_id"]  # compile is not part of a run's identity
+        assert len(compiled["curve"]) == len(eager["curve"])
+        for a, b in zip(compiled["curve"], eager["curve"]):
+            assert abs(a["train_loss"] - b["train_loss"]) < LOSS_TOL
+        assert abs(compiled["val_loss"] - eager["val_loss"]) < LOSS_TOL
+
