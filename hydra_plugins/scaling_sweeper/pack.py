@@ -3,6 +3,12 @@
 which trains them in one batched step and writes each run's own record: the same run ids, records
 and store as unpacked, losses within tests/test_packed.py's tolerance.
 
+``pack: null`` (the default) packs where it was measured to pay (README, Benchmarks 6, an H200:
+a compiled pack of 4 d128 runs trains 1.12x, of 8 1.15x, the tokens/s of one compiled run; a pack of
+1 0.85x; an eager pack 0.5x one compiled run; on the 2-core CPU, Benchmarks 9, packing gains little):
+when the runs train on GPUs with ``train.compile=true`` and a (shape, budget) has at least
+`AUTO_MIN_MEMBERS` learning rates to pack. ``pack: false`` never packs.
+
 The job is the first run's overrides plus ``pack='<JSON>'``: the other runs' LR overrides and plans.
 """
 
@@ -11,6 +17,23 @@ import json
 from typing import Any
 
 from hydra_plugins.scaling_sweeper.hyper import LR_KEYS
+
+AUTO_MIN_MEMBERS = 4  # pack: null packs groups of at least this many LRs (the smallest K measured to pay)
+
+
+def auto(config: Any, lr_axis: bool) -> bool:
+    """Whether ``pack: null`` packs this sweep: an LR axis, runs on GPUs (`scaling.devices.sweep_gpus`,
+    which ``SCALING_FAKE_GPUS`` fakes), ``train.compile`` on, and runs that can be packed at all."""
+    from scaling import devices
+    from scaling.errors import ConfigError
+
+    if not (lr_axis and config.train.compile and devices.sweep_gpus(str(config.train.device))):
+        return False
+    try:
+        check(config, lr_axis)
+    except ConfigError:
+        return False
+    return True
 
 
 def check(config: Any, lr_axis: bool) -> None:
@@ -39,14 +62,16 @@ def _lr_setting(job: dict) -> dict[str, float]:
     return {key: float(value)}
 
 
-def pack_jobs(to_run: list[dict], batch: list[list[str]]) -> tuple[list[list[str]], list[dict]]:
+def pack_jobs(to_run: list[dict], batch: list[list[str]], min_members: int = 1) -> tuple[list[list[str]], list[dict]]:
     """(the launched jobs' overrides, the first run of each): runs whose overrides are equal but for
-    the LR share a job, in the order of their first run."""
+    the LR share a job, in the order of their first run; a group of fewer than ``min_members`` runs
+    is launched as separate jobs."""
     groups: dict[tuple, list[int]] = {}
     for i, job in enumerate(to_run):
         lr = _lr_override(job["overrides"])
         key = tuple(o for o in job["overrides"] if lr is None or o != f"{lr[0]}={lr[1]}")
         groups.setdefault(key if lr else (i,), []).append(i)
+    groups = {k: g for key, members in groups.items() for k, g in _split(key, members, min_members)}
     launched, leaders = [], []
     for members in groups.values():
         first, rest = members[0], members[1:]
@@ -54,3 +79,10 @@ def pack_jobs(to_run: list[dict], batch: list[list[str]]) -> tuple[list[list[str
         launched.append(batch[first] + ([f"pack='{json.dumps(others, separators=(',', ':'))}'"] if others else []))
         leaders.append(to_run[first])
     return launched, leaders
+
+
+def _split(key: tuple, members: list[int], min_members: int) -> list[tuple[tuple, list[int]]]:
+    """The group as one job, or each of its runs as its own when it is too small to pack."""
+    if len(members) >= min_members:
+        return [(key, members)]
+    return [((*key, i), [i]) for i in members]

@@ -68,7 +68,7 @@ class ScalingSweeperConf:
     warmup_fracs: list[float] = field(default_factory=list)  # optim.warmup_frac per run
     lr_refine: bool = False  # then midpoints around each (shape, budget)'s best coarse LR (`hyper`)
     runs_per_gpu: int = 1  # local launchers on GPUs: runs at once per visible GPU (`layout`, scaling.devices)
-    pack: bool = False  # the LRs of one (shape, budget) as one packed job (`pack`, scaling/packed_store.py)
+    pack: bool | None = None  # the LRs of one (shape, budget) as one packed job (`pack`); null: where it pays
     branches: bool = False  # with train.schedule=wsd: one trunk per shape, cooldown branches (`branching`)
     extra_points_per_decade: float = 0.0  # branches: this many more budgets per decade below each trunk's
 
@@ -87,7 +87,7 @@ class ScalingSweeper(Sweeper):
         max_batch_size,
         dry_run=False,
         runs_per_gpu=1,
-        pack=False,
+        pack=None,
         **hyper,
     ):
         super().__init__()
@@ -101,7 +101,8 @@ class ScalingSweeper(Sweeper):
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
         self.runs_per_gpu = runs_per_gpu
-        self.pack = bool(pack)
+        self.pack = pack  # None: auto, resolved by `settings.check`
+        self.pack_min_members = 1
         self.branches = bool(hyper.pop("branches", False))
         self.extra_points_per_decade = float(hyper.pop("extra_points_per_decade", 0.0))
         self.branch_line: str | None = None
@@ -313,7 +314,7 @@ class ScalingSweeper(Sweeper):
         batch, leaders, layout = self.job_overrides(to_run)
         n_parallel = layout.n_parallel
         print(
-            f"launching {len(to_run)} runs{f' as {len(batch)} packed jobs' if self.pack else ''}, "
+            f"launching {len(to_run)} runs{f' as {len(batch)} packed jobs' if self.pack else ''}{self.auto_note()}, "
             f"{n_parallel} at a time{layout.describe()} "
             f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
             flush=True,
@@ -341,13 +342,19 @@ class ScalingSweeper(Sweeper):
             self.exit_if_failed(store, jobs)
         return returns
 
+    def auto_note(self) -> str:
+        if not (self.pack and self.pack_min_members > 1):
+            return ""
+        return f" (pack: null packs {pack.AUTO_MIN_MEMBERS} or more LRs on GPUs with train.compile)"
+
     def job_overrides(self, to_run: list[dict]) -> tuple[list[list[str]], list[dict], Any]:
         """(each launched job's overrides, the run whose state tells how it ended, the `layout.Layout`);
         with ``pack``, one job per (shape, budget, ...) trains its LRs packed (`pack`)."""
-        n_jobs = len(pack.pack_jobs(to_run, [[]] * len(to_run))[0]) if self.pack else len(to_run)
+        n_jobs = len(pack.pack_jobs(to_run, [[]] * len(to_run), self.pack_min_members)[0]) if self.pack else len(to_run)
         layout = plan_layout(self.launcher, self.config.hydra.launcher, self.config.train, n_jobs, self.runs_per_gpu)
         batch = [[*j["overrides"], *layout.job_overrides(), f"plan='{j['plan'].to_json()}'"] for j in to_run]
-        return (*pack.pack_jobs(to_run, batch), layout) if self.pack else (batch, to_run, layout)
+        packed = pack.pack_jobs(to_run, batch, self.pack_min_members) if self.pack else None
+        return (*packed, layout) if packed else (batch, to_run, layout)
 
     @staticmethod
     def report_dry_run(jobs: list[dict], manifest: Path) -> list:
