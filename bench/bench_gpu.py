@@ -53,6 +53,25 @@ def gpu_peak(dtype_name: str) -> float:
     return best
 
 
+def add_setting_args(parser) -> None:
+    """The gpu sweep's setting (sweeps/gpu.yaml) as command-line defaults: batch, sequence, vocabulary."""
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=1024)
+    parser.add_argument("--vocab", type=int, default=50304)
+
+
+def start(title: str) -> float:
+    """Header and GPU line of a GPU bench (SystemExit without CUDA); returns the measured bf16 peak."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{title}: no CUDA GPU visible to torch")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    print_header(title)
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
+    return gpu_peak("bfloat16")
+
+
 def measure(
     shape_name: str, batch_size: int, seq_len: int, vocab: int, variants: list[str], steps: int, peak: float
 ) -> list[dict]:
@@ -159,21 +178,12 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="d128,d256,d512,d768")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=1024)
-    parser.add_argument("--vocab", type=int, default=50304)
+    add_setting_args(parser)
     parser.add_argument("--variants", default="project,compiled,textbook")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per variant (after 4 warm-up steps)")
     args = parser.parse_args()
 
-    import torch
-
-    if not torch.cuda.is_available():
-        raise SystemExit("bench_gpu: no CUDA GPU visible to torch")
-    torch.backends.cuda.matmul.allow_tf32 = True
-    print_header("GPU trainer benchmark")
-    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
-    peak = gpu_peak("bfloat16")
+    peak = start("GPU trainer benchmark")
     tf32 = gpu_peak("float32")
     print(
         f"matmul peak: bf16 {peak / 1e12:.0f} TFLOP/s, fp32 (TF32) {tf32 / 1e12:.0f} TFLOP/s "

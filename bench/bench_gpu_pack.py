@@ -25,8 +25,8 @@ import multiprocessing as mp
 import time
 
 import common  # noqa: F401  (puts the checkout on sys.path)
-from bench_gpu import gpu_peak
-from common import print_header, print_table
+from bench_gpu import add_setting_args, cuda_rate, start
+from common import print_table
 
 
 def timed(step, steps: int, sync_free: bool = False) -> float:
@@ -125,21 +125,11 @@ def head_step(shape, batch_size: int, compiled: bool = False):
 
 
 def _proc(shape, batch_size: int, seconds: float, start, out) -> None:
-    import torch
-
     step = alone_step(shape, batch_size, compiled=False)
     for _ in range(3):
         step()
-    torch.cuda.synchronize()
     start.wait()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        step()
-        n += 1
-        if n % 10 == 0:
-            torch.cuda.synchronize()
-    torch.cuda.synchronize()
-    out.put(n * batch_size * shape.seq_len / (time.perf_counter() - t0))
+    out.put(cuda_rate(step, batch_size * shape.seq_len, seconds))  # tokens/s
 
 
 def side_by_side(shape, batch_size: int, procs: int, seconds: float) -> float:
@@ -158,9 +148,7 @@ def side_by_side(shape, batch_size: int, procs: int, seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="d128")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=1024)
-    parser.add_argument("--vocab", type=int, default=50304)
+    add_setting_args(parser)
     parser.add_argument("--ks", default="1,2,4,8")
     parser.add_argument("--procs", default="1,2,4")
     parser.add_argument("--packed-compile", action=argparse.BooleanOptionalAction, default=True)
@@ -172,12 +160,7 @@ def main() -> None:
 
     from scaling.shapes import model_flops_per_token, shape_for_width
 
-    if not torch.cuda.is_available():
-        raise SystemExit("bench_gpu_pack: no CUDA GPU visible to torch")
-    torch.backends.cuda.matmul.allow_tf32 = True
-    print_header("Small models on one GPU: packed, side by side, alone")
-    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
-    peak = gpu_peak("bfloat16")
+    peak = start("Small models on one GPU: packed, side by side, alone")
     print(f"bf16 matmul peak {peak / 1e12:.0f} TFLOP/s (best torch.mm on square n = 4096, 8192)", flush=True)
     shape = shape_for_width(int(args.shape[1:]), vocab_size=args.vocab, seq_len=args.seq_len)
     fpt, tokens = model_flops_per_token(shape), args.batch_size * args.seq_len

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the checkout on sys.path)
-from bench_gpu import gpu_peak
+from bench_gpu import start
 from bench_gpu_sync import random_corpus
-from common import ROOT, print_header, print_table
+from common import ROOT, print_table
 
 
 def main() -> None:
@@ -36,11 +36,8 @@ def main() -> None:
     import pandas as pd
     import torch
 
-    if not torch.cuda.is_available():
-        raise SystemExit("bench_gpu_share: no CUDA GPU visible to torch")
-    print_header("Runs side by side on one GPU, end to end")
-    peak = gpu_peak("bfloat16")
-    print(f"GPU: {torch.cuda.get_device_name()}; bf16 matmul peak {peak / 1e12:.0f} TFLOP/s", flush=True)
+    peak = start("Runs side by side on one GPU, end to end")
+    print(f"bf16 matmul peak {peak / 1e12:.0f} TFLOP/s", flush=True)
     torch.cuda.empty_cache()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,7 @@
 corpus of random GPT-2-sized token ids) under torch.profiler and CUDA's sync debug mode, with every
 host synchronisation attributed to the part of the run it happened in.
 
-    python bench/bench_gpu_sync.py                     # d128, 206 steps, 8 log points; eager and compiled (~1 min on an H200)
+    python bench/bench_gpu_sync.py                     # d128, 207 steps, 8 log points; eager and compiled (~1 min on an H200)
     python bench/bench_gpu_sync.py --compile false --budget 1e14
 
 Parts (each a torch.profiler.record_function range around the trainer's own functions, patched in
@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 import common  # noqa: F401  (puts the checkout on sys.path)
+from bench_gpu import add_setting_args
 from common import print_header, print_table
 
 WARMUP = 3  # the first steps (a compiled step compiles in its first, and re-specialises)
@@ -194,9 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="d128")
     parser.add_argument("--budget", default="3e14")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=1024)
-    parser.add_argument("--vocab", type=int, default=50304)
+    add_setting_args(parser)
     parser.add_argument("--log-points", type=int, default=8, help="train.log_points: curve points (host reads)")
     parser.add_argument("--compile", default="false,true", help="train.compile values to run, in turn")
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to check this script without a GPU")

@@ -106,6 +106,14 @@ class Slot:
         return f"device slot {self.index}/{self.slots} (GPU {self.gpu}{faked})"
 
 
+def to_device(tensor, device):
+    """``tensor`` (on the host) on ``device``; on CUDA from pinned memory, asynchronously: a copy from
+    pageable memory waits for the GPU, a host sync in the step loop."""
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
 def run_device(name: str, slot: Slot | None):
     """The device a run trains on: ``train.device``, or with a slot on a machine with CUDA (and
     ``train.device`` auto or cuda) the slot's GPU, made the process's current CUDA device."""

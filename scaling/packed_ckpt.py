@@ -52,6 +52,8 @@ def job_id(run_ids: list[str]) -> str:
 def save(run, paths: list[RunPaths]) -> None:
     """Checkpoint ``run`` (a `scaling.packed_train.PackedRun`; ``paths``: its members' run paths)."""
     rows = [k for k, m in enumerate(run.members) if m.active]
+    if not rows:  # every member has ended: nothing to resume
+        return
     opt = run.optimizer
     state = {
         "format": FORMAT,

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from scaling import data as data_lib
 from scaling import evalsets
 from scaling.arch import target_of
+from scaling.devices import to_device
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
 from scaling.packed_ckpt import job_id
@@ -184,7 +185,7 @@ class PackedRun:
         """int64 [K, B, T+1]: member k's batch of this step, as its separate run draws it."""
         t, b = self.members[0].cfg.train, self.members[0].plan.batch_size
         rows = [data_lib.train_batch(self.corpus, step, b, t.seq_len, m.cfg.seed) for m in self.members]
-        return torch.from_numpy(np.stack(rows)).to(self.device)
+        return to_device(torch.from_numpy(np.stack(rows)), self.device)
 
     def lrs(self, step: int) -> list[float]:
         ratio = self.members[0].cfg.optim.min_lr_ratio
@@ -201,16 +202,22 @@ class PackedRun:
         clip = self.members[0].cfg.optim.grad_clip
         if clip > 0:
             clip_per_member(self.model.params, clip)
-        self.optimizer.step(torch.tensor(lrs, dtype=torch.float32, device=self.device))
+        self.optimizer.step(to_device(torch.tensor(lrs, dtype=torch.float32), self.device))
         self.optimizer.zero_grad()
         return losses.detach()
 
     def settle(self) -> None:
         """Read the losses of the steps since the last read in one transfer, and hand each to its
-        member's divergence rule (a member that diverged ignores its later steps)."""
+        member's divergence rule (a member that diverged ignores its later steps). Called only while
+        the members are those of every pending step: at curve points, and by `settled`."""
         if not self.pending:
             return
+        t0 = time.perf_counter()
         steps, rows = [s for s, _ in self.pending], torch.stack([x for _, x in self.pending]).tolist()
+        waited = time.perf_counter() - t0  # for the device's queued steps: training time, as TrainState.settle
+        self.train_time += waited
+        for m in self.members:
+            m.train_time += waited
         self.pending = []
         factor = self.members[0].cfg.train.divergence_factor
         for step, row in zip(steps, rows):
@@ -234,16 +241,23 @@ class PackedRun:
             if not self.members or checkpoint is None:
                 continue
             if guard is not None and guard.requested:
-                self.settle()
-                checkpoint()
-                raise Preempted(f"{guard.name} at step {self.step}; checkpoint saved, relaunch to resume")
+                if self.settled(ended):  # members that diverged since the last point leave first
+                    checkpoint()
+                    raise Preempted(f"{guard.name} at step {self.step}; checkpoint saved, relaunch to resume")
+                continue
             if t.checkpoint_interval_s and time.perf_counter() - last_checkpoint > t.checkpoint_interval_s:
-                self.settle()
-                checkpoint()
+                if self.settled(ended):
+                    checkpoint()
                 last_checkpoint = time.perf_counter()
         for m in everyone:
             log(f"[{m.plan.run_id}] {m.failure or 'completed'}: val loss {m.val_loss:.4f} (packed, K={len(everyone)})")
         return everyone
+
+    def settled(self, ended) -> bool:
+        """`settle`, then hand the members that ended to ``ended`` (`drop_ended`): whether any remain."""
+        self.settle()
+        self.drop_ended(ended)
+        return bool(self.members)
 
     def drop_ended(self, ended) -> None:
         """Hand each member that ended to ``ended`` and take it out of the model and optimizer."""

@@ -38,7 +38,7 @@ from scaling import evalsets
 from scaling.arch import kwargs_of, target_of
 from scaling.branch_plan import branches_or_error
 from scaling.byo import build_model, module_counts
-from scaling.devices import Slot, pick_device, run_device
+from scaling.devices import Slot, pick_device, run_device, to_device
 from scaling.errors import ConfigError
 from scaling.machine import usable_cores
 from scaling.plan import RunPlan, job_config, plan_run
@@ -195,9 +195,7 @@ class Run:
         batch = torch.from_numpy(
             data_lib.train_batch(self.corpus, step, self.plan.batch_size, t.seq_len, self.cfg.seed)
         )
-        if self.device.type == "cuda":  # from pinned memory, asynchronously: a pageable copy waits for the GPU
-            return batch.pin_memory().to(self.device, non_blocking=True)
-        return batch.to(self.device)
+        return to_device(batch, self.device)
 
 
 def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | None = None) -> Run:

@@ -16,17 +16,18 @@ from scaling.train_app import compose_config
 LRS4 = "hydra.sweeper.lr_multipliers=[0.5,1,2,4]"
 
 
-def _jobs(runs: list[list[str]], min_members: int) -> list[list[str]]:
+def _jobs(runs: list[list[str]], rule: pack.Rule) -> list[list[str]]:
     to_run = [{"overrides": o, "plan": plan_run(compose_config(o))} for o in runs]
-    return pack.pack_jobs(to_run, [list(o) for o in runs], min_members)[0]
+    return pack.pack_jobs(to_run, [list(o) for o in runs], rule)[0]
 
 
-def test_groups_smaller_than_the_minimum_are_launched_unpacked():
+def test_auto_packs_groups_of_four_or_more_small_models_only():
     four = [["model=d32", f"optim.lr_multiplier={m}"] for m in (0.5, 1, 2, 4)]
     three = [["model=d16", f"optim.lr_multiplier={m}"] for m in (0.5, 1, 2)]
-    assert len(_jobs(four + three, 1)) == 2
-    jobs = _jobs(four + three, 4)
-    assert len(jobs) == 4 and jobs[1:] == three  # d32's four as one job, d16's three alone
+    wide = [["model=d256", "budget=1e13", f"optim.lr_multiplier={m}"] for m in (0.5, 1, 2, 4)]
+    assert len(_jobs(four + three + wide, pack.EVERY)) == 3
+    jobs = _jobs(four + three + wide, pack.AUTO)
+    assert len(jobs) == 8 and jobs[1:] == three + wide  # d32's four as one job; d16's three, d256's four alone
 
 
 @pytest.mark.parametrize(
@@ -51,7 +52,7 @@ def test_an_lr_sweep_on_gpus_with_compile_is_packed_by_default(tmp_path):
     store = tmp_path / "s"
     sweep = [*SWEEP[:-2], LRS4, SWEEP[-1], "train.compile=true", f"store={store}"]
     proc = run_cli(*sweep, env={"SCALING_FAKE_GPUS": "1"}, check=True)
-    assert "launching 4 runs as 1 packed jobs" in proc.stdout
+    assert "launching 4 runs as 1 jobs, 1 of them packed (pack: null packs 4 or more LRs up to d128" in proc.stdout
     runs = read_store(store).runs
     assert len(runs) == 4 and (runs.status == "completed").all() and runs.pack_job.nunique() == 1
     assert (runs.pack_job != "").all()

@@ -186,7 +186,7 @@ SWEEP = [
 
 def test_a_packed_lr_sweep_writes_the_unpacked_sweeps_runs(tmp_path):
     packed = run_cli(*SWEEP, "hydra.sweeper.pack=true", f"store={tmp_path / 'packed'}", check=True)
-    assert "launching 2 runs as 1 packed jobs" in packed.stdout and "packed: 2 runs of d32" in packed.stdout
+    assert "launching 2 runs as 1 jobs, 1 of them packed" in packed.stdout and "packed: 2 runs of d32" in packed.stdout
     run_cli(*SWEEP, f"store={tmp_path / 'separate'}", check=True)
     ours = {r["run_id"]: r for r in map(read_record, (tmp_path / "packed").glob("runs/*/record.json"))}
     theirs = {r["run_id"]: r for r in map(read_record, (tmp_path / "separate").glob("runs/*/record.json"))}
@@ -232,7 +232,8 @@ def test_a_diverging_member_fails_as_its_separate_run_and_leaves_the_others_alon
 def test_a_compiled_pack_trains_as_the_eager_pack(tmp_path):
     """train.compile=true: the packed forward under torch.compile (what pays on a GPU: README,
     Benchmarks 6) gives the eager pack's losses within LOSS_TOL (fused kernels sum in another order)."""
-    overrides = [["model=d16", "budget=3e9", *BASE, *m] for m in (["seed=0"], ["seed=1", "optim.lr_multiplier=2"])]
+    # unequal budgets: the shorter run leaves the pack, and the compiled forward recompiles for K = 1
+    overrides = [["model=d16", *BASE, *m] for m in (["seed=0", "budget=3e9"], ["seed=1", "budget=2e9"])]
     runs = {
         c: train_packed_runs(
             [compose_config([f"store={tmp_path / c}", f"train.compile={c}", *o]) for o in overrides],
@@ -248,3 +249,24 @@ def test_a_compiled_pack_trains_as_the_eager_pack(tmp_path):
             assert abs(a["train_loss"] - b["train_loss"]) < LOSS_TOL
         assert abs(compiled["val_loss"] - eager["val_loss"]) < LOSS_TOL
 
+
+def test_a_member_diverging_between_points_leaves_before_a_checkpoint(tmp_path):
+    """Losses are read at curve points (and before a checkpoint): a member found diverged there leaves
+    the pack before it is checkpointed, and the others keep their own losses (review of 2026-11-26: a
+    checkpoint every step once gave a healthy member its neighbour's diverged loss)."""
+    members = [["seed=1", "optim.lr_multiplier=1000"], ["seed=0"], ["seed=2"]]
+    sparse = ["model=d16", "budget=3e9", *BASE, "train.log_points=1", "train.evals=1"]
+    runs = {
+        interval: train_packed_runs(
+            [
+                compose_config([f"store={tmp_path / interval}", *sparse, f"train.checkpoint_interval_s={interval}", *m])
+                for m in members
+            ],
+            log=lambda *a: None,
+        )
+        for interval in ("0", "1e-6")
+    }
+    for plain, checkpointed in zip(runs["0"], runs["1e-6"]):
+        assert (plain["status"], plain["reason"]) == (checkpointed["status"], checkpointed["reason"])
+        assert json.dumps(plain["val_loss"]) == json.dumps(checkpointed["val_loss"])
+    assert [r["status"] for r in runs["1e-6"]] == ["failed", "completed", "completed"]

@@ -3,11 +3,10 @@
 which trains them in one batched step and writes each run's own record: the same run ids, records
 and store as unpacked, losses within tests/test_packed.py's tolerance.
 
-``pack: null`` (the default) packs where it was measured to pay (README, Benchmarks 6, an H200:
-a compiled pack of 4 d128 runs trains 1.12x, of 8 1.15x, the tokens/s of one compiled run; a pack of
-1 0.85x; an eager pack 0.5x one compiled run; on the 2-core CPU, Benchmarks 9, packing gains little):
-when the runs train on GPUs with ``train.compile=true`` and a (shape, budget) has at least
-`AUTO_MIN_MEMBERS` learning rates to pack. ``pack: false`` never packs.
+``pack: null`` (the default) packs where it was measured to pay (README, Benchmarks 6 and 9): when
+the runs train on GPUs with ``train.compile=true``, the LR groups that `AUTO` allows (at least 4
+runs, as measured, of widths up to d128, the widest measured: a wider model's K copies may not fit
+where one does). ``pack: false`` never packs.
 
 The job is the first run's overrides plus ``pack='<JSON>'``: the other runs' LR overrides and plans.
 """
@@ -18,7 +17,25 @@ from typing import Any
 
 from hydra_plugins.scaling_sweeper.hyper import LR_KEYS
 
-AUTO_MIN_MEMBERS = 4  # pack: null packs groups of at least this many LRs (the smallest K measured to pay)
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """Which LR groups a sweep packs: those of at least ``min_members`` runs and, with ``max_width``,
+    of models no wider."""
+
+    min_members: int = 1
+    max_width: int | None = None
+
+    def packs(self, plans: list[Any]) -> bool:
+        wide = self.max_width is not None and any(p.shape.d_model > self.max_width for p in plans)
+        return len(plans) >= self.min_members and not wide
+
+    def describe(self) -> str:
+        return f" (pack: null packs {self.min_members} or more LRs up to d{self.max_width} on GPUs with train.compile)"
+
+
+EVERY = Rule()  # pack: true
+AUTO = Rule(min_members=4, max_width=128)  # pack: null, where packing was measured to pay
 
 
 def auto(config: Any, lr_axis: bool) -> bool:
@@ -62,16 +79,16 @@ def _lr_setting(job: dict) -> dict[str, float]:
     return {key: float(value)}
 
 
-def pack_jobs(to_run: list[dict], batch: list[list[str]], min_members: int = 1) -> tuple[list[list[str]], list[dict]]:
+def pack_jobs(to_run: list[dict], batch: list[list[str]], rule: Rule = EVERY) -> tuple[list[list[str]], list[dict]]:
     """(the launched jobs' overrides, the first run of each): runs whose overrides are equal but for
-    the LR share a job, in the order of their first run; a group of fewer than ``min_members`` runs
-    is launched as separate jobs."""
+    the LR share a job, in the order of their first run; a group that ``rule`` does not pack is
+    launched as separate jobs."""
     groups: dict[tuple, list[int]] = {}
     for i, job in enumerate(to_run):
         lr = _lr_override(job["overrides"])
         key = tuple(o for o in job["overrides"] if lr is None or o != f"{lr[0]}={lr[1]}")
         groups.setdefault(key if lr else (i,), []).append(i)
-    groups = {k: g for key, members in groups.items() for k, g in _split(key, members, min_members)}
+    groups = {k: g for key, members in groups.items() for k, g in _split(key, members, rule, to_run)}
     launched, leaders = [], []
     for members in groups.values():
         first, rest = members[0], members[1:]
@@ -81,8 +98,8 @@ def pack_jobs(to_run: list[dict], batch: list[list[str]], min_members: int = 1) 
     return launched, leaders
 
 
-def _split(key: tuple, members: list[int], min_members: int) -> list[tuple[tuple, list[int]]]:
-    """The group as one job, or each of its runs as its own when it is too small to pack."""
-    if len(members) >= min_members:
+def _split(key: tuple, members: list[int], rule: Rule, to_run: list[dict]) -> list[tuple[tuple, list[int]]]:
+    """The group as one job, or each of its runs as its own when ``rule`` does not pack it."""
+    if rule.packs([to_run[i]["plan"] for i in members]):
         return [(key, members)]
     return [((*key, i), [i]) for i in members]

@@ -102,7 +102,7 @@ class ScalingSweeper(Sweeper):
         self.dry_run = bool(dry_run)
         self.runs_per_gpu = runs_per_gpu
         self.pack = pack  # None: auto, resolved by `settings.check`
-        self.pack_min_members = 1
+        self.pack_rule = None  # which LR groups pack packs (`pack.Rule`): set by `settings.check`
         self.branches = bool(hyper.pop("branches", False))
         self.extra_points_per_decade = float(hyper.pop("extra_points_per_decade", 0.0))
         self.branch_line: str | None = None
@@ -314,7 +314,7 @@ class ScalingSweeper(Sweeper):
         batch, leaders, layout = self.job_overrides(to_run)
         n_parallel = layout.n_parallel
         print(
-            f"launching {len(to_run)} runs{f' as {len(batch)} packed jobs' if self.pack else ''}{self.auto_note()}, "
+            f"launching {len(to_run)} runs{self.pack_note(batch)}, "
             f"{n_parallel} at a time{layout.describe()} "
             f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
             flush=True,
@@ -342,18 +342,20 @@ class ScalingSweeper(Sweeper):
             self.exit_if_failed(store, jobs)
         return returns
 
-    def auto_note(self) -> str:
-        if not (self.pack and self.pack_min_members > 1):
+    def pack_note(self, batch: list[list[str]]) -> str:
+        if not self.pack:
             return ""
-        return f" (pack: null packs {pack.AUTO_MIN_MEMBERS} or more LRs on GPUs with train.compile)"
+        packed = sum(any(o.startswith("pack=") for o in job) for job in batch)
+        auto = self.pack_rule.describe() if self.pack_rule != pack.EVERY else ""
+        return f" as {len(batch)} jobs, {packed} of them packed{auto}"
 
     def job_overrides(self, to_run: list[dict]) -> tuple[list[list[str]], list[dict], Any]:
         """(each launched job's overrides, the run whose state tells how it ended, the `layout.Layout`);
         with ``pack``, one job per (shape, budget, ...) trains its LRs packed (`pack`)."""
-        n_jobs = len(pack.pack_jobs(to_run, [[]] * len(to_run), self.pack_min_members)[0]) if self.pack else len(to_run)
+        n_jobs = len(pack.pack_jobs(to_run, [[]] * len(to_run), self.pack_rule)[0]) if self.pack else len(to_run)
         layout = plan_layout(self.launcher, self.config.hydra.launcher, self.config.train, n_jobs, self.runs_per_gpu)
         batch = [[*j["overrides"], *layout.job_overrides(), f"plan='{j['plan'].to_json()}'"] for j in to_run]
-        packed = pack.pack_jobs(to_run, batch, self.pack_min_members) if self.pack else None
+        packed = pack.pack_jobs(to_run, batch, self.pack_rule) if self.pack else None
         return (*packed, layout) if packed else (batch, to_run, layout)
 
     @staticmethod

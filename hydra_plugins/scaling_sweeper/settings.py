@@ -64,9 +64,9 @@ def check(sweeper) -> None:
     names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
     sweeper.hyper = HyperAxes.from_settings(*(sweeper.hyper_settings.get(k) for k in names))
     lr_axis = bool(sweeper.hyper_settings.get("lr_multipliers") or sweeper.hyper_settings.get("lr_grid"))
+    sweeper.pack_rule = pack.AUTO if sweeper.pack is None else pack.EVERY
     if sweeper.pack is None:  # pack where it was measured to pay (`pack.auto`)
         sweeper.pack = pack.auto(sweeper.config, lr_axis)
-        sweeper.pack_min_members = pack.AUTO_MIN_MEMBERS
     elif not isinstance(sweeper.pack, bool):
         raise ConfigError(f"hydra.sweeper.pack: {sweeper.pack!r} is not valid; give true, false or null (auto)")
     elif sweeper.pack:
