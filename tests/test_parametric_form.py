@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from analysis.fits.fit import fit_all
 from analysis.fits.parametric import fit_parametric
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
@@ -32,6 +33,8 @@ def test_more_data_with_higher_loss_leaves_the_data_term_unidentified(seed):
         assert e.value > 0 and 0 < e.lower < e.value < e.upper and not e.unidentified, (name, e)
     assert "E, B, beta, a, b, G are unidentified" in fit.convergence["warning"]
     assert "141 of 141 refitted resamples gave beta <= 0" in " ".join(fit.bootstrap.notes)
+    report = fit_all(table_from_frame(lone_run_ladder(seed, 1.5, 1.0), "lone"), (3,), resamples=0)
+    assert f"outlier residual test not applied: approach 3's law is unidentified ({WHY})" in report.notes
 
 
 def test_resamples_that_contradict_the_form_widen_nothing_silently_and_flag_the_estimates():
@@ -86,8 +89,9 @@ def test_clean_tables_keep_their_numbers(name):
 
 
 def test_fit_json_optimal_report_and_plot_say_unidentified(tmp_path):
-    """`fit --json` and FIT.json hold null for the data term (with the reason); `optimal` refuses the
-    law in one error line; `report` and `plot` draw no approach-3 law and print no nan."""
+    """`fit --json` and FIT.json hold null for the data term (with the reason); `optimal` (and with
+    --inference-tokens) and `compare` refuse the law in one error line; `report` and `plot` draw no
+    approach-3 law and print no nan."""
     source = tmp_path / "lone.csv"
     lone_run_ladder(1, 1.5, 1.0).to_csv(source, index=False)
     fit_json = tmp_path / "fit.json"
@@ -100,6 +104,10 @@ def test_fit_json_optimal_report_and_plot_say_unidentified(tmp_path):
     for extra in ((), ("--inference-tokens", "1e12")):
         refused = run_cli("optimal", "--law", fit_json, "--budget", "1e21", *extra)
         assert_one_line_error(refused, "approach 3's law is unidentified", WHY)
+    clean = tmp_path / "clean.csv"
+    quick_ladder(0).to_csv(clean, index=False)
+    compared = run_cli("compare", clean, source, "--bootstrap", "0")
+    assert_one_line_error(compared, "cannot compare", "approach 3's law is unidentified", WHY)
     run_cli("report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
     markdown = (tmp_path / "r" / "r.md").read_text()
     assert f"| beta | unidentified ({WHY})" in markdown and "L(N, D): approach 3's law is unidentified" in markdown
