@@ -27,7 +27,7 @@ from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import Estimate, FitReport
 from analysis.sources.load import load_runs
 from analysis.synthetic import CHINCHILLA_LAW
-from tests.conftest import run_cli
+from tests.conftest import assert_one_line_error, run_cli
 
 LAW = CHINCHILLA_LAW
 TRUE_A = LAW["beta"] / (LAW["alpha"] + LAW["beta"])  # N_opt ∝ C^a for L = E + A/N^α + B/D^β
@@ -265,9 +265,10 @@ def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):
     assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
-def test_a_law_whose_loss_rises_with_n_is_fitted_with_a_warning_and_refused_by_optimal(tmp_path):
-    """Runs whose loss rises with N (L = 1 + 0.05·N^0.2 + 410.7/D^0.28): approach 3 recovers alpha = -0.2
-    and says the law cannot allocate compute; `optimal --law` on the saved fit refuses it in one line."""
+def test_a_law_whose_loss_rises_with_n_is_unidentified_and_refused_by_optimal(tmp_path):
+    """Runs whose loss rises with N (L = 1 + 0.05·N^0.2 + 410.7/D^0.28) contradict the law's form: approach
+    3 prints no alpha (its best fit is -0.2) but "unidentified" and why, and says the law cannot allocate
+    compute; `optimal --law` on the saved fit refuses it in one line."""
     rows = [
         {"N": n, "D": c / (6 * n), "loss": 1.0 + 0.05 * n**0.2 + 410.7 / (c / (6 * n)) ** 0.28}
         for c in np.logspace(18, 20, 3)
@@ -276,6 +277,9 @@ def test_a_law_whose_loss_rises_with_n_is_fitted_with_a_warning_and_refused_by_o
     path = tmp_path / "rising.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", "--out", tmp_path / "fit.json", check=True)
-    assert "warning: alpha = -0.2 <= 0: the fitted loss does not fall with N" in proc.stdout, proc.stdout
+    why = "alpha <= 0 at the best fit: the loss does not fall with N over these runs"
+    for name in ("E", "A", "alpha", "a", "b", "G"):
+        assert f"  {name:<14} unidentified ({why})" in proc.stdout, proc.stdout
+    assert "-0.2" not in proc.stdout and "warning: the runs contradict the law's form" in proc.stdout
     refused = run_cli("optimal", "--budget", "1e21", "--law", tmp_path / "fit.json")
-    assert refused.returncode == 2 and "alpha" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+    assert_one_line_error(refused, "approach 3's law is unidentified", why)

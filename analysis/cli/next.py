@@ -54,6 +54,7 @@ def next_main(argv: list[str]) -> int:
     from analysis.fits import next_runs as nr
     from analysis.fits.design import DesignSimulator
     from analysis.fits.parametric import fit_parametric
+    from analysis.fits.parametric_form import no_law
     from analysis.sources.load import load_runs
 
     if args.draws < 8:
@@ -61,6 +62,8 @@ def next_main(argv: list[str]) -> int:
     base = base_sweep(args.source)
     table = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     fit = fit_parametric(table, resamples=0)  # the point fit places the candidates; the bootstrap waits
+    if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
+        raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * max(budgets)
     rules = nr.CandidateRules(

@@ -118,7 +118,7 @@ def optimal_main(argv: list[str]) -> int:
 
 def resolve_law(name: str, approach: int | None = None, level: float | None = None):
     """A preset by name, or the law of a FIT.json file."""
-    from analysis.fits.optimal import PRESETS, law_from_fit
+    from analysis.fits.optimal import PRESETS, ParametricLaw, law_from_fit
 
     if name in PRESETS:
         if approach is not None:
@@ -129,7 +129,13 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
             "(write one with `scaling fit SOURCE --out FIT.json`)"
         )
-    return law_from_fit(FitReport.load(name), name, approach, level)
+    law = law_from_fit(FitReport.load(name), name, approach, level)
+    if isinstance(law, ParametricLaw) and not all(np.isfinite(list(law.params.values()))):
+        raise UserError(  # the runs contradict L = E + A/N^α + B/D^β (`analysis.fits.parametric_form`)
+            f"--law {name!r}: approach 3's law is unidentified ({law.unidentified}), so it cannot allocate "
+            "compute; give --approach 1 or 2 if the file holds them, or fit more runs"
+        )
+    return law
 
 
 def render_allocation(a, unit: str) -> str:

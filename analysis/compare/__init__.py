@@ -19,6 +19,7 @@ import numpy as np
 from analysis.compare.inputs import Input, check_same_eval, read_groups, read_inputs
 from analysis.compare.result import Comparison, Side, compare
 from analysis.fits.parametric import fit_parametric
+from analysis.fits.parametric_form import no_law
 
 __all__ = ["Comparison", "Input", "Side", "check_same_eval", "compare_inputs", "fit_side", "read_groups", "read_inputs"]
 
@@ -32,6 +33,8 @@ def fit_side(item: Input, resamples: int, seed: int, level: float) -> Side:
             fit = fit_parametric(item.table, resamples=resamples, seed=seed, level=level)
     except DataError as err:
         raise DataError(f"cannot compare {item.label!r}: {err}") from None
+    if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: no frontier to compare
+        raise DataError(f"cannot compare {item.label!r}: approach 3's law is unidentified ({no_law(fit)})")
     return Side(item.label, len(item.table), [float(b) for b in item.table.budgets], fit, seed, item.table.loss_unit)
 
 

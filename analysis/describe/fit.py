@@ -239,7 +239,8 @@ def exponent_legend(fit) -> str:
 
 
 def no_law(fit) -> bool:
-    """Whether ``fit`` has no value for a: approach 2 with too few bracketed budgets (`analysis.fits.isoflop`)."""
+    """Whether ``fit`` has no value for a: approach 2 with too few bracketed budgets (`analysis.fits.isoflop`),
+    approach 3 whose runs contradict its form (`analysis.fits.parametric_form`)."""
     return fit.estimates["a"].value != fit.estimates["a"].value  # NaN
 
 
@@ -285,6 +286,17 @@ def band_phrase(report: FitReport | None, approach: int) -> str:
     if fit is None or not has_intervals(fit):
         return "no band (no bootstrap intervals)"
     return f"its {fit.bootstrap.level:.0%} bootstrap band ({fit.bootstrap.resamples} resamples)"
+
+
+def drawn_phrase(report: FitReport | None, approach: int) -> str:
+    """`fitted_phrase`, with ``(not drawn: no law, a unidentified)`` when the fit has no law (`no_law`)."""
+    fit = {f.approach: f for f in report.fits}.get(approach) if report is not None else None
+    return fitted_phrase(report, approach) + (" (not drawn: no law, a unidentified)" if fit and no_law(fit) else "")
+
+
+def drawable(fit):
+    """``fit`` when it has a law to draw, else None (not fitted, or `no_law`)."""
+    return fit if fit is not None and not no_law(fit) else None
 
 
 def fitted_phrase(report: FitReport | None, approach: int) -> str:

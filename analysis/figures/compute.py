@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import band_phrase, envelope_law_legend, fitted_phrase, interval_legend
+from analysis.describe.fit import (
+    band_phrase,
+    drawable,
+    drawn_phrase,
+    envelope_law_legend,
+    fitted_phrase,
+    interval_legend,
+)
 from analysis.describe.numbers import flops_label, plain_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -34,7 +41,7 @@ def caption(report: FitReport | None) -> str:
         "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
         "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
         f"reached in each compute bin; green: {fitted_phrase(report, 1)}'s law fitted through it, with "
-        f"{band_phrase(report, 1)}; dashed vermillion: {fitted_phrase(report, 3)}'s loss at the compute-optimal N and D."
+        f"{band_phrase(report, 1)}; dashed vermillion: {drawn_phrase(report, 3)}'s loss at the compute-optimal N and D."
     )
 
 
@@ -50,7 +57,7 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
     _runs(ax, table, norm)
     if report is not None and report.envelope is not None:
         _envelope(ax, report)
-    if report is not None and report.parametric is not None:
+    if report is not None and drawable(report.parametric) is not None:
         _frontier(ax, report, runs)
     ax.set_xscale("log")
     ax.set_yscale("log")

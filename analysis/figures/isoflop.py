@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import band_phrase, fitted_phrase, minimum_legend
+from analysis.describe.fit import band_phrase, drawable, drawn_phrase, fitted_phrase, minimum_legend
 from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
@@ -37,7 +37,7 @@ def caption(report: FitReport | None) -> str:
         "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola, "
         "left out of the law N_opt ∝ C^a) "
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
-        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {fitted_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
+        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
         "Grey crosses: runs of budgets without a parabola."
     )
 
@@ -58,8 +58,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     colours = budget_colours(p.budget for p in fit.profiles)
     many = many_budgets(colours)  # then a colour bar names the budgets, not a legend entry each
     shown_n, shown_loss = [], []
+    parametric = drawable(report.parametric)
     for p in fit.profiles:
-        _profile(ax, p, colours[p.budget], report.parametric, shown_n, shown_loss, named=not many)
+        _profile(ax, p, colours[p.budget], parametric, shown_n, shown_loss, named=not many)
     if many:
         _budget_key(fig, ax, list(colours))
     if table is not None:
@@ -67,7 +68,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     _mark_outliers(ax, report)
     shown_n += [o.n for o in report.outliers]
     shown_loss += [o.loss for o in report.outliers]
-    if report.parametric is not None:  # one legend entry for all the dashed lines
+    if parametric is not None:  # one legend entry for all the dashed lines
         ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="approach 3: L(N, C/6N) at each budget")
     ax.set_xscale("log")
     ax.set_xlim(*limits(shown_n, 1.5))

@@ -10,7 +10,7 @@ from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from analysis.describe.fit import fitted_phrase, parametric_law_text
+from analysis.describe.fit import fitted_phrase, no_law, parametric_law_text
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
@@ -32,7 +32,8 @@ from scaling.flops import flops_6nd, tokens_6nd
 
 def caption(report: FitReport | None) -> str:
     """What `loss_landscape` shows."""
-    law = parametric_law_text(report.parametric) if report is not None and report.parametric else "L(N, D)"
+    fit = report.parametric if report is not None else None
+    law = parametric_law_text(fit) if fit is not None and not no_law(fit) else "L(N, D)"
     return (
         f"{fitted_phrase(report, 3).capitalize()}'s {law} (filled contours), the runs coloured by their observed "
         "loss on the same scale (fill colour, thin black edge: a run whose colour matches its background is fitted "
@@ -52,6 +53,8 @@ def loss_landscape(report: FitReport, table: RunTable | None = None) -> Figure:
         raise FigureUnavailable(
             "approach 3 (parametric L(N, D)) was not fitted: " + report.skipped.get("3", "not asked for")
         )
+    if no_law(fit):
+        raise FigureUnavailable(f"approach 3's law is unidentified: {fit.estimates['a'].unidentified}")
     n_runs, d_runs, loss_runs = np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss)
     n_grid = np.geomspace(n_runs.min() / 3, n_runs.max() * 3, 160)
     d_grid = np.geomspace(d_runs.min() / 3, d_runs.max() * 3, 160)

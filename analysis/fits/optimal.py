@@ -191,6 +191,8 @@ class Law(abc.ABC):
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
                 estimate.unidentified = "as the fit's a"
+            if loss is not None and not np.isfinite(loss.value):  # no law at all (`parametric_form`): no loss
+                loss.unidentified = "as the fit's a"
             notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
         extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         if extrapolation:
@@ -328,8 +330,9 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         loss_unit=report.loss_unit,
     )
     samples = boot.samples if boot and boot.samples else None
-    if isinstance(fit, ParametricFit):
-        return ParametricLaw(f"{label} (approach 3)", fit.params, samples, **common)
+    if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
+        lawless = not all(np.isfinite(list(fit.params.values())))
+        return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
     if fit.approach == 1:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from analysis.fits.parametric_form import no_law
 from analysis.fits.results import Outlier, ParametricFit
 from scaling.errors import DataError
 
@@ -65,7 +66,9 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
             parametric = fit_parametric(table, resamples=0)
         except DataError as err:
             notes.append(f"outlier residual test not applied: approach 3 cannot be fitted ({err})")
-    if parametric is not None:
+    if parametric is not None and no_law(parametric):  # no law to refit (`analysis.fits.parametric_form`)
+        notes.append(f"outlier residual test not applied: approach 3's law is unidentified ({no_law(parametric)})")
+    elif parametric is not None:
         standardized = standardized_residuals(parametric, notes)
         for i, z in residual_outliers(standardized):
             flagged[i] = ("residual", f"modified z-score {z:+.1f} (loss {'above' if z > 0 else 'below'} approach 3)")

@@ -30,6 +30,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
+from analysis.fits import parametric_form as form
 from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
@@ -246,7 +247,8 @@ def _named(theta: np.ndarray) -> dict[str, float]:
     out = {"E": np.exp(e), "A": np.exp(a), "B": np.exp(b), "alpha": alpha, "beta": beta}
     out["a"] = beta / (alpha + beta)
     out["b"] = alpha / (alpha + beta)
-    out["G"] = np.power(alpha * out["A"] / (beta * out["B"]), 1.0 / (alpha + beta))
+    with np.errstate(invalid="ignore", divide="ignore"):  # G of a contradicted law (β <= 0): `parametric_form`
+        out["G"] = np.power(alpha * out["A"] / (beta * out["B"]), 1.0 / (alpha + beta))
     return {k: float(v) for k, v in out.items()}
 
 
@@ -293,19 +295,24 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         convergence["note"] = "E is indistinguishable from 0: these runs show no irreducible loss"
 
     point = _named(theta)
-    falling = [f"{k} = {point[k]:.3g}" for k in ("alpha", "beta") if not point[k] > 0]
-    if falling:  # the law does not fall with N or D: it cannot allocate compute (`FitReport.load` refuses it)
-        convergence["warning"] = (
-            f"{', '.join(falling)} <= 0: the fitted loss does not fall with {'N' if point['alpha'] <= 0 else 'D'}, so "
-            "this law cannot allocate compute (optimal and report refuse it); fit more runs or a wider range of sizes"
-        )
     boot = None
     if resamples > 0:
         units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
         samples, boot = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
         estimates = estimates_from_samples(point, samples, level)
+        resampled, notes = form.resample_reasons(samples, level)
+        form.flag_resampled(estimates, resampled)
+        boot.notes += notes
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
+    withheld = form.withhold(estimates, boot, form.best_fit_reasons(point))
+    if withheld:  # no law: `FitReport.load` keeps the nulls, optimal refuses it, the figures draw none
+        convergence.pop("note", None)  # about E, which has no value now
+        convergence["warning"] = (
+            f"the runs contradict the law's form or do not identify it: {', '.join(withheld)} are unidentified "
+            "(no value), so this law cannot allocate compute (optimal refuses it); fit runs over a wider range "
+            "of sizes and token counts"
+        )
     return ParametricFit(
         n=runs["N"].tolist(),
         d=runs["D"].tolist(),

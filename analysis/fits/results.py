@@ -341,10 +341,11 @@ class FitReport:
 
 
 # The estimates each approach's law needs, those that must be > 0 for its form to hold, and those that
-# may be null (NaN) when flagged unidentified: approach 2 with too few bracketed budgets has no law.
+# may be null (NaN) when flagged unidentified: approach 2 with too few bracketed budgets has no law, nor
+# has approach 3 when the runs contradict its form (`analysis.fits.parametric_form`).
 REQUIRED_ESTIMATES = {1: ("a", "b", "N_coefficient"), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
 POSITIVE_ESTIMATES = {1: ("N_coefficient",), 2: ("N_coefficient",), 3: ("A", "B", "alpha", "beta", "a", "b")}
-NULLABLE_ESTIMATES = {1: (), 2: ("a", "b", "N_coefficient"), 3: ()}
+NULLABLE_ESTIMATES = {1: (), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
 
 
 def check_estimates(report: FitReport, path: str) -> None:

@@ -62,6 +62,7 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
 def validate_parametric(table: RunTable) -> dict:
     """Refit approach 3 without the largest budget; relative errors of the held-out runs' loss."""
     from analysis.fits.parametric import fit_parametric
+    from analysis.fits.parametric_form import no_law
 
     if len(table.budgets) < 2:
         return {"skipped": "needs at least 2 budgets"}
@@ -70,6 +71,8 @@ def validate_parametric(table: RunTable) -> dict:
         fit = fit_parametric(rest, resamples=0)
     except DataError as err:
         return {"skipped": f"the runs below the largest budget cannot be fitted alone: {err}"}
+    if no_law(fit):
+        return {"skipped": f"the runs below the largest budget give no law: {no_law(fit)}"}
     predicted = fit.predict(held["N"].to_numpy(), held["D"].to_numpy())
     error = predicted / held["loss"].to_numpy() - 1.0
     factor = largest / float(rest.runs["C"].max())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analysis.describe.allocation import allocation_cells, below_fitted, n_opt_cell
+from analysis.describe.fit import no_law
 from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
 from analysis.fits.results import FitReport
@@ -20,11 +21,17 @@ def budget_ladder(smallest: float) -> list[float]:
     return sorted(ladder)
 
 
+def _passed_over(fit: FitReport, approach: int) -> str:
+    """``; approach 3 has no law, a unidentified`` for each fitted approach above ``approach`` (`no_law`)."""
+    return "".join(f"; approach {f.approach} has no law, a unidentified" for f in fit.fits if f.approach > approach)
+
+
 def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     blocks: list = [Heading("Compute-optimal allocation")]
     if fit is None:
         return blocks + [Paragraph("No law was fitted, so no allocation can be given.")]
-    approach = max(f.approach for f in fit.fits)  # 3 predicts loss at any N, D; then 2, then 1
+    with_law = [f.approach for f in fit.fits if not no_law(f)] or [f.approach for f in fit.fits]
+    approach = max(with_law)  # 3 predicts loss at any N, D; then 2, then 1; one without a law (`no_law`) last
     law = law_from_fit(fit, "this fit", approach)
     reference = PRESETS["chinchilla"]()
     ladder = budget_ladder(float(source.table.budgets[0]))
@@ -39,7 +46,7 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     blocks += [
         Paragraph(
             f"From approach {approach}'s law (the most complete fitted: 3 predicts loss at any N and D, "
-            f"then 2, then 1), for budgets from the smallest swept to 10^{LADDER_DECADES} times it and "
+            f"then 2, then 1{_passed_over(fit, approach)}), for budgets from the smallest swept to 10^{LADDER_DECADES} times it and "
             f"{', '.join(flops_label(b) for b in HEADLINE_BUDGETS)} FLOPs. D = C/(6·N), so 6·N·D = C in "
             f"every row. The largest fitted run used {flops_label(fitted_max)} FLOPs; budgets beyond "
             f"{EXTRAPOLATION_FACTOR:g}× that are extrapolations, flagged {FLAG}: treat them as speculation; "
