@@ -1,55 +1,118 @@
-"""Approach 3 when the runs contradict its law's form (`analysis.fits.parametric_form`): an exponent
-<= 0, at the best fit or in the resamples, leaves the quantities that depend on it unidentified and
-says why. It never prints a wrong number with confidence. Clean tables keep their numbers exactly."""
+"""Approach 3 when the runs contradict its law's form or do not identify it
+(`analysis.fits.parametric_form`): an exponent <= 0, at the best fit or in the resamples, or a variable
+with fewer than 3 distinct values (in the runs or in a resample), leaves the quantities that depend on
+it unidentified and says why. It never prints a wrong number with confidence. Clean tables keep their
+numbers exactly."""
 
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.fits.fit import fit_all
+from analysis.fits.laws import chinchilla_loss
 from analysis.fits.parametric import fit_parametric
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from tests.conftest import assert_one_line_error, run_cli
 from tests.test_outliers import lone_run_ladder, quick_ladder
 
-D_TERM = ("E", "B", "beta", "a", "b", "G")  # what a data term with beta <= 0 leaves without a value
+D_TERM = ("E", "B", "beta", "a", "b", "G")  # what an unidentified data term leaves without a value
 WHY = "beta <= 0 at the best fit: the loss does not fall with D over these runs"
+TWO_D = "beta, B: only 2 distinct D values (need 3 with E)"
 
 
-@pytest.mark.parametrize("seed", [0, 1])  # best fits beta = -19.6 and -5.4 on a flat valley (module docstring)
-def test_more_data_with_higher_loss_leaves_the_data_term_unidentified(seed):
-    """12 sizes at D = 2e10 and one run at D = 2e11 with 1.5x the loss: no beta, B, E, a, b or G (NaN,
-    with the reason), no samples of them; A and alpha, fixed by the sizes at one D, keep their intervals.
-    The resamples all give beta <= 0 too, and the notes count them (they used to give beta -5.43 [-5.445,
-    -5.43]: a confident wrong number)."""
-    fit = fit_parametric(table_from_frame(lone_run_ladder(seed, 1.5, 1.0), "lone"), resamples=200, seed=0)
+def d_ladder(seed: int, rise: float) -> pd.DataFrame:
+    """12 sizes at each of D = 2e10, 4e10 and 8e10 (36 runs) on the Chinchilla law with 1% noise, the
+    loss at the k-th D multiplied by ``rise``^k (> 1: more data, higher loss)."""
+    rng = np.random.default_rng(seed)
+    sizes, ds = np.geomspace(2e7, 2e9, 12), (2e10, 4e10, 8e10)
+    frame = pd.DataFrame(
+        [{"run_id": f"d{k}n{i:02d}", "N": n, "D": d} for k, d in enumerate(ds) for i, n in enumerate(sizes)]
+    )
+    frame["loss"] = chinchilla_loss(frame["N"].to_numpy(), frame["D"].to_numpy(), **CHINCHILLA_LAW)
+    frame["loss"] *= np.exp(0.01 * rng.standard_normal(len(frame))) * rise ** np.repeat(np.arange(3), 12)
+    return frame
+
+
+def _assert_data_term_withheld(fit, why):
     for name in D_TERM:
-        assert np.isnan(fit.estimates[name].value) and fit.estimates[name].unidentified == WHY, name
+        assert np.isnan(fit.estimates[name].value) and fit.estimates[name].unidentified == why, name
         assert name not in fit.bootstrap.samples
-    for name in ("A", "alpha"):
+    for name in ("A", "alpha"):  # fixed by the sizes at one D: keep their intervals
         e = fit.estimates[name]
         assert e.value > 0 and 0 < e.lower < e.value < e.upper and not e.unidentified, (name, e)
     assert "E, B, beta, a, b, G are unidentified" in fit.convergence["warning"]
-    assert "141 of 141 refitted resamples gave beta <= 0" in " ".join(fit.bootstrap.notes)
-    report = fit_all(table_from_frame(lone_run_ladder(seed, 1.5, 1.0), "lone"), (3,), resamples=0)
+
+
+@pytest.mark.parametrize("lone, why", [(1.08, TWO_D), (1.5, f"{TWO_D}; {WHY}")])
+def test_two_token_counts_leave_the_data_term_unidentified(lone, why):
+    """12 sizes at D = 2e10 and one run at D = 2e11: the runs learn E + B/D^beta at two D only, two
+    equations for three unknowns. With the lone run's loss x1.08 the fit gave beta = 1.55 [1.51, 1.62]
+    for a true 0.28 (a confident wrong interval); now beta, B, E, a, b, G have no value, with the reason
+    (and, x1.5, the loss also rising with D). Every refitted resample is counted in the notes."""
+    fit = fit_parametric(table_from_frame(lone_run_ladder(0, lone, 1.0), "lone"), resamples=200, seed=0)
+    _assert_data_term_withheld(fit, why)
+    assert "141 of 141 refitted resamples" in " ".join(fit.bootstrap.notes)
+    assert "drew fewer than 3 distinct D values" in " ".join(fit.bootstrap.notes)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_more_data_with_higher_loss_leaves_the_data_term_unidentified(seed):
+    """3 distinct D (identified by design), the loss x1.1 at each larger D: no beta, B, E, a, b or G
+    (NaN, with the reason), no samples of them; A and alpha keep their intervals. The resamples all give
+    beta <= 0 too, and the notes count them."""
+    fit = fit_parametric(table_from_frame(d_ladder(seed, 1.1), "rise"), resamples=200, seed=0)
+    _assert_data_term_withheld(fit, WHY)
+    assert "200 of 200 refitted resamples gave beta <= 0" in " ".join(fit.bootstrap.notes)
+    report = fit_all(table_from_frame(d_ladder(seed, 1.1), "rise"), (3,), resamples=0)
     assert f"outlier residual test not applied: approach 3's law is unidentified ({WHY})" in report.notes
 
 
 def test_resamples_that_contradict_the_form_widen_nothing_silently_and_flag_the_estimates():
-    """The same design with the lone run's loss x1.12 (about level with the sizes at the smaller D): the
-    best fit has beta > 0, but more resamples than the interval's 2.5% tail give beta <= 0. They stay in
+    """The same design with the loss x1.025 at each larger D (about level): the best fit has beta > 0,
+    but more resamples than the interval's 2.5% tail give beta <= 0 or B beyond floating point (30 of
+    183, measured: B overflows on a flat valley towards large beta). They stay in
     the samples; beta, B, a, b and G keep their values and are unidentified, counted in the notes."""
-    fit = fit_parametric(table_from_frame(lone_run_ladder(0, 1.12, 1.0), "lone"), resamples=200, seed=0)
+    fit = fit_parametric(table_from_frame(d_ladder(0, 1.025), "level"), resamples=200, seed=0)
     beta = fit.estimates["beta"]
-    assert beta.value > 0 and min(fit.bootstrap.samples["beta"]) <= 0
     count, refitted = (int(x) for x in beta.unidentified.split(" refitted")[0].split(" of "))
+    samples_beta, samples_b = (np.array(fit.bootstrap.samples[k], float) for k in ("beta", "B"))
+    assert beta.value > 0 and len(samples_beta) == refitted
+    assert np.sum((samples_beta <= 0) | ~np.isfinite(samples_b) | (samples_b <= 0)) == count  # kept in the samples
     assert count > 0.025 * refitted and "gave beta <= 0 or B beyond floating point" in beta.unidentified
+    assert "distinct" not in beta.unidentified
     for name in ("B", "a", "b", "G"):
         assert fit.estimates[name].unidentified == beta.unidentified and np.isfinite(fit.estimates[name].value)
     assert not fit.estimates["alpha"].unidentified and not fit.estimates["E"].unidentified
     assert any("so beta, B, a, b and G are unidentified" in n for n in fit.bootstrap.notes)
+
+
+def test_three_token_counts_identify_the_data_term():
+    """The same design on the law itself: 3 distinct D and 12 N identify every parameter; the
+    intervals cover the true exponents (alpha 0.34, beta 0.28) and no resample lacks a D value."""
+    fit = fit_parametric(table_from_frame(d_ladder(0, 1.0), "clean"), resamples=200, seed=0)
+    for name, true in (("alpha", CHINCHILLA_LAW["alpha"]), ("beta", CHINCHILLA_LAW["beta"])):
+        e = fit.estimates[name]
+        assert e.lower < true < e.upper and not e.unidentified, (name, e)
+    for name in ("E", "A", "B"):
+        assert np.isfinite(fit.estimates[name].value) and not fit.estimates[name].unidentified, name
+    assert "warning" not in fit.convergence and not any("distinct" in n for n in fit.bootstrap.notes)
+
+
+def test_resamples_that_drop_a_token_count_cannot_narrow_the_intervals():
+    """3 distinct D, but one run alone at the largest: a resample that leaves it out (83 of 200,
+    about 1 − (16/17)^17) has 2 distinct D, where beta sits anywhere on a flat valley (the refit stays
+    near its start, the full-sample optimum). Counted as failing identification, like beta <= 0: beta,
+    B, E, a, b and G keep their values and are unidentified; A and alpha are not."""
+    fit = fit_parametric(table_from_frame(lone_run_ladder(0, 1.0, 1.0, middle=4), "lone"), resamples=200, seed=0)
+    why = "83 of 200 refitted resamples drew fewer than 3 distinct D values: more than the intervals' 0.025 tail"
+    for name in D_TERM:
+        e = fit.estimates[name]
+        assert np.isfinite(e.value) and e.unidentified == why, (name, e)
+    assert not fit.estimates["alpha"].unidentified and not fit.estimates["A"].unidentified
+    assert fit.bootstrap.notes == [f"{why}, so beta, B, E, a, b and G are unidentified"]
 
 
 # Recorded with the code before this rule (commit 472ecdf), 100 resamples, seed 0: unchanged to 1e-9.
@@ -89,29 +152,43 @@ def test_clean_tables_keep_their_numbers(name):
 
 
 def test_fit_json_optimal_report_and_plot_say_unidentified(tmp_path):
-    """`fit --json` and FIT.json hold null for the data term (with the reason); `optimal` (and with
+    """Two distinct D: `fit --json` and FIT.json hold null for the data term (with the reason); `optimal` (and with
     --inference-tokens) and `compare` refuse the law in one error line; `report` and `plot` draw no
     approach-3 law and print no nan."""
     source = tmp_path / "lone.csv"
-    lone_run_ladder(1, 1.5, 1.0).to_csv(source, index=False)
+    lone_run_ladder(1, 1.08, 1.0).to_csv(source, index=False)  # 2 distinct D
     fit_json = tmp_path / "fit.json"
     proc = run_cli("fit", source, "--approach", "3", "--bootstrap", "100", "--json", "--out", fit_json, check=True)
     answer = json.loads(proc.stdout)
-    assert answer["beta"] == {"estimate": None, "interval": None, "unidentified": WHY}
-    assert answer["alpha"]["estimate"] > 0 and "-5.4" not in proc.stdout
+    assert answer["beta"] == {"estimate": None, "interval": None, "unidentified": TWO_D}
+    assert answer["alpha"]["estimate"] > 0
     saved = json.loads(fit_json.read_text())["parametric"]["estimates"]
-    assert all(saved[k]["value"] is None and saved[k]["unidentified"] == WHY for k in D_TERM)
+    assert all(saved[k]["value"] is None and saved[k]["unidentified"] == TWO_D for k in D_TERM)
     for extra in ((), ("--inference-tokens", "1e12")):
         refused = run_cli("optimal", "--law", fit_json, "--budget", "1e21", *extra)
-        assert_one_line_error(refused, "approach 3's law is unidentified", WHY)
+        assert_one_line_error(refused, "approach 3's law is unidentified", TWO_D)
     clean = tmp_path / "clean.csv"
     quick_ladder(0).to_csv(clean, index=False)
     compared = run_cli("compare", clean, source, "--bootstrap", "0")
-    assert_one_line_error(compared, "cannot compare", "approach 3's law is unidentified", WHY)
+    assert_one_line_error(compared, "cannot compare", "approach 3's law is unidentified", TWO_D)
     run_cli("report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
     markdown = (tmp_path / "r" / "r.md").read_text()
-    assert f"| beta | unidentified ({WHY})" in markdown and "L(N, D): approach 3's law is unidentified" in markdown
+    assert f"| beta | unidentified ({TWO_D})" in markdown and "L(N, D): approach 3's law is unidentified" in markdown
     assert "nan" not in markdown.lower().replace("nanmedian", "")
     run_cli("plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
     captions = (tmp_path / "figures" / "captions.md").read_text()
     assert "approach 3 (not drawn: no law, a unidentified)" in captions and "nan" not in captions.lower()
+
+
+def test_two_model_sizes_leave_the_size_term_unidentified():
+    """Sizes 1e8, 1e8·(1 + 1e-7) and 1e9 at 6 token counts each: the first two are one N (relative
+    tolerance 1e-6), so A, alpha (and E, a, b, G) have no value; B and beta, fixed by the 6 D, keep theirs."""
+    n = np.repeat([1e8, 1e8 * (1 + 1e-7), 1e9], 6)
+    d = np.tile(np.geomspace(2e9, 2e11, 6), 3)
+    loss = chinchilla_loss(n, d, **CHINCHILLA_LAW) * np.exp(0.01 * np.random.default_rng(0).standard_normal(18))
+    frame = pd.DataFrame({"run_id": [f"r{i:02d}" for i in range(18)], "N": n, "D": d, "loss": loss})
+    fit = fit_parametric(table_from_frame(frame, "two sizes"), resamples=0)
+    for name in ("E", "A", "alpha", "a", "b", "G"):
+        e = fit.estimates[name]
+        assert np.isnan(e.value) and e.unidentified == "alpha, A: only 2 distinct N values (need 3 with E)", name
+    assert fit.estimates["beta"].value > 0 and np.isfinite(fit.estimates["B"].value)

@@ -240,7 +240,7 @@ def exponent_legend(fit) -> str:
 
 def no_law(fit) -> bool:
     """Whether ``fit`` has no value for a: approach 2 with too few bracketed budgets (`analysis.fits.isoflop`),
-    approach 3 whose runs contradict its form (`analysis.fits.parametric_form`)."""
+    approach 3 whose runs contradict its form or do not identify it (`analysis.fits.parametric_form`)."""
     return fit.estimates["a"].value != fit.estimates["a"].value  # NaN
 
 

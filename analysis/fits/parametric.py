@@ -247,7 +247,8 @@ def _named(theta: np.ndarray) -> dict[str, float]:
     out = {"E": np.exp(e), "A": np.exp(a), "B": np.exp(b), "alpha": alpha, "beta": beta}
     out["a"] = beta / (alpha + beta)
     out["b"] = alpha / (alpha + beta)
-    with np.errstate(invalid="ignore", divide="ignore"):  # G of a contradicted law (β <= 0): `parametric_form`
+    # G of a contradicted law (β <= 0, or B near overflow): `parametric_form`
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         out["G"] = np.power(alpha * out["A"] / (beta * out["B"]), 1.0 / (alpha + beta))
     return {k: float(v) for k, v in out.items()}
 
@@ -298,14 +299,14 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     boot = None
     if resamples > 0:
         units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
-        samples, boot = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
+        samples, boot, distinct = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
         estimates = estimates_from_samples(point, samples, level)
-        resampled, notes = form.resample_reasons(samples, level)
+        resampled, notes = form.resample_reasons(samples, level, distinct)
         form.flag_resampled(estimates, resampled)
         boot.notes += notes
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
-    withheld = form.withhold(estimates, boot, form.best_fit_reasons(point))
+    withheld = form.withhold(estimates, boot, form.best_fit_reasons(point, objective.xc, objective.yc))
     if withheld:  # no law: `FitReport.load` keeps the nulls, optimal refuses it, the figures draw none
         convergence.pop("note", None)  # about E, which has no value now
         convergence["warning"] = (
@@ -336,8 +337,9 @@ def _bootstrap(
     seed: int,
     level: float,
     units: np.ndarray,
-) -> tuple[dict[str, np.ndarray], Bootstrap]:
-    """Refit ``resamples`` resamples of the runs; return the samples by name and the summary. A
+) -> tuple[dict[str, np.ndarray], Bootstrap, dict[str, np.ndarray]]:
+    """Refit ``resamples`` resamples of the runs; return the samples by name, the summary and, per
+    refitted resample, the distinct N and D it drew (`parametric_form.distinct_counts`). A
     resample draws units (the table's ``unit``: one per run, but repeated seeds of one (N, D) and a
     WSD trunk with its branches are one unit each); with one unit per run, the runs themselves.
 
@@ -372,7 +374,9 @@ def _bootstrap(
         )
     if retry.size:
         notes.append(f"{retry.size} resamples were refitted again from their best grid point")
-    return summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes)
+    drawn = weights[fittable[ok]] > 0
+    distinct = {"N": form.distinct_counts(objective.xc, drawn), "D": form.distinct_counts(objective.yc, drawn)}
+    return *summarize(samples, resamples, resamples - int(ok.sum()), level, seed, notes), distinct
 
 
 def _identifiable(objective: HuberLogLoss, weights: np.ndarray) -> np.ndarray:
@@ -380,10 +384,5 @@ def _identifiable(objective: HuberLogLoss, weights: np.ndarray) -> np.ndarray:
     distinct N and two distinct D: the others cannot determine the five parameters."""
     drawn = weights > 0
     distinct_runs = drawn.sum(axis=1)
-
-    def distinct(values):
-        keyed = np.where(drawn, values[None, :], np.nan)
-        ordered = np.sort(keyed, axis=1)
-        return 1 + (np.diff(ordered, axis=1) > 0).sum(axis=1)  # NaNs sort last and never count
-
-    return np.flatnonzero((distinct_runs >= MIN_RUNS) & (distinct(objective.xc) >= 2) & (distinct(objective.yc) >= 2))
+    two = (form.distinct_counts(objective.xc, drawn) >= 2) & (form.distinct_counts(objective.yc, drawn) >= 2)
+    return np.flatnonzero((distinct_runs >= MIN_RUNS) & two)

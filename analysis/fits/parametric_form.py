@@ -2,9 +2,9 @@
 when α, β > 0 (and A, B are positive numbers).
 
 An exponent <= 0 at the best fit means the runs contradict the form (the loss does not fall with N,
-or with D, over them) or do not identify it. Example: 12 sizes at one D and one run at a 10x larger
-D whose loss is higher. Any β < 0 fits them equally well (B/D^β then trades off against E), so the
-optimizer stops anywhere on a flat valley (β = -5.5 on one seed, -19.6 on another). Approach 3 puts no
+or with D, over them) or do not identify it. Example: 12 sizes at each of 3 D, the loss x1.1 at each
+larger D (with only 2 distinct D, any β < 0 fits such runs equally well: β = -5.5 on one seed, -19.6
+on another; the design rule below now names that case first). Approach 3 puts no
 bounds on its parameters (A, B and E are fitted through their logs, α and β are free), so the only
 bound a term can reach is the edge of floating point: a coefficient that overflows to inf or
 underflows to 0. That term is contradicted too (`contradicted`).
@@ -19,6 +19,17 @@ Bootstrap (`resample_reasons`): a resample whose term is contradicted stays in t
 the interval's tail, (1 − level)/2, of the refitted resamples contradict a term, the data do not
 show at that level that the loss falls with N (or D). Then the exponent, its coefficient, a, b and
 G are unidentified (values kept, intervals withheld), and so is every allocation made from them.
+
+Design (`design_reasons`, `distinct_counts`): the runs at one D learn only E + B/D^β (plus the N
+term they share), so D taking two values gives two equations for the three unknowns E, B, β: a flat
+valley, and the optimizer stops anywhere on it (β = 1.55 [1.51, 1.62] for a true 0.28 with 12 sizes
+at one D and one run at a 10x larger D). Likewise for N with A, α. A term whose variable takes fewer
+than `MIN_DISTINCT` = 3 distinct values among the fitted runs (values whose logs differ by at most
+`DISTINCT_RTOL`, about that relative difference, count as one) is unidentified with E: at the best
+fit as `withhold` says (the exponent, its coefficient, E, a, b, G). A resample that draws fewer than
+3 distinct values of a term's variable (one that drops the lone D run) counts as a resample
+contradicting that term (the bootstrap rule above), so it cannot narrow intervals; when such
+resamples alone are more than the tail, E is unidentified too (it is not identified in them).
 """
 
 from __future__ import annotations
@@ -29,6 +40,29 @@ from analysis.fits.results import Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
 ALLOCATION = ("a", "b", "G")  # a = β/(α+β), b = α/(α+β), G: each needs both terms
+MIN_DISTINCT = 3  # distinct values of N (or D) that identify A, α (or B, β) together with E
+DISTINCT_RTOL = 1e-6  # N (or D) values whose logs differ by at most this (relative ~1e-6) are one value
+
+
+def distinct_counts(log_values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """Per row of ``drawn`` (resamples × runs, bool), how many distinct values (`DISTINCT_RTOL`) of
+    ``log_values`` (ln N or ln D, one per run) the drawn runs hold."""
+    ordered = np.sort(np.where(drawn, np.asarray(log_values)[None, :], np.nan), axis=1)
+    return 1 + (np.diff(ordered, axis=1) > DISTINCT_RTOL).sum(axis=1)  # NaNs sort last and never count
+
+
+def design_reasons(log_n: np.ndarray, log_d: np.ndarray) -> dict[str, str]:
+    """Why each term is unidentified by the fitted runs' design ({} when none is): its variable takes
+    fewer than `MIN_DISTINCT` distinct values (module docstring)."""
+    out = {}
+    for exponent, (coefficient, variable) in TERMS.items():
+        count = int(distinct_counts(log_n if variable == "N" else log_d, np.ones((1, len(log_n)), bool))[0])
+        if count < MIN_DISTINCT:
+            out[exponent] = (
+                f"{exponent}, {coefficient}: only {count} distinct {variable} value{'s' * (count > 1)} "
+                f"(need {MIN_DISTINCT} with E)"
+            )
+    return out
 
 
 def contradicted(values: dict) -> dict[str, np.ndarray]:
@@ -42,19 +76,21 @@ def contradicted(values: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def best_fit_reasons(point: dict[str, float]) -> dict[str, str]:
-    """Why each contradicted term of the best fit ``point`` is unidentified ({} when none is)."""
-    out = {}
+def best_fit_reasons(point: dict[str, float], log_n: np.ndarray, log_d: np.ndarray) -> dict[str, str]:
+    """Why each term of the best fit ``point`` to runs at ln N, ln D is unidentified ({} when none is):
+    too few distinct values (`design_reasons`), then a contradicted term."""
+    out = design_reasons(log_n, log_d)
     for exponent, bad in contradicted(point).items():
         if bad:
             coefficient, variable = TERMS[exponent]
             value = point[coefficient]
-            out[exponent] = (
+            why = (
                 f"{exponent} <= 0 at the best fit: the loss does not fall with {variable} over these runs"
                 if not point[exponent] > 0
                 else f"{coefficient} {'overflows' if value > 0 else 'underflows'} at the best fit: the runs do "
                 f"not identify the {variable} term"
             )
+            out[exponent] = f"{out[exponent]}; {why}" if exponent in out else why
     return out
 
 
@@ -72,36 +108,43 @@ def withhold(estimates: dict[str, Estimate], boot, reasons: dict[str, str]) -> l
     return names
 
 
-def resample_reasons(samples: dict[str, np.ndarray], level: float) -> tuple[dict[str, str], list[str]]:
-    """Bootstrap case (module docstring): why each term is unidentified by its resamples, and notes
-    counting the contradicting resamples of each term."""
-    reasons, notes = {}, []
+def resample_reasons(
+    samples: dict[str, np.ndarray], level: float, distinct: dict[str, np.ndarray]
+) -> tuple[dict[str, str], list[str]]:
+    """Bootstrap case (module docstring): why each estimate is unidentified by the resamples (by name),
+    and notes counting the resamples that contradict each term or draw too few distinct values of its
+    variable (``distinct``: per refitted resample, in the samples' order, the counts of N and of D)."""
+    flags, notes = {}, []
     if not samples:
-        return reasons, notes
+        return flags, notes
     tail = (1.0 - level) / 2.0
     for exponent, bad in contradicted(samples).items():
-        count = int(bad.sum())
-        if count:
-            coefficient, variable = TERMS[exponent]
-            what = (
-                f"{count} of {bad.size} refitted resamples gave {exponent} <= 0 or {coefficient} beyond floating "
-                f"point (a loss not falling with {variable})"
-            )
-            if count > tail * bad.size:
-                reasons[exponent] = f"{what}: more than the intervals' {tail:.3g} tail"
-                notes.append(f"{reasons[exponent]}, so {exponent}, {coefficient}, a, b and G are unidentified")
-            else:
-                notes.append(f"{what}: kept in the intervals, inside their {tail:.3g} tail")
-    return reasons, notes
+        coefficient, variable = TERMS[exponent]
+        few = np.asarray(distinct[variable]) < MIN_DISTINCT
+        count, size = int((bad | few).sum()), bad.size
+        clauses = [
+            f"gave {exponent} <= 0 or {coefficient} beyond floating point (a loss not falling with {variable})"
+        ] * bool(bad.any()) + [f"drew fewer than {MIN_DISTINCT} distinct {variable} values"] * bool(few.any())
+        if not count:
+            continue
+        what = f"{count} of {size} refitted resamples {' or '.join(clauses)}"
+        if count > tail * size:
+            why = f"{what}: more than the intervals' {tail:.3g} tail"
+            names = [exponent, coefficient, *("E",) * bool(few.sum() > tail * size), *ALLOCATION]
+            for name in names:
+                flags[name] = f"{flags[name]}; {why}" if name in flags else why
+            notes.append(f"{why}, so {', '.join(names[:-1])} and {names[-1]} are unidentified")
+        else:
+            notes.append(f"{what}: kept in the intervals, inside their {tail:.3g} tail")
+    return flags, notes
 
 
-def flag_resampled(estimates: dict[str, Estimate], reasons: dict[str, str]) -> None:
-    """Mark the exponent, coefficient, a, b and G of each term in ``reasons`` unidentified (values kept),
-    with this reason before any other (an interval's width: the sign is what the data do not show)."""
-    for name, estimate in estimates.items():
-        whys = [why for exponent, why in reasons.items() if name in (exponent, TERMS[exponent][0], *ALLOCATION)]
-        if whys:
-            estimate.unidentified = "; ".join(whys)
+def flag_resampled(estimates: dict[str, Estimate], flags: dict[str, str]) -> None:
+    """Mark each estimate named in ``flags`` (`resample_reasons`) unidentified (values kept), with this
+    reason before any other (an interval's width: the sign is what the data do not show)."""
+    for name, why in flags.items():
+        if name in estimates:
+            estimates[name].unidentified = why
 
 
 def no_law(fit) -> str:
