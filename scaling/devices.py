@@ -106,6 +106,15 @@ class Slot:
         return f"device slot {self.index}/{self.slots} (GPU {self.gpu}{faked})"
 
 
+def autocast_for(precision: str, device):
+    """The autocast context (a function of nothing) of a run with ``train.precision`` on ``device``:
+    bf16 when precision is bf16, or auto on CUDA; else disabled (fp32)."""
+    import torch
+
+    use_bf16 = precision == "bf16" or (precision == "auto" and device.type == "cuda")
+    return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+
 def to_device(tensor, device):
     """``tensor`` (on the host) on ``device``; on CUDA from pinned memory, asynchronously: a copy from
     pageable memory waits for the GPU, a host sync in the step loop."""

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from scaling import data as data_lib
 from scaling import evalsets
 from scaling.arch import target_of
-from scaling.devices import to_device
+from scaling.devices import autocast_for, to_device
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
 from scaling.packed_ckpt import job_id
@@ -134,13 +134,6 @@ def packed_device(t) -> torch.device:
     return device
 
 
-def packed_autocast(t, device: torch.device):
-    """The autocast context of packed runs: bf16 on CUDA unless ``train.precision`` is fp32 (as
-    `scaling.train.set_up` decides for separate runs), else none."""
-    use_bf16 = device.type == "cuda" and t.precision in ("auto", "bf16")
-    return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
-
-
 @torch.no_grad()
 def evaluate_packed(model: PackedGPT, eval_x: torch.Tensor, batch: int, autocast) -> list[float]:
     """Each member's mean held-out cross-entropy over the same evaluation windows (as
@@ -163,7 +156,7 @@ class PackedRun:
         self.members = [Member(cfg, plan) for cfg, plan in zip(cfgs, plans)]
         cfg, self.shape = cfgs[0], plans[0].shape
         self.device = packed_device(cfg.train)
-        self.autocast = packed_autocast(cfg.train, self.device)
+        self.autocast = autocast_for(cfg.train.precision, self.device)  # as a separate run's (`packed_device`)
         self.corpus = data_lib.load_corpus(cfg.data)
         self.model = PackedGPT(build_members(self.shape, [c.seed for c in cfgs])).to(self.device)
         # train.compile: the training forward under torch.compile (recompiled when members leave)
@@ -283,10 +276,11 @@ class PackedRun:
         tokens = len(self.members) * self.members[0].plan.tokens_per_step
         for m in self.members:
             m.train_time, m.pack_tokens = m.train_time + dt, m.pack_tokens + tokens
-        if all(_point_due(m.plan, t, step) is None for m in self.members):
+        points = [_point_due(m.plan, t, step) for m in self.members]
+        if all(p is None for p in points):
             return  # no curve point (a member's last step always has one): the losses stay unread
         self.settle()
-        due = [None if m.failure else _point_due(m.plan, t, step) for m in self.members]
+        due = [None if m.failure else p for m, p in zip(self.members, points)]
         vals = evaluate_packed(self.model, self.eval_x, self.eval_batch, self.autocast) if True in due else None
         for k, (m, evaluated) in enumerate(zip(self.members, due)):
             if evaluated is not None:

@@ -38,7 +38,7 @@ from scaling import evalsets
 from scaling.arch import kwargs_of, target_of
 from scaling.branch_plan import branches_or_error
 from scaling.byo import build_model, module_counts
-from scaling.devices import Slot, pick_device, run_device, to_device
+from scaling.devices import Slot, autocast_for, pick_device, run_device, to_device
 from scaling.errors import ConfigError
 from scaling.machine import usable_cores
 from scaling.plan import RunPlan, job_config, plan_run
@@ -205,10 +205,7 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | No
     corpus = data_lib.load_corpus(cfg.data)
     device = run_device(t.device, slot)
     threads = set_threads(t)
-    use_bf16 = t.precision == "bf16" or (t.precision == "auto" and device.type == "cuda")
-
-    def autocast():
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
+    autocast = autocast_for(t.precision, device)
 
     torch.manual_seed(cfg.seed)
     model = build_model(plan.shape, target_of(cfg.model), kwargs_of(cfg.model)).to(device)

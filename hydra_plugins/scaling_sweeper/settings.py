@@ -67,7 +67,5 @@ def check(sweeper) -> None:
     sweeper.pack_rule = pack.AUTO if sweeper.pack is None else pack.EVERY
     if sweeper.pack is None:  # pack where it was measured to pay (`pack.auto`)
         sweeper.pack = pack.auto(sweeper.config, lr_axis)
-    elif not isinstance(sweeper.pack, bool):
-        raise ConfigError(f"hydra.sweeper.pack: {sweeper.pack!r} is not valid; give true, false or null (auto)")
     elif sweeper.pack:
         pack.check(sweeper.config, lr_axis)
