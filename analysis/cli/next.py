@@ -54,7 +54,7 @@ def next_main(argv: list[str]) -> int:
     from analysis.fits import next_runs as nr
     from analysis.fits.design import DesignSimulator
     from analysis.fits.parametric import fit_parametric
-    from analysis.fits.parametric_form import no_law
+    from analysis.fits.results import no_law
     from analysis.sources.load import load_runs
 
     if args.draws < 8:

@@ -19,7 +19,7 @@ import numpy as np
 from analysis.compare.inputs import Input, check_same_eval, read_groups, read_inputs
 from analysis.compare.result import Comparison, Side, compare
 from analysis.fits.parametric import fit_parametric
-from analysis.fits.parametric_form import no_law
+from analysis.fits.results import no_law
 
 __all__ = ["Comparison", "Input", "Side", "check_same_eval", "compare_inputs", "fit_side", "read_groups", "read_inputs"]
 

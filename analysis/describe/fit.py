@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.isoflop import left_out_of_law
-from analysis.fits.results import Estimate, FitReport
+from analysis.fits.results import Estimate, FitReport, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
@@ -236,12 +236,6 @@ def exponent_legend(fit) -> str:
     if no_law(fit):
         return f"approach {fit.approach}: no law N_opt ∝ C^a (a unidentified)"
     return f"approach {fit.approach}: N_opt ∝ C^{interval_text(fit.estimates['a'], two)}"
-
-
-def no_law(fit) -> bool:
-    """Whether ``fit`` has no value for a: approach 2 with too few bracketed budgets (`analysis.fits.isoflop`),
-    approach 3 whose runs contradict its form or do not identify it (`analysis.fits.parametric_form`)."""
-    return fit.estimates["a"].value != fit.estimates["a"].value  # NaN
 
 
 def envelope_law_legend(env) -> str:

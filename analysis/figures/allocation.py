@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import band_phrase, exponent_legend, fitted_phrase, no_law
+from analysis.describe.fit import band_phrase, exponent_legend, fitted_phrase
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import (
     APPROACH_COLOUR,
@@ -20,7 +20,7 @@ from analysis.figures.axes import (
     style,
 )
 from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS
-from analysis.fits.results import FitReport
+from analysis.fits.results import FitReport, no_law
 from scaling.flops import flops_6nd, tokens_6nd
 
 REFERENCE_PRESET = "chinchilla"

@@ -10,7 +10,7 @@ from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from analysis.describe.fit import fitted_phrase, no_law, parametric_law_text
+from analysis.describe.fit import fitted_phrase, parametric_law_text
 from analysis.describe.numbers import count_label, flops_label, plain_label
 from analysis.figures.axes import (
     DPI,
@@ -25,7 +25,7 @@ from analysis.figures.axes import (
     style,
 )
 from analysis.fits import laws
-from analysis.fits.results import FitReport
+from analysis.fits.results import FitReport, no_law
 from analysis.sources.schema import RunTable
 from scaling.flops import flops_6nd, tokens_6nd
 

@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analysis.fits.parametric_form import no_law
-from analysis.fits.results import Outlier, ParametricFit
+from analysis.fits.results import Outlier, ParametricFit, no_law
 from scaling.errors import DataError
 
 if TYPE_CHECKING:  # not imported at run time: `scaling fit --help` reads RULE without loading pandas

@@ -145,8 +145,3 @@ def flag_resampled(estimates: dict[str, Estimate], flags: dict[str, str]) -> Non
     for name, why in flags.items():
         if name in estimates:
             estimates[name].unidentified = why
-
-
-def no_law(fit) -> str:
-    """Why approach 3's ``fit`` has no law ("" when it has one): `withhold` left estimates without a value."""
-    return next((e.unidentified or "no value" for e in fit.estimates.values() if e.value != e.value), "")

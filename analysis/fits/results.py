@@ -340,6 +340,14 @@ class FitReport:
         return report
 
 
+def no_law(fit) -> str:
+    """Why ``fit`` has no law N_opt ∝ C^a ("" when it has one): approach 2 with too few bracketed
+    budgets (`analysis.fits.isoflop`), or approach 3 whose runs contradict or do not identify its form
+    (`analysis.fits.parametric_form`), leaves a without a value (NaN) and says why."""
+    a = fit.estimates["a"]
+    return (a.unidentified or "no value") if a.value != a.value else ""
+
+
 # The estimates each approach's law needs, those that must be > 0 for its form to hold, and those that
 # may be null (NaN) when flagged unidentified: approach 2 with too few bracketed budgets has no law, nor
 # has approach 3 when the runs contradict its form (`analysis.fits.parametric_form`).

@@ -62,7 +62,7 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
 def validate_parametric(table: RunTable) -> dict:
     """Refit approach 3 without the largest budget; relative errors of the held-out runs' loss."""
     from analysis.fits.parametric import fit_parametric
-    from analysis.fits.parametric_form import no_law
+    from analysis.fits.results import no_law
 
     if len(table.budgets) < 2:
         return {"skipped": "needs at least 2 budgets"}

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from analysis.describe.allocation import allocation_cells, below_fitted, n_opt_cell
-from analysis.describe.fit import no_law
 from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
-from analysis.fits.results import FitReport
+from analysis.fits.results import FitReport, no_law
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
 
