@@ -214,8 +214,9 @@ def test_approach1_draws_units_spanning_budgets_whole(tmp_path):
 
 
 def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere(tmp_path, capsys):
-    """FIT.json holds null for a, b and the coefficients (NaN in memory); `fit --json`, `optimal` (text,
-    --json, --hp-law, --max-tokens), `report` and `plot` say "unidentified", never a number or nan.
+    """FIT.json holds null for a, b and the coefficients (NaN in memory); `fit --json`, `report` and
+    `plot` say "unidentified", never a number or nan; `optimal` (text, --json, --hp-law, --max-tokens)
+    refuses in one line, as for approach 3's law (one rule for a fit without a law).
     (`compare` fits approach 3 only: approach 2 has no part in it.) Old files, which kept the law
     through every minimum flagged unidentified, still load and read as before."""
     import json
@@ -239,16 +240,15 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     loaded = FitReport.load(fit_json)
     assert np.isnan(loaded.isoflop.estimates["a"].value) and loaded.isoflop.estimates["a"].unidentified
 
-    texts = {}
-    for extra in ("--hp-law", "step_law"), ("--max-tokens", "1e9"):
-        assert optimal_main(["--law", str(fit_json), "--budget", "1e21", *extra]) == 0
-        texts[extra[0]] = text = capsys.readouterr().out
-        assert "N_opt              unidentified (as the fit's a)" in text and "nan" not in text, text
-    assert "lr                 unidentified (as N_opt)" in texts["--hp-law"]
-    assert "unconstrained optimum D_opt unidentified" in texts["--max-tokens"]
-    assert optimal_main(["--law", str(fit_json), "--budget", "1e21", "--json"]) == 0
-    answer = json.loads(capsys.readouterr().out)
-    assert answer["N"] == {"estimate": None, "interval": None, "unidentified": "as the fit's a"}
+    for extra in (), ("--hp-law", "step_law"), ("--max-tokens", "1e9"), ("--json",):  # no law: no allocation
+        refused = run_cli("optimal", "--law", fit_json, "--budget", "1e21", *extra)
+        assert_one_line_error(refused, "approach 2's law is unidentified (1 of 3 budgets", "fit more runs")
+    # as approach 3's (tests/test_parametric_form.py); a file with a law elsewhere says where
+    both = FitReport(source="x", n_kind="total", runs=27, warnings=[], notes=[], isoflop=report.isoflop)
+    both.envelope = fit_envelope(table, resamples=20, seed=0)
+    both.save(tmp_path / "both.json")
+    refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
+    assert_one_line_error(refused, "approach 2's law is unidentified", "give --approach 1 (the file has a law there)")
 
     figure = optimal_allocation(loaded)
     assert "approach 2: no law N_opt ∝ C^a (a unidentified)" in figure.axes[0].get_legend_handles_labels()[1]

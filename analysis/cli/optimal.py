@@ -17,7 +17,7 @@ from analysis.cli.common import (
 )
 from analysis.cli.inference import inference_main, inference_tokens
 from analysis.fits.codec import to_jsonable
-from analysis.fits.results import FitReport
+from analysis.fits.results import FitReport, no_law
 from scaling.errors import UserError
 
 
@@ -118,7 +118,7 @@ def optimal_main(argv: list[str]) -> int:
 
 def resolve_law(name: str, approach: int | None = None, level: float | None = None):
     """A preset by name, or the law of a FIT.json file."""
-    from analysis.fits.optimal import PRESETS, ParametricLaw, law_from_fit
+    from analysis.fits.optimal import PRESETS, chosen_fit, law_from_fit
 
     if name in PRESETS:
         if approach is not None:
@@ -129,11 +129,14 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
             "(write one with `scaling fit SOURCE --out FIT.json`)"
         )
-    law = law_from_fit(FitReport.load(name), name, approach, level)
-    if isinstance(law, ParametricLaw) and not all(np.isfinite(list(law.params.values()))):
-        raise UserError(  # the runs contradict L = E + A/N^α + B/D^β (`analysis.fits.parametric_form`)
-            f"--law {name!r}: approach 3's law is unidentified ({law.unidentified}), so it cannot allocate "
-            "compute; give --approach 1 or 2 if the file holds them, or fit more runs"
+    report = FitReport.load(name)
+    law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)
+    if no_law(fit):  # approach 2 with too few bracketed budgets, or 3 contradicted (`no_law`)
+        others = [str(f.approach) for f in report.fits if f is not fit and not no_law(f)]
+        hint = f"give --approach {' or '.join(others)} (the file has a law there)" if others else "fit more runs"
+        raise UserError(
+            f"--law {name!r}: approach {fit.approach}'s law is unidentified ({no_law(fit)}), so it cannot "
+            f"allocate compute; {hint}"
         )
     return law
 

@@ -308,9 +308,9 @@ def _kaplan() -> Law:
 PRESETS = {"chinchilla": _chinchilla, "chinchilla-parametric": _chinchilla_parametric, "kaplan": _kaplan}
 
 
-def law_from_fit(report: FitReport, label: str, approach: int | None = None, level: float | None = None) -> Law:
-    """The allocation law of a saved fit: approach 3 when present (it also predicts loss at any
-    N, D), else 2, else 1 — or the one asked for. Bootstrap samples become intervals."""
+def chosen_fit(report: FitReport, label: str, approach: int | None = None):
+    """The fit of ``report`` a law is taken from: approach 3 when present (it also predicts loss at any
+    N, D), else 2, else 1 — or the one asked for."""
     fits = {f.approach: f for f in report.fits}
     if approach is not None and approach not in fits:
         raise UserError(
@@ -318,7 +318,12 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         )
     if not fits:
         raise UserError(f"{label} holds no fit")
-    fit = fits[approach if approach is not None else max(fits)]
+    return fits[approach if approach is not None else max(fits)]
+
+
+def law_from_fit(report: FitReport, label: str, approach: int | None = None, level: float | None = None) -> Law:
+    """The allocation law of a saved fit's `chosen_fit`. Bootstrap samples become intervals."""
+    fit = chosen_fit(report, label, approach)
     boot = fit.bootstrap
     level = level if level is not None else (boot.level if boot else 0.95)
     common = dict(
