@@ -55,7 +55,37 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     text = "; ".join(parts)
     if "Available options" in text or "Could not find" in text:
         return f"{text}. (config group options are the files in conf/<group>/)"
-    return f"{text} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
+    return f"{text}{_hint(text)} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
+
+
+def _hint(text: str) -> str:
+    """What a user meant, for two errors whose words mislead: a key of another option of a config group
+    (``data.path`` with the default data=stdlib: Hydra suggests ``+data.path``), and a numeric key
+    such as a grid's budget ``3e11``, which Hydra's override grammar cannot address."""
+    import re
+
+    key = re.search(r"full_key: (\w+)\.([\w.]+)", text)
+    if "not in struct" in text and key and (Path(CONF_DIR) / key[1]).is_dir():
+        group, rest = key[1], key[2]
+        having = sorted(f.stem for f in (Path(CONF_DIR) / group).glob("*.yaml") if _has_key(f, rest))
+        if having:
+            options = ", ".join(f"{group}={h}" for h in having)
+            return (
+                f" [{group}.{rest} belongs to {options}: choose one first, e.g. {group}={having[0]} {group}.{rest}=...]"
+            )
+    if "Error parsing override" in text and re.search(r"extraneous input 'e\d+'", text):
+        return " [a numeric key such as a grid's budget 3e11 cannot be set on the command line: write a sweep .yaml]"
+    return ""
+
+
+def _has_key(path: Path, key: str) -> bool:
+    """Whether the YAML file ``path`` has the dotted ``key``, even as a required value (``???``)."""
+    node = OmegaConf.load(path)
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node.keys():  # noqa: SIM118 (`in` is False for ???)
+            return False
+        node = node._get_node(part)
+    return True
 
 
 def compose_config(

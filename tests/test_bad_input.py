@@ -61,6 +61,11 @@ TRAIN = [
         ["train.seq_len", "text:tiny.txt", "has 2"],
     ),
     ("context beyond the corpus", ["train.seq_len=1000000000", f"store={S}"], ["train.seq_len", "1000000000"]),
+    (  # Hydra's own words suggest +data.path, which would train on the stdlib corpus anyway
+        "a key of another data option",
+        ["data.path=/x", f"store={S}"],
+        ["data.path", "belongs to data=bin, data=text", "e.g. data=bin data.path=..."],
+    ),
 ]
 SWEEP_CASES = [
     ("unknown sweep", ["nosuch"], ["sweep 'nosuch'", "no such sweep file", "tiny"]),
@@ -68,6 +73,11 @@ SWEEP_CASES = [
     ("unknown launcher", [str(SWEEP), "hydra/launcher=nosuch", f"store={S}"], ["hydra/launcher", "joblib", "basic"]),
     ("wrong type", [str(SWEEP), "train.batch_size=big", f"store={S}"], ["train.batch_size", "big", "Integer"]),
     ("unwritable store", [str(SWEEP), "store={afile}/store"], ["store", "Not a directory", "writable directory"]),
+    (
+        "a grid budget on the command line",
+        [str(SWEEP), "hydra.sweeper.grid.3e11=[d32]", f"store={S}"],
+        ["hydra.sweeper.grid.3e11", "cannot be set on the command line: write a sweep .yaml"],
+    ),
 ]
 SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subprocesses
     ("negative budget", [str(SWEEP), "budget=-1e10", f"store={S}"], ["budget", "-1", "positive number"]),
