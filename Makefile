@@ -59,6 +59,7 @@ bench-gpu: $(STAMP)
 	$(PY) bench/bench_gpu_sync.py
 	$(PY) bench/bench_gpu_pack.py
 	$(PY) bench/bench_gpu_share.py
+	$(PY) bench/bench_gpu_sweep.py
 	PYTHON=$(PY) bash bench/gpu_smoke.sh reports/gpu-smoke
 
 # Single-node SLURM (root; Debian packages; no systemd) for tests/test_slurm.py and local sweeps.
