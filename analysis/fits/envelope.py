@@ -25,6 +25,10 @@ repeat of the experiment would make. On the Chinchilla law without its floor (E 
 fell from 0.39 to 0.24, every interval still covering the truth (a's spread over the seeds: sd
 0.019). Units that span budgets (a WSD trunk with cooldown branches at several budgets) cannot be
 strata of whole units: they are drawn over all runs, and a note says so.
+Keeping the runs and redrawing their losses (a residual bootstrap) is narrower on that ladder and
+about calibrated, but blind to the envelope's own bias from the sizes trained: on the quick sweep's
+design it covered the true a in 0 of 40 seeds, where drawing runs covers it and calls a unidentified
+(README, "Approach 1's bootstrap"; tests/test_isoflop_bracketing.py).
 A resample fails only when its envelope cannot give a and b (fewer than `MIN_POINTS` points, or one
 size lowest everywhere). The law with a floor is refitted in the others and may fail alone: its
 refits start from the fit's floor and do not converge when that floor is near 0 (a flat ln E). Its
