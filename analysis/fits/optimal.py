@@ -60,6 +60,7 @@ class Allocation:
         }
         if self.target_loss is not None:
             out.update(target_loss=self.target_loss, budget_interval=self.budget.interval)
+            out.update({"budget_unidentified": self.budget.unidentified} if self.budget.unidentified else {})
         if self.max_tokens is not None:
             out["max_tokens"] = self.max_tokens
         return out
@@ -134,8 +135,8 @@ class Law(abc.ABC):
         if self.samples is not None:
             draws = self._solve_budget(self.samples, np.full(self._sample_count(), target))
             allocation.budget = Estimate.from_samples(central, draws, self.level)
-            if np.isnan(draws).any():
-                allocation.notes.append(f"{int(np.isnan(draws).sum())} bootstrap samples never reach the target loss")
+            if np.isinf(draws).any():  # an unbounded budget: they bound the interval from above
+                allocation.notes.append(f"{int(np.isinf(draws).sum())} bootstrap samples never reach the target loss")
         return allocation
 
     def capped(self, budget: float, max_tokens: float) -> Allocation:
@@ -173,8 +174,10 @@ class Law(abc.ABC):
         return len(next(iter(self.samples.values())))
 
     def _on_samples(self, fn, *args):
-        """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer)."""
-        values = None if self.samples is None else fn(self.samples, *args)
+        """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer). A sample that
+        overflowed gives inf (an unbounded interval) or NaN (inf/inf: no value), without a warning."""
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            values = None if self.samples is None else fn(self.samples, *args)
         return None if values is None else np.asarray(values, float)
 
     def _estimate(self, fn, *args) -> Estimate:
@@ -187,6 +190,8 @@ class Law(abc.ABC):
         if n.upper is not None:
             d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
             ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
+        elif n.unidentified:  # N's interval is unbounded (`Estimate.from_samples`), and so theirs
+            d.unidentified = ratio.unidentified = f"as N's: {n.unidentified}"
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
@@ -214,16 +219,18 @@ class Law(abc.ABC):
         )
 
     def _solve_budget(self, p, targets: np.ndarray) -> np.ndarray:
-        """Bisection in log10 C (vectorised over samples): frontier loss falls as C grows."""
+        """Bisection in log10 C (vectorised over samples): frontier loss falls as C grows. A target not
+        reached within `LOG10_BUDGET_RANGE` needs an unbounded budget: inf (NaN where the law has no value)."""
         lo = np.full(targets.shape, LOG10_BUDGET_RANGE[0])
         hi = np.full(targets.shape, LOG10_BUDGET_RANGE[1])
         with np.errstate(all="ignore"):
-            reachable = np.asarray(self._frontier_loss(p, 10.0**hi)) <= targets
+            farthest = np.asarray(self._frontier_loss(p, 10.0**hi))
+            reachable = farthest <= targets
             for _ in range(100):
                 mid = 0.5 * (lo + hi)
                 above = np.asarray(self._frontier_loss(p, 10.0**mid)) > targets
                 lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return np.where(reachable, 10.0**hi, np.nan)
+        return np.where(reachable, 10.0**hi, np.where(farthest > targets, np.inf, np.nan))
 
 
 class ParametricLaw(Law):
