@@ -139,3 +139,17 @@ def test_a_target_loss_some_samples_never_reach_bounds_the_budget_from_above():
         if not bounded:
             assert a.budget.unidentified == f"interval unbounded above: {never} of 400 resamples overflowed to +inf"
             assert a.as_json()["budget_unidentified"] == a.budget.unidentified
+
+
+def test_an_allocation_whose_n_opt_underflows_leaves_d_unbounded_above():
+    """5% of the samples with B beyond floating point: their N_opt is 0 (G = 0), so N_opt's interval
+    reaches 0 and D_opt = C/(6·N_opt) has no upper bound (before: a ZeroDivisionError). D and D/N say
+    so, with no interval; nothing is inf in the JSON."""
+    rng = np.random.default_rng(3)
+    samples = {k: v * np.exp(0.02 * rng.standard_normal(400)) for k, v in CHINCHILLA_LAW.items()}
+    samples["B"][:20] = np.inf
+    a = ParametricLaw("test", dict(CHINCHILLA_LAW), samples).allocate(1e21)
+    assert a.n.lower == 0.0 and np.isfinite(a.n.upper)
+    for e in (a.d, a.tokens_per_parameter):
+        assert e.interval is None and e.unidentified == "interval unbounded above: N's interval reaches 0"
+    json.dumps(a.as_json(), allow_nan=False)

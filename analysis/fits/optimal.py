@@ -185,13 +185,7 @@ class Law(abc.ABC):
 
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
-        # D = C/(6N) and D/N = C/(6N²) fall as N grows: N's interval maps onto theirs reversed.
-        d, ratio = Estimate(tokens_6nd(c, n.value)), Estimate(tokens_6nd(c, n.value**2))
-        if n.upper is not None:
-            d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
-            ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
-        elif n.unidentified:  # N's interval is unbounded (`Estimate.from_samples`), and so theirs
-            d.unidentified = ratio.unidentified = f"as N's: {n.unidentified}"
+        d, ratio = _falling(n, lambda x: tokens_6nd(c, x)), _falling(n, lambda x: tokens_6nd(c, x**2))  # D, D/N
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
@@ -231,6 +225,22 @@ class Law(abc.ABC):
                 above = np.asarray(self._frontier_loss(p, 10.0**mid)) > targets
                 lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
         return np.where(reachable, 10.0**hi, np.where(farthest > targets, np.inf, np.nan))
+
+
+def _falling(n: Estimate, fall) -> Estimate:
+    """The estimate of ``fall(N)``, a quantity that falls as N grows (D = C/(6N), D/N = C/(6N²)): N's
+    interval maps onto its reversed. Where N's reaches 0 (samples whose N_opt underflowed) it is
+    unbounded above; where N's is unbounded (`Estimate.from_samples`), so is it: no interval, unidentified."""
+    out = Estimate(float(fall(n.value)))
+    if n.interval is not None:
+        with np.errstate(divide="ignore"):
+            out.lower, out.upper = float(fall(np.float64(n.upper))), float(fall(np.float64(n.lower)))
+        if not np.isfinite(out.upper):
+            out.lower = out.upper = None
+            out.unidentified = f"interval unbounded above: N's interval reaches {n.lower:g}"
+    elif n.unidentified:
+        out.unidentified = f"as N's: {n.unidentified}"
+    return out
 
 
 class ParametricLaw(Law):
