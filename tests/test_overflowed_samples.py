@@ -153,3 +153,16 @@ def test_an_allocation_whose_n_opt_underflows_leaves_d_unbounded_above():
     for e in (a.d, a.tokens_per_parameter):
         assert e.interval is None and e.unidentified == "interval unbounded above: N's interval reaches 0"
     json.dumps(a.as_json(), allow_nan=False)
+
+
+def test_a_real_fit_whose_resamples_overflow_beyond_the_tail_allocates_without_an_interval():
+    """Seed 2 of the same design: 7 of 196 resamples send B beyond floating point, more than the tail.
+    B has no interval (unbounded above), and the form's rule flags it; `optimal` (and the report, which
+    crashed on this table with a ZeroDivisionError) allocates, N_opt's interval reaching 0."""
+    fit = fit_all(table_from_frame(d_ladder(2, 1.02), "level"), (3,), resamples=200).parametric
+    assert int(np.isinf(fit.bootstrap.samples["B"]).sum()) == 7 and fit.estimates["B"].interval is None
+    assert fit.estimates["B"].unidentified.startswith("7 of 196 refitted resamples gave beta <= 0 or B beyond")
+    report = FitReport("level", "total", len(fit.n), [], [], parametric=fit)
+    a = law_from_fit(report, "x", approach=3).allocate(1e21)
+    assert a.n.lower == 0.0 and a.d.interval is None and a.d.unidentified == "as the fit's a"
+    json.dumps(a.as_json(), allow_nan=False)
