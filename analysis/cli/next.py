@@ -133,13 +133,12 @@ def model_dims(source: str) -> tuple[int, int]:
 
 def summary(args, plan, target: float, now: Estimate, ladder: list, ladder_ratio: float | None) -> dict:
     """The proposal as one JSON-able dict (what `render` prints)."""
-    lo, hi = (None, None) if now.lower is None else (now.lower, now.upper)
-    expected = None if lo is None else list(_expected(now, plan.ratio))
+    expected = None if now.interval is None else list(_expected(now, plan.ratio))
     return {
         "source": args.source,
         "target_budget": target,
         "flops_allowance": args.flops,
-        "n_opt_now": {"estimate": now.value, "interval": None if lo is None else [lo, hi]},
+        "n_opt_now": now.as_json(),  # {estimate, interval[, unidentified]}: no interval when unbounded
         "runs": [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs],
         "flops": plan.flops,
         "spread_now": plan.spread_done,
@@ -166,6 +165,7 @@ def _expected(now: Estimate, ratio: float) -> tuple[float, float]:
 def render(r: dict) -> str:
     now = r["n_opt_now"]
     shown = f"{now['estimate']:.4g}" + ("" if now["interval"] is None else " [{:.4g}, {:.4g}]".format(*now["interval"]))
+    shown += f" (no interval: {now['unidentified']})" if now.get("unidentified") else ""
     lines = [
         f"next runs for {r['source']}: at most {r['flops_allowance']:.4g} FLOPs, to narrow N_opt at "
         f"{r['target_budget']:.4g} FLOPs",

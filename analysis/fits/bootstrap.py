@@ -105,11 +105,12 @@ def estimates_from_samples(
     values: dict[str, float], samples: dict[str, np.ndarray], level: float
 ) -> dict[str, Estimate]:
     """An `Estimate` per name: the full-sample value with the percentile interval of its samples,
-    flagged unidentified by `identification`."""
+    flagged unidentified by `identification` (or `Estimate.from_samples`: an interval unbounded by
+    overflowed resamples)."""
     out = {}
     for name, value in values.items():
         e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
-        e.unidentified = identification(name, e.lower, e.upper)
+        e.unidentified = e.unidentified or identification(name, e.lower, e.upper)
         if not samples:  # `summarize` withheld them: the data cannot say how far off any estimate is
             e.unidentified = "no interval: too few resamples could be refitted"
         out[name] = e

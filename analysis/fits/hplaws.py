@@ -133,7 +133,7 @@ def _how_resampled(sizes: np.ndarray, done: int) -> str:
 
 def _exp_estimate(log_value: float, log_samples: np.ndarray, level: float) -> dict:
     est = Estimate.from_samples(log_value, log_samples, level)
-    out = Estimate(float(np.exp(est.value)))
+    out = Estimate(float(np.exp(est.value)), unidentified=est.unidentified)
     if est.interval is not None:
         out.lower, out.upper = float(np.exp(est.lower)), float(np.exp(est.upper))
     return out.as_json()

@@ -166,7 +166,7 @@ def inference_allocation(
     }
     notes = list(law.notes)
     if target_loss is not None and law.samples is not None:
-        missed = int(np.sum(~np.isfinite(draws["N"])))
+        missed = int(np.sum(np.isnan(draws["N"])))  # NaN: no N reaches it (an overflowed N, inf, stays in)
         if missed:
             notes.append(f"{missed} bootstrap samples put E at or above the target loss: left out of the intervals")
     return InferenceAllocation(

@@ -168,8 +168,9 @@ def _law_unidentified(profiles: list[Parabola]) -> str:
 def _n_opt_intervals(profiles: list[Parabola], n_opt_samples: np.ndarray | None, level: float) -> None:
     """Each budget's N_opt interval from its resamples (NaN where left out), flagged unidentified."""
     for profile, column in zip(profiles, [] if n_opt_samples is None else n_opt_samples.T):
-        profile.n_opt_interval = Estimate.from_samples(profile.n_opt, column[np.isfinite(column)], level).interval
-        why = scale_identification(*(profile.n_opt_interval or (None, None)))
+        estimate = Estimate.from_samples(profile.n_opt, column, level)  # NaN: left out; inf: unbounded
+        profile.n_opt_interval = estimate.interval
+        why = estimate.unidentified or scale_identification(*(profile.n_opt_interval or (None, None)))
         if not why and not profile.inside_range:
             why = (
                 f"its minimum lies outside the trained sizes ({min(profile.n):.3g} to {max(profile.n):.3g}): the "

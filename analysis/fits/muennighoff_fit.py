@@ -225,7 +225,7 @@ def _with_intervals(point: dict, samples: dict, level: float, fixed: dict) -> di
     estimates = estimates_from_samples(point, samples, level)
     for name in ("R_D", "R_N"):
         e = estimates[name]
-        e.unidentified = "" if name in fixed else scale_identification(e.lower, e.upper)
+        e.unidentified = "" if name in fixed else e.unidentified or scale_identification(e.lower, e.upper)
     if "R_N" in fixed:
         estimates["R_N"] = Estimate(fixed["R_N"])
     return estimates

@@ -81,7 +81,7 @@ class DataConstrainedLaw(Law):
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         base = super()._allocation(budget, n, loss)
         u = self.unique_tokens
-        epochs = Estimate(base.d.value / u)
+        epochs = Estimate(base.d.value / u, unidentified=base.d.unidentified)
         if base.d.lower is not None:
             epochs.lower, epochs.upper = base.d.lower / u, base.d.upper / u
         out = RepeatAllocation(

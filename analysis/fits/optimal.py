@@ -60,6 +60,7 @@ class Allocation:
         }
         if self.target_loss is not None:
             out.update(target_loss=self.target_loss, budget_interval=self.budget.interval)
+            out.update({"budget_unidentified": self.budget.unidentified} if self.budget.unidentified else {})
         if self.max_tokens is not None:
             out["max_tokens"] = self.max_tokens
         return out
@@ -134,8 +135,8 @@ class Law(abc.ABC):
         if self.samples is not None:
             draws = self._solve_budget(self.samples, np.full(self._sample_count(), target))
             allocation.budget = Estimate.from_samples(central, draws, self.level)
-            if np.isnan(draws).any():
-                allocation.notes.append(f"{int(np.isnan(draws).sum())} bootstrap samples never reach the target loss")
+            if np.isinf(draws).any():  # an unbounded budget: they bound the interval from above
+                allocation.notes.append(f"{int(np.isinf(draws).sum())} bootstrap samples never reach the target loss")
         return allocation
 
     def capped(self, budget: float, max_tokens: float) -> Allocation:
@@ -173,8 +174,10 @@ class Law(abc.ABC):
         return len(next(iter(self.samples.values())))
 
     def _on_samples(self, fn, *args):
-        """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer)."""
-        values = None if self.samples is None else fn(self.samples, *args)
+        """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer). A sample that
+        overflowed gives inf (an unbounded interval) or NaN (inf/inf: no value), without a warning."""
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            values = None if self.samples is None else fn(self.samples, *args)
         return None if values is None else np.asarray(values, float)
 
     def _estimate(self, fn, *args) -> Estimate:
@@ -182,11 +185,7 @@ class Law(abc.ABC):
 
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
-        # D = C/(6N) and D/N = C/(6N²) fall as N grows: N's interval maps onto theirs reversed.
-        d, ratio = Estimate(tokens_6nd(c, n.value)), Estimate(tokens_6nd(c, n.value**2))
-        if n.upper is not None:
-            d.lower, d.upper = tokens_6nd(c, n.upper), tokens_6nd(c, n.lower)
-            ratio.lower, ratio.upper = tokens_6nd(c, n.upper**2), tokens_6nd(c, n.lower**2)
+        d, ratio = _falling(n, lambda x: tokens_6nd(c, x)), _falling(n, lambda x: tokens_6nd(c, x**2))  # D, D/N
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
@@ -214,16 +213,34 @@ class Law(abc.ABC):
         )
 
     def _solve_budget(self, p, targets: np.ndarray) -> np.ndarray:
-        """Bisection in log10 C (vectorised over samples): frontier loss falls as C grows."""
+        """Bisection in log10 C (vectorised over samples): frontier loss falls as C grows. A target not
+        reached within `LOG10_BUDGET_RANGE` needs an unbounded budget: inf (NaN where the law has no value)."""
         lo = np.full(targets.shape, LOG10_BUDGET_RANGE[0])
         hi = np.full(targets.shape, LOG10_BUDGET_RANGE[1])
         with np.errstate(all="ignore"):
-            reachable = np.asarray(self._frontier_loss(p, 10.0**hi)) <= targets
+            farthest = np.asarray(self._frontier_loss(p, 10.0**hi))
+            reachable = farthest <= targets
             for _ in range(100):
                 mid = 0.5 * (lo + hi)
                 above = np.asarray(self._frontier_loss(p, 10.0**mid)) > targets
                 lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return np.where(reachable, 10.0**hi, np.nan)
+        return np.where(reachable, 10.0**hi, np.where(farthest > targets, np.inf, np.nan))
+
+
+def _falling(n: Estimate, fall) -> Estimate:
+    """The estimate of ``fall(N)``, a quantity that falls as N grows (D = C/(6N), D/N = C/(6N²)): N's
+    interval maps onto its reversed. Where N's reaches 0 (samples whose N_opt underflowed) it is
+    unbounded above; where N's is unbounded (`Estimate.from_samples`), so is it: no interval, unidentified."""
+    out = Estimate(float(fall(n.value)))
+    if n.interval is not None:
+        with np.errstate(divide="ignore"):
+            out.lower, out.upper = float(fall(np.float64(n.upper))), float(fall(np.float64(n.lower)))
+        if not np.isfinite(out.upper):
+            out.lower = out.upper = None
+            out.unidentified = f"interval unbounded above: N's interval reaches {n.lower:g}"
+    elif n.unidentified:
+        out.unidentified = f"as N's: {n.unidentified}"
+    return out
 
 
 class ParametricLaw(Law):

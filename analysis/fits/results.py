@@ -18,7 +18,8 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits import muennighoff as data_constrained
-from analysis.fits.codec import from_jsonable, to_jsonable
+from analysis.fits.codec import KEEPS_OVERFLOW, from_jsonable, to_jsonable
+from analysis.fits.percentiles import percentile_bounds
 from analysis.sources.schema import DEFAULT_LOSS_UNIT, parse_loss_unit
 from scaling.errors import DataError
 
@@ -31,8 +32,8 @@ class Estimate:
     """A fitted value and, when a bootstrap ran, its percentile interval [lower, upper].
 
     ``unidentified`` is empty, or says why the data do not pin the value down (e.g. "interval spans
-    12 orders of magnitude", `analysis.fits.bootstrap.identification`): the interval is then
-    reported as unidentified, never printed as numbers."""
+    12 orders of magnitude", `analysis.fits.bootstrap.identification`; "interval unbounded above",
+    `from_samples`): the interval is then reported as unidentified, never printed as numbers."""
 
     value: float
     lower: float | None = None
@@ -41,14 +42,27 @@ class Estimate:
 
     @classmethod
     def from_samples(cls, value: float, samples, level: float) -> Estimate:
-        """Percentile interval at ``level`` (e.g. 0.95 → 2.5th and 97.5th percentiles)."""
+        """Percentile interval at ``level`` (e.g. 0.95 → 2.5th and 97.5th percentiles, `percentile_bounds`).
+
+        NaN samples have no value (a resample that could not be refitted, counted as failed by its fit)
+        and are left out. ±inf samples (a resample whose value overflowed) take part as the extreme
+        order statistics they are: leaving them out would narrow the interval towards the finite side.
+        When a bound lands on one, the interval is unbounded on that side: the estimate keeps no
+        interval and is unidentified, saying so (never a printed inf)."""
         samples = np.asarray(samples, dtype=float)
-        samples = samples[np.isfinite(samples)]
+        samples = samples[~np.isnan(samples)]
         if samples.size < 2:
             return cls(float(value))
-        tail = 50.0 * (1.0 - level)
-        lower, upper = np.percentile(samples, [tail, 100.0 - tail])
-        return cls(float(value), float(lower), float(upper))
+        lower, upper = percentile_bounds(samples, level)
+        if np.isfinite(lower) and np.isfinite(upper):
+            return cls(float(value), float(lower), float(upper))
+        infinite = sorted({b for b in (lower, upper) if np.isinf(b)})  # -inf first
+        why = "; ".join(
+            f"interval unbounded {'above' if b > 0 else 'below'}: {int(np.sum(samples == b))} of {samples.size} "
+            f"resamples overflowed to {'+' if b > 0 else '-'}inf"
+            for b in infinite
+        )
+        return cls(float(value), unidentified=why)
 
     @property
     def interval(self) -> list[float] | None:
@@ -81,13 +95,14 @@ class PowerLaw:
 class Bootstrap:
     """How the intervals were made: ``resamples`` requested, ``failed`` of them unusable (fit did
     not converge or data degenerate), percentile intervals at ``level``; ``samples`` holds each
-    successful resample's parameters by name (for propagating intervals to predictions)."""
+    successful resample's parameters by name (for propagating intervals to predictions): a value that
+    overflowed stays ±inf (`Estimate.from_samples`), written to JSON as ±`codec.BEYOND_FLOAT`."""
 
     resamples: int
     failed: int
     level: float
     seed: int
-    samples: dict[str, list[float]] = field(default_factory=dict)
+    samples: dict[str, list[float]] = field(default_factory=dict, metadata={KEEPS_OVERFLOW: True})
     notes: list[str] = field(default_factory=list)
 
 

@@ -67,7 +67,9 @@ def report_blocks(
     blocks += fitted_laws_blocks(fit, source)
     blocks += hyperparameter_blocks(fit)
     blocks += outlier_blocks(fit)
-    with np.errstate(all="ignore"):  # bootstrap samples with an overflowed A give NaN, which intervals skip
+    with np.errstate(
+        all="ignore"
+    ):  # an overflowed A gives N_opt inf (kept in intervals) and loss inf/inf = NaN (skipped)
         blocks += allocation_blocks(fit, source)
     blocks += validation_blocks(fit)
     blocks += failures_blocks(source, fit)

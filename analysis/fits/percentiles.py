@@ -1,0 +1,30 @@
+"""Percentile intervals of bootstrap samples that may hold overflowed (±inf) values.
+
+A resample whose value overflowed (approach 3's A or B beyond floating point, N_opt of a law with a
+tiny exponent) is a sample at the edge of what floating point holds: it is the largest (or smallest)
+order statistic, and a percentile that lands on it is unbounded (`analysis.fits.results.Estimate.from_samples`
+says so). `np.percentile` cannot take such samples: its interpolation gives inf − inf = NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def percentile_bounds(samples: np.ndarray, level: float) -> tuple[float, float]:
+    """The (1 − level)/2 and (1 + level)/2 percentiles of ``samples`` (no NaN), as `np.percentile`'s
+    linear interpolation between order statistics; a bound whose order statistics include ±inf is
+    that infinity (numpy would give NaN, inf − inf, or move it onto a finite sample)."""
+    tail = 50.0 * (1.0 - level)
+    if np.isfinite(samples).all():
+        return tuple(float(b) for b in np.percentile(samples, [tail, 100.0 - tail]))
+    peak = np.finfo(float).max  # ±inf as the extreme order statistics, restored below where a bound uses one
+    with np.errstate(over="ignore", invalid="ignore"):
+        bounds = np.percentile(np.clip(samples, -peak, peak), [tail, 100.0 - tail])
+    ordered = np.sort(samples)
+    for k, q in enumerate((tail, 100.0 - tail)):
+        position = (samples.size - 1) * (q / 100.0)
+        neighbours = ordered[[int(np.floor(position)), int(np.ceil(position))]]
+        if np.isinf(neighbours).any():
+            bounds[k] = neighbours[0] if neighbours[0] == -np.inf else neighbours[1]
+    return float(bounds[0]), float(bounds[1])
