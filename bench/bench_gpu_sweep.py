@@ -12,7 +12,7 @@ run after another on the GPU), on a corpus of uniform random ids written first, 
 every run's D. Per run, from its record: steps, tokens/s, MFU (attention-inclusive FLOP/s, as the
 records count them, over the peak), its wall time and the part of it in training steps (the first
 step's compilation included). Then the sweep's
-  ideal         Σ over runs of flops_attention ÷ the bf16 matmul peak measured just before
+  ideal         Σ over runs of flops_attention (of the tokens trained) ÷ the bf16 matmul peak measured just before
   in steps      Σ tokens ÷ tokens_per_s: the GPU stepping (compilation in the first step included)
   in runs       Σ wall_time_s − in steps: start-up, corpus, evaluations, checkpoints, the record
   outside runs  the rest: the sweep's own start-up, planning, each run's process and imports
@@ -76,6 +76,18 @@ def tokens_needed(grid: dict[float, list[str]], vocab: int, seq_len: int) -> int
     return int(most * 1.05)
 
 
+def trained(record: dict) -> float:
+    """The share of its planned tokens a run trained (1 when completed; a failed run's, as far as it got)."""
+    return record.get("tokens_trained", record["tokens"]) / record["tokens"]
+
+
+def in_steps(record: dict) -> float:
+    """Seconds a run spent in training steps: the tokens it trained at its rate; 0 for a run that
+    failed before its first step."""
+    rate = record["tokens_per_s"]
+    return record["tokens"] * trained(record) / rate if rate > 0 else 0.0
+
+
 def run_rows(records: list[dict], peak: float) -> list[dict]:
     return sorted(
         (
@@ -86,9 +98,9 @@ def run_rows(records: list[dict], peak: float) -> list[dict]:
                 "steps": r["steps"],
                 "ktok_s": r["tokens_per_s"] / 1e3,
                 "mfu": r["flops_per_s"] / peak * 100,
-                "in_steps": r["tokens"] / r["tokens_per_s"],
+                "in_steps": in_steps(r),
                 "wall": r["wall_time_s"],
-                "ideal": r["flops_attention"] / peak,
+                "ideal": r["flops_attention"] * trained(r) / peak,
             }
             for r in records
         ),
@@ -116,11 +128,10 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1"}
         print(f"running: {' '.join(cmd)}", flush=True)
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        code = subprocess.run(cmd, cwd=ROOT, env=env).returncode  # its progress as it goes
         wall = time.perf_counter() - t0
-        print(proc.stdout[-4000:])
-        if proc.returncode:
-            print(f"the sweep exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+        if code:
+            print(f"the sweep exited {code}: the runs it recorded follow")
         records = [json.loads(f.read_text()) for f in sorted(store.glob("runs/*/record.json"))]
     rows = run_rows(records, peak)
     columns = [("budget", "budget", ".0e"), ("shape", "shape", ""), ("status", "status", ""), ("steps", "steps", "d")]

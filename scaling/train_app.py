@@ -80,11 +80,11 @@ def _hint(text: str) -> str:
 
 def _has_key(path: Path, key: str) -> bool:
     """Whether the YAML file ``path`` has the dotted ``key``, even as a required value (``???``)."""
-    node = OmegaConf.load(path)
+    node = OmegaConf.to_container(OmegaConf.load(path))
     for part in key.split("."):
-        if not isinstance(node, DictConfig) or part not in node.keys():  # noqa: SIM118 (`in` is False for ???)
+        if not isinstance(node, dict) or part not in node:
             return False
-        node = node._get_node(part)
+        node = node[part]
     return True
 
 

@@ -254,6 +254,9 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     both.save(tmp_path / "both.json")
     refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
     assert_one_line_error(refused, "approach 2's law is unidentified", "give --approach 1 (the file has a law there)")
+    # not asked for one, `optimal` (as the report) takes the highest approach with a law, and says why
+    chosen = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", check=True).stdout
+    assert "both.json (approach 1)" in chosen and "note: approach 2 has no law (1 of 3 budgets" in chosen, chosen
 
     figure = optimal_allocation(loaded)
     assert "approach 2: no law N_opt ∝ C^a (a unidentified)" in figure.axes[0].get_legend_handles_labels()[1]

@@ -39,7 +39,9 @@ def optimal_parser() -> argparse.ArgumentParser:
         "or a FIT.json written by `scaling fit --out`",
     )
     p.add_argument(
-        "--approach", choices=["1", "2", "3"], help="which approach of FIT.json (default: 3 if present, else 2, else 1)"
+        "--approach",
+        choices=["1", "2", "3"],
+        help="which approach of FIT.json (default: the highest with a law: 3, else 2, else 1)",
     )
     p.add_argument(
         "--target-loss",
@@ -138,6 +140,7 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             f"--law {name!r}: approach {fit.approach}'s law is unidentified ({no_law(fit)}), so it cannot "
             f"allocate compute; {hint}"
         )
+    law.notes += [f"approach {f.approach} has no law ({no_law(f)})" for f in report.fits if no_law(f)]
     return law
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
-from analysis.fits.results import Estimate, FitReport, ParametricFit
+from analysis.fits.results import Estimate, FitReport, ParametricFit, no_law
 from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -326,8 +326,9 @@ PRESETS = {"chinchilla": _chinchilla, "chinchilla-parametric": _chinchilla_param
 
 
 def chosen_fit(report: FitReport, label: str, approach: int | None = None):
-    """The fit of ``report`` a law is taken from: approach 3 when present (it also predicts loss at any
-    N, D), else 2, else 1 — or the one asked for."""
+    """The fit of ``report`` a law is taken from: the one asked for, else the highest approach with a
+    law (3 also predicts loss at any N, D; then 2, then 1), else the highest (`no_law` says why it
+    has none)."""
     fits = {f.approach: f for f in report.fits}
     if approach is not None and approach not in fits:
         raise UserError(
@@ -335,7 +336,8 @@ def chosen_fit(report: FitReport, label: str, approach: int | None = None):
         )
     if not fits:
         raise UserError(f"{label} holds no fit")
-    return fits[approach if approach is not None else max(fits)]
+    with_law = [k for k, f in fits.items() if not no_law(f)] or list(fits)
+    return fits[approach if approach is not None else max(with_law)]
 
 
 def law_from_fit(report: FitReport, label: str, approach: int | None = None, level: float | None = None) -> Law:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from analysis.describe.allocation import allocation_cells, below_fitted, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
-from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, law_from_fit
-from analysis.fits.results import FitReport, no_law
+from analysis.fits.optimal import EXTRAPOLATION_FACTOR, PRESETS, chosen_fit, law_from_fit
+from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
 
@@ -29,8 +29,7 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     blocks: list = [Heading("Compute-optimal allocation")]
     if fit is None:
         return blocks + [Paragraph("No law was fitted, so no allocation can be given.")]
-    with_law = [f.approach for f in fit.fits if not no_law(f)] or [f.approach for f in fit.fits]
-    approach = max(with_law)  # 3 predicts loss at any N, D; then 2, then 1; one without a law (`no_law`) last
+    approach = chosen_fit(fit, "this fit").approach
     law = law_from_fit(fit, "this fit", approach)
     reference = PRESETS["chinchilla"]()
     ladder = budget_ladder(float(source.table.budgets[0]))
