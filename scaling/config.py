@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from scaling import data_config
+from scaling.devices import COMPILE_MODES
 from scaling.errors import ConfigError
 
 
@@ -64,6 +65,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 elsewhere) | fp32 | bf16
     compile: bool = False  # torch.compile the model (pays off on GPUs, not on CPUs: docs/NOTES.md)
+    compile_mode: str = "default"  # torch.compile's mode (scaling.devices.COMPILE_MODES); reduce-overhead: CUDA graphs
     threads: int = 0  # torch CPU threads; 0: cores // concurrent_runs
     concurrent_runs: int = 1  # runs sharing this machine at once (set by parallel launchers)
     device_slots: int = 0  # set by the sweeper on GPUs: GPUs x runs_per_gpu; the run claims one (scaling.devices)
@@ -150,6 +152,9 @@ def validate(cfg) -> None:
     _require(t.checkpoint_interval_s >= 0, "train.checkpoint_interval_s", t.checkpoint_interval_s, "it must be >= 0")
     _require(t.divergence_factor > 1, "train.divergence_factor", t.divergence_factor, "it must be > 1")
     _require(t.precision in ("auto", "fp32", "bf16"), "train.precision", t.precision, "valid: auto, fp32, bf16")
+    _require(
+        t.compile_mode in COMPILE_MODES, "train.compile_mode", t.compile_mode, f"valid: {', '.join(COMPILE_MODES)}"
+    )
     _require(
         t.device == "auto" or t.device.split(":")[0] in ("cpu", "cuda", "mps"),
         "train.device",

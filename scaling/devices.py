@@ -115,6 +115,31 @@ def autocast_for(precision: str, device):
     return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
 
+# torch.compile's documented modes; those with CUDA graphs replay the step from static buffers
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def step_function(model, train):
+    """The function a run's steps call: ``model``, or with ``train.compile`` its torch.compile in
+    ``train.compile_mode``. Under CUDA graphs each call starts a new step
+    (`torch.compiler.cudagraph_mark_step_begin`), and the graph's outputs are overwritten by the next
+    replay: the step loop keeps copies of the losses it reads later (`scaling.train.train_step`)."""
+    import torch
+
+    if not train.compile:
+        return model
+    compiled = torch.compile(model, mode=train.compile_mode)
+    if train.compile_mode not in CUDA_GRAPH_MODES:
+        return compiled
+
+    def step(*args):
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(*args)
+
+    return step
+
+
 def to_device(tensor, device):
     """``tensor`` (on the host) on ``device``; on CUDA from pinned memory, asynchronously: a copy from
     pageable memory waits for the GPU, a host sync in the step loop."""

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from scaling import data as data_lib
 from scaling import evalsets
 from scaling.arch import target_of
-from scaling.devices import autocast_for, to_device
+from scaling.devices import autocast_for, step_function, to_device
 from scaling.errors import ConfigError
 from scaling.packed import PackedAdamW, PackedGPT, build_members, clip_per_member
 from scaling.packed_ckpt import job_id
@@ -52,6 +52,7 @@ SHARED_KEYS = (
     "train.precision",
     "train.device",
     "train.compile",
+    "train.compile_mode",
 )
 
 
@@ -160,7 +161,7 @@ class PackedRun:
         self.corpus = data_lib.load_corpus(cfg.data)
         self.model = PackedGPT(build_members(self.shape, [c.seed for c in cfgs])).to(self.device)
         # train.compile: the training forward under torch.compile (recompiled when members leave)
-        self.step_fn = torch.compile(self.model) if cfg.train.compile else self.model
+        self.step_fn = step_function(self.model, cfg.train)
         o = cfg.optim
         self.optimizer = PackedAdamW(
             self.model.params, betas=(o.beta1, o.beta2), eps=o.eps, weight_decay=o.weight_decay
@@ -197,7 +198,7 @@ class PackedRun:
             clip_per_member(self.model.params, clip)
         self.optimizer.step(to_device(torch.tensor(lrs, dtype=torch.float32), self.device))
         self.optimizer.zero_grad()
-        return losses.detach()
+        return losses.detach().clone()  # a copy: under CUDA graphs the next replay overwrites the output
 
     def settle(self) -> None:
         """Read the losses of the steps since the last read in one transfer, and hand each to its

@@ -26,7 +26,15 @@ from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
 NOT_IDENTITY = ("tracking", "store", "sweep", "hydra", "plan", "pack")
-NOT_IDENTITY_TRAIN = ("device", "threads", "concurrent_runs", "device_slots", "checkpoint_interval_s", "compile")
+NOT_IDENTITY_TRAIN = (
+    "device",
+    "threads",
+    "concurrent_runs",
+    "device_slots",
+    "checkpoint_interval_s",
+    "compile",
+    "compile_mode",
+)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from scaling import evalsets
 from scaling.arch import kwargs_of, target_of
 from scaling.branch_plan import branches_or_error
 from scaling.byo import build_model, module_counts
-from scaling.devices import Slot, autocast_for, pick_device, run_device, to_device
+from scaling.devices import Slot, autocast_for, pick_device, run_device, step_function, to_device
 from scaling.errors import ConfigError
 from scaling.machine import usable_cores
 from scaling.plan import RunPlan, job_config, plan_run
@@ -117,7 +117,7 @@ def train_step(
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return loss.detach()
+    return loss.detach().clone()  # a copy: under CUDA graphs the next replay overwrites the output
 
 
 def make_optimizer(model: torch.nn.Module, cfg: DictConfig, lr: float) -> torch.optim.AdamW:
@@ -217,7 +217,7 @@ def set_up(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot | No
             "model every time"
         )
     state = TrainState(model, make_optimizer(model, cfg, plan.lr))
-    step_fn = torch.compile(model) if t.compile else model
+    step_fn = step_function(model, t)
     eval_x = torch.from_numpy(data_lib.eval_set(corpus, t.seq_len, t.eval_tokens)).to(device)
     sets = evalsets.load_eval_sets(cfg.eval, corpus) if evalsets.configured(cfg.get("eval")) else []
     n_seq = evalsets.check_windows(sets, t.seq_len, t.eval_tokens)
