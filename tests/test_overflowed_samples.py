@@ -137,7 +137,9 @@ def test_a_target_loss_some_samples_never_reach_bounds_the_budget_from_above():
         assert f"{never} bootstrap samples never reach the target loss" in a.notes
         assert (a.budget.interval is not None) == bounded
         if not bounded:
-            assert a.budget.unidentified == f"interval unbounded above: {never} of 400 resamples overflowed to +inf"
+            assert (
+                a.budget.unidentified == f"interval unbounded above: {never} of 400 samples never reach the target loss"
+            )
             assert a.as_json()["budget_unidentified"] == a.budget.unidentified
 
 
@@ -149,7 +151,7 @@ def test_an_allocation_whose_n_opt_underflows_leaves_d_unbounded_above():
     samples = {k: v * np.exp(0.02 * rng.standard_normal(400)) for k, v in CHINCHILLA_LAW.items()}
     samples["B"][:20] = np.inf
     a = ParametricLaw("test", dict(CHINCHILLA_LAW), samples).allocate(1e21)
-    assert a.n.lower == 0.0 and np.isfinite(a.n.upper)
+    assert a.n.lower == 0.0 and np.isfinite(a.n.upper) and a.n.unidentified == "interval reaches 0 or below"
     for e in (a.d, a.tokens_per_parameter):
         assert e.interval is None and e.unidentified == "interval unbounded above: N's interval reaches 0"
     json.dumps(a.as_json(), allow_nan=False)
@@ -166,3 +168,8 @@ def test_a_real_fit_whose_resamples_overflow_beyond_the_tail_allocates_without_a
     a = law_from_fit(report, "x", approach=3).allocate(1e21)
     assert a.n.lower == 0.0 and a.d.interval is None and a.d.unidentified == "as the fit's a"
     json.dumps(a.as_json(), allow_nan=False)
+    # those 7 (3.6%, beyond the 2.5% tail) never reach any loss: the budget for one is unbounded, not
+    # [9.7e19, 8.4e20] as when their loss, inf/inf = NaN, dropped them as failed
+    b = law_from_fit(report, "x", approach=3).budget_for_loss(2.45)
+    assert b.budget.unidentified == "interval unbounded above: 7 of 196 samples never reach the target loss"
+    assert "7 bootstrap samples never reach the target loss" in b.notes and b.loss.interval is None

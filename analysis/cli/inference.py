@@ -55,10 +55,10 @@ def render(a, unit: str) -> str:
     )
     rows = [
         ("inference tokens T", f"{a.inference_tokens:.4g} tokens served"),
-        ("N", f"{interval_text(v['N'], num)} {kind}"),
-        ("D", f"{interval_text(v['D'], num)} tokens"),
+        ("N", interval_text(v["N"], num, kind)),
+        ("D", interval_text(v["D"], num, "tokens")),
         ("tokens/parameter", interval_text(v["tokens_per_parameter"], num)),
-        ("loss", f"{interval_text(v['loss'])} {unit}"),
+        ("loss", interval_text(v["loss"], unit=unit)),
         ("training FLOPs", f"{interval_text(v['training_flops'])}  (6·N·D)"),
         ("inference FLOPs", f"{interval_text(v['inference_flops'])}  (2·N·T)"),
         ("total FLOPs", interval_text(v["total_flops"])),
@@ -67,8 +67,8 @@ def render(a, unit: str) -> str:
             f"N = {num(v['reference_N'].value)}, D = {num(v['reference_D'].value)} (same loss, T = 0)",
         ),
         ("  its total FLOPs", interval_text(v["reference_total_flops"])),
-        ("saving", f"{interval_text(v['saving_flops'])} FLOPs"),
-        ("saving (fraction)", f"{interval_text(v['saving_fraction'])} of the training-optimal model's total"),
+        ("saving", interval_text(v["saving_flops"], unit="FLOPs")),
+        ("saving (fraction)", interval_text(v["saving_fraction"], unit="of the training-optimal model's total")),
     ]
     lines = [f"law: {a.law}", f"inference-aware allocation (Sardana et al. 2024): {goal}"]
     lines += [f"  {label:<18} {text}" for label, text in rows]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.cli.common import Parser, add_table_options, column_map, count, parse, positive_float, write_output
+from analysis.fits.bootstrap import reaches_zero
 from analysis.fits.results import Estimate
 from scaling.errors import UserError
 
@@ -89,16 +90,22 @@ def next_main(argv: list[str]) -> int:
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder else None
-    now = Estimate.from_samples(
-        float(nr.n_opt_samples(fit.params, target)),
-        nr.n_opt_samples(fit.bootstrap.samples, target),
-        fit.bootstrap.level,
-    )
+    now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level)
     result = summary(args, plan, target, now, ladder, ladder_ratio)
     if args.out is not None:
         write_output(args.out, sweep_yaml(base, plan, args, target).encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
     return 0
+
+
+def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:
+    """N_opt at ``target`` with its bootstrap interval; no interval, unidentified, where that is unbounded
+    (`Estimate.from_samples`) or reaches 0 (`reaches_zero`: resamples whose B overflowed give N_opt = 0)."""
+    from analysis.fits.next_runs import n_opt_samples
+
+    now = Estimate.from_samples(float(n_opt_samples(params, target)), n_opt_samples(samples, target), level)
+    why = reaches_zero(now.lower, now.upper)
+    return Estimate(now.value, unidentified=why) if why else now
 
 
 def base_sweep(source: str) -> dict:
@@ -165,11 +172,11 @@ def _expected(now: Estimate, ratio: float) -> tuple[float, float]:
 def render(r: dict) -> str:
     now = r["n_opt_now"]
     shown = f"{now['estimate']:.4g}" + ("" if now["interval"] is None else " [{:.4g}, {:.4g}]".format(*now["interval"]))
-    shown += f" (no interval: {now['unidentified']})" if now.get("unidentified") else ""
+    shown += " parameters" + (f" (no interval: {now['unidentified']})" if now.get("unidentified") else "")
     lines = [
         f"next runs for {r['source']}: at most {r['flops_allowance']:.4g} FLOPs, to narrow N_opt at "
         f"{r['target_budget']:.4g} FLOPs",
-        f"  N_opt now            {shown} parameters",
+        f"  N_opt now            {shown}",
     ]
     if not r["runs"]:
         lines.append("  no affordable run narrows the interval (simulated): buy nothing, or allow more FLOPs")

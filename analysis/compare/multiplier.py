@@ -86,7 +86,10 @@ def _quantities(base: Frontier, cand: Frontier, compute: np.ndarray) -> dict[str
 def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval along axis 0. An infinite sample counts as the largest value (it is
     a real outcome: the loss is never reached), so the quantiles pick actual samples
-    (``inverted_cdf``) instead of interpolating towards ∞; NaNs are left out."""
+    (``inverted_cdf``) instead of interpolating towards ∞; NaNs are left out. The fits' intervals
+    (`analysis.fits.percentiles.percentile_bounds`) hold the same rule but interpolate linearly, as
+    `np.percentile` does; each keeps its method because their numbers differ and both are pinned (the
+    comparisons by tests/test_compare.py, the fits by every saved FIT.json)."""
     tail = 0.5 * (1.0 - level)
     lower = np.nanquantile(samples, tail, axis=0, method="inverted_cdf")
     upper = np.nanquantile(samples, 1.0 - tail, axis=0, method="inverted_cdf")

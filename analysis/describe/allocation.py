@@ -22,14 +22,14 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
     the law's loss unit (`analysis.fits.optimal.Law.loss_unit`)."""
     count = num  # the CLI: 4 significant digits
     n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
-    loss = "- (this law does not predict loss)" if a.loss is None else f"{interval_text(a.loss)} {unit}"
+    loss = "- (this law does not predict loss)" if a.loss is None else interval_text(a.loss, unit=unit)
     items = {
         "budget": Item(
             "budget C",
-            f"{interval_text(a.budget)} FLOPs" + ("   EXTRAPOLATION" if a.extrapolation else ""),
+            interval_text(a.budget, unit="FLOPs") + ("   EXTRAPOLATION" if a.extrapolation else ""),
         ),
-        "n": Item("N_opt", f"{interval_text(a.n, count)} {n_kind}"),
-        "d": Item("D_opt", f"{interval_text(a.d, count)} tokens"),
+        "n": Item("N_opt", interval_text(a.n, count, n_kind)),
+        "d": Item("D_opt", interval_text(a.d, count, "tokens")),
         "tokens_per_parameter": Item("tokens/parameter", interval_text(a.tokens_per_parameter, count)),
         "loss": Item("predicted loss", loss),
         "check": Item("check", f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs" if a.n.value > 0 else "–"),

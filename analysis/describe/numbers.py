@@ -46,14 +46,15 @@ def two(x: float) -> str:
     return f"{x:.2f}"
 
 
-def interval_text(e: Estimate | None, fmt=num) -> str:
-    """An estimate as "value [lower, upper]" (just the value without an interval; – without an estimate;
-    "unidentified (why)" when its interval does not pin it down: `Estimate.unidentified`)."""
+def interval_text(e: Estimate | None, fmt=num, unit: str = "") -> str:
+    """An estimate as "value [lower, upper] unit" (just the value without an interval; – without an
+    estimate; "unidentified (why)", no unit, when its interval does not pin it down: `Estimate.unidentified`)."""
     if e is None:
         return "–"
     if getattr(e, "unidentified", ""):
         return f"unidentified ({e.unidentified})"
-    return fmt(e.value) if e.interval is None else f"{fmt(e.value)} [{fmt(e.lower)}, {fmt(e.upper)}]"
+    text = fmt(e.value) if e.interval is None else f"{fmt(e.value)} [{fmt(e.lower)}, {fmt(e.upper)}]"
+    return f"{text} {unit}" if unit else text
 
 
 def times(factor: float) -> str:

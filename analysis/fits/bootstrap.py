@@ -91,12 +91,19 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
     return ""
 
 
+def reaches_zero(lower: float | None, upper: float | None) -> str:
+    """Why the interval of a positive scale (N_opt) is no interval at all ("" when it is not): it
+    reaches 0 or below (e.g. resamples whose B overflowed give N_opt = 0). `scale_identification`'s
+    first rule; `scaling optimal` and `scaling next` apply it alone to N_opt."""
+    return "interval reaches 0 or below" if lower is not None and upper is not None and not lower > 0 else ""
+
+
 def scale_identification(lower: float | None, upper: float | None) -> str:
     """Why the interval of a positive scale (N_opt) does not identify it ("" when it does)."""
     if lower is None or upper is None:
         return ""
-    if not lower > 0:
-        return "interval reaches 0 or below"
+    if reaches_zero(lower, upper):
+        return reaches_zero(lower, upper)
     decades = float(np.log10(upper / lower))
     return f"interval spans {decades:.3g} orders of magnitude" if decades > MAX_DECADES else ""
 

@@ -31,10 +31,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
+from analysis.fits.optimal import never_reached, never_reached_note, parametric_loss
 from analysis.fits.results import Estimate
 from scaling.errors import UserError
 from scaling.flops import flops_6nd, inference_flops_2nt, tokens_6nd
 
+# What it costs to reach a target loss: +inf for a sample that never reaches it (`never_reaching`)
+COSTS = ("N", "D", "training_flops", "total_flops", "reference_N", "reference_D", "reference_total_flops")
 BISECTIONS = 200  # halvings of the bracket: far below float precision for any bracket used here
 LOG_N_SPAN = 60.0  # the budget case searches ln N in [ln N_hi − LOG_N_SPAN, ln N_hi] (26 decades)
 
@@ -77,8 +80,7 @@ def for_budget(p, budget: float, inference_tokens: float) -> dict[str, np.ndarra
             lo, hi = np.where(rising, mid, lo), np.where(rising, hi, mid)
         n = np.exp(0.5 * (lo + hi))
     d = tokens_6nd(budget - inference_flops_2nt(n, inference_tokens), n)  # at T = 0: D = C/(6N), as `allocate`
-    loss = laws.chinchilla_loss(n, d, p["E"], p["A"], p["B"], p["alpha"], p["beta"])
-    return {"N": n, "D": d, "loss": loss}
+    return {"N": n, "D": d, "loss": parametric_loss(p, n, d)}
 
 
 def _budget_condition(p, n, budget, inference_tokens):
@@ -87,6 +89,27 @@ def _budget_condition(p, n, budget, inference_tokens):
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = (p["alpha"] * p["A"] * np.power(n, -p["alpha"])) / (p["beta"] * p["B"] * np.power(d, -p["beta"]))
         return np.where(d > 0, ratio - 1.0 - inference_flops_2nt(n, inference_tokens) / flops_6nd(n, d), -np.inf)
+
+
+def never_reaching(law, target: float, inference_tokens: float, central, draws, values) -> list[str]:
+    """Samples of ``law`` that never reach ``target`` (`Law.never_reaches`, the rule of `scaling optimal
+    --target-loss`): +inf in each of `COSTS` (and the inference FLOPs when T > 0), no value in the rest.
+    When they leave N's interval unbounded, every quantity is unidentified, saying why (``values``
+    rewritten in place). Returns the note counting them (none when there are none)."""
+    never = law.never_reaches(law.samples, target)
+    if not never.any():
+        return []
+    costs = COSTS + ("inference_flops",) * (inference_tokens > 0)
+    for k in draws:
+        draws[k] = np.where(never, np.inf if k in costs else np.nan, draws[k])
+    size = int(np.sum(~np.isnan(draws["N"])))
+    for k, v in central.items():
+        values[k] = Estimate.from_samples(float(v), draws[k], law.level)
+    if values["N"].unidentified:
+        why = never_reached(int(never.sum()), size)
+        for k, e in values.items():
+            values[k] = Estimate(e.value, unidentified=f"interval unbounded above: {why}" if k in costs else why)
+    return [never_reached_note(int(never.sum()))]
 
 
 def lifetime(p, solution: dict, inference_tokens: float) -> dict[str, np.ndarray]:
@@ -112,9 +135,10 @@ def lifetime(p, solution: dict, inference_tokens: float) -> dict[str, np.ndarray
 
 
 def _reference(p, solution):
-    """The training-optimal (T = 0, k = 1) model of the loss ``solution`` reaches (per element)."""
+    """The training-optimal (T = 0, k = 1) model of the loss ``solution`` reaches (per element); none
+    (NaN) for an infinite loss (a sample whose coefficient overflowed, `parametric_loss`)."""
     r = np.asarray(solution["loss"], float) - np.asarray(p["E"], float)
-    return dict(zip(("N", "D"), _point_at_ratio(p, np.where(r > 0, r, np.nan), 1.0)))
+    return dict(zip(("N", "D"), _point_at_ratio(p, np.where((r > 0) & np.isfinite(r), r, np.nan), 1.0)))
 
 
 # ---------------------------------------------------------------- the answer with intervals
@@ -166,9 +190,7 @@ def inference_allocation(
     }
     notes = list(law.notes)
     if target_loss is not None and law.samples is not None:
-        missed = int(np.sum(np.isnan(draws["N"])))  # NaN: no N reaches it (an overflowed N, inf, stays in)
-        if missed:
-            notes.append(f"{missed} bootstrap samples put E at or above the target loss: left out of the intervals")
+        notes += never_reaching(law, target_loss, inference_tokens, central, draws, values)
     return InferenceAllocation(
         law=law.name,
         inference_tokens=inference_tokens,

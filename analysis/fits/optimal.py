@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
+from analysis.fits.bootstrap import reaches_zero
 from analysis.fits.results import Estimate, FitReport, ParametricFit, no_law
 from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
@@ -110,6 +111,7 @@ class Law(abc.ABC):
         n = Estimate.from_samples(
             float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget), self.level
         )
+        n.unidentified = n.unidentified or reaches_zero(n.lower, n.upper)  # interval kept: D's comes from it
         loss = self._estimate(self._frontier_loss, budget) if self.predicts_loss else None
         return self._allocation(Estimate(budget), n, loss)
 
@@ -135,9 +137,18 @@ class Law(abc.ABC):
         if self.samples is not None:
             draws = self._solve_budget(self.samples, np.full(self._sample_count(), target))
             allocation.budget = Estimate.from_samples(central, draws, self.level)
-            if np.isinf(draws).any():  # an unbounded budget: they bound the interval from above
-                allocation.notes.append(f"{int(np.isinf(draws).sum())} bootstrap samples never reach the target loss")
+            never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
+            if never:  # an unbounded budget: they bound the interval from above
+                allocation.notes.append(never_reached_note(never))
+            if allocation.budget.unidentified:
+                allocation.budget.unidentified = f"interval unbounded above: {never_reached(never, size)}"
         return allocation
+
+    def never_reaches(self, p, target: float) -> np.ndarray:
+        """Per bootstrap sample ``p``: whether its compute-optimal loss never reaches ``target`` (its
+        budget is unbounded, `_solve_budget`), whatever the cause (E above it, a coefficient beyond
+        floating point). Such a sample counts as +inf in every cost of reaching the target."""
+        return np.isinf(self._solve_budget(p, np.full(len(next(iter(p.values()))), target)))
 
     def capped(self, budget: float, max_tokens: float) -> Allocation:
         """Best allocation of ``budget`` when D may not exceed ``max_tokens``."""
@@ -175,7 +186,7 @@ class Law(abc.ABC):
 
     def _on_samples(self, fn, *args):
         """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer). A sample that
-        overflowed gives inf (an unbounded interval) or NaN (inf/inf: no value), without a warning."""
+        overflowed gives inf (an unbounded interval; a loss too, `parametric_loss`), without a warning."""
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             values = None if self.samples is None else fn(self.samples, *args)
         return None if values is None else np.asarray(values, float)
@@ -256,7 +267,26 @@ class ParametricLaw(Law):
         return self._loss(p, n, d)
 
     def _loss(self, p, n, d):
-        return laws.chinchilla_loss(n, d, p["E"], p["A"], p["B"], p["alpha"], p["beta"])
+        return parametric_loss(p, n, d)
+
+
+def parametric_loss(p, n, d):
+    """L(N, D) of parameters ``p`` (`laws.chinchilla_loss`). A coefficient beyond floating point (A or
+    B = +inf, an overflowed resample) makes the loss +inf at every N, D: at that sample's N_opt the
+    formula gives inf·0 = NaN, which would drop the sample as failed instead of counting it as a law
+    that never reaches any loss."""
+    loss = laws.chinchilla_loss(n, d, p["E"], p["A"], p["B"], p["alpha"], p["beta"])
+    overflowed = np.isinf(p["A"]) | np.isinf(p["B"])
+    return np.where(overflowed, np.inf, loss) if np.any(overflowed) else loss
+
+
+def never_reached(count: int, size: int) -> str:
+    """The reason an interval is unbounded by samples that never reach a target loss."""
+    return f"{count} of {size} samples never reach the target loss"
+
+
+def never_reached_note(count: int) -> str:
+    return f"{count} bootstrap samples never reach the target loss"
 
 
 class PowerLawAllocation(Law):

@@ -12,7 +12,7 @@ underflows to 0. That term is contradicted too (`contradicted`).
 Best fit (`withhold`): the contradicted term's exponent and coefficient, E (the loss as N, D → ∞,
 which a law rising with D does not have), and the allocation a, b, G (and so N_opt, D_opt) are
 unidentified and have no value (NaN; null in FIT.json). Their bootstrap samples are dropped.
-`analysis.fits.optimal.law_from_fit` refuses the law, and the figures draw no approach-3 curves.
+`analysis.cli.optimal.resolve_law` refuses the law, and the figures draw no approach-3 curves.
 
 Bootstrap (`resample_reasons`): a resample whose term is contradicted stays in the intervals
 (dropping it would narrow them around the full-sample fit), and the notes count it. When more than

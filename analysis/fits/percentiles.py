@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.codec import BEYOND_FLOAT
+
 
 def percentile_bounds(samples: np.ndarray, level: float) -> tuple[float, float]:
     """The (1 − level)/2 and (1 + level)/2 percentiles of ``samples`` (no NaN), as `np.percentile`'s
     linear interpolation between order statistics; a bound whose order statistics include ±inf is
-    that infinity (numpy would give NaN, inf − inf, or move it onto a finite sample)."""
+    that infinity (numpy would give NaN, inf − inf, or move it onto a finite sample).
+
+    `analysis.compare.multiplier.percentile_interval` holds the same rule (an inf sample is the largest)
+    with numpy's ``inverted_cdf`` instead, which picks order statistics and so needs no clipping: the
+    two differ in their numbers (interpolated here, as every FIT.json interval has always been; a real
+    sample there, as the comparisons pinned by tests/test_compare.py), so neither can serve the other."""
     tail = 50.0 * (1.0 - level)
     if np.isfinite(samples).all():
         return tuple(float(b) for b in np.percentile(samples, [tail, 100.0 - tail]))
-    peak = np.finfo(float).max  # ±inf as the extreme order statistics, restored below where a bound uses one
-    with np.errstate(over="ignore", invalid="ignore"):
-        bounds = np.percentile(np.clip(samples, -peak, peak), [tail, 100.0 - tail])
+    with np.errstate(over="ignore", invalid="ignore"):  # ±inf as the extreme order statistics, restored below
+        bounds = np.percentile(np.clip(samples, -BEYOND_FLOAT, BEYOND_FLOAT), [tail, 100.0 - tail])
     ordered = np.sort(samples)
     for k, q in enumerate((tail, 100.0 - tail)):
         position = (samples.size - 1) * (q / 100.0)

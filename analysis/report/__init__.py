@@ -67,9 +67,8 @@ def report_blocks(
     blocks += fitted_laws_blocks(fit, source)
     blocks += hyperparameter_blocks(fit)
     blocks += outlier_blocks(fit)
-    with np.errstate(
-        all="ignore"
-    ):  # an overflowed A gives N_opt inf (kept in intervals) and loss inf/inf = NaN (skipped)
+    # overflowed bootstrap samples (A or B = +inf) give N_opt inf or 0 and a loss of +inf: kept in the intervals
+    with np.errstate(all="ignore"):
         blocks += allocation_blocks(fit, source)
     blocks += validation_blocks(fit)
     blocks += failures_blocks(source, fit)
