@@ -81,3 +81,25 @@ def test_optimal_from_the_fit_json_names_the_unidentified_loss(tmp_path):
     for name, true in (("E", LAW["E"]), ("alpha", LAW["alpha"]), ("beta", LAW["beta"]), ("a", TRUE_A)):
         lower, upper = fitted[name]["interval"]
         assert lower < true < upper and "unidentified" not in fitted[name], name
+
+
+def test_whole_training_curves_as_rows_are_read_as_curves_not_as_runs(tmp_path):
+    # Before: 350 rows of 35 runs (10 evaluations each) were 350 runs in 47 budgets: approach 2 fitted
+    # parabolas through mid-training points, with no word that run ids repeat.
+    from analysis.synthetic import loss_curves
+
+    runs = ladder()
+    rows = loss_curves(runs, LAW, points_per_run=10, seed=2).merge(runs[["run_id", "params"]], on="run_id")
+    table = table_from_frame(rows.sample(frac=1.0, random_state=0), "curves.csv", ColumnMap())
+    assert len(table.runs) == 35 and len(table.budgets) == 5 and len(table.curves) == 350
+    assert any("rows are training curves: 350 rows of 35 runs" in n for n in table.notes)
+    final = rows.loc[rows.groupby("run_id")["tokens"].idxmax()].set_index("run_id")
+    got = table.runs.set_index("run_id")
+    assert np.allclose(got["loss"], final.loc[got.index, "val_loss"])  # each run's last row
+    assert np.allclose(got["D"], final.loc[got.index, "tokens"])
+    # seeds of one (N, D) repeat a run id at one token count: not curves
+    seeds = pd.concat([runs, runs.assign(val_loss=runs["val_loss"] * 1.01)], ignore_index=True)
+    assert len(table_from_frame(seeds, "seeds.csv", ColumnMap()).runs) == 70
+    # one id over several sizes (an experiment's name in the run_id column) is not a curve either
+    named = runs.assign(run_id="exp1")
+    assert len(table_from_frame(named, "named.csv", ColumnMap()).runs) == 35

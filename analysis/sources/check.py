@@ -2,6 +2,8 @@
 
 Rules, applied the same way to every source (`analysis.sources.load` reads them):
   * ``--where`` filters keep the rows asked for (`analysis.sources.groups`);
+  * a run id repeated at growing token counts is a training curve: its last row is the run
+    (`analysis.sources.curverows`);
   * rows whose ``status`` is not "completed" are excluded, and a warning names them and why;
   * runs from different corpora or experiments are refused unless allowed (`analysis.sources.groups`);
   * a row whose N, D (or C) or loss is not a finite number > 0 is excluded and listed (refused
@@ -20,6 +22,7 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
+from analysis.sources.curverows import split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
@@ -54,6 +57,7 @@ def table_from_frame(
     _warn_mixed_architectures(frame, warnings)
 
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
+    frame, run_ids, curves = split_curve_rows(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes)
     needed = {n_col: "parameter counts N", loss_col: "losses"}
     needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
     keep = usable_rows(frame, run_ids, needed, columns.strict, warnings)
