@@ -103,3 +103,30 @@ def test_whole_training_curves_as_rows_are_read_as_curves_not_as_runs(tmp_path):
     # one id over several sizes (an experiment's name in the run_id column) is not a curve either
     named = runs.assign(run_id="exp1")
     assert len(table_from_frame(named, "named.csv", ColumnMap()).runs) == 35
+
+
+def test_units_in_column_names_are_applied_and_perplexity_is_refused(tmp_path):
+    # Before: params_M and tokens_B were read as given (D/N = 0.02: no warning), budgets 1e3 to 1e7
+    # "FLOPs", N_opt 91.58 at "C = 1e3"; compute_pfdays was refused, perplexity fitted as nats/token.
+    runs = ladder()
+    table = pd.DataFrame({"params_M": runs["params"] / 1e6, "tokens_B": runs["tokens"] / 1e9, "loss": runs["val_loss"]})
+    checked = table_from_frame(table, "units.csv", ColumnMap())
+    assert np.allclose(checked.runs["N"], runs["params"]) and np.allclose(checked.runs["D"], runs["tokens"])
+    assert np.allclose(checked.budgets, BUDGETS, rtol=0.02)
+    assert any("column 'tokens_B' is in B" in n for n in checked.notes)
+    named = table.rename(columns={"params_M": "N (millions)", "tokens_B": "D [T]"}).assign(
+        **{"D [T]": lambda f: f["D [T]"] / 1e3}
+    )
+    checked = table_from_frame(named, "u.csv", ColumnMap(n="N (millions)", d="D [T]"))
+    assert np.allclose(checked.runs["D"], runs["tokens"]) and np.allclose(checked.runs["N"], runs["params"])
+    pf = pd.DataFrame(
+        {"params": runs["params"], "compute (PF-days)": runs["flops"] / 8.64e19, "loss": runs["val_loss"]}
+    )
+    path = tmp_path / "pf.csv"
+    pf.to_csv(path, index=False)
+    out = json.loads(run_cli("fit", str(path), "--approach", "2", "--bootstrap", "20", "--json", check=True).stdout)
+    assert np.allclose([b["budget"] for b in out["table"]["budgets"]], BUDGETS, rtol=0.02)
+    ppl = pd.DataFrame({"params": runs["params"], "tokens": runs["tokens"], "ppl": np.exp(runs["val_loss"])})
+    ppl.to_csv(path, index=False)
+    proc = run_cli("fit", str(path), "--loss-column", "ppl", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "ln(perplexity) in nats/token" in proc.stderr

@@ -9,6 +9,8 @@ Rules, applied the same way to every source (`analysis.sources.load` reads them)
   * a row whose N, D (or C) or loss is not a finite number > 0 is excluded and listed (refused
     under ``--strict``); exact duplicates are counted once; repeated seeds of one (N, D) share a
     ``unit`` (`analysis.sources.rows`);
+  * a count column whose name carries its unit (params_M, tokens_B, compute_pfdays) is scaled, and a
+    loss column named as a perplexity refused (`analysis.sources.colunits`);
   * D = C/(6N) when D is absent, and C = 6·N·D always (Kaplan et al. 2020, §2.1): a C column
     that disagrees is noted, and arithmetic wins;
   * runs are grouped into compute budgets by the one rule of `analysis.sources.budgets`;
@@ -22,6 +24,7 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
+from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit
 from analysis.sources.curverows import split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
@@ -57,6 +60,8 @@ def table_from_frame(
     _warn_mixed_architectures(frame, warnings)
 
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
+    refuse_perplexity(loss_col, source)
+    frame = apply_column_units(frame, {"n": n_col, "d": d_col, "c": c_col}, notes)
     frame, run_ids, curves = split_curve_rows(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes)
     needed = {n_col: "parameter counts N", loss_col: "losses"}
     needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
@@ -222,6 +227,8 @@ def _pick_column(
         return named
     candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
     found = next((c for c in candidates if c in frame.columns), None)
+    if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays: a usual name with its unit
+        found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0] in candidates), None)
     if found is None and required:
         raise DataError(
             f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
