@@ -130,3 +130,20 @@ def test_units_in_column_names_are_applied_and_perplexity_is_refused(tmp_path):
     ppl.to_csv(path, index=False)
     proc = run_cli("fit", str(path), "--loss-column", "ppl", check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "ln(perplexity) in nats/token" in proc.stderr
+
+
+def test_json_and_json_lines_tables_read_as_the_csv_does(tmp_path):
+    # Before: a .json was read as CSV ("holds no runs (the table is empty)"), a .jsonl gave "no column
+    # for N ... Columns present: {"run_id":"r0000", ...", an empty file "No columns to parse from file".
+    from analysis.sources.files import read_table_file
+
+    runs = ladder()
+    runs.to_json(tmp_path / "r.json", orient="records")
+    runs.to_json(tmp_path / "c.json", orient="columns")
+    runs.to_json(tmp_path / "r.jsonl", orient="records", lines=True)
+    for name in ("r.json", "c.json", "r.jsonl"):
+        got = read_table_file(tmp_path / name)
+        assert np.allclose(got["val_loss"].to_numpy(float), runs["val_loss"]), name
+    (tmp_path / "empty.csv").write_text("")
+    proc = run_cli("fit", str(tmp_path / "empty.csv"), check=False)
+    assert proc.returncode == 2 and "is empty; give a table of runs (.csv, .tsv" in proc.stderr
