@@ -62,6 +62,17 @@ def test_one_budget_without_a_floor_leaves_e_and_the_extrapolated_loss_unidentif
     assert law.allocate(1e21).loss.unidentified == "as the fit's E"
     assert not law.allocate(1e20).loss.unidentified  # at the fitted budget the runs pin the loss down
     assert law.budget_for_loss(2.3).budget.unidentified == "as the fit's E"
+    # optimal --inference-tokens follows the same rules. Before: N 2.3e8 [2.2e8, 3.1e8], a saving of
+    # 0.55 [0.41, 0.64] and a loss 2.334 [2.326, 2.446] from a fit whose a and E are unidentified.
+    from analysis.fits.inference import inference_allocation
+
+    law.unidentified = fit.estimates["a"].unidentified
+    assert law.unidentified
+    at_budget = inference_allocation(law, 1e12, budget=1e21).values
+    assert at_budget["N"].unidentified == at_budget["saving_fraction"].unidentified == "as the fit's a"
+    assert at_budget["loss"].unidentified == "as the fit's E" and not at_budget["total_flops"].unidentified
+    at_loss = inference_allocation(law, 1e12, target_loss=2.3).values
+    assert at_loss["total_flops"].unidentified and not at_loss["loss"].unidentified
     # compare: a difference in E is no better known than either side's E
     clean = fit_parametric(table_from_frame(ladder([1e20, 1e21, 1e22], 7, seed=4), "c.csv"), resamples=30, seed=0)
     assert not clean.estimates["E"].unidentified
