@@ -158,3 +158,19 @@ def test_json_and_json_lines_tables_read_as_the_csv_does(tmp_path):
     (tmp_path / "empty.csv").write_text("")
     proc = run_cli("fit", str(tmp_path / "empty.csv"), check=False)
     assert proc.returncode == 2 and "is empty; give a table of runs (.csv, .tsv" in proc.stderr
+
+
+def test_a_tokenizer_or_loss_unit_column_with_several_values_is_two_experiments(tmp_path):
+    # Before: half the rows in bits/token, half in nats/token, pooled without a word (approach 3 then
+    # printed beta 0.092 [0.038, 0.80] and B 16.1 [7.7, 9.6e9] as numbers).
+    runs = ladder()
+    mixed = runs.assign(loss_unit=np.where(runs.index % 2 == 0, "nats", "bits"))
+    mixed.loc[mixed["loss_unit"] == "bits", "val_loss"] /= np.log(2)
+    for column, frame in (
+        ("loss_unit", mixed),
+        ("tokenizer", runs.assign(tokenizer=["gpt2", "llama"] * 17 + ["gpt2"])),
+    ):
+        path = tmp_path / f"{column}.csv"
+        frame.to_csv(path, index=False)
+        proc = run_cli("fit", str(path), "--approach", "3", "--bootstrap", "0", check=False)
+        assert proc.returncode == 2 and f"--group-by {column}" in proc.stderr, column
