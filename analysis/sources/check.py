@@ -58,11 +58,8 @@ def table_from_frame(
     run_ids = run_ids[frame.index]
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
     _warn_mixed_architectures(frame, warnings)
-
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
-    refuse_perplexity(loss_col, source)
-    frame = apply_column_units(frame, {"n": n_col, "d": d_col, "c": c_col}, notes)
-    frame, run_ids, curves = split_curve_rows(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes)
+    frame, run_ids, curves = _as_named(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes)
     needed = {n_col: "parameter counts N", loss_col: "losses"}
     needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
     keep = usable_rows(frame, run_ids, needed, columns.strict, warnings)
@@ -99,6 +96,12 @@ def table_from_frame(
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
     )
+
+
+def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str]):
+    """Units from the N, D and C columns' names (`colunits`), then training curves given as rows (`curverows`)."""
+    frame = apply_column_units(frame, dict(zip(("n", "d", "c"), picked[:3], strict=True)), notes)
+    return split_curve_rows(frame, run_ids, picked, curves, notes)
 
 
 def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:
@@ -164,6 +167,7 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     loss_col = _pick_column(frame, "loss", columns.loss, source)
     d_col = _pick_column(frame, "d", columns.d, source, required=False)
     c_col = _pick_column(frame, "c", columns.c, source, required=False)
+    refuse_perplexity(loss_col, source)
     if d_col is None and c_col is None:
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "
