@@ -58,8 +58,11 @@ def test_one_budget_without_a_floor_leaves_e_and_the_extrapolated_loss_unidentif
         fit.bootstrap.samples,
         fitted_compute_max=fit.fitted_compute_max,
         floor_unidentified=fit.estimates["E"].unidentified,
+        fitted_compute_min=float(table.runs["C"].min()),
     )
     assert law.allocate(1e21).loss.unidentified == "as the fit's E"
+    # below the fitted budget too: the report's ladder row at 1e18 printed 3.909 [3.577, 4.118], truth 3.51
+    assert law.allocate(1e18).loss.unidentified == "as the fit's E"
     assert not law.allocate(1e20).loss.unidentified  # at the fitted budget the runs pin the loss down
     assert law.budget_for_loss(2.3).budget.unidentified == "as the fit's E"
     # optimal --inference-tokens follows the same rules. Before: N 2.3e8 [2.2e8, 3.1e8], a saving of
@@ -84,6 +87,8 @@ def test_optimal_from_the_fit_json_names_the_unidentified_loss(tmp_path):
     ladder([1e20], 9, 1.0, seed=7).to_csv(path, index=False)
     run_cli("fit", str(path), "--approach", "3", "--bootstrap", "30", "--out", str(tmp_path / "f.json"), check=True)
     out = run_cli("optimal", "--law", str(tmp_path / "f.json"), "--budget", "1e21", "--json", check=True).stdout
+    assert json.loads(out)["loss"]["unidentified"] == "as the fit's E"
+    out = run_cli("optimal", "--law", str(tmp_path / "f.json"), "--budget", "1e18", "--json", check=True).stdout
     assert json.loads(out)["loss"]["unidentified"] == "as the fit's E"
     clean = ladder()
     clean.to_csv(path, index=False)  # the clean ladder keeps every number, and covers the truth

@@ -184,20 +184,20 @@ def inference_allocation(
 
 def _flag_unidentified(law, values: dict[str, Estimate], target_loss, budget, notes: list[str]) -> None:
     """The plain allocation's rules (`analysis.fits.optimal.Law`): a fit whose a is unidentified makes
-    the allocation unidentified (not the loss); one whose E is unidentified, the loss beyond its largest
-    fitted budget (for a target loss: every answer, since they all rest on where the loss levels off)."""
+    the allocation unidentified (not the loss); one whose E is unidentified, the loss outside its fitted
+    budgets (for a target loss: every answer, since they all rest on where the loss levels off)."""
     given = "loss" if target_loss is not None else "total_flops"
     if getattr(law, "unidentified", ""):
         notes.append(f"the fit's exponent a is unidentified ({law.unidentified}): so is this allocation")
         for name in set(values) - {given, "loss"}:
             values[name].unidentified = "as the fit's a"
     if getattr(law, "floor_unidentified", ""):
-        limit = law.fitted_compute_max
+        low, high = getattr(law, "fitted_compute_min", None) or 0.0, law.fitted_compute_max
         reach = budget if budget is not None else values["reference_total_flops"].value
-        if limit is None or not reach <= limit:
+        if high is None or not low <= reach <= high:
             notes.append(
                 f"the fit's irreducible loss E is unidentified ({law.floor_unidentified}): so is what it predicts "
-                "beyond its largest fitted budget"
+                "outside its fitted budgets"
             )
             for name in {"loss"} if target_loss is None else set(values) - {given}:
                 values[name].unidentified = values[name].unidentified or "as the fit's E"

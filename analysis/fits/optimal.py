@@ -84,6 +84,7 @@ class Law(abc.ABC):
         unidentified: str = "",
         loss_unit: str = DEFAULT_LOSS_UNIT,
         floor_unidentified: str = "",
+        fitted_compute_min: float | None = None,
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
         self.loss_unit = (
@@ -92,6 +93,7 @@ class Law(abc.ABC):
         self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         # why it does not pin down its irreducible loss E ("" if it does): its loss beyond the fitted budgets is unknown
         self.floor_unidentified = floor_unidentified
+        self.fitted_compute_min = fitted_compute_min  # the smallest fitted run's 6·N·D (approach 3), or None
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.fitted_compute_max = fitted_compute_max
         self.notes = list(notes or [])
@@ -175,14 +177,15 @@ class Law(abc.ABC):
 
     # ------------------------------------------------------------ helpers
     def _floor_check(self, compute: float, loss: Estimate | None, notes: list[str]) -> None:
-        """A loss predicted beyond the largest fitted budget rests on E: unidentified when E is."""
-        beyond = self.fitted_compute_max is None or compute > self.fitted_compute_max
-        if loss is None or not self.floor_unidentified or not beyond:
+        """A loss predicted outside the fitted budgets rests on E: unidentified when E is (a one-budget fit
+        with E at 0 gave 3.909 [3.577, 4.118] at 1/100 of its budget, truth 3.51)."""
+        low, high = self.fitted_compute_min or 0.0, self.fitted_compute_max
+        if loss is None or not self.floor_unidentified or (high is not None and low <= compute <= high):
             return
         loss.unidentified = "as the fit's E"
         notes.append(
             f"the fit's irreducible loss E is unidentified ({self.floor_unidentified}): so is the loss it predicts "
-            "beyond its largest fitted budget"
+            "outside its fitted budgets"
         )
 
     def _sample_count(self) -> int:
@@ -349,6 +352,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
         common["floor_unidentified"] = fit.estimates["E"].unidentified if "E" in fit.estimates else ""
+        common["fitted_compute_min"] = float(np.min(flops_6nd(np.asarray(fit.n), np.asarray(fit.d)))) if fit.n else None
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}

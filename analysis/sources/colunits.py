@@ -14,8 +14,8 @@ import pandas as pd
 
 from analysis.sources.rows import numeric
 from scaling.errors import DataError
+from scaling.flops import PF_DAY_FLOPS as PF_DAY
 
-PF_DAY = 8.64e19  # FLOPs in a petaflop/s-day (Kaplan et al. 2020's compute unit)
 _COUNT_UNITS = {
     "k": 1e3,
     "thousand": 1e3,
