@@ -190,3 +190,14 @@ def test_a_nominal_budget_column_twice_6nd_says_what_it_changes():
     assert len(said) == 1 and "6·N·D is 0.5x it (median)" in said[0] and "--budget-column none" in said[0]
     rounded = ladder().assign(budget_flops=lambda f: f["budget_flops"] * np.where(f.index % 2, 1.1, 0.9))
     assert not any("x it (median)" in n for n in table_from_frame(rounded, "r.csv", ColumnMap()).notes)
+
+
+def test_a_table_with_only_non_embedding_counts_names_the_n_kind_option(tmp_path):
+    # Before: "name it with --n-column" only, though --n-kind non_embedding reads the column as it is.
+    runs = ladder()
+    path = tmp_path / "kaplan.csv"
+    pd.DataFrame({"params_non_embedding": runs["params"], "tokens": runs["tokens"], "loss": runs["val_loss"]}).to_csv(
+        path, index=False
+    )
+    proc = run_cli("fit", str(path), "--bootstrap", "0", check=False)
+    assert proc.returncode == 2 and "(or --n-kind non_embedding for column 'params_non_embedding')" in proc.stderr

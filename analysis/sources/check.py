@@ -234,9 +234,11 @@ def _pick_column(
     if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays: a usual name with its unit
         found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0] in candidates), None)
     if found is None and required:
+        other = next((c for c in _n_names("non_embedding")[:2] if c in frame.columns), None) if role == "n" else None
+        hint = f" (or --n-kind non_embedding for column {other!r})" if other and n_kind == "total" else ""
         raise DataError(
             f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
-            f"name it with {OPTION_OF[role]}. Columns present: {present}"
+            f"name it with {OPTION_OF[role]}{hint}. Columns present: {present}"
         )
     return found
 
