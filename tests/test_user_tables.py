@@ -201,3 +201,16 @@ def test_a_table_with_only_non_embedding_counts_names_the_n_kind_option(tmp_path
     )
     proc = run_cli("fit", str(path), "--bootstrap", "0", check=False)
     assert proc.returncode == 2 and "(or --n-kind non_embedding for column 'params_non_embedding')" in proc.stderr
+
+
+def test_three_sizes_per_budget_give_no_bare_n_opt_per_budget():
+    # Before: 78 of 100 resamples failed, a and b were unidentified, but each budget printed its N_opt
+    # as a bare number (C = 1e19: 1.92e8, truth 2.5e8) with no interval and no word.
+    from analysis.fits.isoflop import fit_isoflop
+
+    fit = fit_isoflop(table_from_frame(ladder(sizes=3, spread=0.5, seed=6), "three.csv"), resamples=100, seed=0)
+    assert fit.estimates["a"].unidentified.startswith("no interval")
+    for profile in fit.profiles:
+        assert profile.n_opt_interval is None and profile.n_opt_unidentified, profile.budget
+    clean = fit_isoflop(table_from_frame(ladder(), "clean.csv"), resamples=50, seed=0)
+    assert sum(not p.n_opt_unidentified for p in clean.profiles) >= 4  # a clean ladder keeps its intervals
