@@ -214,3 +214,11 @@ def test_three_sizes_per_budget_give_no_bare_n_opt_per_budget():
         assert profile.n_opt_interval is None and profile.n_opt_unidentified, profile.budget
     clean = fit_isoflop(table_from_frame(ladder(), "clean.csv"), resamples=50, seed=0)
     assert sum(not p.n_opt_unidentified for p in clean.profiles) >= 4  # a clean ladder keeps its intervals
+
+
+def test_counts_with_thousands_separators_are_numbers():
+    # Before: "no usable rows: all 35 have a value that is not a finite number > 0 ... params '12,771,384'".
+    runs = ladder()
+    grouped = runs.assign(params=runs["params"].map("{:,.0f}".format), tokens=runs["tokens"].map("{:,.0f}".format))
+    table = table_from_frame(grouped, "commas.csv", ColumnMap())
+    assert len(table.runs) == 35 and np.allclose(table.runs["N"], runs["params"], rtol=1e-6)
