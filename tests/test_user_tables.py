@@ -222,3 +222,16 @@ def test_counts_with_thousands_separators_are_numbers():
     grouped = runs.assign(params=runs["params"].map("{:,.0f}".format), tokens=runs["tokens"].map("{:,.0f}".format))
     table = table_from_frame(grouped, "commas.csv", ColumnMap())
     assert len(table.runs) == 35 and np.allclose(table.runs["N"], runs["params"], rtol=1e-6)
+
+
+def test_a_loss_column_named_in_bits_is_labelled_so(tmp_path):
+    # Before: --loss-column loss_bits printed "E 2.392 irreducible loss (nats/token)".
+    runs = ladder()
+    frame = pd.DataFrame(
+        {"params": runs["params"], "tokens": runs["tokens"], "loss_bits": runs["val_loss"] / np.log(2)}
+    )
+    assert table_from_frame(frame, "b.csv", ColumnMap(loss="loss_bits")).loss_unit == "bits/token"
+    assert table_from_frame(frame, "b.csv", ColumnMap(loss="loss_bits", loss_unit="nats")).loss_unit == "nats/token"
+    bpb = frame.rename(columns={"loss_bits": "eval bpb"})
+    assert table_from_frame(bpb, "b.csv", ColumnMap(loss="eval bpb")).loss_unit == "bits/byte"
+    assert table_from_frame(runs, "r.csv", ColumnMap()).loss_unit == "nats/token"
