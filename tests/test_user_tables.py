@@ -235,3 +235,13 @@ def test_a_loss_column_named_in_bits_is_labelled_so(tmp_path):
     bpb = frame.rename(columns={"loss_bits": "eval bpb"})
     assert table_from_frame(bpb, "b.csv", ColumnMap(loss="eval bpb")).loss_unit == "bits/byte"
     assert table_from_frame(runs, "r.csv", ColumnMap()).loss_unit == "nats/token"
+
+
+def test_the_landscape_caption_says_when_the_drawn_e_is_unidentified():
+    # Before: the report's landscape caption read "L(N, D) = 6.44e-10 + 160/N^0.255 + ..." as a finding.
+    from analysis.describe.fit import parametric_law_text
+
+    fit = fit_parametric(table_from_frame(ladder([1e20], 9, 1.0, seed=7), "one.csv"), resamples=30, seed=0)
+    assert parametric_law_text(fit).endswith("(E unidentified)")
+    clean = fit_parametric(table_from_frame(ladder(), "c.csv"), resamples=20, seed=0)
+    assert "unidentified" not in parametric_law_text(clean)
