@@ -2,7 +2,7 @@
 
 Packages (data flows top to bottom; a package imports only from those above it; nothing here imports torch):
   published  published constants (Hoffmann et al. 2022, Kaplan et al. 2020)
-  sources/   read a source once (store directory, CSV/Parquet, wandb) into one typed schema:
+  sources/   read a source once (store directory, CSV/Parquet/JSON, wandb) into one typed schema:
              schema (ColumnMap, RunTable, Source), load (read_source, load_runs), check (the rules),
              budgets (the one budget rule), rows (bad rows, duplicates, units), groups (--where,
              --group-by, the experiment guard), hparams (a hyperparameter sweep: one point per

@@ -68,9 +68,11 @@ def test_a_bpb_table_is_labelled_bpb_in_every_figure_and_the_fit_text():
     loss_labels = [label for label in labels if label.startswith("validation loss")]
     assert len(loss_labels) >= 3 and set(loss_labels) == {"validation loss (bits/byte)"}
     assert not [label for label in labels if "nats" in label]
-    # The default keeps its label: a table read without --loss-unit is in nats/token.
-    plain = table_from_frame(bpb_frame(), "t.csv", ColumnMap(loss="bpb"))
+    # The default keeps its label: a table read without --loss-unit is in nats/token, unless its loss
+    # column's name spells a unit (`analysis.sources.schema.unit_in_name`: "bpb" is bits/byte).
+    plain = table_from_frame(bpb_frame().rename(columns={"bpb": "score"}), "t.csv", ColumnMap(loss="score"))
     assert describe_fit(fit_all(plain, (3,), resamples=0))[0].rows[0].meaning == "irreducible loss (nats/token)"
+    assert table_from_frame(bpb_frame(), "t.csv", ColumnMap(loss="bpb")).loss_unit == "bits/byte"
 
 
 def test_a_bpb_table_through_fit_optimal_and_report_says_bpb_and_never_nats(bpb_csv, tmp_path):
@@ -105,7 +107,7 @@ def test_a_fit_of_other_units_than_its_source_is_named():
     bpb = table_from_frame(frame, "bpb.csv", BPB)
     report = fit_all(bpb, (3,), resamples=0)
     assert fit_matches_source(report, bpb, "fit.json") == []
-    nats = table_from_frame(frame, "bpb.csv", ColumnMap(loss="bpb"))
+    nats = table_from_frame(frame, "bpb.csv", ColumnMap(loss="bpb", loss_unit="nats"))
     (line,) = fit_matches_source(report, nats, "fit.json")
     assert "losses in bits/byte" in line and "are in nats/token" in line
 
@@ -113,7 +115,7 @@ def test_a_fit_of_other_units_than_its_source_is_named():
 def test_compare_refuses_losses_in_different_units_and_labels_its_figure():
     frame = bpb_frame()
     bpb = table_from_frame(frame, "a.csv", BPB)
-    nats = table_from_frame(frame, "b.csv", ColumnMap(loss="bpb"))
+    nats = table_from_frame(frame, "b.csv", ColumnMap(loss="bpb", loss_unit="nats"))
     with pytest.raises(UserError, match=r"different units \(a.csv: bits/byte, b.csv: nats/token\)"):
         compare_inputs([Input("a.csv", bpb, frame), Input("b.csv", nats, frame)], resamples=0)
     fit = fit_parametric(bpb, resamples=0)

@@ -272,7 +272,7 @@ def formats(text: str) -> list[str]:
 def source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "source",
-        help="a sweep's results store directory, a .csv/.parquet table of runs, or wandb:ENTITY/PROJECT (online)",
+        help="a sweep's results store directory, a .csv/.tsv/.parquet/.json/.jsonl table of runs, or wandb:ENTITY/PROJECT (online)",
     )
     p.add_argument(
         "--fit", metavar="FIT.json", help="use this saved fit (`scaling fit --out FIT.json`) instead of fitting again"

@@ -35,7 +35,7 @@ def compare_parser() -> argparse.ArgumentParser:
         "sources",
         nargs="+",
         metavar="SOURCE",
-        help="BASELINE CANDIDATE [CANDIDATE ...]: results store directories, .csv/.parquet tables or "
+        help="BASELINE CANDIDATE [CANDIDATE ...]: results store directories, .csv/.tsv/.parquet/.json/.jsonl tables or "
         "wandb:ENTITY/PROJECT; with --group-by, one table",
     )
     p.add_argument("--group-by", metavar="COLUMN", help="compare the groups of one table by the values of COLUMN")

@@ -33,7 +33,7 @@ def fit_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "source",
-        help="a sweep's results store directory, a .csv/.parquet table of runs, or wandb:ENTITY/PROJECT (online)",
+        help="a sweep's results store directory, a .csv/.tsv/.parquet/.json/.jsonl table of runs, or wandb:ENTITY/PROJECT (online)",
     )
     p.add_argument(
         "--approach",

@@ -64,7 +64,7 @@ def render(a, unit: str) -> str:
         ("total FLOPs", interval_text(v["total_flops"])),
         (
             "training-optimal",
-            f"N = {num(v['reference_N'].value)}, D = {num(v['reference_D'].value)} (same loss, T = 0)",
+            f"N = {_value(v['reference_N'])}, D = {_value(v['reference_D'])} (same loss, T = 0)",
         ),
         ("  its total FLOPs", interval_text(v["reference_total_flops"])),
         ("saving", interval_text(v["saving_flops"], unit="FLOPs")),
@@ -76,3 +76,7 @@ def render(a, unit: str) -> str:
         lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")
     lines += [f"  note: {note}" for note in a.notes]
     return "\n".join(lines)
+
+
+def _value(e) -> str:
+    return "unidentified" if e.unidentified else num(e.value)

@@ -1,6 +1,6 @@
 """The sources a comparison reads, and the rule that their losses are comparable.
 
-A source is what `scaling fit` takes (a store directory, a CSV/Parquet table, wandb:ENTITY/PROJECT),
+A source is what `scaling fit` takes (a store directory, a CSV/Parquet/JSON table, wandb:ENTITY/PROJECT),
 or one group of a table: the rows whose ``group_by`` column holds a value, read exactly as
 `scaling fit --group-by` reads them (`analysis.sources.load.read_groups`).
 

@@ -130,7 +130,7 @@ def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: 
 def differences(baseline: ParametricFit, candidate: ParametricFit, level: float) -> dict[str, dict]:
     """Candidate − baseline of each of `DIFFERENCES`: {"baseline", "candidate", "value", "lower", "upper"},
     and "unidentified" (why) where a side cannot pin it down: it is `unresponsive` (for all), its a is
-    unidentified (for a), or its bootstrap was asked for and failed (for all)."""
+    own estimate of it is unidentified (a, alpha, beta, E), or its bootstrap was asked for and failed (for all)."""
     base_point = _with_gamma({**baseline.params, "a": baseline.estimates["a"].value})
     cand_point = _with_gamma({**candidate.params, "a": candidate.estimates["a"].value})
     paired = paired_samples(baseline, candidate)
@@ -146,15 +146,13 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
             "lower": None,
             "upper": None,
         }
-        unset = [side for side, fit in sides.items() if name == "a" and fit.estimates["a"].unidentified]
+        unset = [side for side, fit in sides.items() if name in fit.estimates and fit.estimates[name].unidentified]
         if stuck:  # a difference is no better pinned down than either side
             entry["unidentified"] = stuck
-        elif unset or failed:
-            entry["unidentified"] = (
-                f"the {' and '.join(unset)}'s a is unidentified"
-                if unset
-                else f"no interval: too few of the {' and '.join(failed)}'s resamples could be refitted"
-            )
+        elif unset and (name == "a" or not failed):  # a failed bootstrap is the first reason, but for a
+            entry["unidentified"] = f"the {' and '.join(unset)}'s {name} is unidentified"
+        elif failed:
+            entry["unidentified"] = f"no interval: too few of the {' and '.join(failed)}'s resamples could be refitted"
         if paired is not None and paired[2] >= 2:
             base, cand = _with_gamma(paired[0]), _with_gamma(paired[1])
             lower, upper = percentile_interval((cand[name] - base[name])[:, None], level)

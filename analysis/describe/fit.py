@@ -249,8 +249,11 @@ def envelope_law_legend(env) -> str:
 
 
 def parametric_law_text(fit) -> str:
+    """The fitted law as drawn, saying so when its E is unidentified (the value drawn is not a finding)."""
     p = fit.params
-    return f"L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}"
+    text = f"L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}"
+    floor = fit.estimates.get("E")
+    return text + (" (E unidentified)" if floor is not None and floor.unidentified else "")
 
 
 def minimum_legend(p) -> str:

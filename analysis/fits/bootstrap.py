@@ -8,9 +8,9 @@ Identification (`identification`): an interval so wide that the data do not pin 
 reported as unidentified, not as numbers: a positive scale (N_opt at a budget) whose interval spans
 more than `MAX_DECADES` orders of magnitude (upper/lower > 10), or an allocation exponent (a, b:
 N_opt ∝ C^a, D_opt ∝ C^b, which lie in (0, 1)) whose interval is wider than `MAX_EXPONENT_WIDTH`,
-or has no width at all (every resample gave the same value: the fit does not respond to the data,
-as when two experiments' runs at the same points are pooled and the robust objective is flat between
-them). Every estimate is unidentified when too few resamples could be refitted to give intervals
+or any estimate whose interval has no width at all (every resample gave the same value: the fit
+does not respond to the data, as when two experiments' runs at the same points are pooled and the
+robust objective is flat between them: E, A, B, alpha and beta too, not only a and b). Every estimate is unidentified when too few resamples could be refitted to give intervals
 (`summarize`).
 """
 
@@ -77,17 +77,17 @@ def unit_draws(rng: np.random.Generator, units: np.ndarray, resamples: int) -> t
 
 def identification(name: str, lower: float | None, upper: float | None) -> str:
     """Why the interval [lower, upper] of ``name`` does not identify it ("" when it does): the
-    rules of the module docstring (`EXPONENTS` by width, anything else as a positive scale only
-    when asked through `scale_identification`)."""
-    if lower is None or upper is None or name not in EXPONENTS:
+    rules of the module docstring (no width: any name; `EXPONENTS` by width; anything else as a
+    positive scale only when asked through `scale_identification`)."""
+    if lower is None or upper is None:
         return ""
-    if upper - lower > MAX_EXPONENT_WIDTH:
-        return f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_EXPONENT_WIDTH:g}"
     if upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper)):
         return (
             f"every resample gave {lower:.4g}: the fit does not respond to the data, e.g. a flat objective "
             "from pooling two experiments' runs at the same (N, D)"
         )
+    if name in EXPONENTS and upper - lower > MAX_EXPONENT_WIDTH:
+        return f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_EXPONENT_WIDTH:g}"
     return ""
 
 

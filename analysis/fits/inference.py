@@ -189,6 +189,7 @@ def inference_allocation(
         for k, v in central.items()
     }
     notes = list(law.notes)
+    _flag_unidentified(law, values, target_loss, budget, notes)
     if target_loss is not None and law.samples is not None:
         notes += never_reaching(law, target_loss, inference_tokens, central, draws, values)
     return InferenceAllocation(
@@ -201,3 +202,24 @@ def inference_allocation(
         n_kind=law.n_kind,
         notes=notes,
     )
+
+
+def _flag_unidentified(law, values: dict[str, Estimate], target_loss, budget, notes: list[str]) -> None:
+    """The plain allocation's rules (`analysis.fits.optimal.Law`): a fit whose a is unidentified makes
+    the allocation unidentified (not the loss); one whose E is unidentified, the loss outside its fitted
+    budgets (for a target loss: every answer, since they all rest on where the loss levels off)."""
+    given = "loss" if target_loss is not None else "total_flops"
+    if getattr(law, "unidentified", ""):
+        notes.append(f"the fit's exponent a is unidentified ({law.unidentified}): so is this allocation")
+        for name in set(values) - {given, "loss"}:
+            values[name].unidentified = "as the fit's a"
+    if getattr(law, "floor_unidentified", ""):
+        low, high = getattr(law, "fitted_compute_min", None) or 0.0, law.fitted_compute_max
+        reach = budget if budget is not None else values["reference_total_flops"].value
+        if high is None or not low <= reach <= high:
+            notes.append(
+                f"the fit's irreducible loss E is unidentified ({law.floor_unidentified}): so is what it predicts "
+                "outside its fitted budgets"
+            )
+            for name in {"loss"} if target_loss is None else set(values) - {given}:
+                values[name].unidentified = values[name].unidentified or "as the fit's E"

@@ -85,12 +85,17 @@ class Law(abc.ABC):
         notes: list[str] | None = None,
         unidentified: str = "",
         loss_unit: str = DEFAULT_LOSS_UNIT,
+        floor_unidentified: str = "",
+        fitted_compute_min: float | None = None,
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
         self.loss_unit = (
             loss_unit  # of every loss it predicts: a fit's (`FitReport.loss_unit`); the presets' nats/token
         )
         self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
+        # why it does not pin down its irreducible loss E ("" if it does): its loss beyond the fitted budgets is unknown
+        self.floor_unidentified = floor_unidentified
+        self.fitted_compute_min = fitted_compute_min  # the smallest fitted run's 6·N·D (approach 3), or None
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.fitted_compute_max = fitted_compute_max
         self.notes = list(notes or [])
@@ -142,6 +147,8 @@ class Law(abc.ABC):
                 allocation.notes.append(never_reached_note(never))
             if allocation.budget.unidentified:
                 allocation.budget.unidentified = f"interval unbounded above: {never_reached(never, size)}"
+        if allocation.loss is not None and allocation.loss.unidentified == "as the fit's E":
+            allocation.budget.unidentified = "as the fit's E"  # the budget that reaches a loss rests on E as well
         return allocation
 
     def never_reaches(self, p, target: float) -> np.ndarray:
@@ -181,6 +188,18 @@ class Law(abc.ABC):
         return allocation
 
     # ------------------------------------------------------------ helpers
+    def _floor_check(self, compute: float, loss: Estimate | None, notes: list[str]) -> None:
+        """A loss predicted outside the fitted budgets rests on E: unidentified when E is (a one-budget fit
+        with E at 0 gave 3.909 [3.577, 4.118] at 1/100 of its budget, truth 3.51)."""
+        low, high = self.fitted_compute_min or 0.0, self.fitted_compute_max
+        if loss is None or not self.floor_unidentified or (high is not None and low <= compute <= high):
+            return
+        loss.unidentified = "as the fit's E"
+        notes.append(
+            f"the fit's irreducible loss E is unidentified ({self.floor_unidentified}): so is the loss it predicts "
+            "outside its fitted budgets"
+        )
+
     def _sample_count(self) -> int:
         return len(next(iter(self.samples.values())))
 
@@ -204,6 +223,7 @@ class Law(abc.ABC):
             if loss is not None and not np.isfinite(loss.value):  # no law at all (`parametric_form`): no loss
                 loss.unidentified = "as the fit's a"
             notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
+        self._floor_check(c, loss, notes)
         extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
         if extrapolation:
             notes.append(
@@ -385,6 +405,8 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     )
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
+        common["floor_unidentified"] = fit.estimates["E"].unidentified if "E" in fit.estimates else ""
+        common["fitted_compute_min"] = float(np.min(flops_6nd(np.asarray(fit.n), np.asarray(fit.d)))) if fit.n else None
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}

@@ -306,6 +306,7 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         boot.notes += notes
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
+    form.flag_floor(estimates, bool(theta_c[0] < objective.e_floor))
     withheld = form.withhold(estimates, boot, form.best_fit_reasons(point, objective.xc, objective.yc))
     if withheld:  # no law: `FitReport.load` keeps the nulls, optimal refuses it, the figures draw none
         convergence.pop("note", None)  # about E, which has no value now

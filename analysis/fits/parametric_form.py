@@ -145,3 +145,14 @@ def flag_resampled(estimates: dict[str, Estimate], flags: dict[str, str]) -> Non
     for name, why in flags.items():
         if name in estimates:
             estimates[name].unidentified = why
+
+
+FLOOR_REASON = "the best fit puts E at 0, these runs show no floor: an interval from that bound does not bound E"
+
+
+def flag_floor(estimates: dict[str, Estimate], at_floor: bool) -> None:
+    """E is unidentified when the best fit puts it at 0 (below `E_FLOOR_FRACTION` of the lowest loss): a
+    percentile interval around an estimate on its bound says nothing about where the loss levels off (one
+    budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified before)."""
+    if at_floor and "E" in estimates and not estimates["E"].unidentified:
+        estimates["E"].unidentified = FLOOR_REASON

@@ -91,6 +91,7 @@ def budgets_of_frame(
 
 
 UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
+NOMINAL_FACTOR = 1.25  # beyond this (median) the column counts compute otherwise than 6·N·D, not by rounding
 
 
 def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> str:
@@ -104,10 +105,14 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> str:
             f"{where}; 6·N·D is {factor:.3g}x the column (median over runs): N, D or the budget is in other "
             "units (N in millions? a budget in PF-days?); the fit groups runs by the column and fits C = 6·N·D"
         )
-    return (
-        f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); "
-        "the fit uses the column"
-    )
+    text = f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); the fit uses the column"
+    if not 1 / NOMINAL_FACTOR <= factor <= NOMINAL_FACTOR:  # a convention, not rounding: say what it changes
+        text += (
+            f", and 6·N·D is {factor:.3g}x it (median): approaches 1 and 2 give N_opt against the column's budgets, "
+            "approach 3 against C = 6·N·D, so their N_opt(C) differ by that factor in C (--budget-column none "
+            "groups by 6·N·D instead)"
+        )
+    return text
 
 
 def _clustered(budgets: np.ndarray, compute: np.ndarray, tolerance: float) -> str:

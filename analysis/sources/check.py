@@ -2,11 +2,15 @@
 
 Rules, applied the same way to every source (`analysis.sources.load` reads them):
   * ``--where`` filters keep the rows asked for (`analysis.sources.groups`);
+  * a run id repeated at growing token counts is a training curve: its last row is the run
+    (`analysis.sources.curverows`);
   * rows whose ``status`` is not "completed" are excluded, and a warning names them and why;
   * runs from different corpora or experiments are refused unless allowed (`analysis.sources.groups`);
   * a row whose N, D (or C) or loss is not a finite number > 0 is excluded and listed (refused
     under ``--strict``); exact duplicates are counted once; repeated seeds of one (N, D) share a
     ``unit`` (`analysis.sources.rows`);
+  * a count column whose name carries its unit (params_M, tokens_B, compute_pfdays) is scaled, and a
+    loss column named as a perplexity refused (`analysis.sources.colunits`);
   * D = C/(6N) when D is absent, and C = 6·N·D always (Kaplan et al. 2020, §2.1): a C column
     that disagrees is noted, and arithmetic wins;
   * runs are grouped into compute budgets by the one rule of `analysis.sources.budgets`;
@@ -20,6 +24,8 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import budget_column_of, budgets_of_frame
+from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit
+from analysis.sources.curverows import split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
@@ -52,8 +58,8 @@ def table_from_frame(
     run_ids = run_ids[frame.index]
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
     _warn_mixed_architectures(frame, warnings)
-
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
+    frame, run_ids, curves = _as_named(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes)
     needed = {n_col: "parameter counts N", loss_col: "losses"}
     needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
     keep = usable_rows(frame, run_ids, needed, columns.strict, warnings)
@@ -90,6 +96,12 @@ def table_from_frame(
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
     )
+
+
+def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str]):
+    """Units from the N, D and C columns' names (`colunits`), then training curves given as rows (`curverows`)."""
+    frame = apply_column_units(frame, dict(zip(("n", "d", "c"), picked[:3], strict=True)), notes)
+    return split_curve_rows(frame, run_ids, picked, curves, notes)
 
 
 def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:
@@ -155,6 +167,7 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     loss_col = _pick_column(frame, "loss", columns.loss, source)
     d_col = _pick_column(frame, "d", columns.d, source, required=False)
     c_col = _pick_column(frame, "c", columns.c, source, required=False)
+    refuse_perplexity(loss_col, source)
     if d_col is None and c_col is None:
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "
@@ -218,10 +231,14 @@ def _pick_column(
         return named
     candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
     found = next((c for c in candidates if c in frame.columns), None)
+    if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays: a usual name with its unit
+        found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0] in candidates), None)
     if found is None and required:
+        other = next((c for c in _n_names("non_embedding")[:2] if c in frame.columns), None) if role == "n" else None
+        hint = f" (or --n-kind non_embedding for column {other!r})" if other and n_kind == "total" else ""
         raise DataError(
             f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
-            f"name it with {OPTION_OF[role]}. Columns present: {present}"
+            f"name it with {OPTION_OF[role]}{hint}. Columns present: {present}"
         )
     return found
 

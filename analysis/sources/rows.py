@@ -37,7 +37,8 @@ def listing(items: list[str]) -> str:
 
 def numeric(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     """The column as float64 and a mask of values that are not finite numbers > 0. Text counts as
-    published tables write them ("70M", "1.3B", "300B", "1.4T", "125k") are read as numbers."""
+    published tables write them ("70M", "1.3B", "300B", "1.4T", "125k") and thousands grouped by commas
+    ("1,300,000") are read as numbers."""
     raw = frame[column]
     if not pd.api.types.is_numeric_dtype(raw):
         raw = raw.map(_count)
@@ -49,8 +50,13 @@ _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}  # thousand, million, bill
 _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([kmbt])\s*$", re.IGNORECASE)
 
 
+_GROUPED = re.compile(r"^\s*[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?\s*$")  # 1,300,000,000: a spreadsheet's thousands
+
+
 def _count(value):
-    """'1.3B' -> 1.3e9; anything else unchanged."""
+    """'1.3B' -> 1.3e9, '1,300,000' -> 1.3e6; anything else unchanged."""
+    if isinstance(value, str) and _GROUPED.match(value):
+        return float(value.replace(",", ""))
     match = _COUNT.match(value) if isinstance(value, str) else None
     return float(match.group(1)) * _SUFFIXES[match.group(2).lower()] if match else value
 

@@ -111,8 +111,21 @@ class ColumnMap:
             )
 
     def unit_of_loss(self, column: str) -> str:
-        """The unit of the loss read from ``column``: --loss-unit's, else the store's for that column."""
-        return self.loss_unit or LOSS_UNIT_OF_COLUMN.get(column, DEFAULT_LOSS_UNIT)
+        """The unit of the loss read from ``column``: --loss-unit's, else the store's for that column, else
+        the one its name spells (`unit_in_name`: loss_bits was labelled nats/token before), else nats/token."""
+        return self.loss_unit or LOSS_UNIT_OF_COLUMN.get(column) or unit_in_name(column) or DEFAULT_LOSS_UNIT
+
+
+def unit_in_name(column: str) -> str:
+    """The loss unit a column's name spells as a word (``loss_bits``, ``eval bpb``, ``bpc``, ``loss_nats``):
+    bpb/bpc or bits with byte/char are per byte/character, bits alone per token; "" when it names none."""
+    words = set(re.split(r"[^a-z]+", str(column).lower()))
+    per = "byte" if words & {"byte", "bytes"} else "character" if words & {"char", "chars", "character"} else "token"
+    if "bpb" in words or "bpc" in words:
+        return LOSS_UNIT_ALIASES["bpb" if "bpb" in words else "bpc"]
+    if words & {"bits", "bit"}:
+        return f"bits/{per}"
+    return "nats/token" if words & {"nats", "nat"} else ""
 
 
 @dataclass
