@@ -127,6 +127,19 @@ def _require(cond: bool, key: str, value: Any, valid: str) -> None:
         raise ConfigError(f"{key}: {value!r} is not valid; {valid}")
 
 
+def validate_schedule(cfg) -> None:
+    """``train.schedule``, its cooldown and its branches (budgets below the run's). Raises ConfigError."""
+    t = cfg.train
+    _require(t.schedule in ("cosine", "wsd"), "train.schedule", t.schedule, "valid: cosine, wsd")
+    _require(0 < t.cooldown_frac <= 1, "train.cooldown_frac", t.cooldown_frac, "it must be in (0, 1]")
+    for b in t.branches:
+        ok = isinstance(b, (int, float)) and math.isfinite(b) and b > 0
+        _require(ok, "train.branches", b, "it must be a positive number")
+        _require(b < cfg.budget, "train.branches", b, f"each must be below the run's budget {cfg.budget:g}")
+    if t.branches:
+        _require(t.schedule == "wsd", "train.branches", list(t.branches), "branches need train.schedule=wsd")
+
+
 def validate(cfg) -> None:
     """Check values for meaning (types were checked at compose time). Raises ConfigError."""
 
@@ -174,13 +187,7 @@ def validate(cfg) -> None:
     _require(0 <= o.warmup_frac < 1, "optim.warmup_frac", o.warmup_frac, "it must be in [0, 1)")
     if o.warmup_steps is not None:
         positive("optim.warmup_steps", o.warmup_steps, integer=True)
-    _require(t.schedule in ("cosine", "wsd"), "train.schedule", t.schedule, "valid: cosine, wsd")
-    _require(0 < t.cooldown_frac <= 1, "train.cooldown_frac", t.cooldown_frac, "it must be in (0, 1]")
-    for b in t.branches:
-        positive("train.branches", b)
-        _require(b < cfg.budget, "train.branches", b, f"each must be below the run's budget {cfg.budget:g}")
-    if t.branches:
-        _require(t.schedule == "wsd", "train.branches", list(t.branches), "branches need train.schedule=wsd")
+    validate_schedule(cfg)
     _require(0 <= o.min_lr_ratio <= 1, "optim.min_lr_ratio", o.min_lr_ratio, "it must be in [0, 1]")
     _require(cfg.tracking.backend in ("wandb", "none"), "tracking.backend", cfg.tracking.backend, "valid: wandb, none")
     _require(

@@ -10,7 +10,7 @@ import pytest
 from analysis.fits import laws
 from analysis.fits.fit import fit_all
 from analysis.fits.inference import for_budget, for_loss, inference_allocation
-from analysis.fits.optimal import PRESETS
+from analysis.fits.presets import PRESETS
 from analysis.published import CHINCHILLA_APPROACH3 as LAW
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import isoflop_runs

@@ -24,7 +24,7 @@ from scaling.errors import UserError
 # ================================================================= scaling optimal
 def optimal_parser() -> argparse.ArgumentParser:
     from analysis.describe.hparams import HP_LAW_CHOICES
-    from analysis.fits.optimal import PRESETS
+    from analysis.fits.presets import PRESETS
 
     p = Parser(
         prog="scaling optimal",
@@ -120,7 +120,8 @@ def optimal_main(argv: list[str]) -> int:
 
 def resolve_law(name: str, approach: int | None = None, level: float | None = None):
     """A preset by name, or the law of a FIT.json file."""
-    from analysis.fits.optimal import PRESETS, chosen_fit, law_from_fit
+    from analysis.fits.optimal import chosen_fit, law_from_fit
+    from analysis.fits.presets import PRESETS
 
     if name in PRESETS:
         if approach is not None:

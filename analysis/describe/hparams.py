@@ -61,7 +61,7 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
     the FIT.json's when it has them, else none); lines for the text and an object for --json."""
     from pathlib import Path
 
-    from analysis.fits.optimal import PRESETS
+    from analysis.fits.presets import PRESETS
     from analysis.fits.results import FitReport
 
     own = law_name not in PRESETS and Path(law_name).is_file()

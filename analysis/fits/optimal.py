@@ -1,6 +1,6 @@
 """Compute-optimal allocation: for a budget C, the N and D that minimise loss under C = 6·N·D.
 
-A law is either a published preset (`PRESETS`) or a saved fit (`law_from_fit`). Every allocation
+A law is either a published preset (`analysis.fits.presets.PRESETS`) or a saved fit (`law_from_fit`). Every allocation
 printed satisfies 6·N·D = C: N comes from the law and D = C/(6·N). When the law carries bootstrap
 samples, each sample gives its own N (and loss), and the intervals are their percentiles.
 
@@ -19,10 +19,9 @@ import numpy as np
 from analysis.fits import laws
 from analysis.fits.bootstrap import reaches_zero
 from analysis.fits.results import Estimate, FitReport, ParametricFit, no_law
-from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
-from scaling.flops import PF_DAY_FLOPS, flops_6nd, params_6nd, tokens_6nd
+from scaling.flops import flops_6nd, params_6nd, tokens_6nd
 
 EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
 LOG10_BUDGET_RANGE = (0.0, 60.0)  # where the inverse looks for a budget, in log10 FLOPs
@@ -326,53 +325,6 @@ class PowerLawAllocation(Law):
 
     def _loss(self, p, n, d):
         return None if self.point_loss is None or p is not self.params else self.point_loss(n, d)
-
-
-# ---------------------------------------------------------------- presets (sources: docs/NOTES.md)
-def _chinchilla() -> Law:
-    return PowerLawAllocation(
-        "chinchilla",
-        {"N_coefficient": (6.0 * CHINCHILLA_TOKENS_PER_PARAM) ** -0.5, "a": 0.5},
-        notes=[
-            "Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C/120), D_opt = 20·N_opt; "
-            "this rule predicts no loss"
-        ],
-    )
-
-
-def _chinchilla_parametric() -> Law:
-    return ParametricLaw(
-        "chinchilla-parametric",
-        dict(CHINCHILLA_APPROACH3),
-        notes=[
-            "Hoffmann et al. 2022, approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28, "
-            "N_opt = G·(C/6)^0.46 with G = (αA/(βB))^(1/(α+β))"
-        ],
-    )
-
-
-def _kaplan() -> Law:
-    k = KAPLAN
-    pf = PF_DAY_FLOPS
-    return PowerLawAllocation(
-        "kaplan",
-        {
-            "N_coefficient": k["N_e"] * pf ** -k["p_N"],
-            "a": k["p_N"],
-            "loss_A": (k["C_c_pf_days"] * pf) ** k["alpha_C"],
-            "loss_alpha": k["alpha_C"],
-        },
-        n_kind="non_embedding",
-        point_loss=lambda n, d: laws.kaplan_joint_loss(n, d, k["N_c"], k["D_c"], k["alpha_N"], k["alpha_D"]),
-        notes=[
-            "Kaplan et al. 2020: N counts non-embedding parameters; their compute unit is the PF-day "
-            f"(1 PF-day = {pf:.3g} FLOPs), converted here: N_opt = 1.3e9·(C/PF-day)^0.73 (Table 6), "
-            "loss on the frontier (3.1e8 PF-days / C)^0.050 (Eq. 1.3)"
-        ],
-    )
-
-
-PRESETS = {"chinchilla": _chinchilla, "chinchilla-parametric": _chinchilla_parametric, "kaplan": _kaplan}
 
 
 def chosen_fit(report: FitReport, label: str, approach: int | None = None):
