@@ -116,7 +116,11 @@ OPTIMAL = [
     ("negative budget", ["--budget", "-1e21"], ["--budget", "'-1e21'", "finite number > 0"]),
     ("zero budget", ["--budget", "0"], ["--budget", "'0'", "finite number > 0"]),
     ("unknown law", ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"], ["no-such-fit.json", "chinchilla"]),
-    ("not a fit file", ["--law", "{negative_csv}", "--budget", "1e21"], ["negative.csv", "not valid JSON"]),
+    (
+        "not a fit file",
+        ["--law", "{negative_csv}", "--budget", "1e21"],
+        ["negative.csv", "not valid JSON", "scaling fit", "--out FIT.json` first"],
+    ),
     (
         "approach missing from the fit",
         ["--law", "{fit}", "--approach", "2", "--budget", "1e21"],

@@ -18,7 +18,7 @@ from analysis.cli.common import (
 from analysis.cli.inference import inference_main, inference_tokens
 from analysis.fits.codec import to_jsonable
 from analysis.fits.results import FitReport, no_law
-from scaling.errors import UserError
+from scaling.errors import DataError, UserError
 
 
 # ================================================================= scaling optimal
@@ -132,7 +132,13 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
             "(write one with `scaling fit SOURCE --out FIT.json`)"
         )
-    report = FitReport.load(name)
+    try:
+        report = FitReport.load(name)
+    except DataError as err:  # a table, say: the fit comes first
+        raise UserError(
+            f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESETS)}) or a FIT.json: for a table of "
+            f"runs, `scaling fit {name} --out FIT.json` first"
+        ) from None
     law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)
     if no_law(fit):  # approach 2 with too few bracketed budgets, or 3 contradicted (`no_law`)
         others = [str(f.approach) for f in report.fits if f is not fit and not no_law(f)]
