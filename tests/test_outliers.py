@@ -155,3 +155,23 @@ def test_a_run_of_leverage_one_is_never_flagged_and_leaves_the_others_tested():
         assert np.isfinite(z).all(), flagged
         assert ("r06" in {o.run_id for o in flagged}) == (planted != 1.0), (seed, flagged)  # ±10% at 1% noise
     assert leverage_one == 5
+
+
+def test_a_budget_approach_2_drops_because_of_a_diverged_run_names_it():
+    """A diverged run (loss 10 among ~3) bends its budget's profile out of shape, and approach 2 drops
+    the budget as "does not curve upward": the fit says which flagged run it holds, and
+    --exclude-outliers brings the budget back (user tables of 2026-11-26)."""
+    from analysis.fits.fit import fit_all
+    from analysis.published import CHINCHILLA_APPROACH3
+    from analysis.sources.schema import ColumnMap
+
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e18, 1e19, 1e20, 1e21, 1e22], 7, spread_decades=0.8, seed=3)
+    runs.loc[3, "val_loss"] = 10.0
+    table = table_from_frame(runs, "diverged.csv", ColumnMap())
+    kept = fit_all(table, approaches=[2], resamples=20)
+    assert 1e18 not in {p.budget for p in kept.isoflop.profiles}
+    assert any(n.startswith("approach 2 dropped budget 1e+18, which holds r0003") for n in kept.notes), kept.notes
+    assert "--exclude-outliers refits without it" in " ".join(kept.notes)
+    excluded = fit_all(table, approaches=[2], resamples=20, exclude_outliers=True)
+    assert 1e18 in {p.budget for p in excluded.isoflop.profiles}
+    assert not any("dropped budget" in n for n in excluded.notes)

@@ -65,7 +65,7 @@ def fit_all(
             report.hyperparameter_laws = report.hyperparameter_fit["laws"]
         if not exclude_outliers:
             report.outliers, more_notes = flag_outliers(table, report.parametric)
-            report.notes += more_notes
+            report.notes += more_notes + outliers_in_dropped_budgets(report, table)
         else:
             report.outliers = outliers
     if not report.fits:
@@ -98,3 +98,18 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
             if len(approaches) == 1:
                 raise
             report.skipped[str(approach)] = str(err)
+
+
+def outliers_in_dropped_budgets(report: FitReport, table) -> list[str]:
+    """Notes for the budgets approach 2 dropped (no parabola) that hold a run flagged by the residual
+    rule: a diverged run (loss 10 among 2-3) bends a profile out of shape, and the drop's own reason
+    ("does not curve upward") does not name it."""
+    if report.isoflop is None:
+        return []
+    kept = {p.budget for p in report.isoflop.profiles}
+    return [
+        f"approach 2 dropped budget {o.budget:.3g}, which holds {o.run_id} (N = {o.n:.4g}, loss {o.loss:.4g}), "
+        f"flagged an outlier: {o.detail}; --exclude-outliers refits without it"
+        for o in report.outliers
+        if o.rule == "residual" and o.budget in set(table.budgets) - kept
+    ]
