@@ -29,6 +29,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 import scaling.config  # noqa: F401  (registers the schema with Hydra's ConfigStore)
+from scaling.config import schema_keys, valid_keys_hint
 from scaling.errors import ConfigError, UserError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -47,7 +48,8 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
             line = line.strip()
             if (
                 line
-                and not line.startswith(("Set the environment", "object_type", "reference_type"))
+                # Hydra's "To append to your config use +key": the key would be added and never read
+                and not line.startswith(("Set the environment", "object_type", "reference_type", "To append"))
                 and line not in parts
             ):
                 parts.append(line)
@@ -59,9 +61,10 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
 
 
 def _hint(text: str) -> str:
-    """What a user meant, for two errors whose words mislead: a key of another option of a config group
-    (``data.path`` with the default data=stdlib: Hydra suggests ``+data.path``), and a numeric key
-    such as a grid's budget ``3e11``, which Hydra's override grammar cannot address."""
+    """What a user meant, for errors whose words mislead: a key of another option of a config group
+    (``data.path`` with the default data=stdlib: Hydra suggests ``+data.path``), a typo in a typed
+    section (the close key and the valid ones, not Hydra's ``+key``), and a numeric key such as a
+    grid's budget ``3e11``, which Hydra's override grammar cannot address."""
     import re
 
     key = re.search(r"full_key: (\w+)\.([\w.]+)", text)
@@ -73,9 +76,22 @@ def _hint(text: str) -> str:
             return (
                 f" [{group}.{rest} belongs to {options}: choose one first, e.g. {group}={having[0]} {group}.{rest}=...]"
             )
+    unknown = re.search(r"Key '\w+' not in '\w+'; full_key: ((?:\w+\.)*)(\w+)", text)
+    valid = _section_keys(unknown[1].rstrip(".")) if unknown else None
+    if valid:  # a typo in a typed section (Hydra's advice, `+key`, would add a key nothing reads)
+        return f" [{valid_keys_hint(unknown[2], valid, unknown[1].rstrip('.'))}]"
     if "Error parsing override" in text and re.search(r"extraneous input 'e\d+'", text):
         return " [a numeric key such as a grid's budget 3e11 cannot be set on the command line: write a sweep .yaml]"
     return ""
+
+
+def _section_keys(section: str) -> list[str] | None:
+    """The keys of the config section ``section`` from its schema (the sweeper's for hydra.sweeper)."""
+    if section == "hydra.sweeper":
+        from hydra_plugins.scaling_sweeper import settings
+
+        return settings.keys()
+    return None if section.startswith("hydra") else schema_keys(section)
 
 
 def _has_key(path: Path, key: str) -> bool:

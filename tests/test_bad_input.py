@@ -25,6 +25,16 @@ S = "{store}"  # placeholders, filled in from the `files` fixture
 
 TRAIN = [
     ("unknown nested key", ["train.lr=3", f"store={S}"], ["train.lr", "not in 'TrainConfig'"]),
+    (  # Hydra's own advice (`+train.min_stpes=3`) would add a key nothing reads: the close key instead
+        "a typo in a typed section",
+        ["train.min_stpes=3", f"store={S}"],
+        ["train.min_stpes", "did you mean min_steps?", "valid keys of train:"],
+    ),
+    (  # the `+` bypasses struct mode: before, the run trained with min_steps=100 under a new run id
+        "a `+` key the schema lacks",
+        ["+train.min_stpes=3", f"store={S}"],
+        ["train.min_stpes: not a key of the config", "did you mean min_steps?"],
+    ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
     ("zero budget", ["budget=0", f"store={S}"], ["budget", "0.0", "positive number"]),
@@ -70,6 +80,11 @@ TRAIN = [
 SWEEP_CASES = [
     ("unknown sweep", ["nosuch"], ["sweep 'nosuch'", "no such sweep file", "tiny"]),
     ("unknown key", [str(SWEEP), "lr=3", f"store={S}"], ["'lr'", "not in 'Config'"]),
+    (
+        "a typo in a sweeper setting",
+        [str(SWEEP), "hydra.sweeper.modles=[d32]", f"store={S}"],
+        ["hydra.sweeper.modles", "did you mean models?", "valid keys of hydra.sweeper:"],
+    ),
     ("unknown launcher", [str(SWEEP), "hydra/launcher=nosuch", f"store={S}"], ["hydra/launcher", "joblib", "basic"]),
     ("wrong type", [str(SWEEP), "train.batch_size=big", f"store={S}"], ["train.batch_size", "big", "Integer"]),
     ("unwritable store", [str(SWEEP), "store={afile}/store"], ["store", "Not a directory", "writable directory"]),
@@ -87,6 +102,11 @@ SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subpr
         ["all 2 combinations were dropped", "train.min_steps"],
     ),
     ("unknown model in a list", [str(SWEEP), "model=d32,d33", f"store={S}"], ["model=d33", "model/d33", "d48"]),
+    (  # before: the key was ignored and the sweep launched every run
+        "a `+` sweeper setting it lacks",
+        [str(SWEEP), "+hydra.sweeper.modles=[d32]", f"store={S}"],
+        ["hydra.sweeper.modles: not a setting of the scaling sweeper", "did you mean models?"],
+    ),
 ]
 FIT = [
     ("missing store", ["{workdir}/no-such-store"], ["no-such-store", "does not exist"]),

@@ -15,6 +15,13 @@ from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from scaling import devices
 
 
+def keys() -> list[str]:
+    """The sweeper's settings, hydra.sweeper.KEY (`ScalingSweeperConf`)."""
+    from hydra_plugins.scaling_sweeper.scaling_sweeper import ScalingSweeperConf
+
+    return [k for k in ScalingSweeperConf.__dataclass_fields__ if k != "_target_"]
+
+
 def budget(value: Any, key: str) -> float:
     """A FLOP budget from a sweep setting, or ConfigError naming the key."""
     from scaling.errors import ConfigError
@@ -62,6 +69,14 @@ def check(sweeper) -> None:
         )
     devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
     names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
+    unknown = sorted(set(sweeper.hyper_settings) - set(names))
+    if unknown:  # added by `+hydra.sweeper.KEY=...` (struct mode refuses it without the +)
+        from scaling.config import valid_keys_hint
+
+        raise ConfigError(
+            f"hydra.sweeper.{unknown[0]}: not a setting of the scaling sweeper; "
+            f"{valid_keys_hint(unknown[0], keys(), 'hydra.sweeper')}"
+        )
     sweeper.hyper = HyperAxes.from_settings(*(sweeper.hyper_settings.get(k) for k in names))
     lr_axis = bool(sweeper.hyper_settings.get("lr_multipliers") or sweeper.hyper_settings.get("lr_grid"))
     sweeper.pack_rule = pack.AUTO if sweeper.pack is None else pack.EVERY
