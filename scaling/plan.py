@@ -91,6 +91,11 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
             )
         shape = nearest_shape(m.target_params, kind=cfg.param_count, vocab_size=vocab, seq_len=t.seq_len, **options)
         lr = ladder_lr(shape.name)
+    elif not OmegaConf.is_missing(m, "target_params") and m.target_params is not None:  # else silently unused
+        raise ConfigError(
+            f"model.target_params: {m.target_params:g} is read by model=nearest only, not model={m.name}; "
+            "add model=nearest, or drop model.target_params"
+        )
     else:
         shape = ModelShape(
             n_layer=m.n_layer,

@@ -51,6 +51,7 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
                 # Hydra's "To append to your config use +key": the key would be added and never read
                 and not line.startswith(("Set the environment", "object_type", "reference_type", "To append"))
                 and line not in parts
+                and "$VALUE" not in line  # OmegaConf's unfilled template of the line before
             ):
                 parts.append(line)
         e = e.__cause__ or e.__context__

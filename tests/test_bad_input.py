@@ -37,6 +37,7 @@ TRAIN = [
     ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
+    ("a float for an integer", ["train.threads=1.5", f"store={S}"], ["train.threads", "'1.5'", "Integer"]),
     ("zero budget", ["budget=0", f"store={S}"], ["budget", "0.0", "positive number"]),
     ("NaN budget", ["budget=nan", f"store={S}"], ["budget", "nan", "positive number"]),
     (
@@ -271,6 +272,7 @@ def test_bad_input_is_one_line_and_changes_nothing(capfd, files, no_hydra, verb,
     assert len(errors) == 1, err
     for name in fill(names, files):
         assert name in errors[0], (name, errors[0])
+    assert "$VALUE" not in errors[0], errors[0]  # OmegaConf's unfilled message template
     assert snapshot(files["workdir"]) == before, "bad input changed a file that was already written"
 
 
