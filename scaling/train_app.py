@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import hydra
+import hydra.errors
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
@@ -52,6 +53,7 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
                 and not line.startswith(("Set the environment", "object_type", "reference_type", "To append"))
                 and line not in parts
                 and "$VALUE" not in line  # OmegaConf's unfilled template of the line before
+                and not line.startswith(("Config search path:", "provider="))  # Hydra's search path
             ):
                 parts.append(line)
         e = e.__cause__ or e.__context__
@@ -81,6 +83,12 @@ def _hint(text: str) -> str:
     valid = _section_keys(unknown[1].rstrip(".")) if unknown else None
     if valid:  # a typo in a typed section (Hydra's advice, `+key`, would add a key nothing reads)
         return f" [{valid_keys_hint(unknown[2], valid, unknown[1].rstrip('.'))}]"
+    grouped = re.search(r"Could not override '(\w+)'\. No match in the defaults list", text)
+    if grouped and grouped[1] in (schema_keys("") or []):  # a plain key that a directory made a group
+        return (
+            f" [a directory named {grouped[1]!r} beside the sweep file is read as a config group (Hydra searches "
+            "the sweep file's directory): keep the sweep file where no such directory is]"
+        )
     if "Error parsing override" in text and re.search(r"extraneous input 'e\d+'", text):
         return " [a numeric key such as a grid's budget 3e11 cannot be set on the command line: write a sweep .yaml]"
     return ""
@@ -303,6 +311,9 @@ def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str, 
     except UserError:
         remove_created(created)
         raise
+    except hydra.errors.ConfigCompositionException as err:  # what precheck could not see (a directory it made)
+        remove_created(created)
+        raise ConfigError(explain_compose_error(err, argv)) from None
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         print(

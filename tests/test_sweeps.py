@@ -216,6 +216,44 @@ def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names
     assert nothing_written(store)
 
 
+ODD_GRID = """
+defaults: [config, {override hydra/sweeper: scaling}, {override tracking: none}, _self_]
+hydra:
+  sweeper:
+"""
+
+
+def test_a_budget_or_shape_listed_twice_is_planned_once(tmp_path):
+    """Before: budgets [4e10, 4.0e10] x models [d32, d32] planned the same run 4 times (4x its FLOPs)."""
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps" / "twice.yaml").write_text(
+        ODD_GRID + "    budgets: [4e10, 4.0e10]\n    models: [d32, d32, d16]\n"
+    )
+    runs = planned(str(tmp_path / "sweeps" / "twice.yaml"), tmp_path / "store", "train.min_steps=10")
+    assert sorted(runs["shape"]) == ["d16", "d32"] and runs.run_id.is_unique
+    dropped = manifest(tmp_path / "store", "sweep.dry-run.json")["dropped"]
+    assert len(dropped) == 4 and all("the same run as budget=4e+10 model=d" in d["reason"] for d in dropped)
+
+
+@pytest.mark.parametrize("second", ["4e10", "4.0e10"])
+def test_a_grid_budget_written_twice_is_one_line(tmp_path, second):
+    """OmegaConf merges duplicate numeric keys (the last list of shapes silently replaced the first)."""
+    grid = f"    grid:\n      4e10: [d32, d9]\n      {second}: [d16]\n"
+    (tmp_path / "grid.yaml").write_text(ODD_GRID + grid)
+    proc = sweep(str(tmp_path / "grid.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "hydra.sweeper.grid in", f"the keys 4e10 and {second} (line 7) are the same budget")
+    assert nothing_written(tmp_path / "store")
+
+
+def test_a_store_directory_beside_the_sweep_file_is_one_line(tmp_path):
+    """Hydra reads the sweep file's directory as a config directory: a `store/` made there by the
+    store check became a config group, and the launch ended in a traceback (exit 1)."""
+    (tmp_path / "mine.yaml").write_text(ODD_GRID + "    budgets: [4e10]\n    models: [d32]\n")
+    proc = sweep(str(tmp_path / "mine.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "Could not override 'store'", "a directory named 'store' beside the sweep file")
+    assert nothing_written(tmp_path / "store")
+
+
 def snapshot(root: Path) -> dict[str, tuple]:
     """Every path under ``root`` with its kind, bytes and modification time."""
     return {
