@@ -208,6 +208,9 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
         (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
         (["hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], ["hydra.launcher.n_jobs", "0", "-1 for one per core"]),
+        # before: every run left unlaunched, "3 stopped unrecorded", exit 1
+        (["hydra.sweeper.max_batch_size=-3"], ["hydra.sweeper.max_batch_size", "-3", "positive integer"]),
+        (["hydra.sweeper.warmup_fracs=[1.5]"], ["hydra.sweeper.warmup_fracs", "numbers in (0, 1)"]),  # not [0.5, 1, 2]
     ],
 )
 def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names):

@@ -67,6 +67,12 @@ def check(sweeper) -> None:
         raise ConfigError(
             f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
         )
+    m = sweeper.max_batch_size
+    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m <= 0):  # -3 launched nothing
+        raise ConfigError(
+            f"hydra.sweeper.max_batch_size: {m!r} is not valid; it must be a positive integer (jobs per launch) "
+            "or null (all at once)"
+        )
     devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
     names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
     unknown = sorted(set(sweeper.hyper_settings) - set(names))
