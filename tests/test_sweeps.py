@@ -449,3 +449,10 @@ def test_tracking_on_writes_tagged_offline_runs_and_sync_needs_a_login(tmp_path)
 def test_status_of_a_bad_path_is_one_line(tmp_path):
     assert_one_line_error(run_cli("status", tmp_path / "nowhere"), str(tmp_path / "nowhere"), "not a directory")
     assert_one_line_error(run_cli("status", tmp_path), "sweep.json", "scaling sweep")
+
+
+@pytest.mark.parametrize("plan", ["[]", '{"runs": 3}', '{"sweep": "x", "runs": [{"run_id": "a"}], "dropped": []}'])
+def test_status_of_a_sweep_json_that_is_not_a_plan_is_one_line(tmp_path, plan):
+    """Valid JSON that is not a plan (edited by hand): before, a traceback (TypeError, KeyError)."""
+    (tmp_path / "sweep.json").write_text(plan)
+    assert_one_line_error(run_cli("status", tmp_path), "sweep.json: not a sweep plan", "relaunching the sweep")
