@@ -216,8 +216,10 @@ def precheck(argv: list[str]) -> list[Path]:
         with open_dict(cfg):
             del cfg["hydra"]
         _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
+        from scaling.machine import check_threads
         from scaling.train import preflight  # torch: only for a run about to train
 
+        check_threads(cfg.train.threads)  # here, not in the sweeper: a sweep's jobs may run on other machines
         preflight(cfg)
     return [] if args.cfg else check_writable_store(cfg.store)
 

@@ -37,6 +37,11 @@ TRAIN = [
     ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
+    (  # before: trained 40x slower, silently
+        "more threads than cores",
+        ["train.threads=100000", f"store={S}"],
+        ["train.threads: 100000 is more than the", "cores this process may use"],
+    ),
     ("a float for an integer", ["train.threads=1.5", f"store={S}"], ["train.threads", "'1.5'", "Integer"]),
     ("zero budget", ["budget=0", f"store={S}"], ["budget", "0.0", "positive number"]),
     ("NaN budget", ["budget=nan", f"store={S}"], ["budget", "nan", "positive number"]),
