@@ -185,7 +185,7 @@ def precheck(argv: list[str]) -> list[Path]:
     Returns the store directories it created (`scaling.store.check_writable_store`)."""
     from omegaconf import open_dict
 
-    from scaling.plan import plan_run
+    from scaling.plan import check_target_params_used, plan_run
     from scaling.store import check_writable_store
 
     args = parse_command_line(argv)
@@ -215,6 +215,7 @@ def precheck(argv: list[str]) -> list[Path]:
     elif not args.cfg:
         with open_dict(cfg):
             del cfg["hydra"]
+        check_target_params_used(cfg)
         _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
         from scaling.machine import check_threads
         from scaling.train import preflight  # torch: only for a run about to train
