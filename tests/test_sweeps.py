@@ -210,6 +210,9 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         (["hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], ["hydra.launcher.n_jobs", "0", "-1 for one per core"]),
         # before: every run left unlaunched, "3 stopped unrecorded", exit 1
         (["hydra.sweeper.max_batch_size=-3"], ["hydra.sweeper.max_batch_size", "-3", "positive integer"]),
+        # before: nan and -1 added no branch, silently; 1e6 planned for hours
+        (["hydra.sweeper.extra_points_per_decade=nan"], ["hydra.sweeper.extra_points_per_decade", "[0, 100]"]),
+        (["hydra.sweeper.extra_points_per_decade=1e6"], ["hydra.sweeper.extra_points_per_decade", "1000000.0"]),
         (["hydra.sweeper.warmup_fracs=[1.5]"], ["hydra.sweeper.warmup_fracs", "numbers in (0, 1)"]),  # not [0.5, 1, 2]
     ],
 )

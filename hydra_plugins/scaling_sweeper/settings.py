@@ -14,6 +14,8 @@ from hydra_plugins.scaling_sweeper import pack
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from scaling import devices
 
+MAX_EXTRA_PER_DECADE = 100  # branch budgets 2.3% apart; each is a run of its own cooldown
+
 
 def keys() -> list[str]:
     """The sweeper's settings, hydra.sweeper.KEY (`ScalingSweeperConf`)."""
@@ -72,6 +74,12 @@ def check(sweeper) -> None:
         raise ConfigError(
             f"hydra.sweeper.max_batch_size: {m!r} is not valid; it must be a positive integer (jobs per launch) "
             "or null (all at once)"
+        )
+    x = sweeper.extra_points_per_decade
+    if not (math.isfinite(x) and 0 <= x <= MAX_EXTRA_PER_DECADE):
+        raise ConfigError(  # nan and -1 added nothing, silently; 1e6 planned for hours
+            f"hydra.sweeper.extra_points_per_decade: {x!r} is not valid; it must be a number in "
+            f"[0, {MAX_EXTRA_PER_DECADE}] (more cooldown branches' budgets per decade)"
         )
     devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
     names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
