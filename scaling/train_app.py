@@ -265,7 +265,9 @@ def run_task(cfg: DictConfig) -> float | None:
         print(format_progress(Path(cfg.store)), flush=True)
     failure = Failure.NONE if record is None else record_failure(record)
     if failure != Failure.NONE and _single_run():
-        print(f"error: run {record['run_id']} {failure}: {record['reason']}", file=sys.stderr, flush=True)
+        reason = str(record["reason"])  # a divergence's reason begins "diverged: ..." itself
+        ended = reason if reason.startswith(str(failure)) else f"{failure}: {reason}"
+        print(f"error: run {record['run_id']} {ended}", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_DIVERGED if failure == Failure.DIVERGED else EXIT_ERRORED)
     return None if record is None else record["val_loss"]
 

@@ -64,23 +64,7 @@ def check(sweeper) -> None:
             "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
         )
     sweeper.tokens_per_param = (lo, hi)
-    r = sweeper.runs_per_gpu
-    if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
-        raise ConfigError(
-            f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
-        )
-    m = sweeper.max_batch_size
-    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m <= 0):  # -3 launched nothing
-        raise ConfigError(
-            f"hydra.sweeper.max_batch_size: {m!r} is not valid; it must be a positive integer (jobs per launch) "
-            "or null (all at once)"
-        )
-    x = sweeper.extra_points_per_decade
-    if not (math.isfinite(x) and 0 <= x <= MAX_EXTRA_PER_DECADE):
-        raise ConfigError(  # nan and -1 added nothing, silently; 1e6 planned for hours
-            f"hydra.sweeper.extra_points_per_decade: {x!r} is not valid; it must be a number in "
-            f"[0, {MAX_EXTRA_PER_DECADE}] (more cooldown branches' budgets per decade)"
-        )
+    _check_counts(sweeper)
     devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
     names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
     unknown = sorted(set(sweeper.hyper_settings) - set(names))
@@ -98,3 +82,26 @@ def check(sweeper) -> None:
         sweeper.pack = pack.auto(sweeper.config, lr_axis)
     elif sweeper.pack:
         pack.check(sweeper.config, lr_axis)
+
+
+def _check_counts(sweeper) -> None:
+    """runs_per_gpu, max_batch_size and extra_points_per_decade, or ConfigError naming the bad one."""
+    from scaling.errors import ConfigError
+
+    r = sweeper.runs_per_gpu
+    if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
+        raise ConfigError(
+            f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
+        )
+    m = sweeper.max_batch_size
+    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m <= 0):  # -3 launched nothing
+        raise ConfigError(
+            f"hydra.sweeper.max_batch_size: {m!r} is not valid; it must be a positive integer (jobs per launch) "
+            "or null (all at once)"
+        )
+    x = sweeper.extra_points_per_decade
+    if not (math.isfinite(x) and 0 <= x <= MAX_EXTRA_PER_DECADE):
+        raise ConfigError(  # nan and -1 added nothing, silently; 1e6 planned for hours
+            f"hydra.sweeper.extra_points_per_decade: {x!r} is not valid; it must be a number in "
+            f"[0, {MAX_EXTRA_PER_DECADE}] (more cooldown branches' budgets per decade)"
+        )
