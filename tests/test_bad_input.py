@@ -56,6 +56,11 @@ TRAIN = [
         ["data=bin", "data.path={workdir}/missing.bin", "data.vocab_size=256", f"store={S}"],
         ["data.path", "missing.bin", "does not exist"],
     ),
+    (  # before: "data.vocab_size: missing"
+        "a directory without shards",
+        ["data=bin", "data.path={empty}", f"store={S}"],
+        ["data.path", "has no train.bin"],
+    ),
     (
         "garbled data file",
         ["data=bin", "data.path={workdir}/odd.bin", "data.vocab_size=256", f"store={S}"],
