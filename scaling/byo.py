@@ -70,14 +70,29 @@ def module_counts(model: nn.Module) -> dict[str, int]:
     return {"total": total, "non_embedding": total - sum(embedded.values())}
 
 
-def check_counts(target: str, counts) -> dict[str, int]:
+def _call(target: str, model: nn.Module, method: str):
+    """``model.method()``, a failure being one ConfigError naming it."""
+    try:
+        return getattr(model, method)()
+    except Exception as err:
+        raise _broken(target, f"failed {method}() ({type(err).__name__}: {err})") from None
+
+
+def check_counts(target: str, model: nn.Module) -> dict[str, int]:
+    """The model's counts (`module_counts`), checked: ints with 0 < non_embedding <= total."""
+    own = hasattr(model, "param_counts")
+    counts = _call(target, model, "param_counts") if own else module_counts(model)
     ok = isinstance(counts, dict) and all(
         isinstance(counts.get(k), int) and not isinstance(counts.get(k), bool) for k in ("total", "non_embedding")
     )
     if not ok or not 0 < counts["non_embedding"] <= counts["total"]:
-        raise _broken(
-            target, f"reported parameter counts {counts!r}; param_counts() must return ints 0 < non_embedding <= total"
+        how = (
+            "reported parameter counts {!r}; param_counts() must return"
+            if own
+            else "has parameter counts {!r} (counted without a param_counts(): nn.Embedding weights are not "
+            "non-embedding); define param_counts() returning"
         )
+        raise _broken(target, how.format(counts) + " ints 0 < non_embedding <= total")
     return {"total": counts["total"], "non_embedding": counts["non_embedding"]}
 
 
@@ -95,6 +110,8 @@ def check_forward(target: str, model: nn.Module, shape: ModelShape) -> None:
     if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != want or not logits.is_floating_point():
         got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise _broken(target, f"forward(idx) returned {got}; it must return float logits of shape {list(want)}")
+    if not torch.isfinite(logits).all():  # else the run would be recorded as diverged at step 0
+        raise _broken(target, "forward(idx) returned logits that are not all finite (NaN or inf) at initialisation")
 
 
 @lru_cache(maxsize=64)
@@ -102,10 +119,10 @@ def profile(target: str, kwargs_json: str, shape: ModelShape) -> tuple[dict[str,
     """Build the factory's model on the CPU, check the protocol, and return its counts and FLOPs
     per token (None: the default, 6·N). Once per (factory, kwargs, shape) in a process."""
     model = build(target, json.loads(kwargs_json), shape)
-    counts = check_counts(target, module_counts(model))
+    counts = check_counts(target, model)
     flops = None
     if hasattr(model, "flops_per_token"):
-        flops = model.flops_per_token()
+        flops = _call(target, model, "flops_per_token")
         if not (isinstance(flops, (int, float)) and math.isfinite(flops) and flops > 0):
             raise _broken(target, f"reported flops_per_token() = {flops!r}; it must be a positive number")
         flops = float(flops)

@@ -8,6 +8,8 @@ meaning (ranges, names) by `validate`, which raises `ConfigError` naming the key
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,6 +124,46 @@ def register() -> None:
 register()
 
 
+def valid_keys_hint(key: str, valid: list[str], section: str) -> str:
+    """``did you mean X?`` (when one is close) and the valid keys of ``section``, for an unknown ``key``."""
+    close = difflib.get_close_matches(key.rsplit(".", 1)[-1], valid, n=1)
+    where = f" of {section}" if section else ""
+    return (f"did you mean {close[0]}? " if close else "") + f"valid keys{where}: {', '.join(valid)}"
+
+
+def schema_keys(dotted: str, schema: type | None = None) -> list[str] | None:
+    """The keys of the schema's section ``dotted`` ("" for the top level, "train", "optim"), or None
+    when that section is not a typed dataclass (data, model.kwargs, eval.sets take any keys)."""
+    node = schema or Config
+    for part in [p for p in dotted.split(".") if p]:
+        fields = {f.name: f for f in dataclasses.fields(node)}
+        factory = fields[part].default_factory if part in fields else None
+        if not callable(factory) or not dataclasses.is_dataclass(default := factory()):
+            return None
+        node = type(default)
+    return [f.name for f in dataclasses.fields(node)]
+
+
+def check_known_keys(cfg, section: str = "") -> None:
+    """Every key of ``cfg`` is one the schema has. Struct mode refuses an unknown key, but a
+    ``+key=value`` override (Hydra's own advice for one) adds it anyway, and the trainer would
+    never read it: ``+train.min_stpes=3`` would train with the default min_steps under a new run id."""
+    valid = schema_keys(section)
+    if valid is None:
+        return
+    for key in cfg:
+        if key == "hydra" and not section:
+            continue
+        dotted = f"{section}.{key}" if section else str(key)
+        if key not in valid:
+            raise ConfigError(
+                f"{dotted}: not a key of the config (a `+` override adds keys nothing reads); "
+                f"{valid_keys_hint(str(key), valid, section)}"
+            )
+        if OmegaConf.is_dict(node := cfg._get_node(key)):
+            check_known_keys(node, dotted)
+
+
 def _require(cond: bool, key: str, value: Any, valid: str) -> None:
     if not cond:
         raise ConfigError(f"{key}: {value!r} is not valid; {valid}")
@@ -142,6 +184,7 @@ def validate_schedule(cfg) -> None:
 
 def validate(cfg) -> None:
     """Check values for meaning (types were checked at compose time). Raises ConfigError."""
+    check_known_keys(cfg)
 
     def positive(key: str, value: Any, integer: bool = False) -> None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0

@@ -35,7 +35,7 @@ from scaling import data_cut, markov, mixture
 from scaling.corpus_cache import _HASH_CHUNK, cache_dir, cached, file_stamp, fingerprint
 from scaling.data_config import BIN_DTYPES, DEFAULTS, MISSING, _bin_files, _existing_path, check_source, vocab_size_of
 from scaling.errors import ConfigError, DataError
-from scaling.manifest import MANIFEST, bin_dir_split, read_manifest
+from scaling.manifest import MANIFEST, bin_dir_split, read_manifest, tokenizer_of
 
 # Re-exported: callers read the data config's checks and the cache through this module too.
 __all__ = ["BIN_DTYPES", "DEFAULTS", "MISSING", "Corpus", "cache_dir", "check_source", "check_windows"]
@@ -56,6 +56,7 @@ class Corpus:
     description: str  # one line for reports: origin and sizes
     context_entropies: tuple[float, ...] | None = None  # synthetic: H(X_t | t symbols before), t = 0..order
     parts: tuple = ()  # a mixture (scaling.mixture): (name, train split, weight) per part; `train` is empty
+    tokenizer: str | None = None  # a prepared corpus's tokenizer (`scaling.manifest.tokenizer_of`); None: unknown
 
     @property
     def train_tokens(self) -> int:
@@ -242,7 +243,10 @@ def _load_bin(cfg: dict) -> Corpus:
     description = (
         f"bin: {root} ({cfg['dtype']}, vocab {vocab}): train {_millions(len(train))} / val {_millions(len(val))} tokens"
     )
-    return Corpus(f"bin:{root.name}", train, val, vocab, meta["fingerprint"], None, per_token, description)
+    tokenizer = tokenizer_of(read_manifest(root) if root.is_dir() else None)
+    return Corpus(
+        f"bin:{root.name}", train, val, vocab, meta["fingerprint"], None, per_token, description, tokenizer=tokenizer
+    )
 
 
 def _check_manifest_fingerprint(cfg: dict, computed: str) -> None:

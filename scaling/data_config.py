@@ -79,9 +79,11 @@ def check_source(data_cfg) -> dict[str, Any]:
     if source == "bin":  # a prepared directory's manifest.json fixes dtype, vocab_size, bytes_per_token
         cfg = manifest.apply_manifest(cfg)
     data_cut.check_cut(cfg, _integer)
-    for key, value in cfg.items():
-        if value == MISSING:
-            raise ConfigError(f"data.{key}: missing; data={source} needs it (e.g. data.{key}=...)")
+    missing = [key for key, value in cfg.items() if value == MISSING]
+    if missing:
+        if source == "bin" and "path" not in missing:
+            _bin_files(cfg)  # a directory without shards: that, not a missing vocab_size, is what is wrong
+        raise ConfigError(f"data.{missing[0]}: missing; data={source} needs it (e.g. data.{missing[0]}=...)")
     if "val_fraction" in cfg:
         fraction = _number(cfg, "val_fraction")
         if not 0 < fraction < 0.5:

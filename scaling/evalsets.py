@@ -31,6 +31,7 @@ import numpy as np
 
 from scaling.corpus_cache import _HASH_CHUNK, cached, file_stamp
 from scaling.errors import ConfigError, DataError
+from scaling.manifest import tokenizer_of
 
 DEFAULT = "val"  # the training corpus's held-out split
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -108,7 +109,7 @@ def load_eval_sets(eval_cfg, corpus) -> list[EvalSet]:
         spec = cfg["sets"][name]
         spec = {"path": spec} if isinstance(spec, str) else spec
         load = _corpus_set if "source" in spec else _path_set
-        found.append(load(name, spec, corpus.vocab_size))
+        found.append(load(name, spec, corpus))
     return found
 
 
@@ -116,8 +117,20 @@ def primary_of(eval_cfg) -> str:
     return _plain(eval_cfg).get("primary", DEFAULT)
 
 
-def _corpus_set(name: str, spec: dict, vocab: int) -> EvalSet:
+def _same_tokenizer(key: str, what: str, tokenizer: str | None, corpus) -> None:
+    """An evaluation set's tokenizer (from its manifest) must be the training corpus's, when both are known:
+    two BPEs trained apart share a vocabulary size, not their ids (the loss would be meaningless)."""
+    if tokenizer and corpus.tokenizer and tokenizer != corpus.tokenizer:
+        raise DataError(
+            f"{key}: {what} was prepared with tokenizer {tokenizer}, the training corpus with {corpus.tokenizer}; "
+            "an evaluation set must use the training tokenizer (scaling prepare --tokenizer DIR/tokenizer.json)"
+        )
+
+
+def _corpus_set(name: str, spec: dict, training) -> EvalSet:
     from scaling.data import load_corpus
+
+    vocab = training.vocab_size
 
     try:
         other = load_corpus(spec)
@@ -128,6 +141,7 @@ def _corpus_set(name: str, spec: dict, vocab: int) -> EvalSet:
             f"eval.sets.{name}: corpus {other.name} has vocabulary {other.vocab_size}, the training corpus {vocab}; "
             "an evaluation set must use the training tokenizer"
         )
+    _same_tokenizer(f"eval.sets.{name}", f"corpus {other.name}", other.tokenizer, training)
     return EvalSet(name, other.val, other.fingerprint, other.bytes_per_token, f"held-out split of {other.description}")
 
 
@@ -138,8 +152,8 @@ def read_manifest(directory: Path, key: str = "eval.sets") -> dict[str, Any]:
     return read(directory, key) or {}
 
 
-def _path_set(name: str, spec: dict, vocab: int) -> EvalSet:
-    key = f"eval.sets.{name}"
+def _path_set(name: str, spec: dict, training) -> EvalSet:
+    key, vocab = f"eval.sets.{name}", training.vocab_size
     path = Path(os.path.expanduser(str(spec["path"]))).resolve()
     if not path.exists():
         raise DataError(f"{key}: '{path}' does not exist; give a prepared directory (with val.bin) or a .bin file")
@@ -155,6 +169,7 @@ def _path_set(name: str, spec: dict, vocab: int) -> EvalSet:
             f"{key}: '{path}' has vocabulary {manifest['vocab_size']} ({MANIFEST}), the training corpus {vocab}; "
             "an evaluation set must use the training tokenizer"
         )
+    _same_tokenizer(key, f"'{path}'", tokenizer_of(manifest), training)
     tokens = read_tokens(file, dtype, key)
     meta, _ = cached({"eval_set": dtype, "file": file_stamp(file)}, lambda: (_token_facts(tokens), {}))
     if meta["max_token"] >= vocab:

@@ -49,6 +49,17 @@ def read_manifest(directory: Path, key: str = "data.path") -> dict[str, Any] | N
     return manifest
 
 
+def tokenizer_of(manifest: dict[str, Any] | None) -> str | None:
+    """What makes two prepared corpora's token ids mean the same: the tokenizer's kind and, for a
+    tokenizer file, its sha256 (two BPEs trained apart share a vocabulary size, not their ids).
+    None without a manifest."""
+    tokenizer = (manifest or {}).get("tokenizer")
+    if not isinstance(tokenizer, dict):
+        return None
+    sha = tokenizer.get("sha256")  # one file, whether trained here (kind bpe) or given (kind tokenizers)
+    return f"tokenizer.json sha256 {sha[:12]}" if sha else str(tokenizer.get("kind"))
+
+
 def _agrees(given: Any, stated: Any) -> bool:
     if isinstance(stated, (int, float)) and isinstance(given, (int, float)) and not isinstance(given, bool):
         return math.isclose(float(given), float(stated), rel_tol=1e-12)

@@ -43,7 +43,9 @@ def check_mixture(cfg: dict) -> None:
             f"data.mixture: {parts!r} is not a mixture; give {{NAME: {{path: DIR, weight: W}}, ...}} with one or more parts"
         )
     parts = cfg["mixture"] = {name: dict(part) if isinstance(part, dict) else part for name, part in parts.items()}
-    vocabs = {}
+    from scaling.manifest import tokenizer_of
+
+    vocabs, tokenizers = {}, {}
     for name, part in parts.items():
         key = f"data.mixture.{name}"
         if not isinstance(part, dict) or sorted(part) != sorted(PART_KEYS):
@@ -61,10 +63,18 @@ def check_mixture(cfg: dict) -> None:
         manifest = _manifest(path)
         if manifest.get("vocab_size") is not None:
             vocabs[name] = int(manifest["vocab_size"])
+        if tokenizer_of(manifest) is not None:
+            tokenizers[name] = tokenizer_of(manifest)
         part.update(path=str(path), weight=float(weight), dtype=cfg["dtype"] or manifest.get("dtype") or "uint16")
     if len(set(vocabs.values())) > 1:
         shown = ", ".join(f"{name} {vocab}" for name, vocab in vocabs.items())
         raise DataError(f"data.mixture: the parts' vocabularies differ ({shown}); a mixture needs one tokenizer")
+    if len(set(tokenizers.values())) > 1:  # equal vocabularies, different ids: silently meaningless batches
+        shown = ", ".join(f"{name} {tokenizer}" for name, tokenizer in tokenizers.items())
+        raise DataError(
+            f"data.mixture: the parts were prepared with different tokenizers ({shown}); a mixture needs one: "
+            "prepare every part with the same --tokenizer DIR/tokenizer.json"
+        )
     if cfg["vocab_size"] is None:
         if not vocabs:
             raise ConfigError(
@@ -111,6 +121,7 @@ def load_mixture(cfg: dict):
         per_token,
         description,
         parts=tuple(parts),
+        tokenizer=next((loaded[name].tokenizer for name in names if loaded[name].tokenizer), None),  # one (checked)
     )
 
 

@@ -83,6 +83,17 @@ class RunPlan:
         return f"{self.budget_label}-{self.shape.name}"
 
 
+def check_target_params_used(cfg: DictConfig) -> None:
+    """A single run's model.target_params is read by model=nearest only: with a ladder shape it would be
+    silently unused. (A sweep may cross model=d32,nearest with one target: its d32 jobs ignore it.)"""
+    m = cfg.model
+    if m.name != "nearest" and not OmegaConf.is_missing(m, "target_params") and m.target_params is not None:
+        raise ConfigError(
+            f"model.target_params: {m.target_params:g} is read by model=nearest only, not model={m.name}; "
+            "add model=nearest, or drop model.target_params"
+        )
+
+
 def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
     """The model shape and its peak learning rate (optim.lr overrides the shape's own)."""
     m, t = cfg.model, cfg.train

@@ -59,9 +59,21 @@ def read_manifest(store: Path) -> dict:
     if not path.exists():
         raise UserError(f"{path}: no sweep plan here; give a directory written by `scaling sweep` (e.g. results/quick)")
     try:
-        return json.loads(path.read_text())
+        manifest = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise UserError(f"{path}: cannot be read ({err}); relaunching the sweep rewrites it") from None
+    runs = manifest.get("runs") if isinstance(manifest, dict) else None
+    fields = ("run_id", "flops", "state_at_launch")
+    if not (
+        isinstance(runs, list)
+        and all(isinstance(r, dict) and all(k in r for k in fields) for r in runs)
+        and isinstance(manifest.get("dropped"), list)
+        and "sweep" in manifest
+    ):  # valid JSON, not a plan (edited by hand, or another program's file)
+        raise UserError(
+            f"{path}: not a sweep plan (a sweep, runs with {', '.join(fields)}, dropped); relaunching the sweep rewrites it"
+        )
+    return manifest
 
 
 def _duration(seconds: float) -> str:

@@ -48,6 +48,34 @@ def resolve_sweep(name_or_file: str) -> Path:
     )
 
 
+def check_grid_keys(path: Path) -> None:
+    """A budget written twice as a key of the sweep file's ``hydra.sweeper.grid`` (``1e12:`` twice, or
+    ``4e10:`` and ``4.0e10:``) is a ConfigError: OmegaConf's loader refuses a duplicate key only when it
+    is a string, so numeric keys would merge, the last list of shapes replacing the others."""
+    import yaml
+
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return  # Hydra reads the file next and reports what is wrong with it
+    for key in ("hydra", "sweeper", "grid"):
+        if not isinstance(node, yaml.MappingNode):
+            return
+        node = next((v for k, v in node.value if k.value == key), None)
+    seen: dict[float, str] = {}
+    for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else []:
+        try:
+            budget = float(key_node.value)
+        except ValueError:
+            continue  # not a number: the sweeper names it
+        if budget in seen:
+            raise ConfigError(
+                f"hydra.sweeper.grid in {path}: the keys {seen[budget]} and {key_node.value} (line "
+                f"{key_node.start_mark.line + 1}) are the same budget {budget:g}; list its shapes under one key"
+            )
+        seen[budget] = key_node.value
+
+
 def hydra_command_line(path: Path, rest: list[str]) -> list[str]:
     """The plain-Hydra command line of `scaling sweep PATH REST...`: the sweep file as the primary
     config, and --multirun unless the command only prints (--cfg, --info, --help)."""
@@ -68,5 +96,7 @@ def main(argv: list[str]) -> int:
         return 0
     from scaling.train_app import precheck, run_hydra_reporting_writes
 
-    command_line = hydra_command_line(resolve_sweep(argv[0]), argv[1:])
+    path = resolve_sweep(argv[0])
+    check_grid_keys(path)
+    command_line = hydra_command_line(path, argv[1:])
     return run_hydra_reporting_writes("scaling sweep", command_line, "hydra.sweep.dir", precheck(command_line))

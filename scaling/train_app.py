@@ -25,10 +25,12 @@ import sys
 from pathlib import Path
 
 import hydra
+import hydra.errors
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 import scaling.config  # noqa: F401  (registers the schema with Hydra's ConfigStore)
+from scaling.config import schema_keys, valid_keys_hint
 from scaling.errors import ConfigError, UserError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -47,8 +49,11 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
             line = line.strip()
             if (
                 line
-                and not line.startswith(("Set the environment", "object_type", "reference_type"))
+                # Hydra's "To append to your config use +key": the key would be added and never read
+                and not line.startswith(("Set the environment", "object_type", "reference_type", "To append"))
                 and line not in parts
+                and "$VALUE" not in line  # OmegaConf's unfilled template of the line before
+                and not line.startswith(("Config search path:", "provider="))  # Hydra's search path
             ):
                 parts.append(line)
         e = e.__cause__ or e.__context__
@@ -59,9 +64,10 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
 
 
 def _hint(text: str) -> str:
-    """What a user meant, for two errors whose words mislead: a key of another option of a config group
-    (``data.path`` with the default data=stdlib: Hydra suggests ``+data.path``), and a numeric key
-    such as a grid's budget ``3e11``, which Hydra's override grammar cannot address."""
+    """What a user meant, for errors whose words mislead: a key of another option of a config group
+    (``data.path`` with the default data=stdlib: Hydra suggests ``+data.path``), a typo in a typed
+    section (the close key and the valid ones, not Hydra's ``+key``), and a numeric key such as a
+    grid's budget ``3e11``, which Hydra's override grammar cannot address."""
     import re
 
     key = re.search(r"full_key: (\w+)\.([\w.]+)", text)
@@ -73,9 +79,28 @@ def _hint(text: str) -> str:
             return (
                 f" [{group}.{rest} belongs to {options}: choose one first, e.g. {group}={having[0]} {group}.{rest}=...]"
             )
+    unknown = re.search(r"Key '\w+' not in '\w+'; full_key: ((?:\w+\.)*)(\w+)", text)
+    valid = _section_keys(unknown[1].rstrip(".")) if unknown else None
+    if valid:  # a typo in a typed section (Hydra's advice, `+key`, would add a key nothing reads)
+        return f" [{valid_keys_hint(unknown[2], valid, unknown[1].rstrip('.'))}]"
+    grouped = re.search(r"Could not override '(\w+)'\. No match in the defaults list", text)
+    if grouped and grouped[1] in (schema_keys("") or []):  # a plain key that a directory made a group
+        return (
+            f" [a directory named {grouped[1]!r} beside the sweep file is read as a config group (Hydra searches "
+            "the sweep file's directory): keep the sweep file where no such directory is]"
+        )
     if "Error parsing override" in text and re.search(r"extraneous input 'e\d+'", text):
         return " [a numeric key such as a grid's budget 3e11 cannot be set on the command line: write a sweep .yaml]"
     return ""
+
+
+def _section_keys(section: str) -> list[str] | None:
+    """The keys of the config section ``section`` from its schema (the sweeper's for hydra.sweeper)."""
+    if section == "hydra.sweeper":
+        from hydra_plugins.scaling_sweeper import settings
+
+        return settings.keys()
+    return None if section.startswith("hydra") else schema_keys(section)
 
 
 def _has_key(path: Path, key: str) -> bool:
@@ -160,7 +185,7 @@ def precheck(argv: list[str]) -> list[Path]:
     Returns the store directories it created (`scaling.store.check_writable_store`)."""
     from omegaconf import open_dict
 
-    from scaling.plan import plan_run
+    from scaling.plan import check_target_params_used, plan_run
     from scaling.store import check_writable_store
 
     args = parse_command_line(argv)
@@ -190,9 +215,12 @@ def precheck(argv: list[str]) -> list[Path]:
     elif not args.cfg:
         with open_dict(cfg):
             del cfg["hydra"]
+        check_target_params_used(cfg)
         _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
+        from scaling.machine import check_threads
         from scaling.train import preflight  # torch: only for a run about to train
 
+        check_threads(cfg.train.threads)  # here, not in the sweeper: a sweep's jobs may run on other machines
         preflight(cfg)
     return [] if args.cfg else check_writable_store(cfg.store)
 
@@ -237,7 +265,9 @@ def run_task(cfg: DictConfig) -> float | None:
         print(format_progress(Path(cfg.store)), flush=True)
     failure = Failure.NONE if record is None else record_failure(record)
     if failure != Failure.NONE and _single_run():
-        print(f"error: run {record['run_id']} {failure}: {record['reason']}", file=sys.stderr, flush=True)
+        reason = str(record["reason"])  # a divergence's reason begins "diverged: ..." itself
+        ended = reason if reason.startswith(str(failure)) else f"{failure}: {reason}"
+        print(f"error: run {record['run_id']} {ended}", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_DIVERGED if failure == Failure.DIVERGED else EXIT_ERRORED)
     return None if record is None else record["val_loss"]
 
@@ -286,6 +316,9 @@ def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str, 
     except UserError:
         remove_created(created)
         raise
+    except hydra.errors.ConfigCompositionException as err:  # what precheck could not see (a directory it made)
+        remove_created(created)
+        raise ConfigError(explain_compose_error(err, argv)) from None
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         print(

@@ -292,6 +292,30 @@ def bad_counts(shape):
 
 def not_a_module(shape):
     return "a string"
+
+class NanAtInit(WrongLogits):
+    def forward(self, idx):
+        return torch.full((*idx.shape, 256), float("nan"))
+
+class CountsFail(WrongLogits):
+    def param_counts(self):
+        raise KeyError("total")
+
+class EmbeddingsOnly(nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.wte = nn.Embedding(shape.vocab_size, shape.vocab_size)
+    def forward(self, idx):
+        return self.wte(idx)
+
+def nan_at_init(shape):
+    return NanAtInit(shape)
+
+def counts_fail(shape):
+    return CountsFail(shape)
+
+def embeddings_only(shape):
+    return EmbeddingsOnly(shape)
 """
 
 
@@ -305,6 +329,12 @@ def not_a_module(shape):
         (["model._target_=broken_models.wrong_logits"], ["model._target_", "forward(idx)", "[2, 32, 256]"]),
         (["model._target_=broken_models.bad_counts"], ["model._target_", "non_embedding <= total"]),
         (["model._target_=broken_models.not_a_module"], ["model._target_", "not a torch.nn.Module"]),
+        # before: trained, recorded as diverged at step 0 (exit 3)
+        (["model._target_=broken_models.nan_at_init"], ["model._target_", "not all finite", "initialisation"]),
+        # before: a traceback
+        (["model._target_=broken_models.counts_fail"], ["model._target_", "failed param_counts() (KeyError"]),
+        # before: "param_counts() must return ...", for a model that has none
+        (["model._target_=broken_models.embeddings_only"], ["counted without a param_counts()", "define"]),
         (["model=nearest", "model.target_params=1e4", "model._target_=examples.byo_model.build"], ["model._target_"]),
     ],
 )

@@ -25,8 +25,24 @@ S = "{store}"  # placeholders, filled in from the `files` fixture
 
 TRAIN = [
     ("unknown nested key", ["train.lr=3", f"store={S}"], ["train.lr", "not in 'TrainConfig'"]),
+    (  # Hydra's own advice (`+train.min_stpes=3`) would add a key nothing reads: the close key instead
+        "a typo in a typed section",
+        ["train.min_stpes=3", f"store={S}"],
+        ["train.min_stpes", "did you mean min_steps?", "valid keys of train:"],
+    ),
+    (  # the `+` bypasses struct mode: before, the run trained with min_steps=100 under a new run id
+        "a `+` key the schema lacks",
+        ["+train.min_stpes=3", f"store={S}"],
+        ["train.min_stpes: not a key of the config", "did you mean min_steps?"],
+    ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
+    (  # before: trained 40x slower, silently
+        "more threads than cores",
+        ["train.threads=100000", f"store={S}"],
+        ["train.threads: 100000 is more than the", "cores this process may use"],
+    ),
+    ("a float for an integer", ["train.threads=1.5", f"store={S}"], ["train.threads", "'1.5'", "Integer"]),
     ("zero budget", ["budget=0", f"store={S}"], ["budget", "0.0", "positive number"]),
     ("NaN budget", ["budget=nan", f"store={S}"], ["budget", "nan", "positive number"]),
     (
@@ -39,6 +55,11 @@ TRAIN = [
         "missing data file",
         ["data=bin", "data.path={workdir}/missing.bin", "data.vocab_size=256", f"store={S}"],
         ["data.path", "missing.bin", "does not exist"],
+    ),
+    (  # before: "data.vocab_size: missing"
+        "a directory without shards",
+        ["data=bin", "data.path={empty}", f"store={S}"],
+        ["data.path", "has no train.bin"],
     ),
     (
         "garbled data file",
@@ -70,6 +91,11 @@ TRAIN = [
 SWEEP_CASES = [
     ("unknown sweep", ["nosuch"], ["sweep 'nosuch'", "no such sweep file", "tiny"]),
     ("unknown key", [str(SWEEP), "lr=3", f"store={S}"], ["'lr'", "not in 'Config'"]),
+    (
+        "a typo in a sweeper setting",
+        [str(SWEEP), "hydra.sweeper.modles=[d32]", f"store={S}"],
+        ["hydra.sweeper.modles", "did you mean models?", "valid keys of hydra.sweeper:"],
+    ),
     ("unknown launcher", [str(SWEEP), "hydra/launcher=nosuch", f"store={S}"], ["hydra/launcher", "joblib", "basic"]),
     ("wrong type", [str(SWEEP), "train.batch_size=big", f"store={S}"], ["train.batch_size", "big", "Integer"]),
     ("unwritable store", [str(SWEEP), "store={afile}/store"], ["store", "Not a directory", "writable directory"]),
@@ -87,6 +113,11 @@ SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subpr
         ["all 2 combinations were dropped", "train.min_steps"],
     ),
     ("unknown model in a list", [str(SWEEP), "model=d32,d33", f"store={S}"], ["model=d33", "model/d33", "d48"]),
+    (  # before: the key was ignored and the sweep launched every run
+        "a `+` sweeper setting it lacks",
+        [str(SWEEP), "+hydra.sweeper.modles=[d32]", f"store={S}"],
+        ["hydra.sweeper.modles: not a setting of the scaling sweeper", "did you mean models?"],
+    ),
 ]
 FIT = [
     ("missing store", ["{workdir}/no-such-store"], ["no-such-store", "does not exist"]),
@@ -255,6 +286,7 @@ def test_bad_input_is_one_line_and_changes_nothing(capfd, files, no_hydra, verb,
     assert len(errors) == 1, err
     for name in fill(names, files):
         assert name in errors[0], (name, errors[0])
+    assert "$VALUE" not in errors[0], errors[0]  # OmegaConf's unfilled message template
     assert snapshot(files["workdir"]) == before, "bad input changed a file that was already written"
 
 

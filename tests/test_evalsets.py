@@ -32,7 +32,7 @@ TINY = [
 MARKOV = ["data=synthetic", "data.order=1", "data.train_tokens=65536", "data.val_tokens=4096"]
 
 
-def prepared(root: Path, chain, sample_seed: int, offset: int = 0, vocab: int = VOCAB) -> Path:
+def prepared(root: Path, chain, sample_seed: int, offset: int = 0, vocab: int = VOCAB, tokenizer=None) -> Path:
     """A directory as `scaling prepare` writes it: train.bin, val.bin (uint16) and manifest.json,
     holding samples of a Markov chain (token ids shifted by ``offset``)."""
     root.mkdir(parents=True)
@@ -48,7 +48,7 @@ def prepared(root: Path, chain, sample_seed: int, offset: int = 0, vocab: int = 
         "splits": {split: {"tokens": n} for split, n in sizes.items()},
         "fingerprint": fingerprint(bin_dir_split("uint16"), shards["train"], shards["val"]),  # as prepare writes it
         "bytes_per_token": 1.0,
-        "tokenizer": {"kind": "test"},
+        "tokenizer": tokenizer or {"kind": "test"},
         "sources": [],
         "holdout": {"fraction": 0.1, "rule": "test data: splits sampled apart"},
     }
@@ -180,6 +180,31 @@ def test_bad_evaluation_sets_name_the_key(override, must, tmp_path):
         plan_run(
             compose_config(["budget=1e9", "model=d16", "train.min_steps=1", *MARKOV, override, f"store={tmp_path}"])
         )
+
+
+BPE_A = {"kind": "bpe", "path": "tokenizer.json", "sha256": "a" * 64}  # two BPEs trained apart: one vocabulary,
+BPE_B = {"kind": "bpe", "path": "tokenizer.json", "sha256": "b" * 64}  # different ids
+GIVEN_A = {"kind": "tokenizers", "path": "/elsewhere/tokenizer.json", "sha256": "a" * 64}  # BPE_A's file, given
+
+
+@pytest.mark.parametrize("second, refused", [(BPE_B, True), (GIVEN_A, False)])
+def test_a_set_or_part_of_another_tokenizer_with_the_same_vocabulary(tmp_path, second, refused):
+    """Before: accepted (only vocabulary sizes were compared), a loss on ids that mean other text."""
+    chain = markov.random_markov_chain(VOCAB, 1, 0.1, 9)
+    a, b = prepared(tmp_path / "a", chain, 1, tokenizer=BPE_A), prepared(tmp_path / "b", chain, 2, tokenizer=second)
+    common = ["budget=1e9", "model=d16", "train.min_steps=1", f"store={tmp_path}"]
+    as_set = common + ["data=bin", f"data.path={a}", f"+eval.sets.b={b}"]
+    as_part = common + [
+        "data=mixture",
+        f"data.mixture={{a: {{path: '{a}', weight: 1}}, b: {{path: '{b}', weight: 1}}}}",
+    ]
+    for overrides, must in [(as_set, "eval.sets.b: '"), (as_part, "data.mixture: the parts were prepared with")]:
+        if not refused:
+            plan_run(compose_config(overrides))
+            continue
+        with pytest.raises(UserError, match=re.escape(must)) as err:
+            plan_run(compose_config(overrides))
+        assert "sha256 aaaaaaaaaaaa" in str(err.value) and "sha256 bbbbbbbbbbbb" in str(err.value)
 
 
 # ---------------------------------------------------------------- mixtures

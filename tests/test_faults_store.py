@@ -289,7 +289,7 @@ def test_a_single_run_exits_with_how_it_ended(tmp_path, tmp_path_factory):
     for _ in range(2):
         diverged = run_cli("train", *ONE_RUN, "optim.lr=1e30", f"store={diverged_store}", timeout=300)
         assert diverged.returncode == 3, diverged.stderr
-        one_error_line(diverged, "diverged")
+        assert "diverged: diverged" not in one_error_line(diverged, "diverged: ")
     ((_, rec),) = records(diverged_store).items()
     assert (rec["status"], rec["failure"], rec["error_type"]) == ("failed", "diverged", "")
 

@@ -184,6 +184,8 @@ def test_bad_input_is_one_line_and_leaves_nothing(inputs, tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"text": "a"}\n{"text": "b"}\n{"body": "c", "id": 3}\n')
     (tmp_path / "fake.parquet").write_bytes(b"not a parquet file at all")
     (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "book.txt").write_text("one long line\n" * 50)
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "notes.txt").write_text("mine")
     big = _big_vocab_tokenizer(tmp_path / "big.json")
@@ -197,6 +199,9 @@ def test_bad_input_is_one_line_and_leaves_nothing(inputs, tmp_path):
         ([text, "--holdout", 0.7], ["--holdout: 0.7 must be in (0, 0.5)"]),
         ([tmp_path / "latin1.txt", "--tokenizer", big], ["latin1.txt' is not UTF-8 text (byte 3)"]),
         ([text, "--bogus"], ["unrecognized arguments: --bogus"]),
+        # no --holdout splits fewer than 2 documents (before: "raise --holdout or give more documents")
+        ([tmp_path / "empty.txt"], ["INPUT: no text in the inputs", "need at least 2"]),
+        ([tmp_path / "book.txt"], ["INPUT: one document in the inputs", "a text file is one document"]),
     ]
     if os.geteuid() != 0:  # root reads a file whatever its mode (the CI runs as root)
         (tmp_path / "locked.txt").write_text("secret")

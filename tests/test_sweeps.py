@@ -208,12 +208,60 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         (["hydra/launcher=nope"], ["hydra/launcher/nope", "joblib"]),
         (["hydra.sweeper.budgets=[1e3]"], ["all 2 combinations were dropped", "train.min_steps"]),
         (["hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], ["hydra.launcher.n_jobs", "0", "-1 for one per core"]),
+        # before: every run left unlaunched, "3 stopped unrecorded", exit 1
+        (["hydra.sweeper.max_batch_size=-3"], ["hydra.sweeper.max_batch_size", "-3", "positive integer"]),
+        # before: nan and -1 added no branch, silently; 1e6 planned for hours
+        (["hydra.sweeper.extra_points_per_decade=nan"], ["hydra.sweeper.extra_points_per_decade", "[0, 100]"]),
+        (["hydra.sweeper.extra_points_per_decade=1e6"], ["hydra.sweeper.extra_points_per_decade", "1000000.0"]),
+        (  # before: the sweeper replaced the given branches, silently
+            ["train.schedule=wsd", "hydra.sweeper.branches=true", "train.branches=[1e10]"],
+            ["train.branches: [10000000000.0] with hydra.sweeper.branches=true; give one"],
+        ),
+        (["hydra.sweeper.warmup_fracs=[1.5]"], ["hydra.sweeper.warmup_fracs", "numbers in (0, 1)"]),  # not [0.5, 1, 2]
     ],
 )
 def test_bad_sweep_settings_are_one_line_and_write_nothing(tmp_path, args, names):
     store = tmp_path / "store"
     assert_one_line_error(sweep("tiny", *args, store=store, check=False), *names)
     assert nothing_written(store)
+
+
+ODD_GRID = """
+defaults: [config, {override hydra/sweeper: scaling}, {override tracking: none}, _self_]
+hydra:
+  sweeper:
+"""
+
+
+def test_a_budget_or_shape_listed_twice_is_planned_once(tmp_path):
+    """Before: budgets [4e10, 4.0e10] x models [d32, d32] planned the same run 4 times (4x its FLOPs)."""
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps" / "twice.yaml").write_text(
+        ODD_GRID + "    budgets: [4e10, 4.0e10]\n    models: [d32, d32, d16]\n"
+    )
+    runs = planned(str(tmp_path / "sweeps" / "twice.yaml"), tmp_path / "store", "train.min_steps=10")
+    assert sorted(runs["shape"]) == ["d16", "d32"] and runs.run_id.is_unique
+    dropped = manifest(tmp_path / "store", "sweep.dry-run.json")["dropped"]
+    assert len(dropped) == 4 and all("the same run as budget=4e+10 model=d" in d["reason"] for d in dropped)
+
+
+@pytest.mark.parametrize("second", ["4e10", "4.0e10"])
+def test_a_grid_budget_written_twice_is_one_line(tmp_path, second):
+    """OmegaConf merges duplicate numeric keys (the last list of shapes silently replaced the first)."""
+    grid = f"    grid:\n      4e10: [d32, d9]\n      {second}: [d16]\n"
+    (tmp_path / "grid.yaml").write_text(ODD_GRID + grid)
+    proc = sweep(str(tmp_path / "grid.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "hydra.sweeper.grid in", f"the keys 4e10 and {second} (line 7) are the same budget")
+    assert nothing_written(tmp_path / "store")
+
+
+def test_a_store_directory_beside_the_sweep_file_is_one_line(tmp_path):
+    """Hydra reads the sweep file's directory as a config directory: a `store/` made there by the
+    store check became a config group, and the launch ended in a traceback (exit 1)."""
+    (tmp_path / "mine.yaml").write_text(ODD_GRID + "    budgets: [4e10]\n    models: [d32]\n")
+    proc = sweep(str(tmp_path / "mine.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "Could not override 'store'", "a directory named 'store' beside the sweep file")
+    assert nothing_written(tmp_path / "store")
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
@@ -408,3 +456,10 @@ def test_tracking_on_writes_tagged_offline_runs_and_sync_needs_a_login(tmp_path)
 def test_status_of_a_bad_path_is_one_line(tmp_path):
     assert_one_line_error(run_cli("status", tmp_path / "nowhere"), str(tmp_path / "nowhere"), "not a directory")
     assert_one_line_error(run_cli("status", tmp_path), "sweep.json", "scaling sweep")
+
+
+@pytest.mark.parametrize("plan", ["[]", '{"runs": 3}', '{"sweep": "x", "runs": [{"run_id": "a"}], "dropped": []}'])
+def test_status_of_a_sweep_json_that_is_not_a_plan_is_one_line(tmp_path, plan):
+    """Valid JSON that is not a plan (edited by hand): before, a traceback (TypeError, KeyError)."""
+    (tmp_path / "sweep.json").write_text(plan)
+    assert_one_line_error(run_cli("status", tmp_path), "sweep.json: not a sweep plan", "relaunching the sweep")

@@ -118,6 +118,7 @@ def test_rerun_is_a_no_op(seed_0_store):
         (["optim.lr=-1e-3"], ["optim.lr", "-0.001"]),
         (["param_count=embedding"], ["param_count", "embedding", "non_embedding"]),
         (["model=nearest"], ["model.target_params"]),
+        (["model.target_params=1e5"], ["model.target_params", "model=nearest only, not model=d32"]),  # was unused
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, names):

@@ -50,6 +50,11 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
     from scaling.plan import plan_run
     from scaling.store import RunPaths, run_state
 
+    if list(sweeper.config.train.branches or []):  # the sweeper would replace them, silently
+        raise ConfigError(
+            f"train.branches: {list(sweeper.config.train.branches)} with hydra.sweeper.branches=true; give one: "
+            "the sweeper plans each trunk's branches from the sweep's budgets (and extra_points_per_decade)"
+        )
     groups: dict[tuple, list[dict]] = {}
     for j in jobs:
         groups.setdefault(tuple(o for o in j["overrides"] if not o.startswith("budget=")), []).append(j)

@@ -33,6 +33,8 @@ def _numbers(values: Any, key: str, integer: bool = False, upper: float = math.i
     from scaling.errors import ConfigError
 
     kind = "positive integers, e.g. [8, 16]" if integer else "positive numbers, e.g. [0.5, 1, 2]"
+    if upper < math.inf:  # warmup_fracs: the example above would be refused
+        kind = f"numbers in (0, {upper:g}), e.g. [0.02, 0.1]"
     if values is None:
         return []
     try:

@@ -202,6 +202,10 @@ class ScalingSweeper(Sweeper):
                     }
                 )
                 continue
+            same = next((k for k in kept if k["run_id"] == plan.run_id), None)
+            if same is not None:  # a budget or shape listed twice: one run, trained and counted once
+                dropped.append({"overrides": overrides, "reason": f"the same run as {same['label']}: planned once"})
+                continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
             kept.append(
                 {

@@ -14,6 +14,15 @@ from hydra_plugins.scaling_sweeper import pack
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from scaling import devices
 
+MAX_EXTRA_PER_DECADE = 100  # branch budgets 2.3% apart; each is a run of its own cooldown
+
+
+def keys() -> list[str]:
+    """The sweeper's settings, hydra.sweeper.KEY (`ScalingSweeperConf`)."""
+    from hydra_plugins.scaling_sweeper.scaling_sweeper import ScalingSweeperConf
+
+    return [k for k in ScalingSweeperConf.__dataclass_fields__ if k != "_target_"]
+
 
 def budget(value: Any, key: str) -> float:
     """A FLOP budget from a sweep setting, or ConfigError naming the key."""
@@ -55,13 +64,17 @@ def check(sweeper) -> None:
             "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
         )
     sweeper.tokens_per_param = (lo, hi)
-    r = sweeper.runs_per_gpu
-    if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
-        raise ConfigError(
-            f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
-        )
+    _check_counts(sweeper)
     devices.fake_gpus()  # a SCALING_FAKE_GPUS that is not a count: one line, before anything is written
     names = ("lr_multipliers", "lr_grid", "batch_sizes", "warmup_fracs", "lr_refine")
+    unknown = sorted(set(sweeper.hyper_settings) - set(names))
+    if unknown:  # added by `+hydra.sweeper.KEY=...` (struct mode refuses it without the +)
+        from scaling.config import valid_keys_hint
+
+        raise ConfigError(
+            f"hydra.sweeper.{unknown[0]}: not a setting of the scaling sweeper; "
+            f"{valid_keys_hint(unknown[0], keys(), 'hydra.sweeper')}"
+        )
     sweeper.hyper = HyperAxes.from_settings(*(sweeper.hyper_settings.get(k) for k in names))
     lr_axis = bool(sweeper.hyper_settings.get("lr_multipliers") or sweeper.hyper_settings.get("lr_grid"))
     sweeper.pack_rule = pack.AUTO if sweeper.pack is None else pack.EVERY
@@ -69,3 +82,26 @@ def check(sweeper) -> None:
         sweeper.pack = pack.auto(sweeper.config, lr_axis)
     elif sweeper.pack:
         pack.check(sweeper.config, lr_axis)
+
+
+def _check_counts(sweeper) -> None:
+    """runs_per_gpu, max_batch_size and extra_points_per_decade, or ConfigError naming the bad one."""
+    from scaling.errors import ConfigError
+
+    r = sweeper.runs_per_gpu
+    if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
+        raise ConfigError(
+            f"hydra.sweeper.runs_per_gpu: {r!r} is not valid; it must be a positive integer (runs at once per GPU)"
+        )
+    m = sweeper.max_batch_size
+    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m <= 0):  # -3 launched nothing
+        raise ConfigError(
+            f"hydra.sweeper.max_batch_size: {m!r} is not valid; it must be a positive integer (jobs per launch) "
+            "or null (all at once)"
+        )
+    x = sweeper.extra_points_per_decade
+    if not (math.isfinite(x) and 0 <= x <= MAX_EXTRA_PER_DECADE):
+        raise ConfigError(  # nan and -1 added nothing, silently; 1e6 planned for hours
+            f"hydra.sweeper.extra_points_per_decade: {x!r} is not valid; it must be a number in "
+            f"[0, {MAX_EXTRA_PER_DECADE}] (more cooldown branches' budgets per decade)"
+        )

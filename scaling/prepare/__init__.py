@@ -123,9 +123,15 @@ def _encode(pieces, spec, args, staging: Staging, dtype: str, total_bytes: int) 
         totals.add(encoded)
         progress.update(totals)
     progress.update(totals, final=True)
+    documents = sum(totals.documents.values())
+    if documents < 2:  # no --holdout can make two non-empty splits of it
+        raise DataError(
+            f"INPUT: {'no text' if documents == 0 else 'one document'} in the inputs (a text file is one "
+            "document, a JSONL line or a Parquet row one; empty ones are skipped); a train and a val split "
+            "need at least 2: give more files, or split a single text file into several"
+        )
     for split in SPLITS:
         if totals.tokens[split] == 0:
-            documents = sum(totals.documents.values())
             raise DataError(
                 f"--holdout: {args.holdout} leaves the {split} split empty ({documents} documents in all); "
                 + ("raise --holdout or give more documents" if split == "val" else "lower --holdout")
