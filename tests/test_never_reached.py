@@ -1,7 +1,9 @@
-"""Bootstrap samples that never reach a target loss (E above it, or a coefficient A or B beyond floating
-point) count as +inf in what reaching it costs, by one rule (`Law.never_reaches`) for `optimal
---target-loss` and `--inference-tokens`; a bound that lands on them is unbounded, saying so. N_opt
-intervals reaching 0 (samples whose B overflowed) are no intervals."""
+"""Bootstrap samples that never reach a target loss (E above it) count as +inf in what reaching it costs,
+by one rule (`Law.never_reaches`) for `optimal --target-loss` and `--inference-tokens`; a bound that
+lands on them is unbounded, saying so. A sample whose A or B is beyond floating point has no value for
+anything the law derives (`ParametricLaw`): more of them than the tail leave those unidentified, saying
+why (they were counted as never reaching any loss in between: review of 2026-11-26). N_opt intervals
+reaching 0 (`next` on samples whose B overflowed) are no intervals."""
 
 import numpy as np
 
@@ -15,25 +17,36 @@ from analysis.synthetic import CHINCHILLA_LAW
 SIZE = 400
 
 
-def law_with(name: str, value: float, count: int, seed: int = 0) -> ParametricLaw:
-    """The Chinchilla law with 1% noise on 400 samples, the first ``count`` of ``name`` set to ``value``."""
+def samples_with(name: str, value: float, count: int, seed: int = 0) -> dict:
+    """The Chinchilla law's parameters with 1% noise on 400 samples, the first ``count`` of ``name`` set to ``value``."""
     rng = np.random.default_rng(seed)
     samples = {k: v * np.exp(0.01 * rng.standard_normal(SIZE)) for k, v in CHINCHILLA_LAW.items()}
     samples[name][:count] = value
-    return ParametricLaw("test", dict(CHINCHILLA_LAW), samples)
+    return samples
 
 
-def test_a_sample_whose_coefficient_overflowed_never_reaches_any_loss():
-    """B = +inf: N_opt = 0 and D_opt = inf, where the formula's loss is inf·0 = NaN (dropped as failed
-    before): its loss is +inf, so 5% of them leave the budget and the predicted loss unbounded above."""
+def law_with(name: str, value: float, count: int, seed: int = 0) -> ParametricLaw:
+    return ParametricLaw("test", dict(CHINCHILLA_LAW), samples_with(name, value, count, seed))
+
+
+LOST = f"20 of {SIZE} resamples have A or B beyond floating point: their law has no value here"
+
+
+def test_a_sample_whose_coefficient_overflowed_has_no_value():
+    """B = +inf: the stored law gives N_opt = 0 and a loss inf·0 = NaN, though the fitted law is finite
+    in log space: the sample has no value. 5% of them (beyond the 2.5% tail) leave the budget, the loss
+    and N unidentified, saying why; 1% are left out of the intervals, which stay."""
     for name in ("A", "B"):
         law = law_with(name, np.inf, 20)
         with np.errstate(all="ignore"):
-            assert np.all(np.isinf(law._frontier_loss(law.samples, 1e21)[:20]))
+            assert np.all(np.isnan(law._frontier_loss(law.samples, 1e21)[:20]))
         a = law.budget_for_loss(2.2)
         assert a.budget.interval is None and a.loss.interval is None
-        assert a.budget.unidentified == f"interval unbounded above: 20 of {SIZE} samples never reach the target loss"
-        assert "20 bootstrap samples never reach the target loss" in a.notes
+        assert a.budget.unidentified == a.loss.unidentified == LOST
+        assert law.allocate(1e21).n.unidentified == LOST
+        assert not any("never reach" in note for note in a.notes)
+        few = law_with(name, np.inf, 4).budget_for_loss(2.2)
+        assert few.budget.interval is not None and not few.budget.unidentified
 
 
 def test_the_unit_follows_a_number_never_a_reason():
@@ -45,16 +58,17 @@ def test_the_unit_follows_a_number_never_a_reason():
 
 
 def test_inference_counts_samples_that_never_reach_the_target_as_optimal_does():
-    """The same samples (E above the target, B beyond floating point) never reach it in both answers:
-    within the tail they widen N's interval as +inf (left out before); beyond it, every quantity is
-    unidentified with the count, and the note is optimal's."""
-    for name, value in (("E", 2.5), ("B", np.inf)):
-        law = law_with(name, value, 20)
-        a = inference_allocation(law, 1e12, target_loss=2.2)
-        why = f"20 of {SIZE} samples never reach the target loss"
-        assert a.values["N"].unidentified == a.values["total_flops"].unidentified == f"interval unbounded above: {why}"
-        assert a.values["saving_fraction"].unidentified == why and a.values["N"].interval is None
-        assert law.budget_for_loss(2.2).notes[-1] in a.notes == ["20 bootstrap samples never reach the target loss"]
+    """The same samples (E above the target) never reach it in both answers: within the tail they widen
+    N's interval as +inf (left out before); beyond it, every quantity is unidentified with the count,
+    and the note is optimal's. Samples with B beyond floating point have no value, as in `optimal`."""
+    law = law_with("E", 2.5, 20)
+    a = inference_allocation(law, 1e12, target_loss=2.2)
+    why = f"20 of {SIZE} samples never reach the target loss"
+    assert a.values["N"].unidentified == a.values["total_flops"].unidentified == f"interval unbounded above: {why}"
+    assert a.values["saving_fraction"].unidentified == why and a.values["N"].interval is None
+    assert law.budget_for_loss(2.2).notes[-1] in a.notes == ["20 bootstrap samples never reach the target loss"]
+    lost = inference_allocation(law_with("B", np.inf, 20), 1e12, target_loss=2.2)
+    assert lost.values["N"].unidentified == LOST and lost.values["N"].interval is None
     law = law_with("E", 2.5, 4)
     a = inference_allocation(law, 0.0, target_loss=2.2)
     draws = inference_allocation(law_with("E", 2.5, 0), 0.0, target_loss=2.2)  # the same samples, all reaching
@@ -72,12 +86,10 @@ def _n_draws(law, target):
 
 
 def test_an_n_opt_interval_reaching_zero_is_no_interval():
-    """5% of the samples with B beyond floating point give N_opt = 0: `next` prints no interval and
-    `optimal` flags N (its interval kept, as D's comes from it)."""
-    law = law_with("B", np.inf, 20)
-    now = n_opt_now(law.params, law.samples, 1e21, 0.95)
+    """5% of the samples with B beyond floating point give N_opt = 0 in `next` (the fit's samples as
+    stored): it prints no interval."""
+    now = n_opt_now(dict(CHINCHILLA_LAW), samples_with("B", np.inf, 20), 1e21, 0.95)
     assert now.interval is None and now.unidentified == "interval reaches 0 or below" and np.isfinite(now.value)
-    assert law.allocate(1e21).n.unidentified == "interval reaches 0 or below"
     clean = law_with("B", CHINCHILLA_LAW["B"], 20)
     assert n_opt_now(clean.params, clean.samples, 1e21, 0.95).interval is not None
     assert not clean.allocate(1e21).n.unidentified

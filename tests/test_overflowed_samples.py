@@ -111,15 +111,16 @@ def test_a_real_fit_whose_resamples_overflow_keeps_them_in_the_interval(tmp_path
     assert now.as_json() == then.as_json()
 
 
-def test_an_allocation_whose_n_opt_overflows_is_unbounded_and_says_so():
-    """5% of a law's samples with A beyond floating point: their N_opt is inf, so N_opt's interval is
-    unbounded above and D_opt's, D/N's (which fall as N grows) say so too; the JSON holds no inf."""
+def test_an_allocation_from_samples_whose_a_overflowed_is_unidentified_and_says_so():
+    """5% of a law's samples with A beyond floating point: the stored law gives N_opt = inf, though its
+    law in log space is finite: they have no value (`ParametricLaw`), more than the tail, so N_opt is
+    unidentified saying why, and D_opt and D/N (which fall as N grows) as N's; the JSON holds no inf."""
     rng = np.random.default_rng(1)
     samples = {k: v * np.exp(0.02 * rng.standard_normal(400)) for k, v in CHINCHILLA_LAW.items()}
     samples["A"][:20] = np.inf
     law = ParametricLaw("test", dict(CHINCHILLA_LAW), samples)
     a = law.allocate(1e21)
-    assert a.n.unidentified == "interval unbounded above: 20 of 400 resamples overflowed to +inf"
+    assert a.n.unidentified == "20 of 400 resamples have A or B beyond floating point: their law has no value here"
     assert a.d.unidentified == a.tokens_per_parameter.unidentified == f"as N's: {a.n.unidentified}"
     assert a.n.interval is None and a.d.interval is None and np.isfinite(a.n.value)
     json.dumps(a.as_json(), allow_nan=False)  # strict JSON: raises on an inf or NaN
@@ -143,33 +144,36 @@ def test_a_target_loss_some_samples_never_reach_bounds_the_budget_from_above():
             assert a.as_json()["budget_unidentified"] == a.budget.unidentified
 
 
-def test_an_allocation_whose_n_opt_underflows_leaves_d_unbounded_above():
-    """5% of the samples with B beyond floating point: their N_opt is 0 (G = 0), so N_opt's interval
-    reaches 0 and D_opt = C/(6·N_opt) has no upper bound (before: a ZeroDivisionError). D and D/N say
-    so, with no interval; nothing is inf in the JSON."""
+def test_an_allocation_from_samples_whose_b_overflowed_is_unidentified():
+    """5% of the samples with B beyond floating point: the stored law gives N_opt = 0 (G = 0) and
+    D_opt = C/(6·0) (a ZeroDivisionError once); they have no value, so N, D and D/N are unidentified
+    saying why, with no interval; nothing is inf in the JSON. 1% are left out and the intervals stay."""
     rng = np.random.default_rng(3)
     samples = {k: v * np.exp(0.02 * rng.standard_normal(400)) for k, v in CHINCHILLA_LAW.items()}
     samples["B"][:20] = np.inf
     a = ParametricLaw("test", dict(CHINCHILLA_LAW), samples).allocate(1e21)
-    assert a.n.lower == 0.0 and np.isfinite(a.n.upper) and a.n.unidentified == "interval reaches 0 or below"
+    assert a.n.interval is None and a.n.unidentified.startswith("20 of 400 resamples have A or B beyond")
     for e in (a.d, a.tokens_per_parameter):
-        assert e.interval is None and e.unidentified == "interval unbounded above: N's interval reaches 0"
+        assert e.interval is None and e.unidentified == f"as N's: {a.n.unidentified}"
     json.dumps(a.as_json(), allow_nan=False)
+    samples["B"][4:20] = CHINCHILLA_LAW["B"]
+    few = ParametricLaw("test", dict(CHINCHILLA_LAW), samples).allocate(1e21)
+    assert not few.n.unidentified and few.n.lower > 0 and few.d.interval is not None
 
 
 def test_a_real_fit_whose_resamples_overflow_beyond_the_tail_allocates_without_an_interval():
     """Seed 2 of the same design: 7 of 196 resamples send B beyond floating point, more than the tail.
     B has no interval (unbounded above), and the form's rule flags it; `optimal` (and the report, which
-    crashed on this table with a ZeroDivisionError) allocates, N_opt's interval reaching 0."""
+    crashed on this table with a ZeroDivisionError) allocates; those 7 have no value for N_opt or a loss."""
     fit = fit_all(table_from_frame(d_ladder(2, 1.02), "level"), (3,), resamples=200).parametric
     assert int(np.isinf(fit.bootstrap.samples["B"]).sum()) == 7 and fit.estimates["B"].interval is None
     assert fit.estimates["B"].unidentified.startswith("7 of 196 refitted resamples gave beta <= 0 or B beyond")
     report = FitReport("level", "total", len(fit.n), [], [], parametric=fit)
     a = law_from_fit(report, "x", approach=3).allocate(1e21)
-    assert a.n.lower == 0.0 and a.d.interval is None and a.d.unidentified == "as the fit's a"
+    assert a.n.interval is None and a.d.interval is None and a.d.unidentified == "as the fit's a"
     json.dumps(a.as_json(), allow_nan=False)
-    # those 7 (3.6%, beyond the 2.5% tail) never reach any loss: the budget for one is unbounded, not
-    # [9.7e19, 8.4e20] as when their loss, inf/inf = NaN, dropped them as failed
+    # those 7 (3.6%, beyond the 2.5% tail) have no value: the budget for a loss is unidentified, not
+    # [9.7e19, 8.4e20] as when their loss, inf/inf = NaN, was dropped silently as a failed sample
     b = law_from_fit(report, "x", approach=3).budget_for_loss(2.45)
-    assert b.budget.unidentified == "interval unbounded above: 7 of 196 samples never reach the target loss"
-    assert "7 bootstrap samples never reach the target loss" in b.notes and b.loss.interval is None
+    lost = "7 of 196 resamples have A or B beyond floating point: their law has no value here"
+    assert b.budget.unidentified == b.loss.unidentified == lost and b.loss.interval is None

@@ -32,7 +32,12 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
         "d": Item("D_opt", interval_text(a.d, count, "tokens")),
         "tokens_per_parameter": Item("tokens/parameter", interval_text(a.tokens_per_parameter, count)),
         "loss": Item("predicted loss", loss),
-        "check": Item("check", f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs" if a.n.value > 0 else "–"),
+        "check": Item(
+            "check",
+            f"6·N·D = {flops_6nd(a.n.value, a.d.value):.6g} FLOPs"
+            if a.n.value > 0 and not a.budget.unidentified
+            else "–",
+        ),
     }
     if getattr(a, "epochs", None) is not None:  # data-constrained (analysis.fits.muennighoff_optimal)
         items["epochs"] = Item("epochs D/U", f"{interval_text(a.epochs)} of {num(a.unique_tokens)} unique tokens")

@@ -104,7 +104,7 @@ def never_reaching(law, target: float, inference_tokens: float, central, draws, 
         draws[k] = np.where(never, np.inf if k in costs else np.nan, draws[k])
     size = int(np.sum(~np.isnan(draws["N"])))
     for k, v in central.items():
-        values[k] = Estimate.from_samples(float(v), draws[k], law.level)
+        values[k] = law.interval(float(v), draws[k])
     if values["N"].unidentified:
         why = never_reached(int(never.sum()), size)
         for k, e in values.items():
@@ -184,10 +184,7 @@ def inference_allocation(
 
     central = solve({k: np.float64(v) for k, v in law.params.items()})
     draws = solve(law.samples) if law.samples is not None else {}
-    values = {
-        k: Estimate.from_samples(float(v), draws[k], law.level) if k in draws else Estimate(float(v))
-        for k, v in central.items()
-    }
+    values = {k: law.interval(float(v), draws[k]) if k in draws else Estimate(float(v)) for k, v in central.items()}
     notes = list(law.notes)
     _flag_unidentified(law, values, target_loss, budget, notes)
     if target_loss is not None and law.samples is not None:

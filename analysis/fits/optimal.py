@@ -96,6 +96,7 @@ class Law(abc.ABC):
         self.floor_unidentified = floor_unidentified
         self.fitted_compute_min = fitted_compute_min  # the smallest fitted run's 6·N·D (approach 3), or None
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
+        self.unknown = (0, "")  # how many samples have no value for anything the law derives, and why (`ParametricLaw`)
         self.fitted_compute_max = fitted_compute_max
         self.notes = list(notes or [])
 
@@ -112,9 +113,7 @@ class Law(abc.ABC):
     # ------------------------------------------------------------ answers
     def allocate(self, budget: float) -> Allocation:
         """N_opt, D_opt = C/(6·N_opt), D/N and the loss at the optimum, with intervals."""
-        n = Estimate.from_samples(
-            float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget), self.level
-        )
+        n = self.interval(float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget))
         n.unidentified = n.unidentified or reaches_zero(n.lower, n.upper)  # interval kept: D's comes from it
         loss = self._estimate(self._frontier_loss, budget) if self.predicts_loss else None
         return self._allocation(Estimate(budget), n, loss)
@@ -140,11 +139,11 @@ class Law(abc.ABC):
         allocation.budget, allocation.target_loss = Estimate(central), target
         if self.samples is not None:
             draws = self._solve_budget(self.samples, np.full(self._sample_count(), target))
-            allocation.budget = Estimate.from_samples(central, draws, self.level)
+            allocation.budget = self.interval(central, draws)
             never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
             if never:  # an unbounded budget: they bound the interval from above
                 allocation.notes.append(never_reached_note(never))
-            if allocation.budget.unidentified:
+            if allocation.budget.unidentified.startswith("interval unbounded"):
                 allocation.budget.unidentified = f"interval unbounded above: {never_reached(never, size)}"
         if allocation.loss is not None and allocation.loss.unidentified == "as the fit's E":
             allocation.budget.unidentified = "as the fit's E"  # the budget that reaches a loss rests on E as well
@@ -166,8 +165,8 @@ class Law(abc.ABC):
         n = params_6nd(budget, max_tokens)
         loss = None
         if self._loss(self.params, n, max_tokens) is not None:
-            loss = Estimate.from_samples(
-                float(self._loss(self.params, n, max_tokens)), self._on_samples(self._loss, n, max_tokens), self.level
+            loss = self.interval(
+                float(self._loss(self.params, n, max_tokens)), self._on_samples(self._loss, n, max_tokens)
             )
         allocation = self._allocation(Estimate(budget), Estimate(n), loss)
         allocation.max_tokens = max_tokens
@@ -210,7 +209,18 @@ class Law(abc.ABC):
         return None if values is None else np.asarray(values, float)
 
     def _estimate(self, fn, *args) -> Estimate:
-        return Estimate.from_samples(float(fn(self.params, *args)), self._on_samples(fn, *args), self.level)
+        return self.interval(float(fn(self.params, *args)), self._on_samples(fn, *args))
+
+    def interval(self, value: float, draws) -> Estimate:
+        """``value`` with the percentile interval of its per-sample ``draws`` (`Estimate.from_samples`);
+        unidentified when more samples than the interval's tail have no value for it (`unknown`): their
+        dropping would narrow it."""
+        estimate = Estimate.from_samples(value, draws, self.level)
+        count, why = self.unknown
+        if draws is not None and count > (1.0 - self.level) / 2.0 * len(draws) and not estimate.unidentified:
+            estimate.lower = estimate.upper = None
+            estimate.unidentified = f"{count} of {len(draws)} resamples {why}"
+        return estimate
 
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
@@ -278,6 +288,17 @@ class ParametricLaw(Law):
 
     predicts_loss = True
 
+    def __init__(self, *args, **kwargs):
+        """As `Law`; a bootstrap sample whose A or B overflowed (beyond floating point: +inf) has no value
+        for N_opt or any loss: its law is finite in log space, but the stored number lost it (N_opt = 0,
+        inf/inf). Its parameters become NaN, and intervals it would bound say so (`Law.interval`)."""
+        super().__init__(*args, **kwargs)
+        if self.samples is not None:
+            lost = ~(np.isfinite(self.samples["A"]) & np.isfinite(self.samples["B"]))
+            if lost.any():
+                self.samples = {k: np.where(lost, np.nan, v) for k, v in self.samples.items()}
+                self.unknown = (int(lost.sum()), "have A or B beyond floating point: their law has no value here")
+
     def _n_opt(self, p, compute):
         return laws.chinchilla_allocation(compute, p["A"], p["B"], p["alpha"], p["beta"])[0]
 
@@ -290,13 +311,9 @@ class ParametricLaw(Law):
 
 
 def parametric_loss(p, n, d):
-    """L(N, D) of parameters ``p`` (`laws.chinchilla_loss`). A coefficient beyond floating point (A or
-    B = +inf, an overflowed resample) makes the loss +inf at every N, D: at that sample's N_opt the
-    formula gives inf·0 = NaN, which would drop the sample as failed instead of counting it as a law
-    that never reaches any loss."""
-    loss = laws.chinchilla_loss(n, d, p["E"], p["A"], p["B"], p["alpha"], p["beta"])
-    overflowed = np.isinf(p["A"]) | np.isinf(p["B"])
-    return np.where(overflowed, np.inf, loss) if np.any(overflowed) else loss
+    """L(N, D) of parameters ``p`` (`laws.chinchilla_loss`); NaN for a sample whose A or B overflowed
+    (`ParametricLaw` makes its parameters NaN: its law has no value)."""
+    return laws.chinchilla_loss(n, d, p["E"], p["A"], p["B"], p["alpha"], p["beta"])
 
 
 def never_reached(count: int, size: int) -> str:
