@@ -210,13 +210,11 @@ def _flag_unidentified(law, values: dict[str, Estimate], target_loss, budget, no
         notes.append(f"the fit's exponent a is unidentified ({law.unidentified}): so is this allocation")
         for name in set(values) - {given, "loss"}:
             values[name].unidentified = "as the fit's a"
-    if getattr(law, "floor_unidentified", ""):
-        low, high = getattr(law, "fitted_compute_min", None) or 0.0, law.fitted_compute_max
-        reach = budget if budget is not None else values["reference_total_flops"].value
-        if high is None or not low <= reach <= high:
-            notes.append(
-                f"the fit's irreducible loss E is unidentified ({law.floor_unidentified}): so is what it predicts "
-                "outside its fitted budgets"
-            )
-            for name in {"loss"} if target_loss is None else set(values) - {given}:
-                values[name].unidentified = values[name].unidentified or "as the fit's E"
+    reach = budget if budget is not None else values["reference_total_flops"].value
+    if law.rests_on_floor(reach):
+        notes.append(
+            f"the fit's irreducible loss E is unidentified ({law.floor_unidentified}): so is what it predicts "
+            "outside its fitted budgets"
+        )
+        for name in {"loss"} if target_loss is None else set(values) - {given}:
+            values[name].unidentified = values[name].unidentified or "as the fit's E"

@@ -189,8 +189,7 @@ class Law(abc.ABC):
     def _floor_check(self, compute: float, loss: Estimate | None, notes: list[str]) -> None:
         """A loss predicted outside the fitted budgets rests on E: unidentified when E is (a one-budget fit
         with E at 0 gave 3.909 [3.577, 4.118] at 1/100 of its budget, truth 3.51)."""
-        low, high = self.fitted_compute_min or 0.0, self.fitted_compute_max
-        if loss is None or not self.floor_unidentified or (high is not None and low <= compute <= high):
+        if loss is None or not self.rests_on_floor(compute):
             return
         loss.unidentified = "as the fit's E"
         notes.append(
@@ -198,12 +197,18 @@ class Law(abc.ABC):
             "outside its fitted budgets"
         )
 
+    def rests_on_floor(self, compute: float) -> bool:
+        """Whether a loss this law predicts at ``compute`` rests on an unidentified E: outside the fitted
+        budgets (from the smallest fitted run's 6·N·D to the largest) of a fit whose E is unidentified."""
+        low, high = self.fitted_compute_min or 0.0, self.fitted_compute_max
+        return bool(self.floor_unidentified) and (high is None or not low <= compute <= high)
+
     def _sample_count(self) -> int:
         return len(next(iter(self.samples.values())))
 
     def _on_samples(self, fn, *args):
         """``fn`` evaluated on every bootstrap sample, or None (no samples, or no answer). A sample that
-        overflowed gives inf (an unbounded interval; a loss too, `parametric_loss`), without a warning."""
+        overflowed gives inf (an unbounded interval), or NaN (`ParametricLaw`), without a warning."""
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             values = None if self.samples is None else fn(self.samples, *args)
         return None if values is None else np.asarray(values, float)
