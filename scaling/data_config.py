@@ -179,16 +179,33 @@ def _check_bin(cfg: dict) -> None:
 def _bin_files(cfg: dict) -> dict[str, Path]:
     """{"train": path, "val": path} for a nanoGPT directory, {"all": path} for a single file."""
     path = _existing_path(cfg, "a directory with train.bin and val.bin, or a .bin file")
-    if path.is_file():
-        return {"all": path}
-    files = {split: path / f"{split}.bin" for split in ("train", "val")}
+    files = {"all": path} if path.is_file() else {split: path / f"{split}.bin" for split in ("train", "val")}
     for file in files.values():
         if not file.is_file():
             raise DataError(
                 f"data.path: '{path}' has no {file.name} (data=bin needs train.bin and val.bin "
                 "in a directory, or the path of one .bin file)"
             )
+        if _looks_like_text(file):
+            raise DataError(
+                f"data.path: '{file}' looks like text (its start is printable UTF-8), not token ids: give "
+                "data=text data.path=... for text, or tokenize it with scaling prepare"
+            )
     return files
+
+
+def _looks_like_text(path: Path, size: int = 65536) -> bool:
+    """Whether a file's first ``size`` bytes decode as UTF-8 that is almost all printable: token ids
+    never do (uint16 ids below 256 are every other byte NUL; larger ones are not valid UTF-8)."""
+    with path.open("rb") as f:
+        head = f.read(size)
+    try:
+        text = head.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as err:  # a multi-byte character cut at the end is still text
+        if err.start < len(head) - 3:
+            return False
+        text = head[: err.start].decode("utf-8")
+    return len(text) > 0 and sum(c.isprintable() or c in "\n\r\t" for c in text) >= 0.99 * len(text)
 
 
 def _check_mixture(cfg: dict) -> None:

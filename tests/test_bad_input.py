@@ -61,6 +61,11 @@ TRAIN = [
         ["data=bin", "data.path={empty}", f"store={S}"],
         ["data.path", "has no train.bin"],
     ),
+    (  # before: trained on the text's bytes read as uint16 token ids
+        "a text file as token ids",
+        ["data=bin", "data.path={workdir}/small.txt", "data.vocab_size=256", f"store={S}"],
+        ["data.path", "small.txt", "looks like text", "data=text data.path=..."],
+    ),
     (
         "garbled data file",
         ["data=bin", "data.path={workdir}/odd.bin", "data.vocab_size=256", f"store={S}"],
