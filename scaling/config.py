@@ -180,6 +180,7 @@ def validate_schedule(cfg) -> None:
         _require(b < cfg.budget, "train.branches", b, f"each must be below the run's budget {cfg.budget:g}")
     if t.branches:
         _require(t.schedule == "wsd", "train.branches", list(t.branches), "branches need train.schedule=wsd")
+        _require(len(set(t.branches)) == len(t.branches), "train.branches", list(t.branches), "give each budget once")
 
 
 def validate(cfg) -> None:

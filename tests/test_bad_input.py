@@ -61,6 +61,11 @@ TRAIN = [
         ["data=bin", "data.path={empty}", f"store={S}"],
         ["data.path", "has no train.bin"],
     ),
+    (  # before: a trunk id of its own, beside the same trunk's with the budget once
+        "a branch budget twice",
+        ["train.schedule=wsd", "train.branches=[5e10,5e10]", "budget=1e12", f"store={S}"],
+        ["train.branches", "give each budget once"],
+    ),
     (  # before: trained on the text's bytes read as uint16 token ids
         "a text file as token ids",
         ["data=bin", "data.path={workdir}/small.txt", "data.vocab_size=256", f"store={S}"],
