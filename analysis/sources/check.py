@@ -19,6 +19,8 @@ Rules, applied the same way to every source (`analysis.sources.load` reads them)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -28,11 +30,13 @@ from analysis.sources.colunits import apply_column_units, refuse_perplexity, spl
 from analysis.sources.curverows import split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
-from analysis.sources.rows import MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
-from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable
+from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
+from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable, parse_loss_unit
 from analysis.sources.unique import unique_tokens_of
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
+
+LOSS_UNIT_COLUMN = "loss_unit"  # a table's column naming its loss's unit (bits/token, nats/token, bpb...)
 
 
 # ---------------------------------------------------------------- checking
@@ -51,7 +55,7 @@ def table_from_frame(
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
     frame = apply_where(frame, columns.where, source, notes)
-    columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
+    columns, eval_fingerprint = evalsets.resolve(frame, _loss_unit_of_column(frame, columns), source)
     read = len(frame)
     run_ids = _run_ids(frame)
     frame = _drop_incomplete(frame, run_ids, warnings)
@@ -59,20 +63,19 @@ def table_from_frame(
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
     _warn_mixed_architectures(frame, warnings)
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
-    frame, run_ids, curves = _as_named(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes)
-    needed = {n_col: "parameter counts N", loss_col: "losses"}
-    needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
-    keep = usable_rows(frame, run_ids, needed, columns.strict, warnings)
+    budget_col = budget_column_of(frame, columns.budget, source)
+    frame, run_ids, curves, scaled = _as_named(
+        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, budget_col
+    )
+    keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings)
     frame, run_ids = frame[keep], run_ids[keep]
-
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
-    _warn_tokens_per_parameter(runs, warnings)
+    _warn_tokens_per_parameter(runs, warnings, scaled)
     first = first_of_duplicates(runs, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
     warn_separating_columns(frame, runs, picked, warnings)
     runs["U"] = unique_tokens_of(frame, columns.unique, source)
-    budget_col = budget_column_of(frame, columns.budget, source)
     runs["budget"] = budgets_of_frame(
         frame,
         runs["C"].to_numpy(),
@@ -98,10 +101,29 @@ def table_from_frame(
     )
 
 
-def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str]):
-    """Units from the N, D and C columns' names (`colunits`), then training curves given as rows (`curverows`)."""
-    frame = apply_column_units(frame, dict(zip(("n", "d", "c"), picked[:3], strict=True)), notes)
-    return split_curve_rows(frame, run_ids, picked, curves, notes)
+def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> dict[str, str]:
+    """The columns every usable row needs, with what each holds (`rows.usable_rows`)."""
+    needed = {n_col: "parameter counts N", loss_col: LOSSES}
+    needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
+    return needed
+
+
+def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget_col):
+    """Units from the N, D and C columns' names (`colunits`), then training curves given as rows
+    (`curverows`); the columns scaled by their names' units last."""
+    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col)
+    return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col), scaled
+
+
+def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap) -> ColumnMap:
+    """A ``loss_unit`` column holding one value sets the loss's unit (`parse_loss_unit`); --loss-unit wins.
+    Several values are several experiments (`groups.EXPERIMENT_COLUMNS`), refused there."""
+    if columns.loss_unit is not None or LOSS_UNIT_COLUMN not in frame.columns:
+        return columns
+    units = frame[LOSS_UNIT_COLUMN].dropna().astype(str).str.strip().unique()
+    if len(units) != 1:
+        return columns
+    return replace(columns, loss_unit=parse_loss_unit(units[0], f"column {LOSS_UNIT_COLUMN!r}: value"))
 
 
 def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:
@@ -116,7 +138,7 @@ def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:
 def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, notes: list[str]) -> pd.DataFrame:
     """run_id, N, D, C = 6·N·D and loss of usable rows; D = C/(6N) without a token column."""
     n_col, d_col, c_col, loss_col = picked
-    n, loss = numeric(frame, n_col)[0], numeric(frame, loss_col)[0]
+    n, loss = numeric(frame, n_col)[0], numeric(frame, loss_col, count=False)[0]
     c_given = None if c_col is None else numeric(frame, c_col)[0]
     if d_col is not None:
         d = numeric(frame, d_col)[0]
@@ -137,15 +159,17 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
 TOKENS_PER_PARAMETER = (1e-2, 1e5)  # median D/N outside this: N or D is in other units (millions? billions?)
 
 
-def _warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str]) -> None:
+def _warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str], scaled: list[str]) -> None:
     """Published runs train 1 to a few thousand tokens per parameter; a median D/N 1e6 away from
-    that is a count in millions or billions, which C = 6·N·D and every N or D printed inherit."""
+    that is a count in millions or billions, which C = 6·N·D and every N or D printed inherit.
+    ``scaled``: the columns scaled by the unit in their names (`colunits`), which the warning names."""
     ratio = float(np.median(runs["D"] / runs["N"])) if len(runs) else 20.0
     low, high = TOKENS_PER_PARAMETER
     if not low <= ratio <= high:
         warnings.append(
             f"the median run trains {ratio:.3g} tokens per parameter (D/N; published runs: about 1 to a few "
-            f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them as given"
+            f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them "
+            + (f"as read, with {' and '.join(scaled)}" if scaled else "as given")
         )
 
 

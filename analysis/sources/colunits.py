@@ -3,13 +3,15 @@
 billions trained 0.02 "tokens per parameter" (inside the plausible window, so no warning) and every
 budget was 1e15x too small (C = 1e3 to 1e7 "FLOPs"). A count column whose name ends in such a unit
 is scaled to parameters, tokens or FLOPs, and a note says so; a loss column named as a perplexity is
-refused (the laws are of the cross-entropy, ln of the perplexity).
+refused (the laws are of the cross-entropy, ln of the perplexity), unless the name says it is its log
+(log_ppl, ln_perplexity, nll).
 """
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from analysis.sources.rows import numeric
@@ -34,6 +36,7 @@ _COUNT_UNITS = {
 }
 _COMPUTE_UNITS = {"pfdays": PF_DAY, "pfday": PF_DAY, "petaflopdays": PF_DAY, "petaflopsdays": PF_DAY}
 _PERPLEXITY = re.compile(r"(^|[^a-z])(ppl|perplexity)([^a-z]|$)", re.IGNORECASE)
+_LOG_WORDS = {"log", "ln", "nll", "logppl", "lnppl", "log2", "loge"}  # log_ppl, ln_perplexity: a loss
 
 
 def split_unit(name: str, role: str) -> tuple[str, str, float] | None:
@@ -50,25 +53,66 @@ def split_unit(name: str, role: str) -> tuple[str, str, float] | None:
     return None
 
 
-def apply_column_units(frame: pd.DataFrame, picked: dict[str, str | None], notes: list[str]) -> pd.DataFrame:
+def apply_column_units(
+    frame: pd.DataFrame, picked: dict[str, str | None], notes: list[str], budget_col: str | None = None
+) -> tuple[pd.DataFrame, list[str]]:
     """``frame`` with each count column of ``picked`` (role -> column: "n", "d", "c") whose name carries
-    a unit scaled to parameters, tokens or FLOPs (values that are not numbers kept for the row checks)."""
-    out = frame
-    for role, column in picked.items():
-        found = split_unit(str(column), role) if column is not None else None
-        if found is None:
+    a unit scaled to parameters, tokens or FLOPs (values that are not numbers kept for the row checks),
+    and the scaled columns, each as "column 'tokens_B' (x 1e+09, its name's unit)". A column is kept as
+    given when the ``budget_col`` agrees with 6·N·D (or C) unscaled and not scaled: its name lies."""
+    found = {r: u for r, c in picked.items() if c is not None and (u := split_unit(str(c), r)) is not None}
+    raw = {r: numeric(frame, c)[0] for r, c in picked.items() if c is not None}
+    out, scaled = frame, []
+    for role, (_, unit, factor) in found.items():
+        column = picked[role]
+        if _budget_says_unscaled(frame, budget_col, raw, found, role):
+            notes.append(
+                f"column {column!r} is named in {unit} but holds {_WHAT[role]} as given: budget column "
+                f"{budget_col!r} agrees with 6·N·D unscaled, not x {factor:g}"
+            )
             continue
-        values, _ = numeric(frame, column)
-        scaled = pd.Series(values * found[2], index=frame.index)
-        out = out.assign(**{column: frame[column].where(scaled.isna(), scaled)})
-        what = "FLOPs" if role == "c" else "parameters" if role == "n" else "tokens"
-        notes.append(f"column {column!r} is in {found[1]} (its name says so): read as {what} x {found[2]:g}")
-    return out
+        scaled_values = pd.Series(raw[role] * factor, index=frame.index)
+        out = out.assign(**{column: frame[column].where(scaled_values.isna(), scaled_values)})
+        scaled.append(f"column {column!r} (x {factor:g}, its name's unit)")
+        notes.append(f"column {column!r} is in {unit} (its name says so): read as {_WHAT[role]} x {factor:g}")
+    return out, scaled
+
+
+CLOSE = 3.0  # C within 3x of a budget column agrees with it: a unit's 1e3 does not
+
+_WHAT = {"n": "parameters", "d": "tokens", "c": "FLOPs"}
+
+
+def _budget_says_unscaled(frame: pd.DataFrame, budget_col, raw: dict, found: dict, role: str) -> bool:
+    """The budget column agrees (median within a factor of `CLOSE`; units differ by 1e3 or more) with C
+    computed without ``role``'s unit and not with it (the other named units applied)."""
+    if budget_col is None or budget_col not in frame.columns:
+        return False
+    budget = numeric(frame, budget_col)[0]
+    factor = {r: u[2] for r, u in found.items()}
+
+    def compute(with_role: bool) -> np.ndarray:
+        scale = {r: f for r, f in factor.items() if with_role or r != role}
+        if role == "c" or ("d" not in raw and "c" in raw):
+            return raw["c"] * scale.get("c", 1.0)
+        return 6.0 * raw["n"] * scale.get("n", 1.0) * raw["d"] * scale.get("d", 1.0)
+
+    return _agrees(compute(False), budget) and not _agrees(compute(True), budget)
+
+
+def _agrees(compute: np.ndarray, budget: np.ndarray) -> bool:
+    usable = np.isfinite(compute) & np.isfinite(budget) & (budget > 0) & (compute > 0)
+    return bool(usable.any()) and float(np.median(np.abs(np.log10(compute[usable] / budget[usable])))) <= np.log10(
+        CLOSE
+    )
 
 
 def refuse_perplexity(loss_column: str, source: str) -> None:
-    """A loss column named as a perplexity: one error line saying what the fits need instead."""
-    if _PERPLEXITY.search(str(loss_column)):
+    """A loss column named as a perplexity: one error line saying what the fits need instead. A name with
+    a log word (log_ppl, ln_perplexity, log_perplexity, nll_ppl) is the log of one, a loss: accepted.
+    By the name only: a table's values would not tell a loss of 12 from a perplexity of 12."""
+    words = set(re.split(r"[^a-z0-9]+", str(loss_column).lower()))
+    if _PERPLEXITY.search(str(loss_column)) and not words & _LOG_WORDS:
         raise DataError(
             f"{source!r}: loss column {loss_column!r} holds perplexities (exp of the loss), and the laws are of the "
             "loss: give the cross-entropy, ln(perplexity) in nats/token (log2 in bits/token with --loss-unit bits), "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -30,19 +31,42 @@ def read_table_file(path: Path) -> pd.DataFrame:
         if kind == "Parquet":
             return pd.read_parquet(path)
         if kind.startswith("JSON"):
-            return pd.read_json(
-                path, lines=kind == "JSON Lines", orient=None if kind == "JSON Lines" else _orient(path)
+            return pd.read_json(  # exact floats (as the CSV's), ids kept as written ("007" stays text)
+                path,
+                lines=kind == "JSON Lines",
+                orient=None if kind == "JSON Lines" else _orient(path),
+                precise_float=True,
+                dtype=False,  # no conversion of columns: dates included
             )
         frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
         header = str(frame.columns[0]) if len(frame.columns) == 1 else ""
         if ";" in header:  # a spreadsheet's CSV in a comma-decimal locale: ';' between fields, ',' in numbers
-            return pd.read_csv(path, sep=";", decimal=",")
+            return _comma_decimals(pd.read_csv(path, sep=";", decimal=","))
         if "\t" in header:
             return pd.read_csv(path, sep="\t")
         return frame
     except Exception as err:  # pandas/pyarrow raise many types; the user needs the file and the reason
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise DataError(f"cannot read {str(path)!r} as {kind}: {reason} (tables are read from {FORMATS})") from None
+
+
+_COMMA_DECIMAL = re.compile(r"^\s*[-+]?[0-9]*,[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")
+
+
+def _comma_decimals(frame: pd.DataFrame) -> pd.DataFrame:
+    """A comma-decimal file's text columns (a column pandas left as text, e.g. losses with one
+    "diverged") with their "3,723" read as 3.723 here, where the locale is known: later the text would
+    be a count grouped in thousands."""
+    out = frame.copy()
+    for column in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[column]):
+            continue
+        out[column] = (
+            frame[column]
+            .astype(object)
+            .map(lambda v: float(v.replace(",", ".")) if isinstance(v, str) and _COMMA_DECIMAL.match(v) else v)
+        )
+    return out
 
 
 def _orient(path: Path) -> str:

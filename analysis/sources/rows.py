@@ -21,6 +21,7 @@ from scipy.sparse.csgraph import connected_components
 from scaling.errors import DataError
 
 MAX_LISTED = 5  # how many rows a warning names before "and k more"
+LOSSES = "losses"  # what `usable_rows` is told the loss column holds: not a count
 
 
 def row_label(position: int, run_ids: pd.Series) -> str:
@@ -35,12 +36,13 @@ def listing(items: list[str]) -> str:
     return ", ".join(items[:MAX_LISTED]) + more
 
 
-def numeric(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """The column as float64 and a mask of values that are not finite numbers > 0. Text counts as
-    published tables write them ("70M", "1.3B", "300B", "1.4T", "125k") and thousands grouped by commas
+def numeric(frame: pd.DataFrame, column: str, count: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The column as float64 and a mask of values that are not finite numbers > 0. In a ``count`` column
+    (N, D, C; not a loss, where "3,723" is a comma-decimal 3.723, never 3723) text counts as published
+    tables write them ("70M", "1.3B", "300B", "1.4T", "125k") and thousands grouped by commas
     ("1,300,000") are read as numbers."""
     raw = frame[column]
-    if not pd.api.types.is_numeric_dtype(raw):
+    if count and not pd.api.types.is_numeric_dtype(raw):
         raw = raw.map(_count)
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     return values, ~np.isfinite(values) | (values <= 0)
@@ -69,7 +71,7 @@ def usable_rows(
     bad = np.zeros(len(frame), dtype=bool)
     reasons: dict[int, list[str]] = {}
     for column, what in columns.items():
-        _, wrong = numeric(frame, column)
+        _, wrong = numeric(frame, column, count=what != LOSSES)
         if strict and wrong.any():
             i = int(np.flatnonzero(wrong)[0])
             more = f" ({int(wrong.sum()) - 1} more bad values)" if wrong.sum() > 1 else ""

@@ -1,0 +1,109 @@
+"""Tables a reviewer found read wrong after the tables work (each test failed before its fix): a
+comma-decimal loss read as thousands, a model-keyed ladder read as curves, log_ppl refused as a
+perplexity, text counts in curve rows, a unit in a column's name that a budget column contradicts,
+JSON values and ids changed by the reader, a loss_unit column ignored."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.sources.check import table_from_frame
+from analysis.sources.files import read_table_file
+from analysis.sources.load import load_runs
+from analysis.sources.schema import ColumnMap
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves, lr_sweep_runs
+from scaling.errors import DataError
+
+BUDGETS = [1e18, 3e18, 1e19, 3e19, 1e20]
+
+
+def ladder(seed=1) -> pd.DataFrame:
+    return isoflop_runs(dict(CHINCHILLA_LAW), BUDGETS, 7, spread_decades=0.6, noise=0.01, seed=seed)
+
+
+def test_a_comma_decimal_loss_with_a_text_row_is_not_read_as_thousands(tmp_path):
+    # Before: "3,723" in a ';' file whose loss column held "diverged" was read as 3723 (E = 1507).
+    runs = ladder()
+    text = runs.assign(val_loss=runs["val_loss"].map(lambda x: f"{x:.3f}".replace(".", ",")))
+    text.loc[3, "val_loss"] = "diverged"
+    path = tmp_path / "semi.csv"
+    text[["run_id", "params", "tokens", "val_loss"]].to_csv(path, sep=";", index=False)
+    table = load_runs(str(path))
+    assert len(table.runs) == len(runs) - 1
+    assert np.allclose(table.runs["loss"], runs["val_loss"].drop(3).round(3), atol=1e-9)
+    # a loss never takes the thousands rule, whatever the file: "3,723" there is not a number
+    frame = runs.assign(val_loss=runs["val_loss"].astype(object))
+    frame.loc[0, "val_loss"] = "3,723"
+    kept = table_from_frame(frame, "t.csv", ColumnMap())
+    assert len(kept.runs) == len(runs) - 1 and kept.runs["loss"].max() < 10
+
+
+def test_a_table_keyed_by_model_name_at_several_budgets_is_runs_not_curves():
+    # Before: run_id model-50M at 4 budgets was read as one run's curve: 20 runs became 5.
+    sizes = [5e7, 1e8, 2e8, 4e8, 8e8]
+    runs = lr_sweep_runs(dict(CHINCHILLA_LAW), BUDGETS[:4], sizes, lr_multipliers=(1.0,))
+    keyed = runs.assign(run_id=[f"model-{int(n / 1e6)}M" for n in runs["params"]])
+    table = table_from_frame(keyed, "named.csv", ColumnMap())
+    assert len(table.runs) == len(runs) and table.curves is None
+    assert any("rows are runs, not training curves" in n and "budget_flops" in n for n in table.notes)
+    # a repeated id whose loss rises with tokens in most runs is not a curve either
+    rising = keyed.drop(columns=["budget_flops"]).assign(val_loss=lambda f: 10.0 - f["val_loss"])
+    table = table_from_frame(rising, "named.csv", ColumnMap())
+    assert len(table.runs) == len(runs) and any("not below the loss at the fewest" in n for n in table.notes)
+
+
+def test_curve_rows_with_text_token_counts_are_curves():
+    # Before: "82,339,987" token counts in curve rows were NaN to curverows: each row was a run.
+    runs = ladder()
+    curves = loss_curves(runs, dict(CHINCHILLA_LAW), points_per_run=5)
+    rows = curves.merge(runs[["run_id", "params"]], on="run_id")[["run_id", "params", "tokens", "val_loss"]]
+    grouped = rows.assign(tokens=rows["tokens"].map(lambda x: f"{int(x):,}"))
+    table = table_from_frame(grouped, "curves.csv", ColumnMap())
+    assert len(table.runs) == len(runs) and table.curves is not None and len(table.curves) == len(rows)
+
+
+@pytest.mark.parametrize("name", ["log_ppl", "ln_perplexity", "log_perplexity", "nll_ppl"])
+def test_a_log_perplexity_column_is_a_loss(name):
+    runs = ladder().rename(columns={"val_loss": name})
+    assert len(table_from_frame(runs, "t.csv", ColumnMap(loss=name)).runs) == len(runs)
+
+
+def test_a_perplexity_column_is_still_refused():
+    runs = ladder().rename(columns={"val_loss": "ppl"})
+    with pytest.raises(DataError, match="holds perplexities"):
+        table_from_frame(runs, "t.csv", ColumnMap(loss="ppl"))
+
+
+def test_a_unit_in_a_name_that_the_budget_column_contradicts_is_not_applied():
+    # Before: tokens_B holding raw tokens was scaled by 1e9 even with --d-column tokens_B.
+    runs = ladder().drop(columns=["flops"]).rename(columns={"tokens": "tokens_B"})
+    table = table_from_frame(runs, "t.csv", ColumnMap(d="tokens_B"))
+    assert np.allclose(table.runs["D"], runs["tokens_B"])
+    assert any("holds tokens as given" in n for n in table.notes)
+    # in billions indeed: scaled, and the D/N warning names the scaled column, not "as given"
+    billions = runs.assign(tokens_B=runs["tokens_B"] / 1e9)
+    assert np.allclose(table_from_frame(billions, "t.csv", ColumnMap()).runs["D"], runs["tokens_B"])
+    wrong = billions.drop(columns=["budget_flops"]).assign(tokens_B=runs["tokens_B"])
+    warned = table_from_frame(wrong, "t.csv", ColumnMap()).warnings
+    assert any("tokens per parameter" in w and "column 'tokens_B' (x 1e+09" in w for w in warned)
+
+
+def test_json_values_equal_the_csvs_and_ids_stay_text(tmp_path):
+    runs = ladder().assign(run_id=[f"{i:03d}" for i in range(35)])
+    runs.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "t.json").write_text(json.dumps(runs.to_dict(orient="records")))  # floats as repr: exact
+    from_csv = read_table_file(tmp_path / "t.csv")
+    from_json = read_table_file(tmp_path / "t.json")
+    assert list(from_json["run_id"]) == list(runs["run_id"])
+    for column in ("params", "tokens", "val_loss", "flops"):
+        assert (from_json[column].to_numpy() == from_csv[column].to_numpy()).all()
+
+
+def test_a_loss_unit_column_sets_the_unit_and_the_option_wins():
+    runs = ladder().assign(loss_unit="bits")
+    assert table_from_frame(runs, "t.csv", ColumnMap()).loss_unit == "bits/token"
+    assert table_from_frame(runs, "t.csv", ColumnMap(loss_unit="nats")).loss_unit == "nats/token"
+    with pytest.raises(Exception, match="loss_unit"):
+        table_from_frame(runs.assign(loss_unit="<bad>"), "t.csv", ColumnMap())
