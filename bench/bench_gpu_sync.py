@@ -179,7 +179,7 @@ def profile_run(overrides: list[str], cuda: bool) -> tuple[dict, dict]:
     window = loop_end - min(steady, default=loop_end)
     summary = {
         "model": cfg.model.get("name", overrides[0]),
-        "compile": str(cfg.train.compile).lower(),
+        "compile": cfg.train.compile_mode if cfg.train.compile else "false",
         "steps": plan.steps,
         "log_points": entries["log_point"],
         "status": record["status"],
@@ -197,7 +197,11 @@ def main() -> None:
     parser.add_argument("--budget", default="3e14")
     add_setting_args(parser)
     parser.add_argument("--log-points", type=int, default=8, help="train.log_points: curve points (host reads)")
-    parser.add_argument("--compile", default="false,true", help="train.compile values to run, in turn")
+    parser.add_argument(
+        "--compile",
+        default="false,true",
+        help="train.compile values to run, in turn, or train.compile_mode values (compiled), e.g. false,true,reduce-overhead",
+    )
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to check this script without a GPU")
     args = parser.parse_args()
 
@@ -231,10 +235,12 @@ def main() -> None:
         tokens = plan_run(compose_config([*base, f"data.path={corpus}"])).tokens
         random_corpus(corpus, int(tokens * 1.2) + 1_000_000, args.vocab)
         for compiled in args.compile.split(","):
-            overrides = [*base, f"data.path={corpus}", f"train.compile={compiled}", f"store={tmp}/store-{compiled}"]
+            how = [f"train.compile={compiled}"] if compiled in ("false", "true") else ["train.compile=true"]
+            how += [] if compiled in ("false", "true") else [f"train.compile_mode={compiled}"]
+            overrides = [*base, f"data.path={corpus}", *how, f"store={tmp}/store-{compiled}"]
             summary, rows = profile_run(overrides, cuda)
             summaries.append(summary)
-            print(f"\ntrain.compile={compiled}: {summary}")
+            print(f"\n{' '.join(how)}: {summary}")
             print_table(list(rows.values()), [(k, k, "") for k in ("part", "entered", "sync calls", "sync warnings")])
     print()
     print_table(summaries, [(k, k, "") for k in summaries[0]])
