@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scaling.errors import UserError
-from scaling.store import RunPaths, atomic_write_json, iter_records, read_record, run_state
+from scaling.store import FINISHED, RunPaths, RunState, atomic_write_json, iter_records, read_record, run_state
 
 MANIFEST = "sweep.json"
 DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken for a launch's
@@ -49,7 +49,8 @@ def write_sweep_manifest(
     )
 
 
-def read_manifest(store: Path) -> dict:
+def read_manifest(store: Path) -> dict | None:
+    """The store's sweep plan (sweep.json), or None for a store without one (`scaling train` runs)."""
     if not Path(store).is_dir():
         raise UserError(
             f"store {str(store)!r} is not a directory; give a sweep's results directory "
@@ -57,7 +58,7 @@ def read_manifest(store: Path) -> dict:
         )
     path = Path(store) / MANIFEST
     if not path.exists():
-        raise UserError(f"{path}: no sweep plan here; give a directory written by `scaling sweep` (e.g. results/quick)")
+        return None
     try:
         manifest = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
@@ -76,6 +77,18 @@ def read_manifest(store: Path) -> dict:
     return manifest
 
 
+def runs_in_store(store: Path) -> list[dict]:
+    """A store without a plan (runs of `scaling train`): every run directory under STORE/runs, as a
+    plan's run (FLOPs unknown until its record gives them; nothing was there before)."""
+    runs = sorted(p.name for p in (Path(store) / "runs").glob("*") if p.is_dir())
+    if not runs:
+        raise UserError(
+            f"{Path(store) / MANIFEST}: no sweep plan here, and no runs under {Path(store) / 'runs'}; give a "
+            "directory written by `scaling sweep` (e.g. results/quick) or by `scaling train store=...`"
+        )
+    return [{"run_id": run, "flops": None, "state_at_launch": RunState.NEW} for run in runs]
+
+
 def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
     return (
@@ -90,69 +103,102 @@ def _unix(iso: str | None) -> float | None:
         return None
 
 
+def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
+    """Counts and FLOPs of ``runs`` by the state each is in now. A run done before this launch is
+    "skipped"; an errored run whose record is older than the launch is "pending" (the launch retries it)."""
+    counts = {"completed": 0, "failed": 0, "errored": 0, "running": 0, "pending": 0, "skipped": 0}
+    flops_total = flops_done = flops_done_now = 0.0
+    failed, running, last_finish = [], [], None
+    for run in runs:
+        paths = RunPaths(Path(store), run["run_id"])
+        state = run_state(paths)
+        record = read_record(paths.record) if state in (*FINISHED, RunState.ERRORED) else {}
+        finished = _unix(record.get("finished_at"))
+        if state == RunState.ERRORED and launched is not None and (finished or 0) < launched:
+            state, record = RunState.PARTIAL, {}  # errored before this launch: retried by it
+        flops = record.get("flops", 0.0) if run["flops"] is None else run["flops"]
+        flops_total += flops
+        if state in FINISHED and run["state_at_launch"] in FINISHED:
+            counts["skipped"] += 1
+            flops_done += flops
+        elif record:
+            counts[str(state)] += 1
+            if state != RunState.ERRORED:  # an errored run's FLOPs are still to train
+                flops_done += flops
+                flops_done_now += flops
+            last_finish = finished if last_finish is None or (finished or 0) > last_finish else last_finish
+            if state != RunState.COMPLETED:
+                failed.append(f"{run['run_id']} ({record.get('reason', '')})")
+        elif state == RunState.RUNNING:
+            counts["running"] += 1
+            running.append(run["run_id"])
+        else:
+            counts["pending"] += 1
+    tally = {"flops_total": flops_total, "flops_done": flops_done, "flops_done_now": flops_done_now}
+    return {**counts, **tally, "last_finish": last_finish, "failed_runs": failed, "running_runs": running}
+
+
 def progress(store: Path) -> dict:
     """Counts and FLOPs of the planned runs by state, and an ETA from this launch's pace:
     ETA = elapsed · (FLOPs left) / (FLOPs finished since the launch). Once nothing is left to run,
-    elapsed is the launch's duration (to the last run's finish), not the time since the launch."""
+    elapsed is the launch's duration (to the last run's finish), not the time since the launch.
+    A store without a plan (`scaling train` runs): the runs it holds, no sweep (None), no ETA."""
     manifest = read_manifest(store)
-    counts = {"completed": 0, "failed": 0, "running": 0, "pending": 0, "skipped": 0}
-    flops_total = flops_done = flops_done_now = 0.0
-    failed, last_finish = [], None
-    for run in manifest["runs"]:
-        flops_total += run["flops"]
-        paths = RunPaths(Path(store), run["run_id"])
-        state = run_state(paths)
-        if state in ("completed", "failed") and run["state_at_launch"] in ("completed", "failed"):
-            counts["skipped"] += 1
-            flops_done += run["flops"]
-        elif state in ("completed", "failed"):
-            counts[state] += 1
-            flops_done += run["flops"]
-            flops_done_now += run["flops"]
-            record = read_record(paths.record)
-            finished = _unix(record.get("finished_at"))
-            last_finish = finished if last_finish is None or (finished or 0) > last_finish else last_finish
-            if state == "failed":
-                failed.append(f"{run['run_id']} ({record.get('reason', '')})")
-        elif state == "running":
-            counts["running"] += 1
-        else:
-            counts["pending"] += 1
+    if manifest is None:
+        runs = runs_in_store(store)
+        return {
+            "sweep": None,
+            "planned": len(runs),
+            "dropped": 0,
+            **_tally(store, runs, None),
+            "elapsed_s": None,
+            "eta_s": None,
+        }
     launched = manifest.get("launched_at_unix", time.time())
-    done = counts["running"] + counts["pending"] == 0
-    elapsed = (last_finish if done and last_finish else time.time()) - launched
-    remaining = flops_total - flops_done
-    eta = elapsed * remaining / flops_done_now if flops_done_now > 0 else None
+    tally = _tally(store, manifest["runs"], launched)
+    done = tally["running"] + tally["pending"] == 0
+    elapsed = (tally["last_finish"] if done and tally["last_finish"] else time.time()) - launched
+    remaining = tally["flops_total"] - tally["flops_done"]
+    eta = elapsed * remaining / tally["flops_done_now"] if tally["flops_done_now"] > 0 else None
     return {
         "sweep": manifest["sweep"],
         "planned": len(manifest["runs"]),
         "dropped": len(manifest["dropped"]),
-        **counts,
-        "flops_total": flops_total,
-        "flops_done": flops_done,
+        **tally,
         "elapsed_s": elapsed,
         "eta_s": eta,
-        "failed_runs": failed,
     }
 
 
-def format_progress(store: Path, final: bool = False) -> str:
+def format_progress(store: Path, final: bool = False, runs: bool = False) -> str:
+    """One line of a store's progress (a sweep's, or the runs of a store without a plan); with
+    ``final`` or ``runs``, the failed runs with their reasons below it, and with ``runs`` the running ones."""
     p = progress(store)
-    share = p["flops_done"] / p["flops_total"] if p["flops_total"] else 1.0
-    eta = "" if final or p["eta_s"] is None or p["pending"] + p["running"] == 0 else f", ETA {_duration(p['eta_s'])}"
-    line = (
-        f"[{p['sweep'] or 'sweep'}] {p['completed'] + p['failed'] + p['skipped']}/{p['planned']} runs done "
-        f"({p['completed']} completed, {p['failed']} failed, {p['skipped']} skipped as already done), "
-        f"{p['running']} running, {p['pending']} pending; {p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs "
-        f"({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
-        + (
-            f"; {p['dropped']} combination{'s' * (p['dropped'] != 1)} dropped at planning (see sweep.json)"
-            if p["dropped"]
-            else ""
-        )
+    planned = p["sweep"] is not None
+    done = p["completed"] + p["failed"] + p["errored"] + p["skipped"]
+    counts = f"{p['completed']} completed, {p['failed']} failed" + (
+        f", {p['skipped']} skipped as already done" if planned else ""
     )
-    if final and p["failed_runs"]:
+    counts += f", {p['errored']} errored (retried on relaunch)" if p["errored"] else ""
+    if planned:
+        share = p["flops_done"] / p["flops_total"] if p["flops_total"] else 1.0
+        eta = (
+            "" if final or p["eta_s"] is None or p["pending"] + p["running"] == 0 else f", ETA {_duration(p['eta_s'])}"
+        )
+        flops = f"{p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs ({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
+        head = f"[{p['sweep'] or 'sweep'}] {done}/{p['planned']} runs done"
+    else:
+        flops = f"{p['flops_done']:.3g} FLOPs trained"
+        head = f"[{store}] {done}/{p['planned']} runs done (no sweep plan: runs of `scaling train`)"
+    line = f"{head} ({counts}), {p['running']} running, {p['pending']} pending; {flops}" + (
+        f"; {p['dropped']} combination{'s' * (p['dropped'] != 1)} dropped at planning (see sweep.json)"
+        if p["dropped"]
+        else ""
+    )
+    if (final or runs) and p["failed_runs"]:
         line += "\n  failed: " + "; ".join(p["failed_runs"])
+    if runs and p["running_runs"]:
+        line += "\n  running: " + ", ".join(p["running_runs"])
     return line
 
 
@@ -168,5 +214,5 @@ def status_main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(progress(Path(args.store))))
     else:
-        print(format_progress(Path(args.store)))
+        print(format_progress(Path(args.store), runs=True))
     return 0

@@ -108,6 +108,9 @@ def test_a_run_failing_with_an_error_is_recorded_and_a_relaunch_trains_it_again(
     ((run_id, errored),) = records(store).items()
     assert errored["status"] == "failed"
     assert errored["reason"] == "error: MemoryError: simulated by tests/fault_hooks: out of memory at step 30"
+    status = run_cli("status", store, check=True).stdout  # before, the errored run read "1 pending"
+    assert "1/1 runs done (0 completed, 0 failed, 0 skipped as already done, 1 errored (retried on relaunch))" in status
+    assert f"failed: {run_id} ({errored['reason']})" in status
 
     output = run_sweep(store, tmp_path / "second.log", *one_run)
     assert "1 to retry" in output and f"[{run_id}] C1e10-d32: previous record was errored; kept as " in output

@@ -135,3 +135,28 @@ def test_the_default_store_is_results_single_or_the_sweeps_name():
     assert compose_config([]).store == "results/single"
     assert compose_config(["sweep=quick"]).store == "results/quick"
     assert compose_config(["sweep=quick", "store=elsewhere"]).store == "elsewhere"
+
+
+def test_status_of_a_store_of_single_runs_reports_its_runs(tmp_path, seed_0_store):
+    """A store of `scaling train` runs has no sweep plan: `scaling status` reports the runs it holds
+    (before, "no sweep plan here"), in a sweep's line, with a failed run's reason and a running run."""
+    import shutil
+
+    from scaling.store import RunPaths, run_lock
+
+    store = shutil.copytree(seed_0_store, tmp_path / "store")
+    diverged = run_cli("train", *SMALL_RUN, "optim.lr=1e30", f"store={store}")
+    assert diverged.returncode == 3, diverged.stderr
+    (completed,), (failed,) = ([r for r in records(store) if r["status"] == s] for s in ("completed", "failed"))
+    with run_lock(RunPaths(store, "0123456789ab")) as mine:  # a run another process trains now
+        assert mine
+        status = run_cli("status", store, check=True).stdout
+        progress = json.loads(run_cli("status", store, "--json", check=True).stdout)
+    assert status.splitlines() == [
+        f"[{store}] 2/3 runs done (no sweep plan: runs of `scaling train`) (1 completed, 1 failed), 1 running, "
+        f"0 pending; {completed['flops'] + failed['flops']:.3g} FLOPs trained",
+        f"  failed: {failed['run_id']} ({failed['reason']})",
+        "  running: 0123456789ab",
+    ]
+    assert progress["sweep"] is None and progress["planned"] == 3 and progress["eta_s"] is None
+    assert (progress["completed"], progress["failed"], progress["running"]) == (1, 1, 1)
