@@ -14,6 +14,7 @@ from conftest import run_cli
 from faults_support import HOOKS, RESUMED, fault_env
 
 from hydra_plugins.scaling_sweeper.branching import extra_budgets
+from scaling.branch_plan import plan_branches
 from scaling.plan import plan_run
 from scaling.schedule import lr_at
 from scaling.store import TABLE_COLUMNS, write_tables
@@ -97,6 +98,15 @@ def test_cosine_run_ids_are_unchanged_and_wsd_keys_enter_only_wsd_ids():
     assert wsd.run_id != plan_run(compose_config([*base, "train.schedule=wsd", "train.cooldown_frac=0.1"])).run_id
     # a trunk's own run does not depend on its branches
     assert wsd.run_id == plan_run(compose_config([*base, "train.schedule=wsd", "train.branches=[5e10]"])).run_id
+    # nor on their order: [8e10,5e10] and [5e10,8e10] are one trunk with the same two branches
+    # (train.branches is never in a run id: schedule.drop_from_identity; branches are planned sorted)
+    ids = set()
+    for listed in ("[8e10,5e10]", "[5e10,8e10]"):
+        cfg = compose_config([*base, "train.schedule=wsd", f"train.branches={listed}"])
+        trunk = plan_run(cfg)
+        ids.add((trunk.run_id, tuple(b.plan.run_id for b in plan_branches(cfg, trunk)[0])))
+    ((trunk_id, branch_ids),) = ids
+    assert trunk_id == wsd.run_id and len(set(branch_ids)) == 2
 
 
 def test_bad_branches_are_one_clear_line(tmp_path):
