@@ -208,3 +208,21 @@ def test_report_with_two_sources_has_a_comparison(pair, tmp_path):
     html = out.read_text()
     assert "Comparison of recipes" in html and 'id="compare"' in html
     assert (tmp_path / "r-figures" / "compare.png").exists()
+
+
+def test_compare_intervals_are_the_fits_percentiles_with_their_infinity_rule():
+    """One percentile rule: compare's intervals are `percentile_bounds` (linear, as every FIT.json
+    interval) of each column, NaNs left out; before, numpy's inverted_cdf (an order statistic)."""
+    from analysis.compare.multiplier import percentile_interval
+    from analysis.fits.percentiles import percentile_bounds
+
+    samples = np.random.default_rng(0).normal(size=(200, 3))
+    samples[5, 0] = np.nan  # a pair left out
+    samples[:10, 1] = np.inf  # 5% never reach the loss: the upper bound lands on them
+    samples[:, 2] = np.nan  # no usable pair at this compute
+    lower, upper = percentile_interval(samples, 0.95)
+    kept = samples[~np.isnan(samples[:, 0]), 0]
+    assert (lower[0], upper[0]) == percentile_bounds(kept, 0.95) == tuple(np.percentile(kept, [2.5, 97.5]))
+    assert (lower[1], upper[1]) == percentile_bounds(samples[:, 1], 0.95) and upper[1] == np.inf
+    assert np.isfinite(lower[1]) and np.isnan(lower[2]) and np.isnan(upper[2])
+    assert percentile_interval(samples[:, 0][:, None], 0.95)[0].shape == (1,)

@@ -25,6 +25,7 @@ import numpy as np
 
 from analysis.compare.frontier import Frontier
 from analysis.fits.bootstrap import ZERO_WIDTH
+from analysis.fits.percentiles import percentile_bounds
 from analysis.fits.results import PARAMETRIC_NAMES, ParametricFit
 
 QUANTITIES = ("baseline_loss", "candidate_loss", "loss_difference", "multiplier")
@@ -84,16 +85,18 @@ def _quantities(base: Frontier, cand: Frontier, compute: np.ndarray) -> dict[str
 
 
 def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval along axis 0. An infinite sample counts as the largest value (it is
-    a real outcome: the loss is never reached), so the quantiles pick actual samples
-    (``inverted_cdf``) instead of interpolating towards ∞; NaNs are left out. The fits' intervals
-    (`analysis.fits.percentiles.percentile_bounds`) hold the same rule but interpolate linearly, as
-    `np.percentile` does; each keeps its method because their numbers differ and both are pinned (the
-    comparisons by tests/test_compare.py, the fits by every saved FIT.json)."""
-    tail = 0.5 * (1.0 - level)
-    lower = np.nanquantile(samples, tail, axis=0, method="inverted_cdf")
-    upper = np.nanquantile(samples, 1.0 - tail, axis=0, method="inverted_cdf")
-    return lower, upper
+    """Percentile interval along axis 0, NaNs left out (NaN bounds for a column of NaNs only): each
+    column's `analysis.fits.percentiles.percentile_bounds`, the fits' own rule (linear interpolation;
+    an infinite sample is an extreme order statistic, a real outcome here: the loss is never reached,
+    and a bound that lands on one is that infinity)."""
+    samples = np.asarray(samples, dtype=float)
+    columns = samples.reshape(samples.shape[0], -1)
+    bounds = np.full((2, columns.shape[1]), np.nan)
+    for j, column in enumerate(columns.T):
+        kept = column[~np.isnan(column)]
+        if kept.size:
+            bounds[:, j] = percentile_bounds(kept, level)
+    return bounds[0].reshape(samples.shape[1:]), bounds[1].reshape(samples.shape[1:])
 
 
 def paired_samples(baseline: ParametricFit, candidate: ParametricFit) -> tuple[dict, dict, int, int] | None:

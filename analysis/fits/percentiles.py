@@ -16,12 +16,9 @@ from analysis.fits.codec import BEYOND_FLOAT
 def percentile_bounds(samples: np.ndarray, level: float) -> tuple[float, float]:
     """The (1 − level)/2 and (1 + level)/2 percentiles of ``samples`` (no NaN), as `np.percentile`'s
     linear interpolation between order statistics; a bound whose order statistics include ±inf is
-    that infinity (numpy would give NaN, inf − inf, or move it onto a finite sample).
-
-    `analysis.compare.multiplier.percentile_interval` holds the same rule (an inf sample is the largest)
-    with numpy's ``inverted_cdf`` instead, which picks order statistics and so needs no clipping: the
-    two differ in their numbers (interpolated here, as every FIT.json interval has always been; a real
-    sample there, as the comparisons pinned by tests/test_compare.py), so neither can serve the other."""
+    that infinity (numpy would give NaN, inf − inf, or move it onto a finite sample). The one
+    percentile rule: the comparisons' intervals (`analysis.compare.multiplier.percentile_interval`)
+    are this, column by column."""
     tail = 50.0 * (1.0 - level)
     if np.isfinite(samples).all():
         return tuple(float(b) for b in np.percentile(samples, [tail, 100.0 - tail]))
