@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_sweep.py quick
 	$(PY) bench/bench_fit.py
 	$(PY) bench/bench_compare.py
+	$(PY) bench/bench_approach1.py
 	$(PY) bench/bench_cli.py
 	$(PY) bench/bench_prepare.py
 

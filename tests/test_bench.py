@@ -33,3 +33,16 @@ def test_textbook_baseline_computes_the_project_models_function(width):
     textbook_qkv_grad = torch.cat([attn.q.weight.grad, attn.k.weight.grad, attn.v.weight.grad])
     assert torch.allclose(model.blocks[0].attn.qkv.weight.grad, textbook_qkv_grad, atol=1e-6)
     assert torch.allclose(model.wte.weight.grad, textbook.wte.weight.grad, atol=1e-6)
+
+
+def test_approach1_calibration_study_prints_its_table(capsys):
+    """bench/bench_approach1.py (README, Approach 1's bootstrap): a few seeds, each design's row."""
+    import bench_approach1
+
+    assert bench_approach1.main(["--seeds", "3", "--resamples", "20", "--designs", "ladder,quick"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:4]}
+    assert rows["ladder"][1:3] == ["0.4516", "3/3"] and rows["quick"][1] == "0.4904", rows
+    assert rows["quick"][3] == "0/3"  # wider than 0.5 every time (tests/test_isoflop_bracketing.py)
+    with pytest.raises(SystemExit) as refused:
+        bench_approach1.main(["--designs", "ladder,nosuch"])
+    assert refused.value.code == 2 and "nosuch" in capsys.readouterr().err
