@@ -15,7 +15,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scaling.errors import UserError
-from scaling.store import FINISHED, RunPaths, RunState, atomic_write_json, iter_records, read_record, run_state
+from scaling.store import (
+    FINISHED,
+    RecordProblem,
+    RunPaths,
+    RunState,
+    atomic_write_json,
+    iter_records,
+    read_record,
+    run_state,
+)
 
 MANIFEST = "sweep.json"
 DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken for a launch's
@@ -103,6 +112,14 @@ def _unix(iso: str | None) -> float | None:
         return None
 
 
+def _record(paths: RunPaths) -> dict:
+    """The run's record, or {} when it went between reading its state and now (a relaunch set it aside)."""
+    try:
+        return read_record(paths.record)
+    except RecordProblem:
+        return {}
+
+
 def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
     """Counts and FLOPs of ``runs`` by the state each is in now. A run done before this launch is
     "skipped"; an errored run whose record is older than the launch is "pending" (the launch retries it)."""
@@ -112,7 +129,7 @@ def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
     for run in runs:
         paths = RunPaths(Path(store), run["run_id"])
         state = run_state(paths)
-        record = read_record(paths.record) if state in (*FINISHED, RunState.ERRORED) else {}
+        record = _record(paths) if state in (*FINISHED, RunState.ERRORED) else {}
         finished = _unix(record.get("finished_at"))
         if state == RunState.ERRORED and launched is not None and (finished or 0) < launched:
             state, record = RunState.PARTIAL, {}  # errored before this launch: retried by it
