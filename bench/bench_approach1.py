@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -114,6 +116,13 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _cpuinfo() -> list[str]:
+    try:
+        return Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return []
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=40, help="tables drawn per design (default 40)")
@@ -130,9 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             if unknown
             else "--seeds and --resamples must be at least 2"
         )
+    cpu = next((line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")), "")
+    print(f"== approach 1, a's 95% interval: {args.seeds} seeds x {args.resamples} resamples per design")
+    print(f"command: {shlex.join(['bench/bench_approach1.py', *(sys.argv[1:] if argv is None else argv)])}")
     print(
-        f"approach 1, a's 95% interval: {args.seeds} seeds x {args.resamples} resamples; "
-        f"{datetime.date.today()}, {platform.processor() or platform.machine()}, one BLAS thread"
+        f"machine: {cpu or platform.machine()}, {os.cpu_count()} CPUs, one BLAS thread; "
+        f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; load average "
+        + ", ".join(f"{x:.2f}" for x in os.getloadavg()),
+        flush=True,
     )
     started, rows = time.perf_counter(), []
     with one_blas_thread():

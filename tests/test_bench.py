@@ -40,7 +40,9 @@ def test_approach1_calibration_study_prints_its_table(capsys):
     import bench_approach1
 
     assert bench_approach1.main(["--seeds", "3", "--resamples", "20", "--designs", "ladder,quick"]) == 0
-    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:4]}
+    out = capsys.readouterr().out
+    assert "command: bench/bench_approach1.py --seeds 3 --resamples 20 --designs ladder,quick" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("ladder ", "quick "))}
     assert rows["ladder"][1:3] == ["0.4516", "3/3"] and rows["quick"][1] == "0.4904", rows
     assert rows["quick"][3] == "0/3"  # wider than 0.5 every time (tests/test_isoflop_bracketing.py)
     with pytest.raises(SystemExit) as refused:
