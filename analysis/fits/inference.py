@@ -94,7 +94,8 @@ def _budget_condition(p, n, budget, inference_tokens):
 def never_reaching(law, target: float, inference_tokens: float, central, draws, values) -> list[str]:
     """Samples of ``law`` that never reach ``target`` (`Law.never_reaches`, the rule of `scaling optimal
     --target-loss`): +inf in each of `COSTS` (and the inference FLOPs when T > 0), no value in the rest.
-    When they leave N's interval unbounded, every quantity is unidentified, saying why (``values``
+    When they leave N's interval unbounded (and not some other
+    reason `Law.interval` gave), every quantity is unidentified, saying why (``values``
     rewritten in place). Returns the note counting them (none when there are none)."""
     never = law.never_reaches(law.samples, target)
     if not never.any():
@@ -105,7 +106,7 @@ def never_reaching(law, target: float, inference_tokens: float, central, draws, 
     size = int(np.sum(~np.isnan(draws["N"])))
     for k, v in central.items():
         values[k] = law.interval(float(v), draws[k])
-    if values["N"].unidentified:
+    if values["N"].unidentified.startswith("interval unbounded"):  # not another reason (overflowed A, B)
         why = never_reached(int(never.sum()), size)
         for k, e in values.items():
             values[k] = Estimate(e.value, unidentified=f"interval unbounded above: {why}" if k in costs else why)
