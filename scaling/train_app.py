@@ -42,14 +42,14 @@ _PRECHECKED: dict[str, object] = {}
 
 def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     """One line out of Hydra/OmegaConf's multi-line composition errors."""
-    parts = []
+    parts, append = [], ""
     e: BaseException | None = err
     while e is not None:
         for line in str(e).splitlines():
             line = line.strip()
+            append = append or (line if line.startswith("To append") else "")
             if (
                 line
-                # Hydra's "To append to your config use +key": the key would be added and never read
                 and not line.startswith(("Set the environment", "object_type", "reference_type", "To append"))
                 and line not in parts
                 and "$VALUE" not in line  # OmegaConf's unfilled template of the line before
@@ -60,7 +60,12 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     text = "; ".join(parts)
     if "Available options" in text or "Could not find" in text:
         return f"{text}. (config group options are the files in conf/<group>/)"
-    return f"{text}{_hint(text)} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
+    hint = _hint(text)
+    # Hydra's "To append to your config use +key" is right for a free dict (model.kwargs, hydra.job.env_set);
+    # where a hint applies (a typed section, a key of another option), the added key would never be read
+    if append and not hint:
+        text = f"{text}; {append}"
+    return f"{text}{hint} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
 
 
 def _hint(text: str) -> str:

@@ -35,6 +35,11 @@ TRAIN = [
         ["+train.min_stpes=3", f"store={S}"],
         ["train.min_stpes: not a key of the config", "did you mean min_steps?"],
     ),
+    (  # a free dict (model.kwargs): Hydra's own advice is the way forward, so it stays (review3)
+        "a new key of a free dict without `+`",
+        ["model.kwargs.x=1", f"store={S}"],
+        ["model.kwargs.x", "To append to your config use +model.kwargs.x=1"],
+    ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
     (  # before: trained 40x slower, silently
