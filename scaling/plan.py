@@ -83,14 +83,26 @@ class RunPlan:
         return f"{self.budget_label}-{self.shape.name}"
 
 
-def check_target_params_used(cfg: DictConfig) -> None:
-    """A single run's model.target_params is read by model=nearest only: with a ladder shape it would be
-    silently unused. (A sweep may cross model=d32,nearest with one target: its d32 jobs ignore it.)"""
-    m = cfg.model
+def check_settings_used(cfg: DictConfig) -> None:
+    """Settings a single run would leave silently unused, refused in one line: model.target_params with a
+    ladder shape (read by model=nearest only), model.kwargs without model._target_ (the ladder's models
+    take none), train.compile_mode without train.compile=true. (A sweep may cross model=d32,nearest with
+    one target, or train.compile=false,true with one mode: its other jobs ignore them.)"""
+    m, t = cfg.model, cfg.train
     if m.name != "nearest" and not OmegaConf.is_missing(m, "target_params") and m.target_params is not None:
         raise ConfigError(
             f"model.target_params: {m.target_params:g} is read by model=nearest only, not model={m.name}; "
             "add model=nearest, or drop model.target_params"
+        )
+    if m.get("kwargs") and not m.get("_target_"):
+        raise ConfigError(
+            f"model.kwargs: {dict(m.kwargs)} are read by a model of your own only (model._target_=package.module."
+            "factory, docs/MODELS.md); the ladder's models take none: drop them, or set model._target_"
+        )
+    if t.compile_mode != "default" and not t.compile:
+        raise ConfigError(
+            f"train.compile_mode: {t.compile_mode} is read only with train.compile=true; add train.compile=true, "
+            "or drop train.compile_mode"
         )
 
 

@@ -65,7 +65,9 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     # where a hint applies (a typed section, a key of another option), the added key would never be read
     if append and not hint:
         text = f"{text}; {append}"
-    return f"{text}{hint} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
+    return (
+        f"{text}{hint} (overrides given: {' '.join(overrides) or 'none'}; see `scaling train --cfg job` for valid keys)"
+    )
 
 
 def _hint(text: str) -> str:
@@ -190,7 +192,7 @@ def precheck(argv: list[str]) -> list[Path]:
     Returns the store directories it created (`scaling.store.check_writable_store`)."""
     from omegaconf import open_dict
 
-    from scaling.plan import check_target_params_used, plan_run
+    from scaling.plan import check_settings_used, plan_run
     from scaling.store import check_writable_store
 
     args = parse_command_line(argv)
@@ -220,7 +222,7 @@ def precheck(argv: list[str]) -> list[Path]:
     elif not args.cfg:
         with open_dict(cfg):
             del cfg["hydra"]
-        check_target_params_used(cfg)
+        check_settings_used(cfg)
         _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
         from scaling.machine import check_threads
         from scaling.train import preflight  # torch: only for a run about to train

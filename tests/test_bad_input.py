@@ -40,6 +40,16 @@ TRAIN = [
         ["model.kwargs.x=1", f"store={S}"],
         ["model.kwargs.x", "To append to your config use +model.kwargs.x=1"],
     ),
+    (  # before: trained the ladder's d32, the kwargs silently unused (review3)
+        "model.kwargs without a model of your own",
+        ["+model.kwargs.y=2", f"store={S}"],
+        ["model.kwargs:", "are read by a model of your own only", "model._target_"],
+    ),
+    (  # before: trained eagerly, the mode silently unused (review3)
+        "train.compile_mode without train.compile",
+        ["train.compile_mode=reduce-overhead", f"store={S}"],
+        ["train.compile_mode: reduce-overhead is read only with train.compile=true"],
+    ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
     (  # before: trained 40x slower, silently
