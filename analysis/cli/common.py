@@ -164,6 +164,14 @@ def add_column_options(p: argparse.ArgumentParser) -> None:
         "bits/byte or bpb (default: a store's val_bpb is bits/byte, any other loss nats/token)",
     )
     p.add_argument(
+        "--as-given",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="read COLUMN's counts as they are, though its name carries a unit (tokens_B, params_M, "
+        "compute_pfdays are otherwise scaled by it); repeat for several columns",
+    )
+    p.add_argument(
         "--n-kind",
         choices=["total", "non_embedding"],
         default="total",
@@ -253,6 +261,7 @@ def column_map(args: argparse.Namespace):
         hp_reduce=args.hp_reduce,
         unique=getattr(args, "unique_column", None),
         eval=args.eval,
+        as_given=tuple(args.as_given),
     )
 
 

@@ -65,7 +65,7 @@ def table_from_frame(
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     frame, run_ids, curves, scaled = _as_named(
-        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, budget_col
+        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, (budget_col, columns.as_given)
     )
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings)
     frame, run_ids = frame[keep], run_ids[keep]
@@ -108,10 +108,11 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
     return needed
 
 
-def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget_col):
-    """Units from the N, D and C columns' names (`colunits`), then training curves given as rows
-    (`curverows`); the columns scaled by their names' units last."""
-    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col)
+def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
+    """Units from the N, D and C columns' names (`colunits`; ``budget``: the budget column and the
+    columns read as given), then training curves given as rows (`curverows`); the columns scaled last."""
+    budget_col, as_given = budget
+    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col, as_given)
     return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col), scaled
 
 
@@ -192,6 +193,8 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     d_col = _pick_column(frame, "d", columns.d, source, required=False)
     c_col = _pick_column(frame, "c", columns.c, source, required=False)
     refuse_perplexity(loss_col, source)
+    for column in columns.as_given:  # a name that is no column is an error, as --n-column's is
+        _pick_column(frame, "as_given", column, source)
     if d_col is None and c_col is None:
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "

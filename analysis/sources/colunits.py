@@ -53,18 +53,29 @@ def split_unit(name: str, role: str) -> tuple[str, str, float] | None:
     return None
 
 
+AS_GIVEN = "--as-given"  # the option naming columns whose names' units are not applied (`apply_column_units`)
+
+
 def apply_column_units(
-    frame: pd.DataFrame, picked: dict[str, str | None], notes: list[str], budget_col: str | None = None
+    frame: pd.DataFrame,
+    picked: dict[str, str | None],
+    notes: list[str],
+    budget_col: str | None = None,
+    as_given: tuple = (),
 ) -> tuple[pd.DataFrame, list[str]]:
     """``frame`` with each count column of ``picked`` (role -> column: "n", "d", "c") whose name carries
     a unit scaled to parameters, tokens or FLOPs (values that are not numbers kept for the row checks),
     and the scaled columns, each as "column 'tokens_B' (x 1e+09, its name's unit)". A column is kept as
-    given when the ``budget_col`` agrees with 6·N·D (or C) unscaled and not scaled: its name lies."""
+    given when it is in ``as_given`` (`AS_GIVEN`: the user says its name lies), or when the ``budget_col``
+    agrees with 6·N·D (or C) unscaled and not scaled."""
     found = {r: u for r, c in picked.items() if c is not None and (u := split_unit(str(c), r)) is not None}
     raw = {r: numeric(frame, c)[0] for r, c in picked.items() if c is not None}
     out, scaled = frame, []
     for role, (_, unit, factor) in found.items():
         column = picked[role]
+        if column in as_given:
+            notes.append(f"column {column!r} is named in {unit} but read as given ({AS_GIVEN} {column})")
+            continue
         if _budget_says_unscaled(frame, budget_col, raw, found, role):
             notes.append(
                 f"column {column!r} is named in {unit} but holds {_WHAT[role]} as given: budget column "
@@ -73,8 +84,11 @@ def apply_column_units(
             continue
         scaled_values = pd.Series(raw[role] * factor, index=frame.index)
         out = out.assign(**{column: frame[column].where(scaled_values.isna(), scaled_values)})
-        scaled.append(f"column {column!r} (x {factor:g}, its name's unit)")
-        notes.append(f"column {column!r} is in {unit} (its name says so): read as {_WHAT[role]} x {factor:g}")
+        scaled.append(f"column {column!r} (x {factor:g}, its name's unit; {AS_GIVEN} {column} reads it unscaled)")
+        notes.append(
+            f"column {column!r} is in {unit} (its name says so): read as {_WHAT[role]} x {factor:g} "
+            f"({AS_GIVEN} {column} if it holds {_WHAT[role]} as they are)"
+        )
     return out, scaled
 
 
