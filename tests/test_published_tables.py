@@ -80,3 +80,113 @@ def test_a_wrong_unit_in_a_name_can_be_switched_off_with_the_option_the_note_nam
         assert fitted[key] == plain[key]
     proc = run_cli("fit", path, "--as-given", "tokens", "--bootstrap", "0")
     assert_one_line_error(proc, "--as-given 'tokens': no such column", "tokens_B")
+
+
+def wandb_export() -> pd.DataFrame:
+    """A wandb runs-table CSV: Name, State (finished, crashed, failed, running) and summary/config keys."""
+    runs = ladder(seed=4)
+    frame = pd.DataFrame(
+        {
+            "Name": [f"iso-{i}" for i in range(len(runs))],
+            "State": "finished",
+            "config.model.d_model": 256,
+            "summary/params": runs["params"],
+            "summary/tokens": runs["tokens"],
+            "summary/val_loss": runs["val_loss"],
+        }
+    )
+    frame.loc[[3, 10, 17], "State"] = ["crashed", "failed", "running"]
+    frame.loc[17, ["summary/tokens", "summary/val_loss"]] *= [0.2, 1.3]  # still running: a fifth of its tokens
+    return frame
+
+
+def test_a_wandb_exports_crashed_failed_and_running_runs_are_not_fitted():
+    # Before: only a `status` column was read, so the running run (a fifth of its tokens, loss 30% high)
+    # and the crashed and failed ones were fitted as results.
+    columns = ColumnMap(n="summary/params", d="summary/tokens", loss="summary/val_loss")
+    table = table_from_frame(wandb_export(), "export.csv", columns)
+    assert len(table.runs) == 32
+    assert any("row4 (crashed), row11 (failed), row18 (running)" in w for w in table.warnings)
+
+
+def pythia_checkpoints() -> pd.DataFrame:
+    """8 sizes trained on one D (300B tokens), 8 checkpoints each as rows keyed by model name and step."""
+    from analysis.fits import laws
+
+    rows = []
+    for n in (7e7, 1.6e8, 4.1e8, 1e9, 1.4e9, 2.8e9, 6.9e9, 1.2e10):
+        for step in (1000, 2000, 4000, 8000, 16000, 33000, 66000, 143000):
+            tokens = step * 2.097152e6
+            loss = laws.chinchilla_loss(n, tokens, **CHINCHILLA_APPROACH3)
+            rows.append({"model": f"pythia-{n:.2g}", "step": step, "tokens": tokens, "params": n, "loss": loss})
+    return pd.DataFrame(rows)
+
+
+def test_a_suites_checkpoints_as_rows_keyed_by_model_and_step_are_curves():
+    # Before: with no run_id column each checkpoint was a run: 64 "runs" in 19 budgets spanning up to
+    # 100% of C, and approach 2 put parabolas through mid-training checkpoints of different models.
+    table = table_from_frame(pythia_checkpoints(), "pythia.csv")
+    assert len(table.runs) == 8 and len(table.curves) == 64
+    assert set(table.runs["run_id"]) == set(pythia_checkpoints()["model"])
+    assert any("rows are training curves" in n and "'model'" in n for n in table.notes)
+    assert table.runs["D"].nunique() == 1  # one D: approach 3 cannot be fitted, and the fit says so
+    from analysis.fits.fit import fit_all
+
+    report = fit_all(table, (1, 2, 3), resamples=10)
+    assert "at least 2 distinct token counts" in report.skipped["3"] and "at least 2 budgets" in report.skipped["2"]
+    # Without a step column a repeated model name stays rows (one run per token count: approach 3's grid).
+    assert len(table_from_frame(pythia_checkpoints().drop(columns="step"), "grid.csv").runs) == 64
+
+
+def test_a_law_whose_resamples_all_agree_predicts_no_loss_interval():
+    # Before: one run per budget (a suite at one D) gave approach 1 resamples that never vary: its a was
+    # unidentified, yet `scaling optimal` printed "predicted loss 2.348 [2.348, 2.348]" and the reason given
+    # was "pooling two experiments".
+    from analysis.fits.fit import fit_all
+    from analysis.fits.optimal import law_from_fit
+
+    report = fit_all(table_from_frame(pythia_checkpoints(), "pythia.csv"), (1,), resamples=10)
+    assert "one run per budget" in report.fits[0].estimates["a"].unidentified
+    loss = law_from_fit(report, "fit.json").allocate(1e21).loss
+    assert loss.value > 0 and "every resample gave" in loss.unidentified
+
+
+def test_a_run_exported_twice_once_rounded_is_counted_once():
+    # Before: the rounded copy (loss to 4 decimals, tokens to thousands) was no exact duplicate, and curve
+    # detection said "rows are runs": 10 runs were counted twice (45 runs) and approach 1's a moved 0.51 -> 0.24.
+    runs = ladder(seed=11)
+    again = runs.iloc[5:15].assign(val_loss=lambda f: f["val_loss"].round(4), tokens=lambda f: f["tokens"].round(-3))
+    table = table_from_frame(pd.concat([runs, again], ignore_index=True), "twice.csv")
+    assert len(table.runs) == 35 and table.counts["duplicates"] == 10
+    assert any("the same run listed twice: row 36 (run r0005) = row 6 (run r0005)" in w for w in table.warnings)
+    seeds = pd.concat([runs, runs.iloc[5:15].assign(val_loss=lambda f: f["val_loss"] * 1.01)], ignore_index=True)
+    assert len(table_from_frame(seeds, "seeds.csv").runs) == 45  # a 1% different loss under one id: kept
+
+
+def test_a_budget_column_named_in_pf_days_is_found_and_scaled():
+    # Before: budget_pfdays was not found (budgets clustered), and named with --budget-column its PF-days were
+    # the budgets: approach 2's N_opt per "1.16e-2 FLOPs", and `optimal --approach 2` gave N_opt 3.3e18, D 51.
+    runs = ladder(seed=13).drop(columns="flops")
+    runs = runs.assign(budget_pfdays=runs.pop("budget_flops") / 8.64e19)
+    table = table_from_frame(runs, "pf.csv")
+    np.testing.assert_allclose(table.budgets, BUDGETS, rtol=1e-9)
+    assert any(
+        "budget column 'budget_pfdays' is in pfdays" in n and "--as-given budget_pfdays" in n for n in table.notes
+    )
+    named = table_from_frame(runs, "pf.csv", ColumnMap(budget="budget_pfdays"))
+    np.testing.assert_allclose(named.budgets, BUDGETS, rtol=1e-9)
+    given = table_from_frame(runs, "pf.csv", ColumnMap(budget="budget_pfdays", as_given=("budget_pfdays",)))
+    assert given.budgets.max() < 2 and any("6·N·D is 8.64e+19x the column" in n for n in given.notes)
+
+
+def test_published_capitalised_headers_are_read_and_a_compute_column_6x_off_is_named_by_its_factor():
+    # Before: Parameters, Tokens, Loss were refused ("no column for N"); and DeepSeek's C = M·D beside
+    # M named as N was "differs from 6·N·D by up to 83%", read as rounding.
+    runs = ladder(seed=15)
+    caps = pd.DataFrame({"Parameters": runs["params"], "Tokens": runs["tokens"], "Loss": runs["val_loss"]})
+    table = table_from_frame(caps, "caps.csv")
+    assert len(table.runs) == 35 and "N = column 'Parameters' (total)" in " ".join(table.notes)
+    m = 6.6 * runs["params"]
+    deepseek = pd.DataFrame({"M": m, "D": runs["tokens"], "C": m * runs["tokens"], "bpb": runs["val_loss"]})
+    notes = table_from_frame(deepseek, "ds.csv", ColumnMap(n="M", loss="bpb")).notes
+    assert any("6·N·D is 6x column 'C'" in n for n in notes)

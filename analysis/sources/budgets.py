@@ -41,7 +41,7 @@ def assign_budgets(compute, given=None, tolerance: float = BUDGET_TOLERANCE) -> 
 
 def budget_column_of(frame: pd.DataFrame, named: str | None, source: str) -> str | None:
     """The budget column to use: ``named`` (must exist; "none": no column), else the first of
-    `BUDGET_COLUMNS` present, else None."""
+    `BUDGET_COLUMNS` present, else one of them named with a unit (budget_pfdays: `colunits` scales it), else None."""
     if named is not None and named.lower() == NO_BUDGET_COLUMN:
         return None
     if named is not None:
@@ -51,7 +51,10 @@ def budget_column_of(frame: pd.DataFrame, named: str | None, source: str) -> str
                 f"{', '.join(map(str, frame.columns))} (or --budget-column none to cluster C = 6·N·D)"
             )
         return named
-    return next((c for c in BUDGET_COLUMNS if c in frame.columns), None)
+    from analysis.sources.colunits import split_unit
+
+    found = next((c for c in BUDGET_COLUMNS if c in frame.columns), None)  # else a usual name with its unit:
+    return found or next((c for c in frame.columns if (u := split_unit(str(c), "c")) and u[0] in BUDGET_COLUMNS), None)
 
 
 def budgets_of_frame(

@@ -68,6 +68,7 @@ def apply_column_units(
     and the scaled columns, each as "column 'tokens_B' (x 1e+09, its name's unit)". A column is kept as
     given when it is in ``as_given`` (`AS_GIVEN`: the user says its name lies), or when the ``budget_col``
     agrees with 6·N·D (or C) unscaled and not scaled."""
+    frame = _budget_in_flops(frame, budget_col, picked, notes, as_given)
     found = {r: u for r, c in picked.items() if c is not None and (u := split_unit(str(c), r)) is not None}
     raw = {r: numeric(frame, c)[0] for r, c in picked.items() if c is not None}
     out, scaled = frame, []
@@ -90,6 +91,23 @@ def apply_column_units(
             f"({AS_GIVEN} {column} if it holds {_WHAT[role]} as they are)"
         )
     return out, scaled
+
+
+def _budget_in_flops(frame: pd.DataFrame, budget_col, picked: dict, notes: list[str], as_given: tuple) -> pd.DataFrame:
+    """``frame`` with its budget column scaled to FLOPs when its name carries a unit (budget_pfdays): the
+    budgets of approaches 1 and 2 (N_opt per budget, k_N) were in PF-days, and optimal's N_opt 1e18x off."""
+    unit = None if budget_col is None or budget_col in picked.values() else split_unit(str(budget_col), "c")
+    if unit is None:
+        return frame
+    if budget_col in as_given:
+        notes.append(f"budget column {budget_col!r} is named in {unit[1]} but read as given ({AS_GIVEN} {budget_col})")
+        return frame
+    values = pd.Series(numeric(frame, budget_col)[0] * unit[2], index=frame.index)
+    notes.append(
+        f"budget column {budget_col!r} is in {unit[1]} (its name says so): read as FLOPs x {unit[2]:g} "
+        f"({AS_GIVEN} {budget_col} if it holds FLOPs as they are)"
+    )
+    return frame.assign(**{budget_col: frame[budget_col].where(values.isna(), values)})
 
 
 CLOSE = 3.0  # C within 3x of a budget column agrees with it: a unit's 1e3 does not
