@@ -190,3 +190,17 @@ def test_published_capitalised_headers_are_read_and_a_compute_column_6x_off_is_n
     deepseek = pd.DataFrame({"M": m, "D": runs["tokens"], "C": m * runs["tokens"], "bpb": runs["val_loss"]})
     notes = table_from_frame(deepseek, "ds.csv", ColumnMap(n="M", loss="bpb")).notes
     assert any("6·N·D is 6x column 'C'" in n for n in notes)
+
+
+def test_a_budget_column_holding_each_runs_rounded_c_is_clustered_by_the_one_rule():
+    # Before: 6 budgets spread +-3% and printed per run (5.8e18 .. 6.2e18) were 20 budgets of 1 to 3 sizes,
+    # and approach 2's a was unidentified (0.099 to 0.68); clustering C gives 6 budgets and a = 0.44.
+    rng = np.random.default_rng(7)
+    runs = ladder(budgets=[6e18, 1e19, 3e19, 6e19, 1e20, 3e20]).drop(columns=["budget_flops"])
+    runs["tokens"] *= np.exp(rng.uniform(np.log(0.97), np.log(1.03), len(runs)))
+    runs["budget"] = [float(f"{6 * n * d:.2g}") for n, d in zip(runs["params"], runs["tokens"], strict=True)]
+    table = table_from_frame(runs, "jitter.csv")
+    assert len(table.budgets) == 6 and any("holds 20 values" in n and "into 6 budgets" in n for n in table.notes)
+    np.testing.assert_allclose(table.budgets, [6e18, 1e19, 3e19, 6e19, 1e20, 3e20], rtol=0.03)
+    assert len(table_from_frame(runs, "jitter.csv", ColumnMap(budget_tolerance=0)).budgets) == 20
+    assert len(table_from_frame(ladder(), "ladder.csv").budgets) == 5  # a budget column of ladders: as given

@@ -118,7 +118,8 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         default=BUDGET_TOLERANCE,
         metavar="REL",
         help=f"without a budget column, runs are clustered by C = 6·N·D in log space and a gap wider than REL "
-        f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g})",
+        f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g}); so are a budget "
+        "column's values when most hold fewer than 3 sizes (each run's C written as its budget; 0: never)",
     )
     p.add_argument(
         "--where",

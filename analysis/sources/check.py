@@ -85,6 +85,7 @@ def table_from_frame(
         columns.budget_tolerance,
         source=source,
         named=columns.budget is not None,
+        sizes=runs["N"].to_numpy(),
     )
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
