@@ -216,7 +216,7 @@ def _run_ids(frame: pd.DataFrame) -> pd.Series:
 
 # A run's state: the store's ``status`` ("completed"), else a wandb runs-table export's ``State`` ("finished";
 # crashed, failed, killed and running runs are not results).
-STATUS_COLUMNS = ("status", "State", "state")
+STATUS_COLUMNS = ("status", "State")
 DONE = frozenset({"completed", "finished"})
 
 

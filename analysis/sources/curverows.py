@@ -28,7 +28,7 @@ RUN_ID = "run_id"
 # Without a run_id, a table with a step column is checkpoints (Pythia's: model, step, tokens, loss): the first
 # of these columns names each row's run. Without a step column a model name may repeat over separate runs
 # (one per token count: approach 3's grid), so it names none.
-STEP_COLUMNS = ("step", "Step", "steps", "global_step", "_step", "iteration", "iter", "checkpoint")
+STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps, _step: a run's total
 NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
 
 
