@@ -204,3 +204,19 @@ def test_a_budget_column_holding_each_runs_rounded_c_is_clustered_by_the_one_rul
     np.testing.assert_allclose(table.budgets, [6e18, 1e19, 3e19, 6e19, 1e20, 3e20], rtol=0.03)
     assert len(table_from_frame(runs, "jitter.csv", ColumnMap(budget_tolerance=0)).budgets) == 20
     assert len(table_from_frame(ladder(), "ladder.csv").budgets) == 5  # a budget column of ladders: as given
+
+
+def test_a_one_size_data_scan_is_refused_in_one_line_naming_each_approach_once():
+    # Kaplan's L(D) at one N: no approach can give N_opt(C). Before: "approach 1: approach 1: one model size...".
+    from analysis.fits import laws
+    from analysis.fits.fit import fit_all
+
+    tokens = np.geomspace(1e8, 1e11, 12)
+    scan = pd.DataFrame(
+        {"params": 1.5e9, "tokens": tokens, "loss": laws.chinchilla_loss(1.5e9, tokens, **CHINCHILLA_APPROACH3)}
+    )
+    with pytest.raises(DataError) as err:
+        fit_all(table_from_frame(scan, "scan.csv"), (1, 2, 3), resamples=0)
+    text = str(err.value)
+    assert "approach 1: one model size" in text and "approach 3 needs at least 2 distinct model sizes" in text
+    assert all(text.count(f"approach {k}") == 1 for k in (1, 3)) and "\n" not in text
