@@ -220,3 +220,17 @@ def test_a_one_size_data_scan_is_refused_in_one_line_naming_each_approach_once()
     text = str(err.value)
     assert "approach 1: one model size" in text and "approach 3 needs at least 2 distinct model sizes" in text
     assert all(text.count(f"approach {k}") == 1 for k in (1, 3)) and "\n" not in text
+
+
+def test_a_group_column_splitting_the_runs_into_two_sweeps_is_warned_about():
+    # Before: a wandb Group of muP runs (7 sizes per budget) beside one of SP runs (6 other sizes, 5% lower
+    # loss) shared no (N, D) point, so nothing was said and approach 3's E came out 1.79 [0.44, 2.0].
+    mup = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=0.005, seed=41)
+    sp = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 6, spread_decades=0.7, noise=0.005, seed=42)
+    sp = sp.assign(run_id=sp["run_id"] + "b", val_loss=sp["val_loss"] * 0.95)
+    both = pd.concat([mup.assign(Group="muP"), sp.assign(Group="SP")], ignore_index=True)
+    warned = [w for w in table_from_frame(both, "groups.csv").warnings if "column 'Group' splits the runs" in w]
+    assert len(warned) == 1 and "--group-by Group" in warned[0]
+    # A model-name column (one N per name) and one group are no such split.
+    names = mup.assign(model=[f"m{n:.2g}" for n in mup["params"]], Group="muP")
+    assert not table_from_frame(names, "names.csv").warnings

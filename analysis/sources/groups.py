@@ -167,12 +167,12 @@ def _missing_rows(labels: pd.Series, name: str) -> str:
 
 def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warnings: list[str]) -> None:
     """Warn about a text column (not a run's metadata, ids, the columns `check_one_experiment` checks
-    or ``skip``) whose values differ between rows at one (N, D) point: such rows are usually
-    different experiments (a recipe, an optimizer), not repeated seeds, and pooling them makes every
-    fit describe neither. ``frame`` and ``runs`` are row-aligned."""
+    or ``skip``) whose values differ between rows at one (N, D) point, or split the runs into at most
+    `MAX_VALUES` groups that are each a sweep of their own (several sizes and token counts: a wandb
+    ``Group`` of muP runs beside one of SP runs at other sizes was pooled without a word): such rows
+    are usually different experiments (a recipe, an optimizer), not repeated seeds, and pooling them
+    makes every fit describe neither. ``frame`` and ``runs`` are row-aligned."""
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
-    if len(np.unique(point)) == len(point):
-        return
     for column in frame.columns:
         values = frame[column]
         checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *skip)
@@ -182,12 +182,27 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
         if not 1 < len(set(labels)) < len(labels):
             continue
         varied = pd.DataFrame({"point": point, "label": labels}).groupby("point")["label"].nunique()
+        hint = f"fit them apart with --group-by {column} (or --where, --experiment-column {column}); the fits pool them"
         if (varied > 1).any():
             warnings.append(
                 f"rows at the same (N, D) differ in column {column!r} ({_values(values)}) at {int((varied > 1).sum())} "
-                f"of {len(varied)} points: if these are different experiments, fit them apart with --group-by "
-                f"{column} (or --where, --experiment-column {column}); the fits pool them"
+                f"of {len(varied)} points: if these are different experiments, {hint}"
             )
+        elif _sweeps_of_their_own(labels, runs):
+            warnings.append(
+                f"column {column!r} splits the runs into {len(set(labels))} groups ({_values(values)}), each a sweep of "
+                f"its own (several sizes and token counts): if these are different experiments, {hint}"
+            )
+
+
+def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
+    """Whether ``labels`` take at most `MAX_VALUES` values, each on 3 or more runs of 2 or more sizes N
+    and token counts D (a model-name column's groups hold one N each: not this)."""
+    groups = pd.DataFrame({"label": labels, "N": runs["N"].to_numpy(), "D": runs["D"].to_numpy()}).groupby("label")
+    spans = groups.agg(runs=("N", "size"), sizes=("N", "nunique"), tokens=("D", "nunique"))
+    return len(spans) <= MAX_VALUES and bool(
+        ((spans["runs"] >= 3) & (spans[["sizes", "tokens"]] >= 2).all(axis=1)).all()
+    )
 
 
 def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str:
