@@ -118,7 +118,8 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
         default=BUDGET_TOLERANCE,
         metavar="REL",
         help=f"without a budget column, runs are clustered by C = 6·N·D in log space and a gap wider than REL "
-        f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g})",
+        f"between neighbouring C values starts a new budget (default {BUDGET_TOLERANCE:g}); so are a budget "
+        "column's values when most hold fewer than 3 sizes (each run's C written as its budget; 0: never)",
     )
     p.add_argument(
         "--where",
@@ -162,6 +163,14 @@ def add_column_options(p: argparse.ArgumentParser) -> None:
         metavar="UNIT",
         help="the loss column's unit, for labels only (numbers are not converted): e.g. nats/token, bits/token, "
         "bits/byte or bpb (default: a store's val_bpb is bits/byte, any other loss nats/token)",
+    )
+    p.add_argument(
+        "--as-given",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="read COLUMN's counts as they are, though its name carries a unit (tokens_B, params_M, "
+        "compute_pfdays are otherwise scaled by it); repeat for several columns",
     )
     p.add_argument(
         "--n-kind",
@@ -253,6 +262,7 @@ def column_map(args: argparse.Namespace):
         hp_reduce=args.hp_reduce,
         unique=getattr(args, "unique_column", None),
         eval=args.eval,
+        as_given=tuple(args.as_given),
     )
 
 

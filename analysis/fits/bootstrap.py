@@ -83,8 +83,8 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
         return ""
     if upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper)):
         return (
-            f"every resample gave {lower:.4g}: the fit does not respond to the data, e.g. a flat objective "
-            "from pooling two experiments' runs at the same (N, D)"
+            f"every resample gave {lower:.4g}: the resamples do not move the fit (one run per budget, resampled "
+            "within its budget; or a flat objective from pooling two experiments' runs at the same (N, D))"
         )
     if name in EXPONENTS and upper - lower > MAX_EXPONENT_WIDTH:
         return f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_EXPONENT_WIDTH:g}"

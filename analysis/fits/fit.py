@@ -70,7 +70,8 @@ def fit_all(
             report.outliers = outliers
     if not report.fits:
         raise DataError(
-            "no approach could be fitted: " + "; ".join(f"approach {k}: {v}" for k, v in report.skipped.items())
+            "no approach could be fitted: "
+            + "; ".join(v if v.startswith(f"approach {k}") else f"approach {k}: {v}" for k, v in report.skipped.items())
         )
     return report
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
-from analysis.fits.bootstrap import reaches_zero
+from analysis.fits.bootstrap import identification, reaches_zero
 from analysis.fits.results import Estimate, FitReport, ParametricFit, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -214,7 +214,9 @@ class Law(abc.ABC):
         return None if values is None else np.asarray(values, float)
 
     def _estimate(self, fn, *args) -> Estimate:
-        return self.interval(float(fn(self.params, *args)), self._on_samples(fn, *args))
+        estimate = self.interval(float(fn(self.params, *args)), self._on_samples(fn, *args))
+        estimate.unidentified = estimate.unidentified or identification("", estimate.lower, estimate.upper)  # no width
+        return estimate
 
     def interval(self, value: float, draws) -> Estimate:
         """``value`` with the percentile interval of its per-sample ``draws`` (`Estimate.from_samples`);

@@ -4,7 +4,8 @@ Rules, applied the same way to every source (`analysis.sources.load` reads them)
   * ``--where`` filters keep the rows asked for (`analysis.sources.groups`);
   * a run id repeated at growing token counts is a training curve: its last row is the run
     (`analysis.sources.curverows`);
-  * rows whose ``status`` is not "completed" are excluded, and a warning names them and why;
+  * rows whose ``status`` is not "completed" (a wandb export's ``State`` not "finished") are excluded, and a
+    warning names them and why;
   * runs from different corpora or experiments are refused unless allowed (`analysis.sources.groups`);
   * a row whose N, D (or C) or loss is not a finite number > 0 is excluded and listed (refused
     under ``--strict``); exact duplicates are counted once; repeated seeds of one (N, D) share a
@@ -25,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources import evalsets
-from analysis.sources.budgets import budget_column_of, budgets_of_frame
+from analysis.sources.budgets import NOMINAL_FACTOR, budget_column_of, budgets_of_frame
 from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit
-from analysis.sources.curverows import split_curve_rows
+from analysis.sources.curverows import run_key, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
@@ -65,13 +66,13 @@ def table_from_frame(
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     frame, run_ids, curves, scaled = _as_named(
-        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, budget_col
+        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, (budget_col, columns.as_given)
     )
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings)
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     _warn_tokens_per_parameter(runs, warnings, scaled)
-    first = first_of_duplicates(runs, run_ids, warnings)
+    first = first_of_duplicates(runs, run_ids, warnings, named=run_key(frame) is not None)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
     warn_separating_columns(frame, runs, picked, warnings)
@@ -84,6 +85,7 @@ def table_from_frame(
         columns.budget_tolerance,
         source=source,
         named=columns.budget is not None,
+        sizes=runs["N"].to_numpy(),
     )
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
@@ -108,10 +110,11 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
     return needed
 
 
-def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget_col):
-    """Units from the N, D and C columns' names (`colunits`), then training curves given as rows
-    (`curverows`); the columns scaled by their names' units last."""
-    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col)
+def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
+    """Units from the N, D and C columns' names (`colunits`; ``budget``: the budget column and the
+    columns read as given), then training curves given as rows (`curverows`); the columns scaled last."""
+    budget_col, as_given = budget
+    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col, as_given)
     return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col), scaled
 
 
@@ -150,7 +153,7 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
     if c_given is not None and d_col is not None:
         _note_compute_mismatch(c_given, compute, c_col, notes)
     notes.append(
-        f"N = column {n_col!r} ({n_kind if n_col in _n_names(n_kind) else 'as named'}),"
+        f"N = column {n_col!r} ({n_kind if str(n_col).lower() in map(str.lower, _n_names(n_kind)) else 'as named'}),"
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
     return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
@@ -192,6 +195,8 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     d_col = _pick_column(frame, "d", columns.d, source, required=False)
     c_col = _pick_column(frame, "c", columns.c, source, required=False)
     refuse_perplexity(loss_col, source)
+    for column in columns.as_given:  # a name that is no column is an error, as --n-column's is
+        _pick_column(frame, "as_given", column, source)
     if d_col is None and c_col is None:
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "
@@ -202,21 +207,28 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
 
 
 def _run_ids(frame: pd.DataFrame) -> pd.Series:
-    if "run_id" in frame.columns:
-        return frame["run_id"].astype(str)
+    """Each row's run: its `run_key` column (run_id; a checkpoint table's model or run name), else "rowK"."""
+    key = run_key(frame)
+    if key is not None:
+        return frame[key].astype(str)
     return pd.Series([f"row{i + 1}" for i in frame.index], index=frame.index)
 
 
+# A run's state: the store's ``status`` ("completed"), else a wandb runs-table export's ``State`` ("finished";
+# crashed, failed, killed and running runs are not results).
+STATUS_COLUMNS = ("status", "State")
+DONE = frozenset({"completed", "finished"})
+
+
 def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> pd.DataFrame:
-    if "status" not in frame.columns:
+    status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
+    if status is None:
         return frame
-    done = frame["status"].astype(str).str.strip().str.lower() == "completed"
+    done = frame[status].astype(str).str.strip().str.lower().isin(DONE)
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
-    listed = [
-        f"{run_ids[i]} ({frame['status'][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]
-    ]
+    listed = [f"{run_ids[i]} ({frame[status][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]]
     more = f", and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else ""
     warnings.append(
         f"excluded {len(listed)} of {len(frame)} runs that did not complete: {', '.join(listed[:MAX_LISTED])}{more}"
@@ -255,6 +267,11 @@ def _pick_column(
         return named
     candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
     found = next((c for c in candidates if c in frame.columns), None)
+    if found is None:  # a published table's capitals: Parameters, Tokens, Loss (one column per name only)
+        lower = {}
+        for c in frame.columns:
+            lower.setdefault(str(c).lower(), []).append(c)
+        found = next((lower[c.lower()][0] for c in candidates if len(lower.get(c.lower(), ())) == 1), None)
     if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays: a usual name with its unit
         found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0] in candidates), None)
     if found is None and required:
@@ -270,8 +287,16 @@ def _pick_column(
 def _note_compute_mismatch(c_given: np.ndarray, compute: np.ndarray, c_col: str, notes: list[str]) -> None:
     usable = np.isfinite(c_given) & (c_given > 0)
     worst = float(np.max(np.abs(c_given[usable] / compute[usable] - 1.0), initial=0.0))
-    if worst > 0.02:
+    if worst <= 0.02:
+        return
+    factor = float(np.median(compute[usable] / c_given[usable])) if usable.any() else 1.0
+    if 1 / NOMINAL_FACTOR <= factor <= NOMINAL_FACTOR:
         notes.append(f"column {c_col!r} differs from 6·N·D by up to {worst:.0%}; the analysis uses C = 6·N·D")
+        return
+    notes.append(  # "differs by up to 83%" read as rounding for a column 6x off (DeepSeek's C = M·D)
+        f"6·N·D is {factor:.3g}x column {c_col!r} (median over runs): it counts compute otherwise (C = M·D with "
+        "M FLOPs per token, as DeepSeek's?) or N, D or C is in other units; the analysis uses C = 6·N·D"
+    )
 
 
 def _curves(curves: pd.DataFrame | None, runs: pd.DataFrame, loss_col: str, unit: str, notes: list[str]):

@@ -53,18 +53,30 @@ def split_unit(name: str, role: str) -> tuple[str, str, float] | None:
     return None
 
 
+AS_GIVEN = "--as-given"  # the option naming columns whose names' units are not applied (`apply_column_units`)
+
+
 def apply_column_units(
-    frame: pd.DataFrame, picked: dict[str, str | None], notes: list[str], budget_col: str | None = None
+    frame: pd.DataFrame,
+    picked: dict[str, str | None],
+    notes: list[str],
+    budget_col: str | None = None,
+    as_given: tuple = (),
 ) -> tuple[pd.DataFrame, list[str]]:
     """``frame`` with each count column of ``picked`` (role -> column: "n", "d", "c") whose name carries
     a unit scaled to parameters, tokens or FLOPs (values that are not numbers kept for the row checks),
     and the scaled columns, each as "column 'tokens_B' (x 1e+09, its name's unit)". A column is kept as
-    given when the ``budget_col`` agrees with 6·N·D (or C) unscaled and not scaled: its name lies."""
+    given when it is in ``as_given`` (`AS_GIVEN`: the user says its name lies), or when the ``budget_col``
+    agrees with 6·N·D (or C) unscaled and not scaled."""
+    frame = _budget_in_flops(frame, budget_col, picked, notes, as_given)
     found = {r: u for r, c in picked.items() if c is not None and (u := split_unit(str(c), r)) is not None}
     raw = {r: numeric(frame, c)[0] for r, c in picked.items() if c is not None}
     out, scaled = frame, []
     for role, (_, unit, factor) in found.items():
         column = picked[role]
+        if column in as_given:
+            notes.append(f"column {column!r} is named in {unit} but read as given ({AS_GIVEN} {column})")
+            continue
         if _budget_says_unscaled(frame, budget_col, raw, found, role):
             notes.append(
                 f"column {column!r} is named in {unit} but holds {_WHAT[role]} as given: budget column "
@@ -73,9 +85,29 @@ def apply_column_units(
             continue
         scaled_values = pd.Series(raw[role] * factor, index=frame.index)
         out = out.assign(**{column: frame[column].where(scaled_values.isna(), scaled_values)})
-        scaled.append(f"column {column!r} (x {factor:g}, its name's unit)")
-        notes.append(f"column {column!r} is in {unit} (its name says so): read as {_WHAT[role]} x {factor:g}")
+        scaled.append(f"column {column!r} (x {factor:g}, its name's unit; {AS_GIVEN} {column} reads it unscaled)")
+        notes.append(
+            f"column {column!r} is in {unit} (its name says so): read as {_WHAT[role]} x {factor:g} "
+            f"({AS_GIVEN} {column} if it holds {_WHAT[role]} as they are)"
+        )
     return out, scaled
+
+
+def _budget_in_flops(frame: pd.DataFrame, budget_col, picked: dict, notes: list[str], as_given: tuple) -> pd.DataFrame:
+    """``frame`` with its budget column scaled to FLOPs when its name carries a unit (budget_pfdays): the
+    budgets of approaches 1 and 2 (N_opt per budget, k_N) were in PF-days, and optimal's N_opt 1e18x off."""
+    unit = None if budget_col is None or budget_col in picked.values() else split_unit(str(budget_col), "c")
+    if unit is None:
+        return frame
+    if budget_col in as_given:
+        notes.append(f"budget column {budget_col!r} is named in {unit[1]} but read as given ({AS_GIVEN} {budget_col})")
+        return frame
+    values = pd.Series(numeric(frame, budget_col)[0] * unit[2], index=frame.index)
+    notes.append(
+        f"budget column {budget_col!r} is in {unit[1]} (its name says so): read as FLOPs x {unit[2]:g} "
+        f"({AS_GIVEN} {budget_col} if it holds FLOPs as they are)"
+    )
+    return frame.assign(**{budget_col: frame[budget_col].where(values.isna(), values)})
 
 
 CLOSE = 3.0  # C within 3x of a budget column agrees with it: a unit's 1e3 does not

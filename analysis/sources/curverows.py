@@ -10,6 +10,10 @@ below the loss at the fewest (rows may come in any order). A table keyed by mode
 repeats a run id at growing token counts too, but each row is a run: it stays rows, and a note says why.
 Without a budget column such a table looks exactly like curves (one N, growing D, falling loss) and
 is read as curves: name the budgets in a column (or give each row its own run id).
+
+Without a ``run_id`` column, a table with a step column (``step``, ``iteration``, ``checkpoint``: a suite's
+checkpoints as rows, as Pythia publishes them) names its runs by its ``run``/``name``/``model`` column
+(`run_key`); read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C.
 """
 
 from __future__ import annotations
@@ -19,6 +23,23 @@ import pandas as pd
 
 from analysis.sources.rows import numeric
 from scaling.flops import tokens_6nd
+
+RUN_ID = "run_id"
+# Without a run_id, a table with a step column is checkpoints (Pythia's: model, step, tokens, loss): the first
+# of these columns names each row's run. Without a step column a model name may repeat over separate runs
+# (one per token count: approach 3's grid), so it names none.
+STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps, _step: a run's total
+NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
+
+
+def run_key(frame: pd.DataFrame) -> str | None:
+    """The column naming each row's run: ``run_id``, else (rows with a `STEP_COLUMNS` column) the first of
+    `NAME_COLUMNS`; None when rows name no run."""
+    if RUN_ID in frame.columns:
+        return RUN_ID
+    if not any(c in frame.columns for c in STEP_COLUMNS):
+        return None
+    return next((c for c in NAME_COLUMNS if c in frame.columns), None)
 
 
 def split_curve_rows(
@@ -34,7 +55,8 @@ def split_curve_rows(
     no curves of its own and the rows look like curves (the module docstring); else everything as given.
     ``picked``: the N, D, C and loss columns (D None: tokens = C/(6N)); ``budget_col``: the budget column."""
     n_col, d_col, c_col, loss_col = picked
-    if curves is not None or "run_id" not in frame.columns or not run_ids.duplicated().any():
+    key = run_key(frame)
+    if curves is not None or key is None or not run_ids.duplicated().any():
         return frame, run_ids, curves
     n = pd.Series(numeric(frame, n_col)[0], index=frame.index)
     if d_col is not None:
@@ -46,13 +68,13 @@ def split_curve_rows(
         return frame, run_ids, curves
     why = _not_curves(frame, run_ids, tokens, loss_col, budget_col)
     if why:
-        notes.append(f"rows are runs, not training curves, though column 'run_id' repeats: {why}")
+        notes.append(f"rows are runs, not training curves, though column {key!r} repeats: {why}")
         return frame, run_ids, curves
     last = tokens.fillna(-np.inf).groupby(run_ids).idxmax()  # the row with the most tokens: the final point
     keep = frame.index.isin(last.to_numpy())
     curve = pd.DataFrame({"run_id": run_ids.to_numpy(), "tokens": tokens.to_numpy(), loss_col: frame[loss_col]})
     notes.append(
-        f"rows are training curves: {len(frame)} rows of {len(last)} runs (column 'run_id' repeats at "
+        f"rows are training curves: {len(frame)} rows of {len(last)} runs (column {key!r} repeats at "
         f"{int(counts.max())} token counts at most); each run's last row (most tokens) is its final point, "
         "every row a point of its curve"
     )

@@ -43,6 +43,7 @@ OPERATORS = {
 }
 _WHERE = re.compile(r"^\s*([^=!<>]+?)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*$")
 MAX_VALUES = 8  # values of a column an error lists before "..."
+MISSING = "(missing)"  # the group of rows with no value in a column (`split_groups`, `check_one_experiment`)
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,10 @@ def _comparable(column: pd.Series, where: Where):
 
 
 def split_groups(frame: pd.DataFrame, column: str, source: str) -> list[tuple[str, pd.DataFrame]]:
-    """(value, rows) per value of ``column`` in order of first appearance; missing values form a
-    group named "(missing)"."""
+    """(value, rows) per value of ``column`` (`experiment_labels`: stripped) in order of first appearance;
+    empty or missing values form the group `MISSING`."""
     column = _existing(frame, column, f"--group-by {column!r}", source)
-    labels = frame[column].astype(object).where(frame[column].notna(), "(missing)").astype(str)
+    labels = experiment_labels(frame[column])
     return [(value, frame[labels == value]) for value in labels.unique()]
 
 
@@ -126,16 +127,16 @@ def check_one_experiment(
     for column in dict.fromkeys(((corpus,) if corpus else ()) + EXPERIMENT_COLUMNS + extra):
         if column not in frame.columns:
             continue
-        counts = frame[column].fillna("").astype(str).value_counts()
-        counts = counts[counts.index != ""]
+        what = "corpora" if column in (*CORPUS_COLUMNS, eval_fingerprint) else "experiments"
+        labels = experiment_labels(frame[column], missing=what == "experiments")
+        counts = labels[labels != ""].value_counts()
         if len(counts) <= 1:
             continue
-        what = "corpora" if column in (*CORPUS_COLUMNS, eval_fingerprint) else "experiments"
-        shown = ", ".join(f"{name!r} ({k} runs)" for name, k in counts.items())
+        shown = ", ".join(f"{name!r} ({k} runs{_missing_rows(labels, name)})" for name, k in counts.items())
         if allow_mixed:
             notes.append(f"pooling runs from {len(counts)} {what} as asked ({column}: {shown})")
             continue
-        others = frame.loc[frame[column].fillna("").astype(str) != counts.index[0]]
+        others, named_one = frame.loc[labels != counts.index[0]], next(n for n in counts.index if n != MISSING)
         outside = (
             f"; runs outside the largest: {listing(others['run_id'].astype(str).tolist())}"
             if "run_id" in frame.columns and what == "corpora"  # in a store: runs/<run_id>/record.json
@@ -143,19 +144,35 @@ def check_one_experiment(
         )
         raise DataError(
             f"{source!r} mixes runs from {len(counts)} {what} ({column}: {shown}{outside}); fit each with "
-            f"`scaling fit --group-by {column}`, pick one with --where {column}=={counts.index[0]}, or pass "
+            f"`scaling fit --group-by {column}`, pick one with --where {column}=={named_one}, or pass "
             f"--allow-mixed{'-corpora' if what == 'corpora' else ''} if they are meant to be pooled"
         )
 
 
+def experiment_labels(column: pd.Series, missing: bool = True) -> pd.Series:
+    """Each row's value of ``column`` as text (stripped); an empty or missing value is `MISSING` (its own
+    experiment: which recipe such a row ran is unknown, so it is pooled with none), or "" (not counted)
+    when not ``missing``: a corpus fingerprint is missing where a run was not scored on that set, and
+    such a row has no loss either."""
+    labels = column.astype(object).where(column.notna(), "").astype(str).str.strip()
+    return labels.where(labels != "", MISSING if missing else "")
+
+
+def _missing_rows(labels: pd.Series, name: str) -> str:
+    """': rows 4, 9' (source rows, from 1) for the `MISSING` group, whose rows have no name to find them by."""
+    if name != MISSING:
+        return ""
+    return ": rows " + listing([str(int(i) + 1) for i in labels.index[labels == MISSING]])
+
+
 def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warnings: list[str]) -> None:
     """Warn about a text column (not a run's metadata, ids, the columns `check_one_experiment` checks
-    or ``skip``) whose values differ between rows at one (N, D) point: such rows are usually
-    different experiments (a recipe, an optimizer), not repeated seeds, and pooling them makes every
-    fit describe neither. ``frame`` and ``runs`` are row-aligned."""
+    or ``skip``) whose values differ between rows at one (N, D) point, or split the runs into at most
+    `MAX_VALUES` groups that are each a sweep of their own (several sizes and token counts: a wandb
+    ``Group`` of muP runs beside one of SP runs at other sizes was pooled without a word): such rows
+    are usually different experiments (a recipe, an optimizer), not repeated seeds, and pooling them
+    makes every fit describe neither. ``frame`` and ``runs`` are row-aligned."""
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
-    if len(np.unique(point)) == len(point):
-        return
     for column in frame.columns:
         values = frame[column]
         checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *skip)
@@ -165,12 +182,27 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
         if not 1 < len(set(labels)) < len(labels):
             continue
         varied = pd.DataFrame({"point": point, "label": labels}).groupby("point")["label"].nunique()
+        hint = f"fit them apart with --group-by {column} (or --where, --experiment-column {column}); the fits pool them"
         if (varied > 1).any():
             warnings.append(
                 f"rows at the same (N, D) differ in column {column!r} ({_values(values)}) at {int((varied > 1).sum())} "
-                f"of {len(varied)} points: if these are different experiments, fit them apart with --group-by "
-                f"{column} (or --where, --experiment-column {column}); the fits pool them"
+                f"of {len(varied)} points: if these are different experiments, {hint}"
             )
+        elif _sweeps_of_their_own(labels, runs):
+            warnings.append(
+                f"column {column!r} splits the runs into {len(set(labels))} groups ({_values(values)}), each a sweep of "
+                f"its own (several sizes and token counts): if these are different experiments, {hint}"
+            )
+
+
+def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
+    """Whether ``labels`` take at most `MAX_VALUES` values, each on 3 or more runs of 2 or more sizes N
+    and token counts D (a model-name column's groups hold one N each: not this)."""
+    groups = pd.DataFrame({"label": labels, "N": runs["N"].to_numpy(), "D": runs["D"].to_numpy()}).groupby("label")
+    spans = groups.agg(runs=("N", "size"), sizes=("N", "nunique"), tokens=("D", "nunique"))
+    return len(spans) <= MAX_VALUES and bool(
+        ((spans["runs"] >= 3) & (spans[["sizes", "tokens"]] >= 2).all(axis=1)).all()
+    )
 
 
 def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str:

@@ -101,22 +101,54 @@ def _shown(value) -> str:
     return repr(value) if isinstance(value, str) else str(value.item() if hasattr(value, "item") else value)
 
 
-def first_of_duplicates(runs: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> np.ndarray:
+ROUNDING = {"D": 0.02, "loss": 0.002}  # relative: a run exported twice, once rounded ("1.3B" tokens, 4 decimals)
+
+
+def first_of_duplicates(runs: pd.DataFrame, run_ids: pd.Series, warnings: list[str], named: bool = False) -> np.ndarray:
     """Mask keeping the first of each set of exact duplicate rows (same N, D and loss); a warning
-    counts and names the others."""
-    repeated = runs.duplicated(subset=["N", "D", "loss"], keep="first").to_numpy()
-    if repeated.any():
+    counts and names the others. With ``named`` run ids (a run_id column), a row repeating an earlier
+    row's run id and N with D and loss equal within `ROUNDING` is that run again (an export appended to
+    another, rounded): counted once too, in a warning of its own."""
+    repeated = runs.duplicated(subset=["N", "D", "loss"], keep="first").to_numpy().copy()
+    again = _same_run_again(runs, run_ids, repeated) if named else {}
+    if again:
+        listed = [f"{row_label(i, run_ids)} = {row_label(j, run_ids)}" for i, j in again.items()]
+        warnings.append(
+            f"counted once {len(again)} rows that repeat an earlier row's run id and N with D and loss equal within "
+            f"rounding (D within {ROUNDING['D']:.0%}, loss within {ROUNDING['loss']:.1%}): the same run listed "
+            f"twice: {listing(listed)}"
+        )
+        repeated[list(again)] = True
+    if repeated.any() and len(again) < repeated.sum():
         first = runs.groupby(["N", "D", "loss"], sort=False).cumcount().to_numpy() == 0
         first_pos = {key: i for i, key in enumerate(zip(runs["N"], runs["D"], runs["loss"])) if first[i]}
         keys = list(zip(runs["N"], runs["D"], runs["loss"]))
-        listed = [
-            f"{row_label(i, run_ids)} = {row_label(first_pos[keys[i]], run_ids)}" for i in np.flatnonzero(repeated)
-        ]
+        exact = [i for i in np.flatnonzero(repeated) if i not in again]
+        listed = [f"{row_label(i, run_ids)} = {row_label(first_pos[keys[i]], run_ids)}" for i in exact]
         warnings.append(
             f"counted once {len(listed)} exact duplicate rows (the same N, D and loss as an earlier row), "
             f"{int((~repeated).sum())} runs remain: {listing(listed)}"
         )
     return ~repeated
+
+
+def _same_run_again(runs: pd.DataFrame, run_ids: pd.Series, exact: np.ndarray) -> dict[int, int]:
+    """{position: earlier position} of rows (not ``exact`` duplicates) that repeat an earlier row's run id and
+    N with D and loss within `ROUNDING` of it."""
+    again: dict[int, int] = {}
+    keys = pd.Series(run_ids.to_numpy()).astype(str) + "\0" + runs["N"].astype(str).to_numpy()
+    for positions in keys.groupby(keys, sort=False).indices.values():
+        for k, i in enumerate(positions[1:], start=1):
+            if exact[i]:
+                continue
+            j = next((j for j in positions[:k] if j not in again and _within_rounding(runs, i, j)), None)
+            if j is not None:
+                again[int(i)] = int(j)
+    return again
+
+
+def _within_rounding(runs: pd.DataFrame, i: int, j: int) -> bool:
+    return all(abs(runs[c].iloc[i] / runs[c].iloc[j] - 1.0) <= tol for c, tol in ROUNDING.items())
 
 
 def unit_ids(runs: pd.DataFrame, families: pd.Series | None = None) -> np.ndarray:

@@ -25,7 +25,7 @@ FALLBACK_COLUMNS = {
     "c": ("flops", "C", "c", "compute", "FLOPs"),
     "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
 }
-OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column"}
+OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column", "as_given": "--as-given"}
 
 # The loss's unit: the one home of the label every figure, table and text gives it (numbers are never
 # converted). The store's val_loss (and loss_floor) is mean cross-entropy in nats/token and val_bpb in
@@ -98,6 +98,7 @@ class ColumnMap:
     unique: str | None = None  # column of unique tokens (`analysis.sources.unique`): runs get column U
     eval: str | None = None  # --eval NAME: the loss of that evaluation set (analysis.sources.evalsets)
     loss_unit: str | None = None
+    as_given: tuple = ()  # columns whose names' units (tokens_B) are not applied (`analysis.sources.colunits`)
 
     def __post_init__(self):
         if self.loss_unit is not None:
