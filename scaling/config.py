@@ -148,10 +148,12 @@ def check_known_keys(cfg, section: str = "") -> None:
     """Every key of ``cfg`` is one the schema has. Struct mode refuses an unknown key, but a
     ``+key=value`` override (Hydra's own advice for one) adds it anyway, and the trainer would
     never read it: ``+train.min_stpes=3`` would train with the default min_steps under a new run id."""
+    if OmegaConf.is_config(cfg):  # a plain dict to walk: no interpolation resolved, no missing value read
+        cfg = OmegaConf.to_container(cfg, resolve=False)
     valid = schema_keys(section)
     if valid is None:
         return
-    for key in cfg:
+    for key, node in cfg.items():
         if key == "hydra" and not section:
             continue
         dotted = f"{section}.{key}" if section else str(key)
@@ -160,7 +162,7 @@ def check_known_keys(cfg, section: str = "") -> None:
                 f"{dotted}: not a key of the config (a `+` override adds keys nothing reads); "
                 f"{valid_keys_hint(str(key), valid, section)}"
             )
-        if OmegaConf.is_dict(node := cfg._get_node(key)):
+        if isinstance(node, dict):
             check_known_keys(node, dotted)
 
 

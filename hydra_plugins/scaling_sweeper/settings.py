@@ -5,6 +5,7 @@ instantiation traceback)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -21,7 +22,7 @@ def keys() -> list[str]:
     """The sweeper's settings, hydra.sweeper.KEY (`ScalingSweeperConf`)."""
     from hydra_plugins.scaling_sweeper.scaling_sweeper import ScalingSweeperConf
 
-    return [k for k in ScalingSweeperConf.__dataclass_fields__ if k != "_target_"]
+    return [f.name for f in dataclasses.fields(ScalingSweeperConf) if f.name != "_target_"]
 
 
 def budget(value: Any, key: str) -> float:
