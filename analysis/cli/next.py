@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from analysis.cli.common import Parser, add_table_options, column_map, count, parse, positive_float, write_output
-from analysis.fits.bootstrap import reaches_zero
 from analysis.fits.results import Estimate
 from scaling.errors import UserError
 
@@ -99,13 +98,13 @@ def next_main(argv: list[str]) -> int:
 
 
 def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:
-    """N_opt at ``target`` with its bootstrap interval; no interval, unidentified, where that is unbounded
-    (`Estimate.from_samples`) or reaches 0 (`reaches_zero`: resamples whose B overflowed give N_opt = 0)."""
-    from analysis.fits.next_runs import n_opt_samples
+    """N_opt at ``target`` with its bootstrap interval, by `scaling optimal`'s rules (`ParametricLaw.allocate`:
+    resamples whose A or B overflowed have no value, an interval reaching 0 is none); no interval where
+    it is unidentified."""
+    from analysis.fits.optimal import ParametricLaw
 
-    now = Estimate.from_samples(float(n_opt_samples(params, target)), n_opt_samples(samples, target), level)
-    why = reaches_zero(now.lower, now.upper)
-    return Estimate(now.value, unidentified=why) if why else now
+    now = ParametricLaw("fit", dict(params), samples, level=level).allocate(target).n
+    return Estimate(now.value, unidentified=now.unidentified) if now.unidentified else now
 
 
 def base_sweep(source: str) -> dict:
