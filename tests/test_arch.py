@@ -330,7 +330,7 @@ def embeddings_only(shape):
         (["model._target_=broken_models.bad_counts"], ["model._target_", "non_embedding <= total"]),
         (["model._target_=broken_models.not_a_module"], ["model._target_", "not a torch.nn.Module"]),
         # before: trained, recorded as diverged at step 0 (exit 3)
-        (["model._target_=broken_models.nan_at_init"], ["model._target_", "not all finite", "initialisation"]),
+        (["model._target_=broken_models.nan_at_init"], ["model._target_", "NaN or +inf", "initialisation"]),
         # before: a traceback
         (["model._target_=broken_models.counts_fail"], ["model._target_", "failed param_counts() (KeyError"]),
         # before: "param_counts() must return ...", for a model that has none
@@ -352,3 +352,28 @@ def test_bad_model_settings_are_one_line_and_write_nothing(tmp_path, overrides, 
 def test_scaling_shapes_rejects_an_unknown_arch_in_one_line():
     assert_one_line_error(run_cli("shapes", "model.arch=mamba"), "model.arch", "mamba", "gpt2, llama")
     assert_one_line_error(run_cli("shapes", "model.d_model=3"), "model.d_model=3", "model.arch")
+
+
+def test_logits_masked_with_minus_inf_pass_the_factory_check():
+    """A model may mask a vocabulary entry with -inf on purpose: only NaN and +inf are refused (review3)."""
+    import torch
+
+    from scaling.byo import check_forward
+    from scaling.errors import ConfigError
+
+    shape = ModelShape(1, 16, 2, seq_len=8)
+
+    class Masked(torch.nn.Module):
+        def __init__(self, fill):
+            super().__init__()
+            self.fill = fill
+
+        def forward(self, idx):
+            logits = torch.zeros(*idx.shape, shape.vocab_size)
+            logits[..., 0] = self.fill
+            return logits
+
+    check_forward("masked", Masked(float("-inf")), shape)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match=r"NaN or \+inf"):
+            check_forward("masked", Masked(bad), shape)
