@@ -171,7 +171,7 @@ class ScalingSweeper(Sweeper):
         from scaling.plan import BudgetTooSmall, plan_run
         from scaling.store import RunPaths, run_state
 
-        kept, dropped = [], []
+        kept, dropped, by_id = [], [], {}
         lo, hi = self.tokens_per_param
         for overrides in jobs:
             label = " ".join(overrides)
@@ -202,21 +202,13 @@ class ScalingSweeper(Sweeper):
                     }
                 )
                 continue
-            same = next((k for k in kept if k["run_id"] == plan.run_id), None)
-            if same is not None:  # a budget or shape listed twice: one run, trained and counted once
-                dropped.append({"overrides": overrides, "reason": f"the same run as {same['label']}: planned once"})
+            if plan.run_id in by_id:  # a budget or shape listed twice: one run, trained and counted once
+                same = by_id[plan.run_id]["label"]
+                dropped.append({"overrides": overrides, "reason": f"the same run as {same}: planned once"})
                 continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
-            kept.append(
-                {
-                    "overrides": overrides,
-                    "label": label,
-                    "run_id": plan.run_id,
-                    "plan": plan,
-                    "state": state,
-                    "store": cfg.store,
-                }
-            )
+            job = {"overrides": overrides, "label": label, "run_id": plan.run_id, "plan": plan, "state": state}
+            kept.append(by_id.setdefault(plan.run_id, {**job, "store": cfg.store}))
         return kept, dropped
 
     def compose(self, overrides: list[str]) -> DictConfig:
