@@ -155,6 +155,9 @@ def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
     return {**counts, **tally, "last_finish": last_finish, "failed_runs": failed, "running_runs": running}
 
 
+INTERNAL = ("last_finish", "flops_done_now")  # `_tally`'s inputs to the ETA, not part of `progress` (CONTRACTS.md)
+
+
 def progress(store: Path) -> dict:
     """Counts and FLOPs of the planned runs by state, and an ETA from this launch's pace:
     ETA = elapsed · (FLOPs left) / (FLOPs finished since the launch). Once nothing is left to run,
@@ -163,11 +166,12 @@ def progress(store: Path) -> dict:
     manifest = read_manifest(store)
     if manifest is None:
         runs = runs_in_store(store)
+        tally = _tally(store, runs, None)
         return {
             "sweep": None,
             "planned": len(runs),
             "dropped": 0,
-            **_tally(store, runs, None),
+            **{k: v for k, v in tally.items() if k not in INTERNAL},
             "elapsed_s": None,
             "eta_s": None,
         }
@@ -181,7 +185,7 @@ def progress(store: Path) -> dict:
         "sweep": manifest["sweep"],
         "planned": len(manifest["runs"]),
         "dropped": len(manifest["dropped"]),
-        **tally,
+        **{k: v for k, v in tally.items() if k not in INTERNAL},
         "elapsed_s": elapsed,
         "eta_s": eta,
     }
