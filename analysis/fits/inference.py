@@ -32,7 +32,7 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits.optimal import never_reached, never_reached_note, parametric_loss
-from analysis.fits.results import Estimate
+from analysis.fits.results import UNBOUNDED, Estimate
 from scaling.errors import UserError
 from scaling.flops import flops_6nd, inference_flops_2nt, tokens_6nd
 
@@ -106,10 +106,10 @@ def never_reaching(law, target: float, inference_tokens: float, central, draws, 
     size = int(np.sum(~np.isnan(draws["N"])))
     for k, v in central.items():
         values[k] = law.interval(float(v), draws[k])
-    if values["N"].unidentified.startswith("interval unbounded"):  # not another reason (overflowed A, B)
+    if values["N"].unbounded:  # not another reason (overflowed A, B)
         why = never_reached(int(never.sum()), size)
         for k, e in values.items():
-            values[k] = Estimate(e.value, unidentified=f"interval unbounded above: {why}" if k in costs else why)
+            values[k] = Estimate(e.value, unidentified=f"{UNBOUNDED} above: {why}" if k in costs else why)
     return [never_reached_note(int(never.sum()))]
 
 

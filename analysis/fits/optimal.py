@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits.bootstrap import identification, reaches_zero
-from analysis.fits.results import Estimate, FitReport, ParametricFit, no_law
+from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
 from scaling.flops import flops_6nd, params_6nd, tokens_6nd
@@ -143,8 +143,8 @@ class Law(abc.ABC):
             never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
             if never:  # an unbounded budget: they bound the interval from above
                 allocation.notes.append(never_reached_note(never))
-            if allocation.budget.unidentified.startswith("interval unbounded"):
-                allocation.budget.unidentified = f"interval unbounded above: {never_reached(never, size)}"
+            if allocation.budget.unbounded:
+                allocation.budget.unidentified = f"{UNBOUNDED} above: {never_reached(never, size)}"
         if allocation.loss is not None and allocation.loss.unidentified == "as the fit's E":
             allocation.budget.unidentified = "as the fit's E"  # the budget that reaches a loss rests on E as well
         return allocation
@@ -284,7 +284,7 @@ def _falling(n: Estimate, fall) -> Estimate:
             out.lower, out.upper = float(fall(np.float64(n.upper))), float(fall(np.float64(n.lower)))
         if not np.isfinite(out.upper):
             out.lower = out.upper = None
-            out.unidentified = f"interval unbounded above: N's interval reaches {n.lower:g}"
+            out.unidentified = f"{UNBOUNDED} above: N's interval reaches {n.lower:g}"
     elif n.unidentified:
         out.unidentified = f"as N's: {n.unidentified}"
     return out

@@ -27,6 +27,9 @@ SCHEMA = 1
 
 
 # ---------------------------------------------------------------- building blocks
+UNBOUNDED = "interval unbounded"  # how an unidentified reason starts when a bound is ±inf (`Estimate.unbounded`)
+
+
 @dataclass
 class Estimate:
     """A fitted value and, when a bootstrap ran, its percentile interval [lower, upper].
@@ -58,11 +61,16 @@ class Estimate:
             return cls(float(value), float(lower), float(upper))
         infinite = sorted({b for b in (lower, upper) if np.isinf(b)})  # -inf first
         why = "; ".join(
-            f"interval unbounded {'above' if b > 0 else 'below'}: {int(np.sum(samples == b))} of {samples.size} "
+            f"{UNBOUNDED} {'above' if b > 0 else 'below'}: {int(np.sum(samples == b))} of {samples.size} "
             f"resamples overflowed to {'+' if b > 0 else '-'}inf"
             for b in infinite
         )
         return cls(float(value), unidentified=why)
+
+    @property
+    def unbounded(self) -> bool:
+        """Whether it is unidentified because its interval is unbounded (a bound at ±inf), not another reason."""
+        return self.unidentified.startswith(UNBOUNDED)
 
     @property
     def interval(self) -> list[float] | None:
