@@ -115,6 +115,22 @@ def test_digitised_points_without_a_budget_column_cluster_into_the_right_budgets
     assert split.returncode == 2 and f"{len(frame)} budget(s)" in split.stderr
 
 
+def test_epochs_release_of_chinchillas_points_is_read_by_its_own_headers(tmp_path):
+    """Epoch's CSV of Chinchilla's points (Besiroglu et al. 2024) names its columns "Model Size", "Training
+    Tokens", "Training FLOP" and "loss": read as they are (before: no column for N, name it)."""
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, SIZES, noise=0.005, seed=3)
+    frame = pd.DataFrame(
+        {
+            "Model Size": runs["params"],
+            "Training Tokens": runs["tokens"],
+            "Training FLOP": 6 * runs["params"] * runs["tokens"],
+            "loss": runs["val_loss"],
+        }
+    )
+    got = fit_json(write(frame, tmp_path), "--approach", "2", "--bootstrap", "200")
+    assert len(got["table"]["budgets"]) == len(BUDGETS) and covers(got["a"], exponent_a(CHINCHILLA_APPROACH3))
+
+
 # ---------------------------------------------------------------- bad rows, duplicates, seeds
 def test_one_nan_loss_among_2000_rows_is_excluded_and_listed_and_strict_refuses(tmp_path):
     runs = isoflop_runs(CHINCHILLA_APPROACH3, np.logspace(18, 21, 8), 250, noise=0.005, seed=5)

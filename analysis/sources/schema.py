@@ -18,11 +18,12 @@ N_KINDS = ("total", "non_embedding")
 # Column names tried, in order, when the user names none. The first of each is the store's own.
 FALLBACK_COLUMNS = {
     "n": {
-        "total": ("params", "N", "n", "n_params", "num_params", "parameters"),
+        # "Model Size", "Training Tokens", "Training FLOP": Epoch's release of Chinchilla's points (Besiroglu et al. 2024)
+        "total": ("params", "N", "n", "n_params", "num_params", "parameters", "model size", "model_size"),
         "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
     },
-    "d": ("tokens", "D", "d", "n_tokens", "num_tokens"),
-    "c": ("flops", "C", "c", "compute", "FLOPs"),
+    "d": ("tokens", "D", "d", "n_tokens", "num_tokens", "training tokens", "training_tokens"),
+    "c": ("flops", "C", "c", "compute", "FLOPs", "training flop", "training flops", "training_flops"),
     "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
 }
 OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column", "as_given": "--as-given"}
