@@ -107,3 +107,14 @@ def test_a_loss_unit_column_sets_the_unit_and_the_option_wins():
     assert table_from_frame(runs, "t.csv", ColumnMap(loss_unit="nats")).loss_unit == "nats/token"
     with pytest.raises(Exception, match="loss_unit"):
         table_from_frame(runs.assign(loss_unit="<bad>"), "t.csv", ColumnMap())
+
+
+def test_a_loss_unit_column_does_not_override_the_unit_in_the_loss_columns_name():
+    # Before: val_bpb beside val_loss and loss_unit=nats/token (describing val_loss) was labelled nats/token.
+    runs = ladder().assign(val_bpb=lambda f: f["val_loss"] / np.log(2) / 3.6, loss_unit="nats/token")
+    with pytest.raises(DataError, match=r"'loss_unit' says .* nats/token, but loss column 'val_bpb' is in bits/byte"):
+        table_from_frame(runs, "two.csv", ColumnMap(loss="val_bpb"))
+    assert table_from_frame(runs, "two.csv", ColumnMap(loss="val_bpb", loss_unit="bpb")).loss_unit == "bits/byte"
+    assert table_from_frame(runs, "two.csv", ColumnMap()).loss_unit == "nats/token"  # val_loss: no unit in its name
+    agreeing = runs.assign(loss_unit="bpb")
+    assert table_from_frame(agreeing, "two.csv", ColumnMap(loss="val_bpb")).loss_unit == "bits/byte"
