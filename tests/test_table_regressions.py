@@ -12,6 +12,7 @@ import pytest
 from analysis.sources.check import table_from_frame
 from analysis.sources.files import read_table_file
 from analysis.sources.load import load_runs
+from analysis.sources.rows import numeric
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves, lr_sweep_runs
 from scaling.errors import DataError
@@ -118,3 +119,26 @@ def test_a_loss_unit_column_does_not_override_the_unit_in_the_loss_columns_name(
     assert table_from_frame(runs, "two.csv", ColumnMap()).loss_unit == "nats/token"  # val_loss: no unit in its name
     agreeing = runs.assign(loss_unit="bpb")
     assert table_from_frame(agreeing, "two.csv", ColumnMap(loss="val_bpb")).loss_unit == "bits/byte"
+
+
+def test_a_semicolon_csv_with_thousands_grouped_by_dots_reads_the_counts(tmp_path):
+    # Before: "125.000" (a comma-decimal locale's 125000) was N = 125, and "1.300.000" no number (row dropped).
+    (tmp_path / "de2.csv").write_text(
+        "run_id;N;D;loss\na;125.000;250.000;3,5\nb;500.000;62.500;3,4\nc;250.000;1.300.000;3,45\n"
+    )
+    frame = read_table_file(tmp_path / "de2.csv")
+    assert list(frame["N"]) == [125e3, 500e3, 250e3] and list(frame["D"]) == [250e3, 62.5e3, 1.3e6]
+    assert list(frame["loss"]) == [3.5, 3.4, 3.45]  # the loss keeps its comma decimals
+    runs = ladder()
+    german = runs.assign(
+        params=runs["params"].map(lambda x: f"{x:,.0f}".replace(",", ".")),
+        tokens=runs["tokens"].map(lambda x: f"{x:,.0f}".replace(",", ".")),
+        val_loss=runs["val_loss"].map(lambda x: f"{x:.4f}".replace(".", ",")),
+    )
+    german[["run_id", "params", "tokens", "val_loss"]].to_csv(tmp_path / "de.csv", sep=";", index=False)
+    table = load_runs(str(tmp_path / "de.csv"))
+    assert len(table.runs) == len(runs) and np.allclose(table.runs["N"], runs["params"].round(), rtol=0)
+    assert np.allclose(table.runs["D"], runs["tokens"].round(), rtol=0)
+    # a ';' file written with decimal points: "125.000" is 125 (three decimals), as before
+    (tmp_path / "dots.csv").write_text("run_id;params_M;tokens_B;loss\na;125.000;2.500;3.512\nb;350.000;1.250;3.498\n")
+    assert list(numeric(read_table_file(tmp_path / "dots.csv"), "params_M")[0]) == [125.0, 350.0]
