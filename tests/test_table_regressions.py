@@ -142,3 +142,22 @@ def test_a_semicolon_csv_with_thousands_grouped_by_dots_reads_the_counts(tmp_pat
     # a ';' file written with decimal points: "125.000" is 125 (three decimals), as before
     (tmp_path / "dots.csv").write_text("run_id;params_M;tokens_B;loss\na;125.000;2.500;3.512\nb;350.000;1.250;3.498\n")
     assert list(numeric(read_table_file(tmp_path / "dots.csv"), "params_M")[0]) == [125.0, 350.0]
+
+
+def test_n_and_d_columns_both_named_in_units_they_do_not_hold_are_read_as_given():
+    # Before: each column was tested with the other's unit applied, so params_M and tokens_B holding raw counts
+    # were both scaled (C 1e15x the budget column), with a note only.
+    runs = ladder().drop(columns="flops").rename(columns={"budget_flops": "budget"})
+    lying = runs.rename(columns={"params": "params_M", "tokens": "tokens_B"})
+    table = table_from_frame(lying, "lie.csv", ColumnMap())
+    assert np.allclose(table.runs["N"], runs["params"]) and np.allclose(table.runs["D"], runs["tokens"])
+    assert sum("holds parameters as given" in n or "holds tokens as given" in n for n in table.notes) == 2
+    assert not table.warnings
+    true_n = lying.assign(params_M=lying["params_M"] / 1e6)  # N in millions as named, D raw: only N scaled
+    table = table_from_frame(true_n, "lie.csv", ColumnMap())
+    assert np.allclose(table.runs["N"], runs["params"]) and np.allclose(table.runs["D"], runs["tokens"])
+    # a budget column 100x or more off 6·N·D is a warning, and one in PF-days is named so
+    pf = table_from_frame(runs.assign(budget=runs["budget"] / 8.64e19), "pf.csv", ColumnMap())
+    said = [w for w in pf.warnings if "budget column 'budget'" in w]
+    assert len(said) == 1 and "a PF-day's FLOPs" in said[0] and "in PF-days" in said[0]
+    assert not any("budget column 'budget'" in n for n in pf.notes)

@@ -78,16 +78,7 @@ def table_from_frame(
     picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
     warn_separating_columns(frame, runs, picked, warnings)
     runs["U"] = unique_tokens_of(frame, columns.unique, source)
-    runs["budget"] = budgets_of_frame(
-        frame,
-        runs["C"].to_numpy(),
-        notes,
-        budget_col,
-        columns.budget_tolerance,
-        source=source,
-        named=columns.budget is not None,
-        sizes=runs["N"].to_numpy(),
-    )
+    runs["budget"] = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
@@ -101,6 +92,22 @@ def table_from_frame(
         counts=counts,
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
+    )
+
+
+def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
+    """Each run's budget (`budgets_of_frame`); ``lines``: the (notes, warnings) it adds to."""
+    notes, warnings = lines
+    return budgets_of_frame(
+        frame,
+        runs["C"].to_numpy(),
+        notes,
+        budget_col,
+        columns.budget_tolerance,
+        source=source,
+        named=columns.budget is not None,
+        sizes=runs["N"].to_numpy(),
+        warnings=warnings,
     )
 
 
