@@ -176,7 +176,7 @@ def test_a_budget_column_named_in_pf_days_is_found_and_scaled():
     named = table_from_frame(runs, "pf.csv", ColumnMap(budget="budget_pfdays"))
     np.testing.assert_allclose(named.budgets, BUDGETS, rtol=1e-9)
     given = table_from_frame(runs, "pf.csv", ColumnMap(budget="budget_pfdays", as_given=("budget_pfdays",)))
-    assert given.budgets.max() < 2 and any("6·N·D is 8.64e+19x the column" in n for n in given.notes)
+    assert given.budgets.max() < 2 and any("6·N·D is 8.64e+19x the column" in w for w in given.warnings)
 
 
 def test_published_capitalised_headers_are_read_and_a_compute_column_6x_off_is_named_by_its_factor():

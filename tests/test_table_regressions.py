@@ -12,6 +12,7 @@ import pytest
 from analysis.sources.check import table_from_frame
 from analysis.sources.files import read_table_file
 from analysis.sources.load import load_runs
+from analysis.sources.rows import numeric
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves, lr_sweep_runs
 from scaling.errors import DataError
@@ -107,3 +108,56 @@ def test_a_loss_unit_column_sets_the_unit_and_the_option_wins():
     assert table_from_frame(runs, "t.csv", ColumnMap(loss_unit="nats")).loss_unit == "nats/token"
     with pytest.raises(Exception, match="loss_unit"):
         table_from_frame(runs.assign(loss_unit="<bad>"), "t.csv", ColumnMap())
+
+
+def test_a_loss_unit_column_does_not_override_the_unit_in_the_loss_columns_name():
+    # Before: val_bpb beside val_loss and loss_unit=nats/token (describing val_loss) was labelled nats/token.
+    runs = ladder().assign(val_bpb=lambda f: f["val_loss"] / np.log(2) / 3.6, loss_unit="nats/token")
+    with pytest.raises(DataError, match=r"'loss_unit' says .* nats/token, but loss column 'val_bpb' is in bits/byte"):
+        table_from_frame(runs, "two.csv", ColumnMap(loss="val_bpb"))
+    assert table_from_frame(runs, "two.csv", ColumnMap(loss="val_bpb", loss_unit="bpb")).loss_unit == "bits/byte"
+    assert table_from_frame(runs, "two.csv", ColumnMap()).loss_unit == "nats/token"  # val_loss: no unit in its name
+    agreeing = runs.assign(loss_unit="bpb")
+    assert table_from_frame(agreeing, "two.csv", ColumnMap(loss="val_bpb")).loss_unit == "bits/byte"
+
+
+def test_a_semicolon_csv_with_thousands_grouped_by_dots_reads_the_counts(tmp_path):
+    # Before: "125.000" (a comma-decimal locale's 125000) was N = 125, and "1.300.000" no number (row dropped).
+    (tmp_path / "de2.csv").write_text(
+        "run_id;N;D;loss\na;125.000;250.000;3,5\nb;500.000;62.500;3,4\nc;250.000;1.300.000;3,45\n"
+    )
+    frame = read_table_file(tmp_path / "de2.csv")
+    assert list(frame["N"]) == [125e3, 500e3, 250e3] and list(frame["D"]) == [250e3, 62.5e3, 1.3e6]
+    assert list(frame["loss"]) == [3.5, 3.4, 3.45]  # the loss keeps its comma decimals
+    runs = ladder()
+    german = runs.assign(
+        params=runs["params"].map(lambda x: f"{x:,.0f}".replace(",", ".")),
+        tokens=runs["tokens"].map(lambda x: f"{x:,.0f}".replace(",", ".")),
+        val_loss=runs["val_loss"].map(lambda x: f"{x:.4f}".replace(".", ",")),
+    )
+    german[["run_id", "params", "tokens", "val_loss"]].to_csv(tmp_path / "de.csv", sep=";", index=False)
+    table = load_runs(str(tmp_path / "de.csv"))
+    assert len(table.runs) == len(runs) and np.allclose(table.runs["N"], runs["params"].round(), rtol=0)
+    assert np.allclose(table.runs["D"], runs["tokens"].round(), rtol=0)
+    # a ';' file written with decimal points: "125.000" is 125 (three decimals), as before
+    (tmp_path / "dots.csv").write_text("run_id;params_M;tokens_B;loss\na;125.000;2.500;3.512\nb;350.000;1.250;3.498\n")
+    assert list(numeric(read_table_file(tmp_path / "dots.csv"), "params_M")[0]) == [125.0, 350.0]
+
+
+def test_n_and_d_columns_both_named_in_units_they_do_not_hold_are_read_as_given():
+    # Before: each column was tested with the other's unit applied, so params_M and tokens_B holding raw counts
+    # were both scaled (C 1e15x the budget column), with a note only.
+    runs = ladder().drop(columns="flops").rename(columns={"budget_flops": "budget"})
+    lying = runs.rename(columns={"params": "params_M", "tokens": "tokens_B"})
+    table = table_from_frame(lying, "lie.csv", ColumnMap())
+    assert np.allclose(table.runs["N"], runs["params"]) and np.allclose(table.runs["D"], runs["tokens"])
+    assert sum("holds parameters as given" in n or "holds tokens as given" in n for n in table.notes) == 2
+    assert not table.warnings
+    true_n = lying.assign(params_M=lying["params_M"] / 1e6)  # N in millions as named, D raw: only N scaled
+    table = table_from_frame(true_n, "lie.csv", ColumnMap())
+    assert np.allclose(table.runs["N"], runs["params"]) and np.allclose(table.runs["D"], runs["tokens"])
+    # a budget column 100x or more off 6·N·D is a warning, and one in PF-days is named so
+    pf = table_from_frame(runs.assign(budget=runs["budget"] / 8.64e19), "pf.csv", ColumnMap())
+    said = [w for w in pf.warnings if "budget column 'budget'" in w]
+    assert len(said) == 1 and "a PF-day's FLOPs" in said[0] and "in PF-days" in said[0]
+    assert not any("budget column 'budget'" in n for n in pf.notes)

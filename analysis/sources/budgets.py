@@ -3,7 +3,8 @@
 A run's budget is the value of the source's budget column when it has one: the column named with
 ``--budget-column``, else the first of `BUDGET_COLUMNS` present (``budget_flops`` is the results
 store's). Its values must all be finite numbers > 0; an auto-detected column with gaps is noted and
-not used. When 6·N·D differs from the column, a note says by how much: the fit uses the column.
+not used. When 6·N·D differs from the column, a note says by how much: the fit uses the column
+(a warning when 100x or more off: a unit mix-up, a PF-day's 8.64e19 named as such).
 
 Without a budget column (or with ``--budget-column none``) runs are clustered by C = 6·N·D in log
 space: sorted ascending, a run opens a new budget when its C exceeds its neighbour's (the next
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scaling.errors import DataError
+from scaling.flops import PF_DAY_FLOPS
 
 if TYPE_CHECKING:  # pandas is imported where it is used: the CLI reads the constants before parsing
     import pandas as pd
@@ -67,12 +69,14 @@ def budgets_of_frame(
     source: str = "the source",
     named: bool = False,
     sizes=None,
+    warnings: list[str] | None = None,
 ) -> np.ndarray:
     """`assign_budgets` for a source's rows (the rule of the module docstring), with a note on the
     rule used. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
     value that is not a finite number > 0 is an error instead of a note. ``sizes`` (each run's N): a column
     whose values are mostly budgets of fewer than 3 sizes and that the clustering rule groups into fewer
-    budgets is each run's C written as its budget (`per_run_budgets`): clustered, with a note."""
+    budgets is each run's C written as its budget (`per_run_budgets`): clustered, with a note. A column
+    `WARNED_FACTOR` or more off 6·N·D is said in ``warnings`` (None: in the notes)."""
     import pandas as pd
 
     compute = np.asarray(compute, dtype=float)
@@ -82,7 +86,9 @@ def budgets_of_frame(
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
             requested = per_run_budgets(column, requested, sizes, tolerance, notes)
-            notes.append(_disagreement(column, requested, compute))
+            text, factor = _disagreement(column, requested, compute)
+            warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
+            (warnings if warned else notes).append(text)
             return requested
         if named:
             i = int(np.flatnonzero(bad)[0])
@@ -124,20 +130,28 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
 
 
 UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
+WARNED_FACTOR = 100.0  # and this many times off, a warning: approaches 1-2 place N_opt against wrong budgets
 NOMINAL_FACTOR = 1.25  # beyond this (median) the column counts compute otherwise than 6·N·D, not by rounding
 
 
-def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> str:
+def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tuple[str, float]:
+    """What the budget column is to 6·N·D, and the median factor 6·N·D / column."""
     off = np.abs(compute / budgets - 1.0)
     where = f"budget column {column!r}: {len(np.unique(budgets))} budgets"
-    if off.max() <= AGREEING:
-        return f"{where}; 6·N·D agrees with it within {AGREEING:.0%}"
     factor = float(np.median(compute / budgets))
+    if off.max() <= AGREEING:
+        return f"{where}; 6·N·D agrees with it within {AGREEING:.0%}", factor
+    if 1 / 3 <= factor / PF_DAY_FLOPS <= 3:  # a PF-day's FLOPs (within 3x): the column is in PF-days, unnamed
+        return (
+            f"{where}; 6·N·D is {factor:.3g}x the column (median over runs), a PF-day's FLOPs (8.64e19): the column "
+            "is in PF-days? Approaches 1 and 2 place N_opt against its values as FLOPs: name it with its unit "
+            f"(budget_pfdays) to have it read in FLOPs, or --budget-column none to group runs by C = 6·N·D"
+        ), factor
     if not 1 / UNIT_FACTOR < factor < UNIT_FACTOR:  # "up to 100%" would hide a unit mix-up
         return (
             f"{where}; 6·N·D is {factor:.3g}x the column (median over runs): N, D or the budget is in other "
             "units (N in millions? a budget in PF-days?); the fit groups runs by the column and fits C = 6·N·D"
-        )
+        ), factor
     text = f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); the fit uses the column"
     if not 1 / NOMINAL_FACTOR <= factor <= NOMINAL_FACTOR:  # a convention, not rounding: say what it changes
         text += (
@@ -145,7 +159,7 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> str:
             "approach 3 against C = 6·N·D, so their N_opt(C) differ by that factor in C (--budget-column none "
             "groups by 6·N·D instead)"
         )
-    return text
+    return text, factor
 
 
 def _clustered(budgets: np.ndarray, compute: np.ndarray, tolerance: float) -> str:

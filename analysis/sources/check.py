@@ -32,7 +32,7 @@ from analysis.sources.curverows import run_key, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
-from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable, parse_loss_unit
+from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable, parse_loss_unit, unit_of_name
 from analysis.sources.unique import unique_tokens_of
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -56,7 +56,7 @@ def table_from_frame(
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
     frame = apply_where(frame, columns.where, source, notes)
-    columns, eval_fingerprint = evalsets.resolve(frame, _loss_unit_of_column(frame, columns), source)
+    columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
     read = len(frame)
     run_ids = _run_ids(frame)
     frame = _drop_incomplete(frame, run_ids, warnings)
@@ -64,6 +64,7 @@ def table_from_frame(
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
     _warn_mixed_architectures(frame, warnings)
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
+    columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     frame, run_ids, curves, scaled = _as_named(
         frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, (budget_col, columns.as_given)
@@ -77,16 +78,7 @@ def table_from_frame(
     picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
     warn_separating_columns(frame, runs, picked, warnings)
     runs["U"] = unique_tokens_of(frame, columns.unique, source)
-    runs["budget"] = budgets_of_frame(
-        frame,
-        runs["C"].to_numpy(),
-        notes,
-        budget_col,
-        columns.budget_tolerance,
-        source=source,
-        named=columns.budget is not None,
-        sizes=runs["N"].to_numpy(),
-    )
+    runs["budget"] = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
@@ -100,6 +92,22 @@ def table_from_frame(
         counts=counts,
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
+    )
+
+
+def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
+    """Each run's budget (`budgets_of_frame`); ``lines``: the (notes, warnings) it adds to."""
+    notes, warnings = lines
+    return budgets_of_frame(
+        frame,
+        runs["C"].to_numpy(),
+        notes,
+        budget_col,
+        columns.budget_tolerance,
+        source=source,
+        named=columns.budget is not None,
+        sizes=runs["N"].to_numpy(),
+        warnings=warnings,
     )
 
 
@@ -118,15 +126,23 @@ def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, no
     return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col), scaled
 
 
-def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap) -> ColumnMap:
-    """A ``loss_unit`` column holding one value sets the loss's unit (`parse_loss_unit`); --loss-unit wins.
+def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap, loss_col: str, source: str) -> ColumnMap:
+    """A ``loss_unit`` column holding one value sets the loss's unit (`parse_loss_unit`) when the loss column's
+    name carries none (`unit_of_name`: val_bpb, loss_bits); --loss-unit wins. A value other than the name's
+    unit is refused: the column may describe another loss of the table (val_loss beside val_bpb).
     Several values are several experiments (`groups.EXPERIMENT_COLUMNS`), refused there."""
     if columns.loss_unit is not None or LOSS_UNIT_COLUMN not in frame.columns:
         return columns
     units = frame[LOSS_UNIT_COLUMN].dropna().astype(str).str.strip().unique()
     if len(units) != 1:
         return columns
-    return replace(columns, loss_unit=parse_loss_unit(units[0], f"column {LOSS_UNIT_COLUMN!r}: value"))
+    unit, named = parse_loss_unit(units[0], f"column {LOSS_UNIT_COLUMN!r}: value"), unit_of_name(loss_col)
+    if named and named.lower() != unit.lower():
+        raise DataError(
+            f"{source!r}: column {LOSS_UNIT_COLUMN!r} says the loss is in {unit}, but loss column {loss_col!r} is in "
+            f"{named} by its name (the column may describe another loss of the table); give --loss-unit to choose"
+        )
+    return replace(columns, loss_unit=unit)
 
 
 def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:

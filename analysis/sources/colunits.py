@@ -9,6 +9,7 @@ refused (the laws are of the cross-entropy, ln of the perplexity), unless the na
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -72,12 +73,13 @@ def apply_column_units(
     found = {r: u for r, c in picked.items() if c is not None and (u := split_unit(str(c), r)) is not None}
     raw = {r: numeric(frame, c)[0] for r, c in picked.items() if c is not None}
     out, scaled = frame, []
+    unscaled = _budget_says_unscaled(frame, budget_col, raw, found)
     for role, (_, unit, factor) in found.items():
         column = picked[role]
         if column in as_given:
             notes.append(f"column {column!r} is named in {unit} but read as given ({AS_GIVEN} {column})")
             continue
-        if _budget_says_unscaled(frame, budget_col, raw, found, role):
+        if role in unscaled:
             notes.append(
                 f"column {column!r} is named in {unit} but holds {_WHAT[role]} as given: budget column "
                 f"{budget_col!r} agrees with 6·N·D unscaled, not x {factor:g}"
@@ -115,21 +117,29 @@ CLOSE = 3.0  # C within 3x of a budget column agrees with it: a unit's 1e3 does 
 _WHAT = {"n": "parameters", "d": "tokens", "c": "FLOPs"}
 
 
-def _budget_says_unscaled(frame: pd.DataFrame, budget_col, raw: dict, found: dict, role: str) -> bool:
-    """The budget column agrees (median within a factor of `CLOSE`; units differ by 1e3 or more) with C
-    computed without ``role``'s unit and not with it (the other named units applied)."""
+def _budget_says_unscaled(frame: pd.DataFrame, budget_col, raw: dict, found: dict) -> set[str]:
+    """The roles of ``found`` (role -> named unit) whose columns hold plain counts: of every subset of the named
+    units that C depends on (N's and D's for 6·N·D, else C's), the one subset applied with which C agrees with the
+    budget column (median within a factor of `CLOSE`; units differ by 1e3 or more) leaves the others unscaled.
+    None or several subsets agreeing: every unit is applied (the budget disagreement is warned about)."""
     if budget_col is None or budget_col not in frame.columns:
-        return False
+        return set()
     budget = numeric(frame, budget_col)[0]
-    factor = {r: u[2] for r, u in found.items()}
+    unscaled: set[str] = set()
+    for group in (("n", "d"), ("c",)) if "d" in raw else (("c",),):
+        named = [r for r in group if r in found]
+        if not named:
+            continue
 
-    def compute(with_role: bool) -> np.ndarray:
-        scale = {r: f for r, f in factor.items() if with_role or r != role}
-        if role == "c" or ("d" not in raw and "c" in raw):
-            return raw["c"] * scale.get("c", 1.0)
-        return 6.0 * raw["n"] * scale.get("n", 1.0) * raw["d"] * scale.get("d", 1.0)
+        def compute(applied: tuple, group=group) -> np.ndarray:
+            scale = {r: found[r][2] if r in applied else 1.0 for r in group}
+            return raw["c"] * scale["c"] if group == ("c",) else 6.0 * raw["n"] * scale["n"] * raw["d"] * scale["d"]
 
-    return _agrees(compute(False), budget) and not _agrees(compute(True), budget)
+        subsets = [s for k in range(len(named) + 1) for s in itertools.combinations(named, k)]
+        agreeing = [s for s in subsets if _agrees(compute(s), budget)]
+        if len(agreeing) == 1:
+            unscaled |= set(named) - set(agreeing[0])
+    return unscaled
 
 
 def _agrees(compute: np.ndarray, budget: np.ndarray) -> bool:

@@ -41,7 +41,8 @@ def read_table_file(path: Path) -> pd.DataFrame:
         frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
         header = str(frame.columns[0]) if len(frame.columns) == 1 else ""
         if ";" in header:  # a spreadsheet's CSV in a comma-decimal locale: ';' between fields, ',' in numbers
-            return _comma_decimals(pd.read_csv(path, sep=";", decimal=","))
+            text = pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)
+            return _comma_decimals(pd.read_csv(path, sep=";", decimal=","), text)
         if "\t" in header:
             return pd.read_csv(path, sep="\t")
         return frame
@@ -51,22 +52,44 @@ def read_table_file(path: Path) -> pd.DataFrame:
 
 
 _COMMA_DECIMAL = re.compile(r"^\s*[-+]?[0-9]*,[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")
+_DOT_THOUSANDS = re.compile(r"^\s*[-+]?[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?\s*$")  # 1.300.000 or 125.000,5
+_INTEGER = re.compile(r"^\s*[-+]?[0-9]+\s*$")
 
 
-def _comma_decimals(frame: pd.DataFrame) -> pd.DataFrame:
+def _comma_decimals(frame: pd.DataFrame, text: pd.DataFrame) -> pd.DataFrame:
     """A comma-decimal file's text columns (a column pandas left as text, e.g. losses with one
     "diverged") with their "3,723" read as 3.723 here, where the locale is known: later the text would
-    be a count grouped in thousands."""
+    be a count grouped in thousands. A text column of dot-grouped thousands (`_dot_thousands`) is read
+    as numbers: "125.000" was N = 125 and "1.300.000" no number. ``text``: the file's cells as written."""
     out = frame.copy()
+    commas = text.map(lambda v: bool(_COMMA_DECIMAL.match(v))).to_numpy().any()  # the file writes 3,5
     for column in frame.columns:
         if pd.api.types.is_numeric_dtype(frame[column]):
             continue
+        grouped = _dot_thousands(text[column], commas)
         out[column] = (
             frame[column]
             .astype(object)
             .map(lambda v: float(v.replace(",", ".")) if isinstance(v, str) and _COMMA_DECIMAL.match(v) else v)
+            if grouped is None
+            else grouped
         )
     return out
+
+
+def _dot_thousands(cells: pd.Series, commas: bool) -> pd.Series | None:
+    """``cells`` as numbers when every one (empty ones aside) is an integer grouped in thousands by dots
+    ("1.300.000", "125.000,5") or a plain integer; None otherwise. A lone group ("125.000": 125 with three
+    decimals in a file written with decimal points) counts only when some cell has two groups or a decimal
+    comma, or the file writes ``commas`` (3,5) elsewhere."""
+    written = cells[cells.str.strip() != ""]
+    dotted = written.map(lambda v: bool(_DOT_THOUSANDS.match(v)))
+    if not dotted.any() or not (dotted | written.map(lambda v: bool(_INTEGER.match(v)))).all():
+        return None
+    if not (commas or written[dotted].str.contains(r",|\..*\.", regex=True).any()):
+        return None
+    numbers = cells.str.strip().str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
+    return pd.to_numeric(numbers, errors="coerce").astype(float)
 
 
 def _orient(path: Path) -> str:

@@ -115,7 +115,12 @@ class ColumnMap:
     def unit_of_loss(self, column: str) -> str:
         """The unit of the loss read from ``column``: --loss-unit's, else the store's for that column, else
         the one its name spells (`unit_in_name`: loss_bits was labelled nats/token before), else nats/token."""
-        return self.loss_unit or LOSS_UNIT_OF_COLUMN.get(column) or unit_in_name(column) or DEFAULT_LOSS_UNIT
+        return self.loss_unit or unit_of_name(column) or DEFAULT_LOSS_UNIT
+
+
+def unit_of_name(column: str) -> str:
+    """The loss unit ``column``'s name carries: the store's for its columns (val_bpb), else `unit_in_name`; ""."""
+    return LOSS_UNIT_OF_COLUMN.get(column) or unit_in_name(column)
 
 
 def unit_in_name(column: str) -> str:
