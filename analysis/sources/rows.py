@@ -147,9 +147,10 @@ def _same_run_again(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series,
 
 
 def _same_row(runs: pd.DataFrame, frame: pd.DataFrame, i: int, j: int) -> bool:
-    cells = [(runs[c].iloc[i], runs[c].iloc[j]) for c in ("N", "D", "loss")]
-    cells += [(frame[c].iloc[i], frame[c].iloc[j]) for c in frame.columns]
-    return all(same_as_shown(a, b) for a, b in cells)
+    """N, D and loss first (most pairs differ there), then every column of ``frame``."""
+    return all(same_as_shown(runs[c].iloc[i], runs[c].iloc[j]) for c in ("N", "D", "loss")) and all(
+        same_as_shown(frame[c].iloc[i], frame[c].iloc[j]) for c in frame.columns
+    )
 
 
 def same_as_shown(a, b) -> bool:
