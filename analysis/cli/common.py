@@ -173,6 +173,12 @@ def add_column_options(p: argparse.ArgumentParser) -> None:
         "compute_pfdays are otherwise scaled by it); repeat for several columns",
     )
     p.add_argument(
+        "--rows-are-runs",
+        action="store_true",
+        help="read each row as a run of its own: a table with a step column and no run_id (model,N,D,step,loss) "
+        "is otherwise read as checkpoints, one training curve per model (and seed)",
+    )
+    p.add_argument(
         "--n-kind",
         choices=["total", "non_embedding"],
         default="total",
@@ -263,6 +269,7 @@ def column_map(args: argparse.Namespace):
         unique=getattr(args, "unique_column", None),
         eval=args.eval,
         as_given=tuple(args.as_given),
+        rows_are_runs=args.rows_are_runs,
     )
 
 

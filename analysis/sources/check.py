@@ -28,12 +28,13 @@ import pandas as pd
 from analysis.sources import evalsets
 from analysis.sources.budgets import NOMINAL_FACTOR, budget_column_of, budgets_of_frame
 from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit
-from analysis.sources.curverows import run_key, split_curve_rows
+from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable, parse_loss_unit, unit_of_name
 from analysis.sources.unique import unique_tokens_of
+from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
 
@@ -58,8 +59,8 @@ def table_from_frame(
     frame = apply_where(frame, columns.where, source, notes)
     columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
     read = len(frame)
-    run_ids = _run_ids(frame)
-    frame = _drop_incomplete(frame, run_ids, warnings)
+    run_ids = run_ids_of(frame, columns.rows_are_runs)
+    frame = _drop_incomplete(frame, run_ids, warnings, notes)
     run_ids = run_ids[frame.index]
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
     _warn_mixed_architectures(frame, warnings)
@@ -73,7 +74,7 @@ def table_from_frame(
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     _warn_tokens_per_parameter(runs, warnings, scaled)
-    first = first_of_duplicates(runs, run_ids, warnings, named=run_key(frame) is not None)
+    first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
     warn_separating_columns(frame, runs, picked, warnings)
@@ -222,23 +223,15 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     return n_col, d_col, c_col, loss_col
 
 
-def _run_ids(frame: pd.DataFrame) -> pd.Series:
-    """Each row's run: its `run_key` column (run_id; a checkpoint table's model or run name), else "rowK"."""
-    key = run_key(frame)
-    if key is not None:
-        return frame[key].astype(str)
-    return pd.Series([f"row{i + 1}" for i in frame.index], index=frame.index)
-
-
 # A run's state: the store's ``status`` ("completed"), else a wandb runs-table export's ``State`` ("finished";
-# crashed, failed, killed and running runs are not results).
-STATUS_COLUMNS = ("status", "State")
-DONE = frozenset({"completed", "finished"})
+# crashed, failed, killed and running runs are not results; a State holding no run state is no such column).
+STATUS_COLUMNS = ("status", STATE_COLUMN)
+DONE = frozenset({"completed", FINISHED})
 
 
-def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> pd.DataFrame:
+def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str], notes: list[str]) -> pd.DataFrame:
     status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
-    if status is None:
+    if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
         return frame
     done = frame[status].astype(str).str.strip().str.lower().isin(DONE)
     if done.all():

@@ -13,7 +13,13 @@ is read as curves: name the budgets in a column (or give each row its own run id
 
 Without a ``run_id`` column, a table with a step column (``step``, ``iteration``, ``checkpoint``: a suite's
 checkpoints as rows, as Pythia publishes them) names its runs by its ``run``/``name``/``model`` column
-(`run_key`); read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C.
+with its seed, experiment and group columns (`run_key`: three seeds of a model are three curves, not one);
+read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
+tell such checkpoints from approach 3's grid with each run's total steps beside it (``model,N,D,step,loss``,
+one run per row: D/step is constant in both), so it is read as curves where nothing says otherwise, and the
+note names ``--rows-are-runs`` (`ColumnMap.rows_are_runs`), which reads each row as a run of its own. A
+budget column or a hyperparameter column (`hparams.HP_COLUMNS`: lr, ...) varying within one run's rows
+says otherwise: those rows are runs, and a note says which column.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.sources.groups import CORPUS_COLUMNS, EXPERIMENT_COLUMNS
+from analysis.sources.hparams import HP_COLUMNS
 from analysis.sources.rows import numeric
 from scaling.flops import tokens_6nd
 
@@ -30,16 +38,42 @@ RUN_ID = "run_id"
 # (one per token count: approach 3's grid), so it names none.
 STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps, _step: a run's total
 NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
+# Beside the name, what tells one checkpointed run from another of the same model: its seed, experiment, group.
+SEED_COLUMNS = ("seed", "Seed", "data_seed")
+GROUP_COLUMNS = ("group", "Group")  # a wandb export's Group
 
 
-def run_key(frame: pd.DataFrame) -> str | None:
-    """The column naming each row's run: ``run_id``, else (rows with a `STEP_COLUMNS` column) the first of
-    `NAME_COLUMNS`; None when rows name no run."""
+def run_key(frame: pd.DataFrame) -> list[str]:
+    """The columns naming each row's run: ``run_id``, else (rows with a `STEP_COLUMNS` column) the first of
+    `NAME_COLUMNS` and every seed, corpus, experiment and group column present; [] when rows name no run."""
     if RUN_ID in frame.columns:
-        return RUN_ID
-    if not any(c in frame.columns for c in STEP_COLUMNS):
-        return None
-    return next((c for c in NAME_COLUMNS if c in frame.columns), None)
+        return [RUN_ID]
+    name = next((c for c in NAME_COLUMNS if c in frame.columns), None)
+    if name is None or not any(c in frame.columns for c in STEP_COLUMNS):
+        return []
+    others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
+    return [name, *(c for c in others if c in frame.columns)]
+
+
+def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False) -> pd.Series:
+    """Each row's run: its `run_key` columns' values ("pythia-70m seed=1"), else (or with ``rows_are_runs``
+    and no run_id column: --rows-are-runs) "rowK", K counting the source's rows from 1."""
+    key = [] if rows_are_runs and RUN_ID not in frame.columns else run_key(frame)
+    if not key:
+        return _row_ids(frame)
+    ids = frame[key[0]].astype(str)
+    for column in key[1:]:
+        ids = ids + f" {column}=" + frame[column].astype(str)
+    return ids
+
+
+def _row_ids(frame: pd.DataFrame) -> pd.Series:
+    return pd.Series([f"row{i + 1}" for i in frame.index], index=frame.index, dtype=object)
+
+
+def _repeat(key: list[str]) -> str:
+    """ "column 'run_id' repeats", "columns 'model', 'seed' repeat"."""
+    return f"column {key[0]!r} repeats" if len(key) == 1 else "columns " + ", ".join(map(repr, key)) + " repeat"
 
 
 def split_curve_rows(
@@ -52,12 +86,14 @@ def split_curve_rows(
 ) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame | None]:
     """``frame`` (and its ``run_ids``) cut to each run's last row, and the curves (run_id, tokens and
     the loss column) of every row, when a run id repeats at more than one token count, the source has
-    no curves of its own and the rows look like curves (the module docstring); else everything as given.
+    no curves of its own and the rows look like curves (the module docstring); else everything as given
+    (run ids named by a checkpoint table's model column that repeat become "rowK": each row is a run).
     ``picked``: the N, D, C and loss columns (D None: tokens = C/(6N)); ``budget_col``: the budget column."""
     n_col, d_col, c_col, loss_col = picked
     key = run_key(frame)
-    if curves is not None or key is None or not run_ids.duplicated().any():
+    if curves is not None or not key or not run_ids.duplicated().any():
         return frame, run_ids, curves
+    rows = run_ids if key == [RUN_ID] else _row_ids(frame)  # not curves: each row its own run
     n = pd.Series(numeric(frame, n_col)[0], index=frame.index)
     if d_col is not None:
         tokens = pd.Series(numeric(frame, d_col)[0], index=frame.index)
@@ -65,32 +101,48 @@ def split_curve_rows(
         tokens = pd.Series(tokens_6nd(numeric(frame, c_col)[0], n.to_numpy()), index=frame.index)
     counts = tokens.groupby(run_ids).nunique()
     if not (counts > 1).any() or (n.groupby(run_ids).nunique() > 1).any():  # seeds, or several N: not one run
-        return frame, run_ids, curves
+        return frame, rows, curves
     why = _not_curves(frame, run_ids, tokens, loss_col, budget_col)
     if why:
-        notes.append(f"rows are runs, not training curves, though column {key!r} repeats: {why}")
-        return frame, run_ids, curves
+        notes.append(f"rows are runs, not training curves, though {_repeat(key)}: {why}")
+        return frame, rows, curves
     last = tokens.fillna(-np.inf).groupby(run_ids).idxmax()  # the row with the most tokens: the final point
     keep = frame.index.isin(last.to_numpy())
     curve = pd.DataFrame({"run_id": run_ids.to_numpy(), "tokens": tokens.to_numpy(), loss_col: frame[loss_col]})
+    step = next((c for c in STEP_COLUMNS if c in frame.columns), None)
     notes.append(
-        f"rows are training curves: {len(frame)} rows of {len(last)} runs (column {key!r} repeats at "
+        f"rows are training curves: {len(frame)} rows of {len(last)} runs ({_repeat(key)} at "
         f"{int(counts.max())} token counts at most); each run's last row (most tokens) is its final point, "
         "every row a point of its curve"
+        + (
+            f"; if each row is a run of its own (column {step!r} its total steps: approach 3's grid), "
+            "--rows-are-runs reads them so"
+            if key != [RUN_ID]
+            else ""
+        )
     )
     return frame[keep], run_ids[keep], curve.reset_index(drop=True)
 
 
 def _not_curves(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str, budget_col) -> str:
-    """Why rows sharing a run id are not one run's curve ("" when they may be)."""
+    """Why rows sharing a run id are not one run's curve ("" when they may be): a budget column that varies
+    within a run, a loss that does not fall along most runs, or a hyperparameter column varying within a run."""
     if budget_col is not None and budget_col in frame.columns:
-        budgets = pd.Series(numeric(frame, budget_col)[0], index=frame.index).groupby(run_ids).nunique()
-        if (budgets > 1).any():
-            run = budgets.index[int(np.argmax(budgets.to_numpy() > 1))]
-            return f"run {run!r} has {int(budgets[run])} values of budget column {budget_col!r} (a curve has one)"
+        why = _varies(frame, run_ids, budget_col, "budget column")
+        if why:
+            return why
     order = pd.DataFrame({"run": run_ids, "tokens": tokens, "loss": numeric(frame, loss_col, count=False)[0]})
     order = order[run_ids.duplicated(keep=False)].sort_values(["run", "tokens"], kind="stable")
     ends = order.groupby("run")["loss"].agg(["first", "last"])  # at the fewest and the most tokens
     if (ends["last"] >= ends["first"]).mean() > 0.5:
         return "in most runs the loss at the most tokens is not below the loss at the fewest (a curve's falls)"
-    return ""
+    return next((why for c in HP_COLUMNS if c in frame.columns and (why := _varies(frame, run_ids, c, "column"))), "")
+
+
+def _varies(frame: pd.DataFrame, run_ids: pd.Series, column: str, what: str) -> str:
+    """'run 'm0' has 3 values of column 'lr' (a curve has one)' for the first run whose ``column`` varies; ""."""
+    values = pd.Series(numeric(frame, column)[0], index=frame.index).groupby(run_ids).nunique()
+    if not (values > 1).any():
+        return ""
+    run = values.index[int(np.argmax(values.to_numpy() > 1))]
+    return f"run {run!r} has {int(values[run])} values of {what} {column!r} (a curve has one)"

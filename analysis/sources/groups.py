@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.sources.budgets import cluster_budgets
 from analysis.sources.rows import listing
 from scaling.errors import DataError, UserError
 
@@ -168,8 +169,8 @@ def _missing_rows(labels: pd.Series, name: str) -> str:
 def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warnings: list[str]) -> None:
     """Warn about a text column (not a run's metadata, ids, the columns `check_one_experiment` checks
     or ``skip``) whose values differ between rows at one (N, D) point, or split the runs into at most
-    `MAX_VALUES` groups that are each a sweep of their own (several sizes and token counts: a wandb
-    ``Group`` of muP runs beside one of SP runs at other sizes was pooled without a word): such rows
+    `MAX_VALUES` groups that are each a sweep of their own (`_sweeps_of_their_own`: a wandb ``Group``
+    of muP runs beside one of SP runs at other sizes was pooled without a word): such rows
     are usually different experiments (a recipe, an optimizer), not repeated seeds, and pooling them
     makes every fit describe neither. ``frame`` and ``runs`` are row-aligned."""
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
@@ -196,13 +197,25 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
 
 
 def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
-    """Whether ``labels`` take at most `MAX_VALUES` values, each on 3 or more runs of 2 or more sizes N
-    and token counts D (a model-name column's groups hold one N each: not this)."""
-    groups = pd.DataFrame({"label": labels, "N": runs["N"].to_numpy(), "D": runs["D"].to_numpy()}).groupby("label")
-    spans = groups.agg(runs=("N", "size"), sizes=("N", "nunique"), tokens=("D", "nunique"))
-    return len(spans) <= MAX_VALUES and bool(
-        ((spans["runs"] >= 3) & (spans[["sizes", "tokens"]] >= 2).all(axis=1)).all()
-    )
+    """Whether ``labels`` take at most `MAX_VALUES` values, each on 3 or more runs of 2 or more sizes N and
+    token counts D, and either each group is a sweep across budgets (C clustered by `cluster_budgets`: 2 or
+    more budgets, 2 or more sizes at one) or two groups overlap in N at one budget (muP beside SP). A
+    model-name column's groups (one N each, or one N per budget) and a label per budget (a text "C=1e18", a
+    wandb Group per IsoFLOP budget: each group within one budget) are not this."""
+    frame = pd.DataFrame({"label": labels, "N": runs["N"].to_numpy(), "D": runs["D"].to_numpy()})
+    frame["budget"] = cluster_budgets(runs["C"].to_numpy()) if len(frame) else []
+    spans = frame.groupby("label").agg(runs=("N", "size"), sizes=("N", "nunique"), tokens=("D", "nunique"))
+    if len(spans) > MAX_VALUES or not ((spans["runs"] >= 3) & (spans[["sizes", "tokens"]] >= 2).all(axis=1)).all():
+        return False
+    at_budget = frame.groupby(["label", "budget"])["N"].agg(["min", "max", "nunique"]).reset_index()
+    per_group = at_budget.groupby("label").agg(budgets=("budget", "size"), sizes=("nunique", "max"))
+    if ((per_group["budgets"] >= 2) & (per_group["sizes"] >= 2)).all():
+        return True
+    for _, ranges in at_budget.groupby("budget"):  # N ranges of two groups at one budget overlap
+        ranges = ranges.sort_values("min")
+        if (ranges["min"].to_numpy()[1:] <= np.maximum.accumulate(ranges["max"].to_numpy())[:-1]).any():
+            return True
+    return False
 
 
 def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str:

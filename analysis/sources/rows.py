@@ -3,7 +3,8 @@
 * a row whose N, D (or C when D is absent) or loss is not a finite number > 0 is excluded, and a
   warning lists them with a count; under ``--strict`` the first one is an error instead;
 * exact duplicate rows (the same N, D and loss as an earlier row, e.g. a table listed twice) are
-  counted once, and a warning says how many and which;
+  counted once, and a warning says how many and which; so is a row repeating an earlier row's run id and
+  every column, numbers to the digits the shorter shows (the same run exported twice, once rounded);
 * repeated seeds of one (N, D) are kept: they share a ``unit`` id, which the bootstrap resamples
   as one unit; so do a WSD trunk and its cooldown branches (a ``branch_of`` column names a
   branch's trunk).
@@ -101,22 +102,20 @@ def _shown(value) -> str:
     return repr(value) if isinstance(value, str) else str(value.item() if hasattr(value, "item") else value)
 
 
-ROUNDING = {"D": 0.02, "loss": 0.002}  # relative: a run exported twice, once rounded ("1.3B" tokens, 4 decimals)
-
-
-def first_of_duplicates(runs: pd.DataFrame, run_ids: pd.Series, warnings: list[str], named: bool = False) -> np.ndarray:
+def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> np.ndarray:
     """Mask keeping the first of each set of exact duplicate rows (same N, D and loss); a warning
-    counts and names the others. With ``named`` run ids (a run_id column), a row repeating an earlier
-    row's run id and N with D and loss equal within `ROUNDING` is that run again (an export appended to
-    another, rounded): counted once too, in a warning of its own."""
+    counts and names the others. A row repeating an earlier row's run id, with N, D and loss equal to the
+    digits the shorter of the two shows (3.8332 and 3.833226) and every other column of ``frame`` (row-aligned
+    with ``runs``) agreeing, is that run again (an export appended to another, rounded): counted once too, in
+    a warning of its own. Seeds under one run id (a seed, or any column, differs; or a loss at full precision
+    0.2% apart) are kept."""
     repeated = runs.duplicated(subset=["N", "D", "loss"], keep="first").to_numpy().copy()
-    again = _same_run_again(runs, run_ids, repeated) if named else {}
+    again = _same_run_again(runs, frame, run_ids, repeated)
     if again:
         listed = [f"{row_label(i, run_ids)} = {row_label(j, run_ids)}" for i, j in again.items()]
         warnings.append(
-            f"counted once {len(again)} rows that repeat an earlier row's run id and N with D and loss equal within "
-            f"rounding (D within {ROUNDING['D']:.0%}, loss within {ROUNDING['loss']:.1%}): the same run listed "
-            f"twice: {listing(listed)}"
+            f"counted once {len(again)} rows that repeat an earlier row's run id and every column, N, D and loss "
+            f"equal to the digits the shorter shows (one rounded): the same run listed twice: {listing(listed)}"
         )
         repeated[list(again)] = True
     if repeated.any() and len(again) < repeated.sum():
@@ -132,23 +131,44 @@ def first_of_duplicates(runs: pd.DataFrame, run_ids: pd.Series, warnings: list[s
     return ~repeated
 
 
-def _same_run_again(runs: pd.DataFrame, run_ids: pd.Series, exact: np.ndarray) -> dict[int, int]:
-    """{position: earlier position} of rows (not ``exact`` duplicates) that repeat an earlier row's run id and
-    N with D and loss within `ROUNDING` of it."""
+def _same_run_again(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series, exact: np.ndarray) -> dict[int, int]:
+    """{position: earlier position} of rows (not ``exact`` duplicates) that repeat an earlier row's run id with
+    N, D, loss and every column of ``frame`` equal as shown (`same_as_shown`)."""
     again: dict[int, int] = {}
-    keys = pd.Series(run_ids.to_numpy()).astype(str) + "\0" + runs["N"].astype(str).to_numpy()
-    for positions in keys.groupby(keys, sort=False).indices.values():
+    ids = pd.Series(run_ids.to_numpy()).astype(str)
+    for positions in ids.groupby(ids, sort=False).indices.values():
         for k, i in enumerate(positions[1:], start=1):
             if exact[i]:
                 continue
-            j = next((j for j in positions[:k] if j not in again and _within_rounding(runs, i, j)), None)
+            j = next((j for j in positions[:k] if j not in again and _same_row(runs, frame, i, j)), None)
             if j is not None:
                 again[int(i)] = int(j)
     return again
 
 
-def _within_rounding(runs: pd.DataFrame, i: int, j: int) -> bool:
-    return all(abs(runs[c].iloc[i] / runs[c].iloc[j] - 1.0) <= tol for c, tol in ROUNDING.items())
+def _same_row(runs: pd.DataFrame, frame: pd.DataFrame, i: int, j: int) -> bool:
+    """N, D and loss first (most pairs differ there), then every column of ``frame``."""
+    return all(same_as_shown(runs[c].iloc[i], runs[c].iloc[j]) for c in ("N", "D", "loss")) and all(
+        same_as_shown(frame[c].iloc[i], frame[c].iloc[j]) for c in frame.columns
+    )
+
+
+def same_as_shown(a, b) -> bool:
+    """Whether two cells agree: both missing, the same text, or numbers (counts as `numeric` reads them,
+    "1.3B") equal to the significant digits the shorter one shows (3.8332 and 3.833226; 1.3e9 and 1312345678)."""
+    x, y = (pd.to_numeric(_count(v), errors="coerce") if not isinstance(v, bool) else np.nan for v in (a, b))
+    if np.isfinite(x) and np.isfinite(y):
+        digits = min(_digits(x), _digits(y))
+        return bool(np.isclose(float(f"{x:.{digits - 1}e}"), float(f"{y:.{digits - 1}e}"), rtol=1e-12, atol=0.0))
+    if pd.isna(a) and pd.isna(b):
+        return True
+    return str(a).strip() == str(b).strip()
+
+
+def _digits(value: float) -> int:
+    """Significant digits ``value`` shows (its shortest repr; an integer's trailing zeros are not shown)."""
+    mantissa = repr(abs(float(value))).split("e")[0].replace(".", "").strip("0")
+    return max(len(mantissa), 1)
 
 
 def unit_ids(runs: pd.DataFrame, families: pd.Series | None = None) -> np.ndarray:

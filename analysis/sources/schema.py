@@ -100,6 +100,7 @@ class ColumnMap:
     eval: str | None = None  # --eval NAME: the loss of that evaluation set (analysis.sources.evalsets)
     loss_unit: str | None = None
     as_given: tuple = ()  # columns whose names' units (tokens_B) are not applied (`analysis.sources.colunits`)
+    rows_are_runs: bool = False  # --rows-are-runs: no run_id column, each row a run (`analysis.sources.curverows`)
 
     def __post_init__(self):
         if self.loss_unit is not None:

@@ -3,6 +3,10 @@
 Online only: wandb has no reader for offline runs (see docs/NOTES.md), and the project's own results
 store stays the source of truth. The network is probed with a short timeout first, so a machine
 without access fails at once with one line instead of hanging in wandb's retry loop.
+
+The one home of wandb's run states (`RUN_STATES`): a run read here gets ``status`` "completed" when
+wandb's state is "finished"; a runs-table export's ``State`` column holds them as they are
+(`holds_run_states`), and one holding none of them (a US state, a flag) is no run state.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import pandas as pd
 
 from scaling.errors import DataError
 
+FINISHED = "finished"  # wandb's state of a run that ended normally (the store's "completed")
+RUN_STATES = frozenset({FINISHED, "running", "crashed", "failed", "killed", "preempting", "preempted", "pending"})
+STATE_COLUMN = "State"  # a wandb runs-table export's column of RUN_STATES
 CONNECT_TIMEOUT_S = 3.0
 API_TIMEOUT_S = 15
 
@@ -41,6 +48,20 @@ def read_wandb_runs(project_path: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def holds_run_states(column: pd.Series, notes: list[str]) -> bool:
+    """Whether a `STATE_COLUMN` holds wandb's run states (any value is one of `RUN_STATES`, any case); when
+    none is, a note says the column is not read as the runs' states (no row is excluded by it)."""
+    values = column.dropna().astype(str).str.strip()
+    if values.str.lower().isin(RUN_STATES).any():
+        return True
+    shown = ", ".join(values.unique()[:5].tolist()) + (", ..." if values.nunique() > 5 else "")
+    notes.append(
+        f"column {column.name!r} holds no run states ({shown or 'no values'}; wandb's are "
+        f"{', '.join(sorted(RUN_STATES))}): not read as whether a run completed"
+    )
+    return False
+
+
 def _probe(base_url: str) -> None:
     parsed = urlparse(base_url)
     host = parsed.hostname or base_url
@@ -58,8 +79,8 @@ def _row(run) -> dict:
     row = _flatten(dict(run.config))
     row.update(_flatten(dict(run.summary._json_dict)))
     row["run_id"] = run.id
-    row["status"] = "completed" if run.state == "finished" else run.state
-    row.setdefault("reason", f"wandb state {run.state}" if run.state != "finished" else "")
+    row["status"] = "completed" if run.state == FINISHED else run.state
+    row.setdefault("reason", f"wandb state {run.state}" if run.state != FINISHED else "")
     return row
 
 

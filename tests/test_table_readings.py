@@ -1,0 +1,122 @@
+"""Clean tables the tables3 guesses misread (each test failed before its fix): an approach-3 grid with
+each run's total steps read as 6 curves with no way out, genuine seeds under one run id merged as "the
+same run exported twice", three seeds of a checkpointed model pooled into one curve, a budget label
+warned about as "a sweep of its own", and a State column of US states excluding every row."""
+
+import json
+
+import numpy as np
+import pandas as pd
+from conftest import run_cli
+
+from analysis.fits import laws
+from analysis.published import CHINCHILLA_APPROACH3
+from analysis.sources.check import table_from_frame
+from analysis.sources.schema import ColumnMap
+from analysis.sources.wandb import FINISHED, RUN_STATES
+from analysis.synthetic import isoflop_runs
+
+BUDGETS = [1e18, 3e18, 1e19, 3e19]
+
+
+def loss(n, d, noise=0.004, seed=1):
+    rng = np.random.default_rng(seed)
+    return laws.chinchilla_loss(n, d, **CHINCHILLA_APPROACH3) * np.exp(noise * rng.standard_normal(np.shape(n)))
+
+
+def grid_with_steps() -> pd.DataFrame:
+    """Approach 3's grid: 6 models x 6 token counts, each row a run of its own, its total steps beside it."""
+    n, d = (a.ravel() for a in np.meshgrid(np.geomspace(2e7, 1e9, 6), np.geomspace(2e8, 2e10, 6), indexing="ij"))
+    models = [f"m{k}" for k in range(6) for _ in range(6)]
+    return pd.DataFrame({"model": models, "N": n, "D": d, "step": (d / 5e5).astype(int), "loss": loss(n, d)})
+
+
+def test_a_grid_with_total_steps_names_the_flag_that_reads_its_rows_as_runs(tmp_path):
+    # Before: read as 6 curves (D/step is constant, as in checkpoints), and nothing said how to read 36 runs.
+    grid = grid_with_steps()
+    table = table_from_frame(grid, "grid.csv")
+    assert len(table.runs) == 6 and any("--rows-are-runs reads them so" in n for n in table.notes)
+    runs = table_from_frame(grid, "grid.csv", ColumnMap(rows_are_runs=True)).runs
+    plain = table_from_frame(grid.drop(columns="step"), "grid.csv").runs  # read as at 722b1c9
+    pd.testing.assert_frame_equal(runs, plain)
+    path = tmp_path / "grid.csv"
+    grid.to_csv(path, index=False)
+    proc = run_cli("fit", str(path), "--rows-are-runs", "--approach", "3", "--bootstrap", "0", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["runs"] == 36
+    # A hyperparameter column varying within a model's rows says they are runs, not one curve.
+    swept = grid.assign(lr=np.tile([1e-3, 2e-3, 4e-3], 12))
+    table = table_from_frame(swept, "grid.csv")
+    assert len(table.runs) == 36 and table.curves is None
+    assert any("rows are runs" in n and "values of column 'lr'" in n for n in table.notes)
+
+
+def seeds(two_columns: dict) -> pd.DataFrame:
+    """An IsoFLOP ladder run with two seeds, each (N, D) under one run id (the config's), losses 0.1% apart."""
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=0.004, seed=3)
+    again = runs.assign(val_loss=runs["val_loss"] * 1.001)
+    return pd.concat([runs.assign(**two_columns[0]), again.assign(**two_columns[1])], ignore_index=True)
+
+
+def test_seeds_under_one_run_id_are_kept_and_only_a_rounded_copy_is_the_same_run():
+    # Before: rows of one run id with D within 2% and loss within 0.2% were one run: 0.1% apart seeds merged.
+    assert len(table_from_frame(seeds([{"seed": 0}, {"seed": 1}]), "seeds.csv").runs) == 56
+    assert len(table_from_frame(seeds([{}, {}]), "seeds.csv").runs) == 56  # full precision: they differ
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=0.004, seed=3)
+    rounded = runs.assign(val_loss=runs["val_loss"].round(4), tokens=runs["tokens"].round(-4))
+    table = table_from_frame(pd.concat([runs, rounded], ignore_index=True), "twice.csv")
+    assert len(table.runs) == 28 and any("the same run listed twice" in w for w in table.warnings)
+    other = rounded.assign(optimizer="lion")  # any other column differing: not the same run
+    mixed = pd.concat([runs.assign(optimizer="adamw"), other], ignore_index=True)
+    assert len(table_from_frame(mixed, "twice.csv").runs) == 56
+
+
+def test_a_wandb_export_of_seeds_keeps_every_seed():
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=0.004, seed=5)
+    export = pd.DataFrame(
+        {"Name": [f"gpt2-{i}" for i in range(len(runs))], "State": FINISHED, "iter": 1000, "N": runs["params"]}
+    ).assign(D=runs["tokens"], loss=runs["val_loss"], seed=0)
+    both = pd.concat([export, export.assign(loss=export["loss"] * 1.001, seed=1)], ignore_index=True)
+    table = table_from_frame(both, "export.csv")
+    assert len(table.runs) == 56 and not table.warnings
+
+
+def test_checkpoints_of_three_seeds_are_three_curves_per_model():
+    # Before: model named the run, so the 3 seeds' checkpoints were pooled into one curve per model.
+    rows = []
+    for k, n in enumerate(np.geomspace(7e7, 3e9, 6)):
+        for seed in range(3):
+            for step in (1000, 4000, 16000, 64000, 143000):
+                rows.append({"model": f"p{k}", "seed": seed, "step": step, "N": n, "D": step * 2.1e6})
+    frame = pd.DataFrame(rows)
+    frame["loss"] = loss(frame["N"].to_numpy(), frame["D"].to_numpy(), noise=0.01)
+    table = table_from_frame(frame, "suite.csv")
+    assert len(table.runs) == 18 and len(table.curves) == 90
+    assert table.curves.groupby("run_id").size().eq(5).all() and "p0 seed=2" in set(table.runs["run_id"])
+    assert table.runs["unit"].nunique() == 6  # the seeds of one model share its (N, D): one bootstrap unit
+
+
+def test_a_label_per_budget_or_a_model_index_is_no_sweep_of_its_own():
+    # Before: a text budget label (C=1e18) and a wandb Group per IsoFLOP budget were warned about with
+    # "fit them apart with --group-by label", which would leave approach 2 one budget per fit.
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=0.004, seed=6)
+    labelled = runs.assign(
+        label=[f"C={c:g}" for c in runs["budget_flops"]],
+        Group=[f"iso-{c:g}" for c in runs["budget_flops"]],
+        model=[f"m{k % 7}" for k in range(len(runs))],  # each size's place in its budget: one N per budget
+    )
+    assert not table_from_frame(labelled, "labels.csv").warnings
+    # Two groups each sweeping the budgets (muP beside SP) are still warned about.
+    other = runs.assign(run_id=runs["run_id"] + "b", params=runs["params"] * 1.3, val_loss=runs["val_loss"] * 0.95)
+    both = pd.concat([runs.assign(arch_group="muP"), other.assign(arch_group="SP")], ignore_index=True)
+    warned = [w for w in table_from_frame(both, "groups.csv").warnings if "'arch_group' splits" in w]
+    assert len(warned) == 1
+
+
+def test_a_state_column_holding_no_run_states_excludes_nothing():
+    # Before: a table's State column of US states excluded every row ("no completed runs to fit").
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, 7, spread_decades=0.8, noise=0.004, seed=7)
+    table = table_from_frame(runs.drop(columns="status").assign(State=np.resize(["CA", "NY", "WA"], len(runs))), "t")
+    assert len(table.runs) == 28 and any("column 'State' holds no run states (CA, NY, WA" in n for n in table.notes)
+    states = runs.drop(columns="status").assign(State=FINISHED)
+    states.loc[[2, 9], "State"] = ["Crashed", "running"]
+    assert len(table_from_frame(states, "t").runs) == 26 and {"crashed", "running"} <= RUN_STATES
