@@ -68,6 +68,10 @@ def test_seeds_under_one_run_id_are_kept_and_only_a_rounded_copy_is_the_same_run
     other = rounded.assign(optimizer="lion")  # any other column differing: not the same run
     mixed = pd.concat([runs.assign(optimizer="adamw"), other], ignore_index=True)
     assert len(table_from_frame(mixed, "twice.csv").runs) == 56
+    # a loss written 3.10 reads as 3.1 (two digits "shown"): 3.06 rounds to it, yet it is another seed,
+    # 1.3% apart (review5: merged)
+    two = pd.DataFrame({"run_id": ["cfg", "cfg"], "N": [1e8, 1e8], "D": [2e9, 2e9], "loss": [3.10, 3.06]})
+    assert len(table_from_frame(two, "two.csv").runs) == 2
 
 
 def test_a_wandb_export_of_seeds_keeps_every_seed():

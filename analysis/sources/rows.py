@@ -131,19 +131,39 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
     return ~repeated
 
 
+# the most a run listed twice, once rounded, can differ by: N and D rounded to 2 significant digits, a loss to 4
+SAME_RUN_TOLERANCE = {"N": 0.05, "D": 0.05, "loss": 0.002}
+
+
 def _same_run_again(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series, exact: np.ndarray) -> dict[int, int]:
     """{position: earlier position} of rows (not ``exact`` duplicates) that repeat an earlier row's run id with
     N, D, loss and every column of ``frame`` equal as shown (`same_as_shown`)."""
     again: dict[int, int] = {}
     ids = pd.Series(run_ids.to_numpy()).astype(str)
+    values = {c: pd.to_numeric(runs[c], errors="coerce").to_numpy(float) for c in ("N", "D", "loss")}
+    cells = [(_as_number(frame[c]), frame[c].astype(str).str.strip().to_numpy()) for c in frame.columns]
     for positions in ids.groupby(ids, sort=False).indices.values():
         for k, i in enumerate(positions[1:], start=1):
             if exact[i]:
                 continue
-            j = next((j for j in positions[:k] if j not in again and _same_row(runs, frame, i, j)), None)
+            earlier = positions[:k]
+            # cheap bounds first (rounding moves none of them further; a loss's lost trailing zero, 3.10 read
+            # as 3.1, would make 3.06 "equal as shown"), then the cell-by-cell comparison
+            close = np.ones(len(earlier), bool)
+            with np.errstate(all="ignore"):
+                for c, tolerance in SAME_RUN_TOLERANCE.items():
+                    close &= np.abs(values[c][earlier] / values[c][i] - 1.0) <= tolerance
+                for number, text in cells:  # every other column: the same text, or numbers within 5%
+                    close &= (text[earlier] == text[i]) | (np.abs(number[earlier] / number[i] - 1.0) <= 0.05)
+            j = next((j for j in earlier[close] if j not in again and _same_row(runs, frame, i, j)), None)
             if j is not None:
                 again[int(i)] = int(j)
     return again
+
+
+def _as_number(column: pd.Series) -> np.ndarray:
+    """The column's cells as numbers, as `same_as_shown` reads them (NaN where a cell is not one)."""
+    return np.array([pd.to_numeric(_count(v), errors="coerce") if not isinstance(v, bool) else np.nan for v in column])
 
 
 def _same_row(runs: pd.DataFrame, frame: pd.DataFrame, i: int, j: int) -> bool:
