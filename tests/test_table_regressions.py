@@ -119,6 +119,11 @@ def test_a_loss_unit_column_does_not_override_the_unit_in_the_loss_columns_name(
     assert table_from_frame(runs, "two.csv", ColumnMap()).loss_unit == "nats/token"  # val_loss: no unit in its name
     agreeing = runs.assign(loss_unit="bpb")
     assert table_from_frame(agreeing, "two.csv", ColumnMap(loss="val_bpb")).loss_unit == "bits/byte"
+    # another spelling of the name's unit agrees; a label of the column's own yields to the name (review5: refused)
+    bits = runs.assign(loss_bits=runs["val_loss"] / np.log(2))
+    for label in ("bits per token", "log2 units"):
+        got = table_from_frame(bits.assign(loss_unit=label), "t.csv", ColumnMap(loss="loss_bits")).loss_unit
+        assert got == "bits/token"
 
 
 def test_a_semicolon_csv_with_thousands_grouped_by_dots_reads_the_counts(tmp_path):

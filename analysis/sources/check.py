@@ -32,7 +32,15 @@ from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
 from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
-from analysis.sources.schema import FALLBACK_COLUMNS, OPTION_OF, ColumnMap, RunTable, parse_loss_unit, unit_of_name
+from analysis.sources.schema import (
+    FALLBACK_COLUMNS,
+    KNOWN_LOSS_UNITS,
+    OPTION_OF,
+    ColumnMap,
+    RunTable,
+    parse_loss_unit,
+    unit_of_name,
+)
 from analysis.sources.unique import unique_tokens_of
 from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
@@ -130,7 +138,8 @@ def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, no
 def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap, loss_col: str, source: str) -> ColumnMap:
     """A ``loss_unit`` column holding one value sets the loss's unit (`parse_loss_unit`) when the loss column's
     name carries none (`unit_of_name`: val_bpb, loss_bits); --loss-unit wins. A value other than the name's
-    unit is refused: the column may describe another loss of the table (val_loss beside val_bpb).
+    unit is refused when both are known units: the column may describe another loss of the table (val_loss
+    beside val_bpb); a label of the column's own yields to the name's unit.
     Several values are several experiments (`groups.EXPERIMENT_COLUMNS`), refused there."""
     if columns.loss_unit is not None or LOSS_UNIT_COLUMN not in frame.columns:
         return columns
@@ -138,6 +147,8 @@ def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap, loss_col: str,
     if len(units) != 1:
         return columns
     unit, named = parse_loss_unit(units[0], f"column {LOSS_UNIT_COLUMN!r}: value"), unit_of_name(loss_col)
+    if named and unit not in KNOWN_LOSS_UNITS:  # a label of its own ("bits (log2)"): the name's unit is known
+        return columns
     if named and named.lower() != unit.lower():
         raise DataError(
             f"{source!r}: column {LOSS_UNIT_COLUMN!r} says the loss is in {unit}, but loss column {loss_col!r} is in "

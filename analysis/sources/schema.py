@@ -41,9 +41,15 @@ LOSS_UNIT_ALIASES = {
     "bpb": "bits/byte",
     "bit/byte": "bits/byte",
     "bits per byte": "bits/byte",
+    "bits per token": "bits/token",
+    "bits/tok": "bits/token",
+    "nats per token": "nats/token",
+    "nats/tok": "nats/token",
     "bpc": "bits/character",
     "bits/char": "bits/character",
+    "bits per character": "bits/character",
 }
+KNOWN_LOSS_UNITS = frozenset(LOSS_UNIT_ALIASES.values())  # the units other spellings are read as
 MAX_UNIT_LENGTH = 32
 UNIT_TEXT = re.compile(r"[A-Za-z0-9/ ._()^*·-]+")
 
