@@ -126,6 +126,17 @@ def test_a_loss_unit_column_does_not_override_the_unit_in_the_loss_columns_name(
         assert got == "bits/token"
 
 
+def test_a_semicolon_csv_written_with_decimal_points_keeps_its_losses(tmp_path):
+    # Before: one lr column in decimal commas ("0,001") made a loss of "4.670" a count grouped by dots: 4670.
+    (tmp_path / "mixed.csv").write_text(
+        "run_id;N;D;loss;budget;lr\na;5773503;2886751346;4.670;100000000000000000.000;0,001\n"
+        "b;9872551;1688182428;4.500;100000000000000000.000;0,001\n"
+    )
+    assert list(pd.to_numeric(read_table_file(tmp_path / "mixed.csv")["loss"])) == [4.67, 4.5]
+    (tmp_path / "no_budget.csv").write_text("run_id;N;D;val_loss;lr\na;57735;28867;4.670;0,001\n")
+    assert list(pd.to_numeric(read_table_file(tmp_path / "no_budget.csv")["val_loss"])) == [4.67]  # never a count
+
+
 def test_a_semicolon_csv_with_thousands_grouped_by_dots_reads_the_counts(tmp_path):
     # Before: "125.000" (a comma-decimal locale's 125000) was N = 125, and "1.300.000" no number (row dropped).
     (tmp_path / "de2.csv").write_text(

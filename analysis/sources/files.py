@@ -54,6 +54,8 @@ def read_table_file(path: Path) -> pd.DataFrame:
 _COMMA_DECIMAL = re.compile(r"^\s*[-+]?[0-9]*,[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")
 _DOT_THOUSANDS = re.compile(r"^\s*[-+]?[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?\s*$")  # 1.300.000 or 125.000,5
 _INTEGER = re.compile(r"^\s*[-+]?[0-9]+\s*$")
+_DECIMAL_POINT = re.compile(r"^[-+]?[0-9]*\.[0-9]+$")
+_LOSS_NAME = re.compile(r"loss|bpb|ppl|perplexity|nll|entropy", re.IGNORECASE)
 
 
 def _comma_decimals(frame: pd.DataFrame, text: pd.DataFrame) -> pd.DataFrame:
@@ -62,11 +64,15 @@ def _comma_decimals(frame: pd.DataFrame, text: pd.DataFrame) -> pd.DataFrame:
     be a count grouped in thousands. A text column of dot-grouped thousands (`_dot_thousands`) is read
     as numbers: "125.000" was N = 125 and "1.300.000" no number. ``text``: the file's cells as written."""
     out = frame.copy()
-    commas = text.map(lambda v: bool(_COMMA_DECIMAL.match(v))).to_numpy().any()  # the file writes 3,5
+    cells = text.apply(lambda c: c.map(str.strip)).to_numpy().ravel()  # (DataFrame.map needs pandas 2.1)
+    commas = any(_COMMA_DECIMAL.match(v) for v in cells)  # the file writes 3,5
+    # and a decimal point that no thousands grouping explains (2.5, 1000.000): then it writes decimal points too
+    points = any(_DECIMAL_POINT.match(v) and not _DOT_THOUSANDS.match(v) for v in cells)
     for column in frame.columns:
         if pd.api.types.is_numeric_dtype(frame[column]):
             continue
-        grouped = _dot_thousands(text[column], commas)
+        loss = _LOSS_NAME.search(str(column)) is not None  # a loss is never a count: 4.670 is not 4670
+        grouped = None if loss else _dot_thousands(text[column], commas and not points)
         out[column] = (
             frame[column]
             .astype(object)
