@@ -129,6 +129,10 @@ def test_epochs_release_of_chinchillas_points_is_read_by_its_own_headers(tmp_pat
     )
     got = fit_json(write(frame, tmp_path), "--approach", "2", "--bootstrap", "200")
     assert len(got["table"]["budgets"]) == len(BUDGETS) and covers(got["a"], exponent_a(CHINCHILLA_APPROACH3))
+    # a model_size column of labels is not N: the error names --n-column, not the labels' rows (review5)
+    labels = frame.rename(columns={"Model Size": "nparams"}).assign(model_size=[f"s{i}" for i in range(len(frame))])
+    refused = run_cli("fit", write(labels, tmp_path), "--bootstrap", "0")
+    assert_one_line_error(refused, "has no column for N", "--n-column")
 
 
 # ---------------------------------------------------------------- bad rows, duplicates, seeds

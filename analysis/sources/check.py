@@ -273,6 +273,15 @@ def _warn_mixed_architectures(frame: pd.DataFrame, warnings: list[str]) -> None:
         warnings.append(f"runs of {len(counts)} model architectures are fitted together: {listing}")
 
 
+LABEL_PRONE = ("model size", "model_size")
+
+
+def _labels(frame: pd.DataFrame, name: str) -> bool:
+    """Whether the columns named ``name`` (in any case) hold mostly text that is no number ("s0", "small")."""
+    columns = [c for c in frame.columns if str(c).lower() == name]
+    return any(np.mean(numeric(frame, c)[1]) > 0.5 for c in columns)
+
+
 def _n_names(n_kind: str) -> tuple[str, ...]:
     return FALLBACK_COLUMNS["n"][n_kind]
 
@@ -286,6 +295,8 @@ def _pick_column(
             raise DataError(f"{OPTION_OF[role]} {named!r}: no such column in {source!r}; columns present: {present}")
         return named
     candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
+    # "model_size" is often a label ("s0", "small"): such a column is not N (the error then names --n-column)
+    candidates = tuple(c for c in candidates if not (c in LABEL_PRONE and _labels(frame, c)))
     found = next((c for c in candidates if c in frame.columns), None)
     if found is None:  # a published table's capitals: Parameters, Tokens, Loss (one column per name only)
         lower = {}
