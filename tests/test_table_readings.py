@@ -124,3 +124,9 @@ def test_a_state_column_holding_no_run_states_excludes_nothing():
     states = runs.drop(columns="status").assign(State=FINISHED)
     states.loc[[2, 9], "State"] = ["Crashed", "running"]
     assert len(table_from_frame(states, "t").runs) == 26 and {"crashed", "running"} <= RUN_STATES
+
+
+def test_rows_are_runs_says_when_a_run_id_column_decides():
+    """--rows-are-runs on a table with a run_id column does nothing: a note says so (review5: silent)."""
+    table = table_from_frame(seeds([{"seed": 0}, {"seed": 1}]), "seeds.csv", ColumnMap(rows_are_runs=True))
+    assert any("--rows-are-runs: not applied" in n for n in table.notes)

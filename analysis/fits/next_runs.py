@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from analysis.fits.design import DesignSimulator
 from analysis.fits.laws import chinchilla_allocation
 from scaling.flops import tokens_6nd
@@ -173,10 +171,3 @@ def plan_runs(sim: DesignSimulator, pool: list[Candidate], allowance: float) -> 
 def expected_interval(value: float, lower: float, upper: float, ratio: float) -> tuple[float, float]:
     """The interval [lower, upper] around ``value`` with its log-width scaled by ``ratio``."""
     return value * (lower / value) ** ratio, value * (upper / value) ** ratio
-
-
-def n_opt_samples(samples: dict, target: float) -> np.ndarray:
-    """N_opt(target) of each bootstrap sample."""
-    get = {k: np.asarray(samples[k], float) for k in ("A", "B", "alpha", "beta")}
-    with np.errstate(all="ignore"):
-        return chinchilla_allocation(target, get["A"], get["B"], get["alpha"], get["beta"])[0]

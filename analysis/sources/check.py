@@ -67,7 +67,7 @@ def table_from_frame(
     frame = apply_where(frame, columns.where, source, notes)
     columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
     read = len(frame)
-    run_ids = run_ids_of(frame, columns.rows_are_runs)
+    run_ids = run_ids_of(frame, columns.rows_are_runs, notes)
     frame = _drop_incomplete(frame, run_ids, warnings, notes)
     run_ids = run_ids[frame.index]
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)

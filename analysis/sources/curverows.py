@@ -55,9 +55,11 @@ def run_key(frame: pd.DataFrame) -> list[str]:
     return [name, *(c for c in others if c in frame.columns)]
 
 
-def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False) -> pd.Series:
+def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str] | None = None) -> pd.Series:
     """Each row's run: its `run_key` columns' values ("pythia-70m seed=1"), else (or with ``rows_are_runs``
     and no run_id column: --rows-are-runs) "rowK", K counting the source's rows from 1."""
+    if rows_are_runs and RUN_ID in frame.columns and notes is not None:
+        notes.append(f"--rows-are-runs: not applied, the table has a {RUN_ID!r} column (each of its values is a run)")
     key = [] if rows_are_runs and RUN_ID not in frame.columns else run_key(frame)
     if not key:
         return _row_ids(frame)
