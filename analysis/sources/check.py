@@ -35,6 +35,7 @@ from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numer
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
+    LOSS_UNIT_COLUMN,
     OPTION_OF,
     ColumnMap,
     RunTable,
@@ -45,8 +46,6 @@ from analysis.sources.unique import unique_tokens_of
 from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
-
-LOSS_UNIT_COLUMN = "loss_unit"  # a table's column naming its loss's unit (bits/token, nats/token, bpb...)
 
 
 # ---------------------------------------------------------------- checking

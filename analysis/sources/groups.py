@@ -23,12 +23,13 @@ import pandas as pd
 
 from analysis.sources.budgets import cluster_budgets
 from analysis.sources.rows import listing
+from analysis.sources.schema import LOSS_UNIT_COLUMN
 from scaling.errors import DataError, UserError
 
 # Columns whose values name different experiments (a tokenizer or a loss unit too: losses per token of two
 # tokenizers, or in two units, lie on no one law); the corpus columns first (the store's own).
 CORPUS_COLUMNS = ("corpus_fingerprint", "corpus")
-EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "arm", "tokenizer", "loss_unit")
+EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "arm", "tokenizer", LOSS_UNIT_COLUMN)
 # Text columns of the store's records that may differ between repeated seeds of one experiment.
 RUN_METADATA = frozenset(
     {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "schedule", "branch_of", "device"}

@@ -32,6 +32,7 @@ OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "-
 # converted). The store's val_loss (and loss_floor) is mean cross-entropy in nats/token and val_bpb in
 # bits/byte (docs/CONTRACTS.md); a user's table says its own with --loss-unit, else it is read as nats/token.
 DEFAULT_LOSS_UNIT = "nats/token"
+LOSS_UNIT_COLUMN = "loss_unit"  # a table's column naming its loss's unit (bits/token, nats/token, bpb...)
 LOSS_UNIT_OF_COLUMN = {"val_bpb": "bits/byte"}
 LOSS_UNIT_ALIASES = {
     "nats": "nats/token",
