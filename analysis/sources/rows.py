@@ -163,7 +163,12 @@ def _same_run_again(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series,
 
 def _as_number(column: pd.Series) -> np.ndarray:
     """The column's cells as numbers, as `same_as_shown` reads them (NaN where a cell is not one)."""
-    return np.array([pd.to_numeric(_count(v), errors="coerce") if not isinstance(v, bool) else np.nan for v in column])
+    return np.array([_cell_number(v) for v in column], dtype=float)
+
+
+def _cell_number(value) -> float:
+    """One cell as a number (counts as `numeric` reads them, "1.3B"); NaN for text, a boolean or a gap."""
+    return np.nan if isinstance(value, bool) else float(pd.to_numeric(_count(value), errors="coerce"))
 
 
 def _same_row(runs: pd.DataFrame, frame: pd.DataFrame, i: int, j: int) -> bool:
@@ -176,7 +181,7 @@ def _same_row(runs: pd.DataFrame, frame: pd.DataFrame, i: int, j: int) -> bool:
 def same_as_shown(a, b) -> bool:
     """Whether two cells agree: both missing, the same text, or numbers (counts as `numeric` reads them,
     "1.3B") equal to the significant digits the shorter one shows (3.8332 and 3.833226; 1.3e9 and 1312345678)."""
-    x, y = (pd.to_numeric(_count(v), errors="coerce") if not isinstance(v, bool) else np.nan for v in (a, b))
+    x, y = _cell_number(a), _cell_number(b)
     if np.isfinite(x) and np.isfinite(y):
         digits = min(_digits(x), _digits(y))
         return bool(np.isclose(float(f"{x:.{digits - 1}e}"), float(f"{y:.{digits - 1}e}"), rtol=1e-12, atol=0.0))
