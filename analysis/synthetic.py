@@ -1,6 +1,7 @@
 """Runs drawn from a known law L(N, D) = E + A/N^α + B/D^β, for checking a fitting setup.
 
-The tests and the benchmark fit these and compare with the truth; a user can do the same before
+The tests and the benchmark fit these and compare with the truth (approach 1's designs, `no_floor_ladder`
+and `quick_design`, are shared by both); a user can do the same before
 trusting a fit on a sweep of a similar design (same budgets, sizes, noise).
 """
 
@@ -13,6 +14,7 @@ import pandas as pd
 
 from analysis.fits import laws
 from analysis.published import CHINCHILLA_APPROACH3
+from analysis.sources.check import table_from_frame
 from scaling.flops import flops_6nd
 
 # Hoffmann et al. 2022, approach 3 (Eq. 10): a realistic truth to draw from.
@@ -156,3 +158,49 @@ def repeated_runs(
             }
         )
     return pd.DataFrame(rows)
+
+
+# The designs of approach 1's checks (tests/test_isoflop_bracketing.py) and its calibration study
+# (bench/bench_approach1.py), defined once for both.
+NO_FLOOR_LAW = {**CHINCHILLA_LAW, "E": 0.0}  # a pure power law: the envelope's floor has its best value at 0
+
+
+def no_floor_ladder(seed: int):
+    """3 budgets (1e18, 1e20, 1e22) × 6 sizes over N_opt·10^(±1) of `NO_FLOOR_LAW`, 12 curve points
+    each, 0.5% noise, as a checked table."""
+    runs = isoflop_runs(NO_FLOOR_LAW, [1e18, 1e20, 1e22], 6, noise=0.005, seed=seed)
+    curves = loss_curves(runs, NO_FLOOR_LAW, 12, noise=0.005, seed=seed + 1000)
+    return table_from_frame(runs, "synthetic", curves=curves)
+
+
+# The quick sweep's design (the demo): its budgets and sizes, 8 curve points per run (every 1/8 of
+# training, as the store records them), losses from approach 3's law fitted to the demo.
+QUICK_LAW = {"E": 0.81, "A": 80.0, "B": 774.0, "alpha": 0.502, "beta": 0.483}
+QUICK_SIZES = {
+    3e11: [9456, 16488, 25056, 75072, 124672],
+    1e12: [16488, 25056, 75072, 124672, 264400, 372576],
+    3e12: [75072, 124672, 264400, 372576, 651168],
+}
+
+
+def quick_design(seed: int, noise: float = 0.006, shift: float = 0.019):
+    """The demo's design with noise at the levels seen on the demo: each curve point ·exp(noise·ε),
+    each run's whole curve ·exp(shift·z) (a seed moves a run's curve); a checked table."""
+    rng = np.random.default_rng(seed)
+    runs = pd.DataFrame(
+        [
+            {"run_id": f"r{i:02d}", "status": "completed", "budget_flops": c, "params": float(n)}
+            for i, (c, n) in enumerate((c, n) for c, sizes in QUICK_SIZES.items() for n in sizes)
+        ]
+    )
+    runs["tokens"] = laws.tokens_for_compute(runs["budget_flops"], runs["params"])
+    runs["flops"] = flops_6nd(runs["params"], runs["tokens"])
+    curves = runs.loc[runs.index.repeat(8), ["run_id", "params", "tokens", "flops"]].reset_index(drop=True)
+    fraction = np.tile(np.arange(1, 9) / 8, len(runs))
+    curves = curves.assign(step=np.tile(np.arange(1, 9), len(runs)), tokens=curves["tokens"] * fraction)
+    curves["flops"] *= fraction
+    seed_shift = np.repeat(shift * rng.standard_normal(len(runs)), 8)
+    loss = laws.chinchilla_loss(curves["params"], curves["tokens"], **QUICK_LAW)
+    curves["val_loss"] = loss * np.exp(noise * rng.standard_normal(len(curves)) + seed_shift)
+    runs["val_loss"] = curves.groupby("run_id")["val_loss"].last().to_numpy()
+    return table_from_frame(runs, "quick", curves=curves.drop(columns="params").assign(train_loss=curves["val_loss"]))

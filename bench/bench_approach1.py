@@ -14,11 +14,11 @@ For each design, seeds 0..S-1 each draw a table from a known law and fit approac
   width       the median interval width
   ratio       width / (4 x spread): a calibrated 95% interval is about 4 spreads wide (±1.96σ), so
               1 is calibrated, above 1 conservative (a bias, as on the quick design, is not in it)
-The designs: `ladder` and `quick` are the tests' (tests/test_isoflop_bracketing.py: `no_floor_ladder`,
+The designs: `ladder` and `quick` are those of the tests' 20-seed checks
+(tests/test_isoflop_bracketing.py), defined once in analysis/synthetic.py: `no_floor_ladder`,
 3 budgets 1e18/1e20/1e22 x 6 sizes over N_opt·10^(±1) of the Chinchilla law with E = 0, 12 curve
 points a run, 0.5% noise; `quick_design`, the quick sweep's budgets and sizes with 8 curve points a
-run, from approach 3's law fitted to the demo), imported from there so that the study and its
-20-seed checks share one definition. The others draw the Chinchilla law (analysis.synthetic): `5x9`
+run, from approach 3's law fitted to the demo. The others draw the Chinchilla law (analysis.synthetic): `5x9`
 5 budgets 1e18-1e22 x 9 sizes with 12 curve points a run (1% noise on the runs, 0.5% on the
 points), `5x9-final` its final points only, `3x6-final` the ladder's final points (with E), `decade`
 3 budgets 1e19-1e20 x 6 sizes with curves. One BLAS thread, as the analysis runs.
@@ -43,8 +43,14 @@ import numpy as np  # noqa: E402
 from analysis.fits.bootstrap import one_blas_thread  # noqa: E402
 from analysis.fits.envelope import fit_envelope  # noqa: E402
 from analysis.sources.check import table_from_frame  # noqa: E402
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves  # noqa: E402
-from tests.test_isoflop_bracketing import QUICK_LAW, no_floor_ladder, quick_design  # noqa: E402
+from analysis.synthetic import (  # noqa: E402
+    CHINCHILLA_LAW,
+    QUICK_LAW,
+    isoflop_runs,
+    loss_curves,
+    no_floor_ladder,
+    quick_design,
+)
 
 
 def _chinchilla(budgets, sizes: int, noise: float, curves: bool):
@@ -124,7 +130,7 @@ def _cpuinfo() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--seeds", type=int, default=40, help="tables drawn per design (default 40)")
     p.add_argument("--resamples", type=int, default=200, help="bootstrap resamples per fit (default 200)")
     p.add_argument(

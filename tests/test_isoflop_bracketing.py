@@ -14,7 +14,6 @@ import pytest
 import analysis.fits.envelope as envelope
 import analysis.fits.isoflop as isoflop
 from analysis.cli.fit import fit_summary, render_fit
-from analysis.fits import laws
 from analysis.fits.bootstrap import unit_draws
 from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
@@ -22,8 +21,7 @@ from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.optimal import law_from_fit
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import FitReport
-from analysis.sources.check import table_from_frame
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from analysis.synthetic import QUICK_LAW, no_floor_ladder, quick_design
 from tests.test_real_fits import LAW, TRUE_A, _runs, _table, final_points
 
 BUDGETS = np.logspace(18, 22, 5)
@@ -151,15 +149,6 @@ def test_an_all_bracketed_ladder_gives_the_old_numbers(tmp_path):
 
 
 # ---------------------------------------------------------------- approach 1
-NO_FLOOR = {**CHINCHILLA_LAW, "E": 0.0}  # a pure power law: the envelope's floor has its best value at 0
-
-
-def no_floor_ladder(seed: int):
-    """3 budgets (1e18, 1e20, 1e22) × 6 sizes over N_opt·10^(±1), 12 curve points each, 0.5% noise."""
-    runs = isoflop_runs(NO_FLOOR, [1e18, 1e20, 1e22], 6, noise=0.005, seed=seed)
-    return table_from_frame(runs, "synthetic", curves=loss_curves(runs, NO_FLOOR, 12, noise=0.005, seed=seed + 1000))
-
-
 def test_approach1_keeps_a_when_only_the_law_with_a_floor_fails(tmp_path):
     # Before (a1a46c2): 736 of 1000 resamples failed, 722 of them for the floor alone, so every
     # estimate read "unidentified (no interval: too few resamples could be refitted)", as on the demo.
@@ -285,39 +274,6 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     (tmp_path / "bad.json").write_text(json.dumps(old))
     proc = run_cli("optimal", "--law", tmp_path / "bad.json", "--budget", "1e21")
     assert_one_line_error(proc, "bad.json", "approach 2", "'a' = nan is not a finite number")
-
-
-# The quick sweep's design (the demo): its budgets and sizes, 8 curve points per run (every 1/8 of
-# training, as the store records them), losses from approach 3's law fitted to the demo.
-QUICK_LAW = {"E": 0.81, "A": 80.0, "B": 774.0, "alpha": 0.502, "beta": 0.483}
-QUICK_SIZES = {
-    3e11: [9456, 16488, 25056, 75072, 124672],
-    1e12: [16488, 25056, 75072, 124672, 264400, 372576],
-    3e12: [75072, 124672, 264400, 372576, 651168],
-}
-
-
-def quick_design(seed: int, noise: float = 0.006, shift: float = 0.019):
-    """The demo's design with noise at the levels seen on the demo: each curve point ·exp(noise·ε),
-    each run's whole curve ·exp(shift·z) (a seed moves a run's curve)."""
-    rng = np.random.default_rng(seed)
-    runs = pd.DataFrame(
-        [
-            {"run_id": f"r{i:02d}", "status": "completed", "budget_flops": c, "params": float(n)}
-            for i, (c, n) in enumerate((c, n) for c, sizes in QUICK_SIZES.items() for n in sizes)
-        ]
-    )
-    runs["tokens"] = laws.tokens_for_compute(runs["budget_flops"], runs["params"])
-    runs["flops"] = 6 * runs["params"] * runs["tokens"]
-    curves = runs.loc[runs.index.repeat(8), ["run_id", "params", "tokens", "flops"]].reset_index(drop=True)
-    fraction = np.tile(np.arange(1, 9) / 8, len(runs))
-    curves = curves.assign(step=np.tile(np.arange(1, 9), len(runs)), tokens=curves["tokens"] * fraction)
-    curves["flops"] *= fraction
-    seed_shift = np.repeat(shift * rng.standard_normal(len(runs)), 8)
-    loss = laws.chinchilla_loss(curves["params"], curves["tokens"], **QUICK_LAW)
-    curves["val_loss"] = loss * np.exp(noise * rng.standard_normal(len(curves)) + seed_shift)
-    runs["val_loss"] = curves.groupby("run_id")["val_loss"].last().to_numpy()
-    return table_from_frame(runs, "quick", curves=curves.drop(columns="params").assign(train_loss=curves["val_loss"]))
 
 
 def test_approach1_on_the_quick_sweeps_design_is_biased_and_says_unidentified():
