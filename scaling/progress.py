@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from datetime import datetime, timezone
@@ -30,10 +31,37 @@ MANIFEST = "sweep.json"
 DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken for a launch's
 
 
+LEGACY_DUPLICATE = re.compile(r"the same run as (?P<same_as>.*): planned once")  # before `duplicates`
+
+
+def split_duplicates(entries: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(dropped, duplicates) of the sweeper's planning: a combination dropped (``reason``: never
+    launched) apart from one merged into another that plans the same run id (``same_as``: that
+    combination, trained and counted once). A sweep.json written before the `duplicates` key kept
+    the merged ones in ``dropped``, with the reason "the same run as ...: planned once"."""
+    dropped, duplicates = [], []
+    for entry in entries:
+        legacy = LEGACY_DUPLICATE.fullmatch(str(entry.get("reason", "")))
+        same_as = entry.get("same_as") or (legacy["same_as"] if legacy else None)
+        if same_as is None:
+            dropped.append({"overrides": entry.get("overrides", []), "reason": entry.get("reason", "")})
+        else:
+            duplicates.append({"overrides": entry.get("overrides", []), "same_as": same_as})
+    return dropped, duplicates
+
+
+def planning_counts(duplicates: int, dropped: int) -> str:
+    """The planning's counts that are not 0: "k duplicate combinations merged (same run id), m combinations dropped"."""
+    parts = [f"{duplicates} duplicate combination{'s' * (duplicates != 1)} merged (same run id)"] if duplicates else []
+    return ", ".join(parts + ([f"{dropped} combination{'s' * (dropped != 1)} dropped"] if dropped else []))
+
+
 def write_sweep_manifest(
     store: Path, name: str, jobs: list[dict], dropped: list[dict], filename: str = MANIFEST
 ) -> None:
-    """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped one."""
+    """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped
+    combination with its reason, every merged one with the combination it is the same run as."""
+    dropped, duplicates = split_duplicates(dropped)
     atomic_write_json(
         Path(store) / filename,
         {
@@ -53,9 +81,14 @@ def write_sweep_manifest(
                 }
                 for j in jobs
             ],
-            "dropped": [{"overrides": d["overrides"], "reason": d["reason"]} for d in dropped],
+            "dropped": dropped,
+            "duplicates": duplicates,
         },
     )
+
+
+def _list_of_objects(value) -> bool:
+    return isinstance(value, list) and all(isinstance(x, dict) for x in value)
 
 
 def read_manifest(store: Path) -> dict | None:
@@ -77,7 +110,8 @@ def read_manifest(store: Path) -> dict | None:
     if not (
         isinstance(runs, list)
         and all(isinstance(r, dict) and all(k in r for k in fields) for r in runs)
-        and isinstance(manifest.get("dropped"), list)
+        and _list_of_objects(manifest.get("dropped"))
+        and _list_of_objects(manifest.get("duplicates", []))  # a plan written before this key has none
         and "sweep" in manifest
     ):  # valid JSON, not a plan (edited by hand, or another program's file)
         raise UserError(
@@ -171,6 +205,7 @@ def progress(store: Path) -> dict:
             "sweep": None,
             "planned": len(runs),
             "dropped": 0,
+            "duplicates": 0,
             **{k: v for k, v in tally.items() if k not in INTERNAL},
             "elapsed_s": None,
             "eta_s": None,
@@ -181,10 +216,12 @@ def progress(store: Path) -> dict:
     elapsed = (tally["last_finish"] if done and tally["last_finish"] else time.time()) - launched
     remaining = tally["flops_total"] - tally["flops_done"]
     eta = elapsed * remaining / tally["flops_done_now"] if tally["flops_done_now"] > 0 else None
+    dropped, duplicates = split_duplicates(manifest["dropped"] + manifest.get("duplicates", []))
     return {
         "sweep": manifest["sweep"],
         "planned": len(manifest["runs"]),
-        "dropped": len(manifest["dropped"]),
+        "dropped": len(dropped),
+        "duplicates": len(duplicates),
         **{k: v for k, v in tally.items() if k not in INTERNAL},
         "elapsed_s": elapsed,
         "eta_s": eta,
@@ -211,10 +248,9 @@ def format_progress(store: Path, final: bool = False, runs: bool = False) -> str
     else:
         flops = f"{p['flops_done']:.3g} FLOPs trained"
         head = f"[{store}] {done}/{p['planned']} runs done (no sweep plan: runs of `scaling train`)"
+    planning = planning_counts(p["duplicates"], p["dropped"])
     line = f"{head} ({counts}), {p['running']} running, {p['pending']} pending; {flops}" + (
-        f"; {p['dropped']} combination{'s' * (p['dropped'] != 1)} dropped at planning (see sweep.json)"
-        if p["dropped"]
-        else ""
+        f"; {planning} at planning (see sweep.json)" if planning else ""
     )
     if (final or runs) and p["failed_runs"]:
         line += "\n  failed: " + "; ".join(p["failed_runs"])

@@ -233,6 +233,10 @@ hydra:
 """
 
 
+def plan_overrides(plan: dict) -> list[list[str]]:
+    return [r["overrides"] for r in plan["runs"]]
+
+
 def test_a_budget_or_shape_listed_twice_is_planned_once(tmp_path):
     """Before: budgets [4e10, 4.0e10] x models [d32, d32] planned the same run 4 times (4x its FLOPs)."""
     (tmp_path / "sweeps").mkdir()
@@ -241,8 +245,36 @@ def test_a_budget_or_shape_listed_twice_is_planned_once(tmp_path):
     )
     runs = planned(str(tmp_path / "sweeps" / "twice.yaml"), tmp_path / "store", "train.min_steps=10")
     assert sorted(runs["shape"]) == ["d16", "d32"] and runs.run_id.is_unique
-    dropped = manifest(tmp_path / "store", "sweep.dry-run.json")["dropped"]
-    assert len(dropped) == 4 and all("the same run as budget=4e+10 model=d" in d["reason"] for d in dropped)
+    plan = manifest(tmp_path / "store", "sweep.dry-run.json")
+    # merged, not dropped (before: 4 "dropped", read as runs lost): each names the combination it is
+    assert plan["dropped"] == [] and len(plan["duplicates"]) == 4
+    assert {d["same_as"] for d in plan["duplicates"]} == {" ".join(r) for r in plan_overrides(plan)}
+
+
+def test_a_duplicate_is_merged_apart_from_the_dropped_in_the_launch_line_and_status(tmp_path):
+    """A real sweep: model=d32,d48,d32 at 2e8 plans d32 once, merges its repeat and drops d48 (7 steps
+    < train.min_steps = 10). Before, the launch line and `scaling status` said "2 dropped"."""
+    store = tmp_path / "store"
+    proc = sweep("quick", "budget=2e8", "model=d32,d48,d32", *TINY_TRAIN, "tracking=none", store=store)
+    plan = manifest(store)
+    (kept,) = [" ".join(r) for r in plan_overrides(plan)]
+    assert f"1 runs planned in {store}, 1 duplicate combination merged (same run id), 1 dropped;" in proc.stdout
+    assert f"  merged {kept}: listed again (trained once)" in proc.stdout, proc.stdout
+    (dropped,) = [line for line in proc.stdout.splitlines() if line.startswith("  dropped ")]
+    assert dropped.startswith("  dropped budget=2e+08 model=d48") and "only 7 optimizer steps" in dropped
+    assert [d["overrides"][:2] for d in plan["dropped"]] == [["budget=2e+08", "model=d48"]]
+    assert plan["duplicates"] == [{"overrides": plan_overrides(plan)[0], "same_as": kept}]
+    line = "1 duplicate combination merged (same run id), 1 combination dropped at planning (see sweep.json)"
+    assert line in run_cli("status", store, check=True).stdout
+    progress = json.loads(run_cli("status", store, "--json", check=True).stdout)
+    assert (progress["planned"], progress["completed"], progress["dropped"], progress["duplicates"]) == (1, 1, 1, 1)
+    # a plan written before the `duplicates` key kept them in `dropped`: still read as merged
+    plan["dropped"] += [
+        {"overrides": d["overrides"], "reason": f"the same run as {d['same_as']}: planned once"}
+        for d in plan.pop("duplicates")
+    ]
+    (store / "sweep.json").write_text(json.dumps(plan))
+    assert line in run_cli("status", store, check=True).stdout
 
 
 @pytest.mark.parametrize("second", ["4e10", "4.0e10"])

@@ -31,7 +31,8 @@ the sweep, a dead sweep's workers) in `processes`.
 
 A bad sweep setting (a budget that is not a number, an unknown model) is one ``error:`` line and exit
 status 2, before anything is written. Combinations that make no sense are dropped, not errors; a
-sweep whose every combination is dropped is an error.
+sweep whose every combination is dropped is an error. A combination that plans the same run as
+another (a shape or budget listed twice) is merged into it: trained and counted once.
 """
 
 import itertools
@@ -166,7 +167,9 @@ class ScalingSweeper(Sweeper):
     def plan(self, jobs: list[list[str]]):
         """Plan every job: (kept, dropped). Bad input in a job's config (a bad value, a missing or
         malformed corpus) raises ConfigError/DataError naming the job; a budget too small for a
-        shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the job."""
+        shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the job
+        (``reason``); a job whose run id another's already has is merged into it (``same_as``:
+        `scaling.progress.split_duplicates` tells the two apart)."""
         from scaling.errors import UserError
         from scaling.plan import BudgetTooSmall, plan_run
         from scaling.store import RunPaths, run_state
@@ -203,8 +206,7 @@ class ScalingSweeper(Sweeper):
                 )
                 continue
             if plan.run_id in by_id:  # a budget or shape listed twice: one run, trained and counted once
-                same = by_id[plan.run_id]["label"]
-                dropped.append({"overrides": overrides, "reason": f"the same run as {same}: planned once"})
+                dropped.append({"overrides": overrides, "same_as": by_id[plan.run_id]["label"]})  # merged, not lost
                 continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
             job = {"overrides": overrides, "label": label, "run_id": plan.run_id, "plan": plan, "state": state}

@@ -1,9 +1,10 @@
-"""What the sweeper prints before launching: the summary (runs planned, dropped, finished, to
+"""What the sweeper prints before launching: the summary (runs planned, merged, dropped, finished, to
 resume, the cost of any hyperparameter axes) and, for a dry run, the plan table."""
 
 from pathlib import Path
 
 from hydra_plugins.scaling_sweeper import processes
+from scaling.progress import planning_counts, split_duplicates
 
 
 def format_plan(jobs: list[dict]) -> str:
@@ -42,11 +43,14 @@ def law_line(jobs: list[dict]) -> str | None:
 
 
 def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict], cost: str | None = None) -> None:
-    """What the sweep found before launching: runs planned, dropped (each with its reason), already
-    finished, to resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
+    """What the sweep found before launching: runs planned, combinations merged into another's run
+    (a duplicate: the same run id) and dropped (each with its reason), runs already finished, to
+    resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
+    dropped, duplicates = split_duplicates(dropped)
     busy = [j for j in jobs if j["state"] == "running"]
+    merged = f"{planning_counts(len(duplicates), 0)}, " if duplicates else ""
     print(
-        f"sweep {name}: {len(jobs)} runs planned in {store}, {len(dropped)} dropped; "
+        f"sweep {name}: {len(jobs)} runs planned in {store}, {merged}{len(dropped)} dropped; "
         f"{sum(j['state'] in ('completed', 'failed') for j in jobs)} already finished (skipped), "
         f"{sum(j['state'] == 'partial' for j in jobs)} to resume, "
         f"{sum(j['state'] in ('errored', 'corrupt') for j in jobs)} to retry, {sum(j['state'] == 'new' for j in jobs)} new"
@@ -56,6 +60,10 @@ def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict],
     for line in (cost, law_line(jobs)):
         if line:
             print(f"  {line}", flush=True)
+    for d in duplicates:
+        label = " ".join(d["overrides"])
+        same = "listed again" if label == d["same_as"] else f"the same run as {d['same_as']}"
+        print(f"  merged {label}: {same} (trained once)", flush=True)
     for d in dropped:
         print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", flush=True)
     orphans = processes.orphaned_holders([store / "runs" / j["run_id"] / ".lock" for j in busy])
