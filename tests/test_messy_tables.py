@@ -214,8 +214,14 @@ def test_compute_in_pf_days_without_tokens_is_refused_not_fitted(tmp_path):
     proc = run_cli("fit", write(frame, tmp_path), "--bootstrap", "0", check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "column 'compute'" in proc.stderr and "PF-day is 8.64e19 FLOPs" in proc.stderr
-    frame["compute"] = runs["flops"]  # in FLOPs: fitted
-    assert run_cli("fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", check=False).returncode == 0
+    assert "rename it 'compute_pfdays'" in proc.stderr
+    in_pf_days = write(frame.rename(columns={"compute": "compute_pfdays"}), tmp_path, "pf.csv")
+    renamed = run_cli("fit", in_pf_days, "--bootstrap", "0", "--json", check=False)
+    frame["compute"] = runs["flops"]  # in FLOPs: fitted, as the renamed column in PF-days is
+    fitted = run_cli("fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", "--json", check=False)
+    assert fitted.returncode == renamed.returncode == 0
+    a_pf, a_flops = (json.loads(p.stdout)["a"]["estimate"] for p in (renamed, fitted))
+    assert a_pf == pytest.approx(a_flops, rel=1e-9), (a_pf, a_flops)
 
 
 def test_n_in_millions_without_a_budget_column_is_warned_about():

@@ -177,3 +177,7 @@ def test_n_and_d_columns_both_named_in_units_they_do_not_hold_are_read_as_given(
     said = [w for w in pf.warnings if "budget column 'budget'" in w]
     assert len(said) == 1 and "a PF-day's FLOPs" in said[0] and "in PF-days" in said[0]
     assert not any("budget column 'budget'" in n for n in pf.notes)
+    assert "rename it 'budget_pfdays'" in said[0]  # and so renamed, it is read in FLOPs: no warning
+    in_pf_days = runs.assign(budget_pfdays=runs["budget"] / 8.64e19).drop(columns="budget")
+    renamed = table_from_frame(in_pf_days, "pf.csv", ColumnMap())
+    assert not renamed.warnings and np.allclose(renamed.runs["budget"], runs["budget"])

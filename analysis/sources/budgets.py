@@ -144,8 +144,9 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
     if 1 / 3 <= factor / PF_DAY_FLOPS <= 3:  # a PF-day's FLOPs (within 3x): the column is in PF-days, unnamed
         return (
             f"{where}; 6·N·D is {factor:.3g}x the column (median over runs), a PF-day's FLOPs (8.64e19): the column "
-            "is in PF-days? Approaches 1 and 2 place N_opt against its values as FLOPs: name it with its unit "
-            f"(budget_pfdays) to have it read in FLOPs, or --budget-column none to group runs by C = 6·N·D"
+            f"is in PF-days? Approaches 1 and 2 place N_opt against its values as FLOPs: rename it {column + '_pfdays'!r} "
+            "(with --budget-column, name that) to have it read in FLOPs, or --budget-column none to group runs by "
+            "C = 6·N·D"
         ), factor
     if not 1 / UNIT_FACTOR < factor < UNIT_FACTOR:  # "up to 100%" would hide a unit mix-up
         return (

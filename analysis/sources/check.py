@@ -209,7 +209,12 @@ def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:
     if median >= 1:
         return
     source = f"column {d_col!r}" if d_col is not None else f"D = C/(6N) from column {c_col!r}"
-    hint = "tokens" if d_col is not None else "FLOPs (a PF-day is 8.64e19 FLOPs)"
+    hint = (
+        "tokens"
+        if d_col is not None
+        else f"FLOPs, or if it is in PF-days (a PF-day is 8.64e19 FLOPs) rename it {c_col + '_pfdays'!r} "
+        "(with --c-column, name that) to have it read in FLOPs"
+    )
     raise DataError(
         f"{source} gives a median D of {median:.3g} tokens, under one token per run; give it in {hint} "
         f"(or name other columns with --d-column/--c-column)"
