@@ -85,7 +85,7 @@ def budgets_of_frame(
         requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            requested = per_run_budgets(column, requested, sizes, tolerance, notes)
+            requested = per_run_budgets(column, same_budgets(requested), sizes, tolerance, notes)
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
@@ -101,6 +101,24 @@ def budgets_of_frame(
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
     return budgets
+
+
+SAME_BUDGET = 1e-6  # budget values this close (relative) are one budget written twice (6·N·D's float round-off)
+
+
+def same_budgets(budgets: np.ndarray) -> np.ndarray:
+    """``budgets`` with values within `SAME_BUDGET` (relative) of their neighbour written as one: each
+    group's most frequent value (the smallest of ties). A column of 6·N·D computed per run from a
+    nominal budget holds 1e18 and 1.0000000000000001e18: two budgets, one of them with 1 size, before."""
+    values, counts = np.unique(budgets, return_counts=True)
+    breaks = np.flatnonzero(np.diff(np.log(values)) > np.log1p(SAME_BUDGET)) + 1
+    if len(breaks) == len(values) - 1:
+        return budgets
+    written = {}
+    for group in np.split(np.arange(len(values)), breaks):
+        value = values[group[np.argmax(counts[group])]]
+        written.update(dict.fromkeys(values[group], value))
+    return np.array([written[b] for b in budgets])
 
 
 PARABOLA_SIZES = 3  # a budget with fewer distinct sizes gives approach 2 no parabola
