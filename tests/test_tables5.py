@@ -1,0 +1,84 @@
+"""Tables the project had not seen (round 5): several experiments in one file, budgets that drift,
+runs stopped early. Each table is drawn from the published Chinchilla law (`analysis.synthetic`), so
+the right reading is known, then messed up as real exports are.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from analysis.fits import laws
+from analysis.fits.fit import fit_all
+from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.outliers import flag_outliers
+from analysis.sources.check import table_from_frame
+from analysis.sources.load import load_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+from tests.conftest import run_cli
+
+LAW = CHINCHILLA_LAW
+LADDER = [1e18, 3e18, 1e19, 3e19, 1e20]
+
+
+def _ladder(budgets=LADDER, sizes=7, seed=3):
+    return isoflop_runs(LAW, budgets, sizes, spread_decades=0.6, noise=0.01, seed=seed)
+
+
+def test_a_budget_column_of_exact_6nd_is_one_budget_despite_float_round_off(tmp_path):
+    """A column of each run's 6·N·D, written to CSV and read back, holds 1e18 for some runs and
+    1.0000000000000001e18 for others: those were two budgets, one of a single size that approach 2
+    could not fit ("1 distinct model size(s), a parabola needs 3")."""
+    runs = _ladder([1e18, 1e19, 1e20], sizes=5, seed=1)
+    runs["budget"] = runs["flops"]  # 6·N·D as the trainer computes it; one run's rounds the other way:
+    runs.loc[4, "budget"] = np.nextafter(runs.loc[4, "budget"], np.inf)
+    runs.drop(columns="budget_flops").to_csv(tmp_path / "exact.csv", index=False)
+    assert pd.read_csv(tmp_path / "exact.csv")["budget"].nunique() == 4  # 1e+18 and 1.0000000000000001e+18
+    table = load_runs(str(tmp_path / "exact.csv"))
+    assert sorted(table.runs.groupby("budget")["N"].nunique()) == [5, 5, 5]
+    assert len(fit_isoflop(table, resamples=0).profiles) == 3
+
+
+def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_approach_2_drops_it():
+    """A run whose budget column says 1e19 but which stopped at 30% of its tokens: its loss is right
+    for its (N, D), so the residual test passes it, but it bends the budget's profile; approach 2
+    dropped the budget without naming it."""
+    runs = _ladder()
+    i = 17  # 1e19, the middle of its ladder
+    runs.loc[i, "tokens"] *= 0.3
+    runs.loc[i, "val_loss"] = laws.chinchilla_loss(runs.loc[i, "params"], runs.loc[i, "tokens"], **LAW)
+    table = table_from_frame(runs.drop(columns="flops"), "early.csv")
+    report = fit_all(table, (2, 3), resamples=50)
+    off = [o for o in report.outliers if o.rule == "off_budget"]
+    assert [o.run_id for o in off] == ["r0017"] and "0.3x" in off[0].detail
+    assert any("dropped budget 1e+19, which holds r0017" in n for n in report.notes)
+    assert [o.run_id for o in flag_outliers(table_from_frame(_ladder(), "clean.csv"))[0]] == ["r0009"]  # as before
+
+
+def test_budgets_drifting_15_percent_around_a_nominal_value_flag_nothing_off_budget():
+    """Real ladders round widths and depths: 6·N·D drifts ±15% around the nominal budget. That is no
+    run off its budget, with the column or clustered from C."""
+    rng = np.random.default_rng(5)
+    runs = _ladder()
+    runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
+    for frame in (runs.drop(columns="flops"), runs.drop(columns=["flops", "budget_flops"])):
+        outliers, _ = flag_outliers(table_from_frame(frame, "drift.csv"))
+        assert not [o for o in outliers if o.rule == "off_budget"]
+
+
+def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplier(tmp_path):
+    """Two recipes in one file, the candidate at one budget (worth 2x compute: its law is the
+    baseline's at √2·N, √2·D). Its bootstrap cannot refit, and m(C) printed 6.99 at 1e18 and 0.079 at
+    1e22 without an interval (the truth is 2 everywhere); the summary said "m ≈ 1.85 (no intervals)"."""
+    base = _ladder(seed=0).assign(recipe="base")
+    better = {**LAW, "A": LAW["A"] * 2 ** (-LAW["alpha"] / 2), "B": LAW["B"] * 2 ** (-LAW["beta"] / 2)}
+    one = isoflop_runs(better, [1e19], 7, spread_decades=0.6, noise=0.01, seed=2).assign(recipe="one")
+    path = tmp_path / "two.csv"
+    pd.concat([base, one], ignore_index=True).to_csv(path, index=False)
+    out = json.loads(run_cli("compare", str(path), "--group-by", "recipe", "--bootstrap", "50", "--json").stdout)
+    comparison = out["comparisons"][0]
+    why = "no interval: too few of the candidate's resamples could be refitted"
+    assert comparison["summary"] == f"m(C) is unidentified: {why}"
+    assert all(row["multiplier"]["unidentified"] == why for row in comparison["budgets"])
+    assert all(row["candidate_loss"]["unidentified"] == why for row in comparison["budgets"])
+    assert not any("unidentified" in row["baseline_loss"] for row in comparison["budgets"])
