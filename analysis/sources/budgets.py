@@ -100,6 +100,8 @@ def budgets_of_frame(
         notes.append(f"column {column!r} has {int(bad.sum())} missing budget value(s): budgets are clustered from C")
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
+    if run_together := _run_together(budgets, compute):
+        (notes if warnings is None else warnings).append(run_together)
     return budgets
 
 
@@ -178,6 +180,31 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
             "groups by 6·N·D instead)"
         )
     return text, factor
+
+
+MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets run together, not rounding
+
+
+def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
+    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` ("" when none does): two
+    ladder budgets 1.5x apart, each drifting ±12%, chain into one budget of 12 sizes spanning 66%, and
+    approach 2 fits one parabola through both (said only as "the widest spans 66% of C" before)."""
+    wide = []
+    for b in np.unique(budgets):
+        c = np.sort(compute[budgets == b])
+        if c[-1] / c[0] - 1.0 > MERGED_SPAN:
+            gap = int(np.argmax(np.diff(np.log(c))))
+            wide.append(
+                f"{b:.3g} ({len(c)} runs, C from {c[0]:.3g} to {c[-1]:.3g}, widest gap {c[gap + 1] / c[gap] - 1:.0%} "
+                f"between {c[gap]:.3g} and {c[gap + 1]:.3g})"
+            )
+    if not wide:
+        return ""
+    return (
+        f"budget(s) {'; '.join(wide)} clustered from C = 6·N·D span over {MERGED_SPAN:.0%} of C, more than a "
+        "budget's rounding: two budgets run together? Approach 2 fits one parabola through each; a --budget-tolerance "
+        "below the widest gap splits it, and a budget column (--budget-column) states the budgets"
+    )
 
 
 def _clustered(budgets: np.ndarray, compute: np.ndarray, tolerance: float) -> str:
