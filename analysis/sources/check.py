@@ -42,7 +42,7 @@ from analysis.sources.schema import (
     parse_loss_unit,
     unit_of_name,
 )
-from analysis.sources.unique import unique_tokens_of
+from analysis.sources.unique import unique_column_of, unique_tokens_of
 from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -83,9 +83,9 @@ def table_from_frame(
     _warn_tokens_per_parameter(runs, warnings, scaled)
     first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
-    picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
-    warn_separating_columns(frame, runs, picked, warnings)
-    runs["U"] = unique_tokens_of(frame, columns.unique, source)
+    unique_col, runs["U"] = _unique_tokens(frame, runs, columns, source, (notes, warnings))
+    picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
+    warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
     runs["budget"] = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
@@ -101,6 +101,13 @@ def table_from_frame(
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
     )
+
+
+def _unique_tokens(frame: pd.DataFrame, runs: pd.DataFrame, columns: ColumnMap, source: str, lines: tuple):
+    """The unique-tokens column (None: none) and each run's U (`analysis.sources.unique`)."""
+    column = unique_column_of(frame, columns.unique, source)
+    tokens = runs["D"].to_numpy()
+    return column, unique_tokens_of(frame, column, source, tokens=tokens, lines=lines, as_given=columns.as_given)
 
 
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
