@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pandas as pd
 
-from analysis.fits import laws
+from analysis.fits import laws, muennighoff
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.outliers import flag_outliers
 from analysis.sources.check import table_from_frame
 from analysis.sources.load import load_runs
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
 from tests.conftest import run_cli
 
 LAW = CHINCHILLA_LAW
@@ -82,3 +82,37 @@ def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplie
     assert all(row["multiplier"]["unidentified"] == why for row in comparison["budgets"])
     assert all(row["candidate_loss"]["unidentified"] == why for row in comparison["budgets"])
     assert not any("unidentified" in row["baseline_loss"] for row in comparison["budgets"])
+
+
+def test_two_budgets_that_drift_into_one_cluster_are_warned_about():
+    """Budgets 1.5x apart, each drifting ±12% (rounded widths), without a budget column: the clustering
+    rule chains two of them into one budget of 12 sizes spanning 66% of C, which approach 2 fits with
+    one parabola; only a note's "the widest spans 66% of C" said so."""
+    rng = np.random.default_rng(7)
+    runs = _ladder([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], sizes=6).drop(columns=["flops", "budget_flops"])
+    runs["tokens"] *= 1 + rng.uniform(-0.12, 0.12, len(runs))
+    table = table_from_frame(runs, "close.csv")
+    said = [w for w in table.warnings if "two budgets run together" in w]
+    assert len(said) == 1 and "(12 runs" in said[0] and len(table.budgets) == 4
+    drifting = _ladder().drop(columns=["flops", "budget_flops"])  # ±15% around budgets 3x apart: no warning
+    drifting["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(drifting))
+    assert not [w for w in table_from_frame(drifting, "drift.csv").warnings if "run together" in w]
+
+
+def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about():
+    """U is read as D is: "1B" is 1e9 (no unique tokens at all before, and the text column was warned
+    about as two experiments), ``unique_tokens_B`` is scaled by its name's unit (read as given beside
+    ``tokens_B`` it gave 5e8 to 1.3e11 epochs); U in billions under a plain name is warned about."""
+    law = muennighoff.published_params()
+    runs = repeated_runs(law, np.geomspace(1e8, 3e9, 3), [1e9, 1e10], [0.5, 1, 4, 16], noise=0.005)
+    want = runs["unique_tokens"].to_numpy()
+    base = {"run_id": runs["run_id"], "params": runs["params"], "val_loss": runs["val_loss"]}
+    text = pd.DataFrame({**base, "tokens": runs["tokens"], "U": [f"{u / 1e9:g}B" for u in want]})
+    table = table_from_frame(text, "text.csv")
+    assert np.array_equal(table.runs["U"], want) and not [w for w in table.warnings if "'U'" in w]
+    named = pd.DataFrame({**base, "tokens_B": runs["tokens"] / 1e9, "unique_tokens_B": want / 1e9})
+    table = table_from_frame(named, "named.csv")
+    assert np.allclose(table.runs["U"], want, rtol=1e-12) and not [w for w in table.warnings if "D/U" in w]
+    mixed = named.rename(columns={"unique_tokens_B": "unique_tokens"})
+    said = [w for w in table_from_frame(mixed, "mixed.csv").warnings if "D/U" in w]
+    assert len(said) == 1 and "different units" in said[0]
