@@ -250,7 +250,14 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
     if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
         return frame
-    done = frame[status].astype(str).str.strip().str.lower().isin(DONE)
+    text = frame[status].astype(str).str.strip()
+    unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
+    if unmarked.any():
+        warnings.append(
+            f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({', '.join(map(str, run_ids[unmarked][:MAX_LISTED]))}"
+            f"{', ...' if unmarked.sum() > MAX_LISTED else ''}): kept as completed (excluded as not complete before)"
+        )
+    done = text.str.lower().isin(DONE) | unmarked
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
