@@ -13,7 +13,9 @@ from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.outliers import flag_outliers
 from analysis.sources.check import table_from_frame
+from analysis.sources.groups import parse_where
 from analysis.sources.load import load_runs
+from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
 from tests.conftest import run_cli
 
@@ -116,3 +118,17 @@ def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about(
     mixed = named.rename(columns={"unique_tokens_B": "unique_tokens"})
     said = [w for w in table_from_frame(mixed, "mixed.csv").warnings if "D/U" in w]
     assert len(said) == 1 and "different units" in said[0]
+
+
+def test_runs_without_a_status_from_a_second_export_are_kept_and_counted():
+    """Two exports joined into one file, only the first with a status column: the second's runs have an
+    empty status, and were excluded as "marked failed or incomplete" (`compare --group-by` refused the
+    candidate: "no completed runs to fit ... r0 (nan)"). A run marked failed is still excluded."""
+    base = _ladder(seed=0).assign(recipe="base")
+    other = _ladder(seed=1).drop(columns="status").assign(recipe="new", run_id=lambda f: "n" + f["run_id"])
+    other.loc[3, "status"] = "failed"
+    joined = pd.concat([base, other], ignore_index=True)
+    table = table_from_frame(joined, "joined.csv", ColumnMap(where=(parse_where("recipe==new"),)))
+    assert len(table.runs) == 34 and "n0003" not in set(table.runs["run_id"])
+    said = [w for w in table.warnings if "have no 'status'" in w]
+    assert len(said) == 1 and said[0].startswith("34 of 35 runs")
