@@ -132,3 +132,16 @@ def test_runs_without_a_status_from_a_second_export_are_kept_and_counted():
     assert len(table.runs) == 34 and "n0003" not in set(table.runs["run_id"])
     said = [w for w in table.warnings if "have no 'status'" in w]
     assert len(said) == 1 and said[0].startswith("34 of 35 runs")
+
+
+def test_kaplan_style_total_and_non_embedding_columns_are_both_found():
+    """`total_params` beside `non_embedding_params` (Kaplan-style tables record both): the total count
+    was not found ("no column for N ... or --n-kind non_embedding"), steering to the non-embedding one."""
+    runs = _ladder([1e18, 1e19, 1e20], sizes=5)
+    frame = pd.DataFrame(
+        {"total_params": runs["params"], "non_embedding_params": 0.8 * runs["params"], "tokens": runs["tokens"]}
+    ).assign(loss=runs["val_loss"])
+    total = table_from_frame(frame, "kaplan.csv")
+    assert total.n_kind == "total" and np.array_equal(total.runs["N"], runs["params"])
+    kaplan = table_from_frame(frame, "kaplan.csv", ColumnMap(n_kind="non_embedding"))
+    assert np.allclose(kaplan.runs["N"], 0.8 * runs["params"])
