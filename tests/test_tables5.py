@@ -145,3 +145,20 @@ def test_kaplan_style_total_and_non_embedding_columns_are_both_found():
     assert total.n_kind == "total" and np.array_equal(total.runs["N"], runs["params"])
     kaplan = table_from_frame(frame, "kaplan.csv", ColumnMap(n_kind="non_embedding"))
     assert np.allclose(kaplan.runs["N"], 0.8 * runs["params"])
+
+
+def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp_path):
+    """U in billions under a plain name beside tokens_B (warned about at reading): the fit is garbage
+    and `optimal --unique-tokens` printed N_opt = 1.73e16 [8.9e9, 6e19] parameters, D_opt 9633 tokens.
+    The data-constrained law has no exponent a to judge its allocation by: N's own interval does."""
+    law = muennighoff.published_params()
+    runs = repeated_runs(law, np.geomspace(1e8, 3e9, 4), [1e9, 1e10], [0.5, 1, 2, 4, 8, 16, 32, 64, 128])
+    frame = pd.DataFrame({"params": runs["params"], "tokens_B": runs["tokens"] / 1e9, "loss": runs["val_loss"]})
+    frame["unique_tokens"] = runs["unique_tokens"] / 1e9
+    frame.to_csv(tmp_path / "mixed.csv", index=False)
+    fit = tmp_path / "fit.json"
+    run_cli("fit", tmp_path / "mixed.csv", "--approach", "muennighoff", "--bootstrap", "30", "--out", fit, check=True)
+    out = run_cli("optimal", "--law", fit, "--unique-tokens", "5e9", "--budget", "1e21", "--json", check=True).stdout
+    answer = json.loads(out)
+    assert "orders of magnitude" in answer["N"]["unidentified"]
+    assert all(answer[k]["unidentified"].startswith("as N's") for k in ("D", "tokens_per_parameter", "epochs"))
