@@ -96,6 +96,8 @@ def test_two_budgets_that_drift_into_one_cluster_are_warned_about():
     table = table_from_frame(runs, "close.csv")
     said = [w for w in table.warnings if "two budgets run together" in w]
     assert len(said) == 1 and "(12 runs" in said[0] and len(table.budgets) == 4
+    per_run = table_from_frame(runs.assign(budget=6 * runs["params"] * runs["tokens"]), "close.csv")  # C as budget
+    assert [w for w in per_run.warnings if "two budgets run together" in w] == said
     drifting = _ladder().drop(columns=["flops", "budget_flops"])  # ±15% around budgets 3x apart: no warning
     drifting["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(drifting))
     assert not [w for w in table_from_frame(drifting, "drift.csv").warnings if "run together" in w]

@@ -85,7 +85,9 @@ def budgets_of_frame(
         requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            requested = per_run_budgets(column, same_budgets(requested), sizes, tolerance, notes)
+            given, requested = requested, per_run_budgets(column, same_budgets(requested), sizes, tolerance, notes)
+            if not np.array_equal(given, requested) and (run_together := _run_together(requested, given)):
+                (notes if warnings is None else warnings).append(run_together)  # clustered: as below
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
@@ -201,9 +203,9 @@ def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
     if not wide:
         return ""
     return (
-        f"budget(s) {'; '.join(wide)} clustered from C = 6·N·D span over {MERGED_SPAN:.0%} of C, more than a "
+        f"budget(s) {'; '.join(wide)} clustered from each run's C span over {MERGED_SPAN:.0%} of C, more than a "
         "budget's rounding: two budgets run together? Approach 2 fits one parabola through each; a --budget-tolerance "
-        "below the widest gap splits it, and a budget column (--budget-column) states the budgets"
+        "below the widest gap splits it, and a column of the nominal budgets (--budget-column) states them"
     )
 
 
