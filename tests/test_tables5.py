@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from analysis.fits import laws, muennighoff
 from analysis.fits.fit import fit_all
@@ -17,6 +18,7 @@ from analysis.sources.groups import parse_where
 from analysis.sources.load import load_runs
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
+from scaling.errors import DataError
 from tests.conftest import run_cli
 
 LAW = CHINCHILLA_LAW
@@ -164,3 +166,21 @@ def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp
     answer = json.loads(out)
     assert "orders of magnitude" in answer["N"]["unidentified"]
     assert all(answer[k]["unidentified"].startswith("as N's") for k in ("D", "tokens_per_parameter", "epochs"))
+
+
+def test_a_tables_budget_flops_of_each_runs_c_is_refused_by_approach_2_naming_the_option():
+    """The store's column name holding each run's 6·N·D (drifting ±15%) is kept as the store's requested
+    budgets: 35 budgets of one size. Approach 2's refusal listed all 35 (twice over, 4,000 characters)
+    and not the option that groups them; --budget-column none recovers the 5 budgets."""
+    rng = np.random.default_rng(5)
+    runs = _ladder().drop(columns="flops")
+    runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
+    runs["budget_flops"] = 6 * runs["params"] * runs["tokens"]
+    with pytest.raises(DataError) as refused:
+        fit_isoflop(table_from_frame(runs, "exact.csv"), resamples=0)
+    said = str(refused.value)
+    assert said.count("and 25 more") == 2 and said.endswith("--budget-column none groups the runs by C = 6·N·D")
+    assert len(fit_isoflop(table_from_frame(runs, "exact.csv", ColumnMap(budget="none")), resamples=0).profiles) == 5
+    with pytest.raises(DataError) as one:  # one budget of 7 sizes: no such hint
+        fit_isoflop(table_from_frame(_ladder([1e19]), "one.csv"), resamples=0)
+    assert "--budget-column none" not in str(one.value)
