@@ -64,6 +64,13 @@ def unresponsive_why(*sides: tuple[str, ParametricFit]) -> str:
     )
 
 
+def failed_why(*sides: tuple[str, ParametricFit]) -> str:
+    """Why quantities of these (role, fit) sides have no interval: a bootstrap asked for gave no law ("" when
+    none did). A one-budget candidate printed m(C) from 7 to 0.08 for a true 2, bare, beside "no intervals"."""
+    failed = [role for role, fit in sides if fit.bootstrap and fit.bootstrap.resamples and not law_samples(fit)]
+    return f"no interval: too few of the {' and '.join(failed)}'s resamples could be refitted" if failed else ""
+
+
 def _with_gamma(params: dict) -> dict:
     alpha, beta = np.asarray(params["alpha"], float), np.asarray(params["beta"], float)
     with np.errstate(all="ignore"):
@@ -138,7 +145,7 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
     cand_point = _with_gamma({**candidate.params, "a": candidate.estimates["a"].value})
     paired = paired_samples(baseline, candidate)
     sides = {"baseline": baseline, "candidate": candidate}
-    failed = [side for side, fit in sides.items() if fit.bootstrap and fit.bootstrap.resamples and not law_samples(fit)]
+    failed = failed_why(*sides.items())
     stuck = unresponsive_why(*sides.items())
     out = {}
     for name in DIFFERENCES:
@@ -155,7 +162,7 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
         elif unset and (name == "a" or not failed):  # a failed bootstrap is the first reason, but for a
             entry["unidentified"] = f"the {' and '.join(unset)}'s {name} is unidentified"
         elif failed:
-            entry["unidentified"] = f"no interval: too few of the {' and '.join(failed)}'s resamples could be refitted"
+            entry["unidentified"] = failed
         if paired is not None and paired[2] >= 2:
             base, cand = _with_gamma(paired[0]), _with_gamma(paired[1])
             lower, upper = percentile_interval((cand[name] - base[name])[:, None], level)

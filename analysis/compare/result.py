@@ -25,6 +25,7 @@ import numpy as np
 from analysis.compare.multiplier import (
     differences,
     evaluate,
+    failed_why,
     frontier_of,
     paired_samples,
     percentile_interval,
@@ -100,8 +101,8 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     grid, beyond = budget_grid(baseline, candidate)
     values = evaluate(baseline.fit, candidate.fit, grid, level)
     sides = ("baseline", baseline.fit), ("candidate", candidate.fit)
-    why = {"baseline_loss": unresponsive_why(sides[0]), "candidate_loss": unresponsive_why(sides[1])}
-    why["multiplier"] = why["loss_difference"] = unresponsive_why(*sides)
+    why = {"baseline_loss": _why(sides[0]), "candidate_loss": _why(sides[1])}
+    why["multiplier"] = why["loss_difference"] = _why(*sides)
     rows = [
         Row(float(c), bool(out), *(_estimate(values[q], i, why[q]) for q in ROW_QUANTITIES))
         for i, (c, out) in enumerate(zip(grid, beyond))
@@ -131,6 +132,11 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         notes=notes,
         unidentified=why["multiplier"],
     )
+
+
+def _why(*sides) -> str:
+    """Why the quantities of these sides are unidentified: unresponsive, else a failed bootstrap ("": neither)."""
+    return unresponsive_why(*sides) or failed_why(*sides)
 
 
 ROW_QUANTITIES = ("multiplier", "loss_difference", "baseline_loss", "candidate_loss")  # a `Row`'s, in order

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.fits import muennighoff as mf
+from analysis.fits.bootstrap import scale_identification
 from analysis.fits.muennighoff import NAMES
 from analysis.fits.optimal import Allocation, Law
 from analysis.fits.results import Estimate
@@ -84,6 +85,12 @@ class DataConstrainedLaw(Law):
         epochs = Estimate(base.d.value / u, unidentified=base.d.unidentified)
         if base.d.lower is not None:
             epochs.lower, epochs.upper = base.d.lower / u, base.d.upper / u
+        if why := not base.n.unidentified and scale_identification(base.n.lower, base.n.upper):
+            # no exponent a says whether the law pins its optimum down: N's own interval does (U in billions
+            # beside D in tokens printed N_opt = 1.73e16 [8.9e9, 6e19] parameters)
+            base.n.unidentified = why
+            for estimate in (base.d, base.tokens_per_parameter, epochs):
+                estimate.unidentified = estimate.unidentified or f"as N's: {why}"
         out = RepeatAllocation(
             **vars(base), unique_tokens=u, epochs=epochs, lowest_loss=float(self._lowest(self.params))
         )

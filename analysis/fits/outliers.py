@@ -23,6 +23,11 @@ Two tests, each naming the run it flags:
     N while not the same (N, D) point (repeated seeds of a point are kept). The later run in the table is flagged; the earlier one is kept.
     Two sizes 1% apart give a parabola no extra reach, only double weight at one place (often the
     same point digitised twice).
+  * off budget: a run whose C = 6·N·D is more than `OFF_BUDGET` times off the median C of its budget's
+    runs, with no other run of that budget within the clustering tolerance of its C (so never in a
+    budget clustered from C). A budget column said 1e19 of a run stopped at 3e18 (or copied from the
+    wrong row): its loss is right for its N and D, so the residual test passes it, but it is no point
+    of the budget's IsoFLOP profile and bends the parabola (approach 2 dropped the budget, unnamed).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from analysis.fits.results import Outlier, ParametricFit, no_law
+from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import DataError
 
 if TYPE_CHECKING:  # not imported at run time: `scaling fit --help` reads RULE without loading pandas
@@ -44,11 +50,16 @@ MAX_STEPS, STEP_RTOL = 10, 1e-3  # the refit's δ is re-estimated until it moves
 MAD_TO_SIGMA = 1.4826  # σ ≈ 1.4826·MAD for normal noise
 MIN_SCALE = 1e-3  # the residual scale never goes below this (log-loss): approach 3's Huber δ
 NEAR = 0.01  # sizes within 1% of each other in one budget are near-duplicates
+OFF_BUDGET = 1.5  # a run's C this many times off its budget's median C is not on the budget's profile
 RULE = (
     f"residual: observed minus predicted log-loss of approach 3's law refitted with Huber δ = {HUBER_K:g}·σ̂, "
     "each divided by √(1 − leverage); σ̂ = 1.4826·MAD of these (iterated from least squares); flagged beyond "
     f"{K:g}·1.4826·MAD of them (modified z-score > {K:g}); near-duplicate size: a later run of a budget with N "
     f"within {NEAR:.0%} of another's (not the same (N, D) point)"
+)
+OFF_BUDGET_RULE = (  # apart from RULE, which a fit's JSON carries: said there only when it flags a run
+    f"off budget: 6·N·D over {OFF_BUDGET:g}x off the median of its budget's runs, none of which lies within the "
+    "clustering tolerance of it"
 )
 
 
@@ -73,6 +84,11 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
             flagged[i] = ("residual", f"modified z-score {z:+.1f} (loss {'above' if z > 0 else 'below'} approach 3)")
     for i, j in near_duplicate_sizes(table):
         flagged.setdefault(i, ("near_duplicate_size", f"N within {NEAR:.0%} of run {table.runs['run_id'].iloc[j]}"))
+    for i, factor in off_budget_runs(table):
+        flagged.setdefault(
+            i,
+            ("off_budget", f"6·N·D is {factor:.2g}x its budget's median run (stopped early, or in another budget?)"),
+        )
     runs = table.runs
     return [
         Outlier(
@@ -146,6 +162,23 @@ def near_duplicate_sizes(table: RunTable) -> list[tuple[int, int]]:
                 pairs.append((i, j))
                 break
     return pairs
+
+
+def off_budget_runs(table: RunTable) -> list[tuple[int, float]]:
+    """(row, C over its budget's median C) of each run off its budget (module docstring)."""
+    runs = table.runs
+    c, budget = runs["C"].to_numpy(dtype=float), runs["budget"].to_numpy()
+    found = []
+    for b in np.unique(budget):
+        rows = np.flatnonzero(budget == b)
+        if len(rows) < 2:
+            continue
+        factor = c[rows] / np.median(c[rows])
+        for k, i in enumerate(rows):
+            nearest = np.min(np.abs(np.log(c[np.delete(rows, k)] / c[i])))
+            if abs(np.log(factor[k])) > np.log(OFF_BUDGET) and nearest > np.log1p(BUDGET_TOLERANCE):
+                found.append((int(i), float(factor[k])))
+    return found
 
 
 def without_outliers(table: RunTable, outliers: list[Outlier]) -> RunTable:

@@ -280,7 +280,7 @@ class MuennighoffFit:
 # ---------------------------------------------------------------- outliers
 @dataclass
 class Outlier:
-    """A run flagged by `analysis.fits.outliers`: which rule (``residual`` or ``near_duplicate_size``)
+    """A run flagged by `analysis.fits.outliers`: which rule (``residual``, ``near_duplicate_size`` or ``off_budget``)
     and the detail (its robust z-score, or the run it nearly duplicates)."""
 
     run_id: str

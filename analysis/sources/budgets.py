@@ -85,7 +85,9 @@ def budgets_of_frame(
         requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            requested = per_run_budgets(column, requested, sizes, tolerance, notes)
+            given, requested = requested, per_run_budgets(column, same_budgets(requested), sizes, tolerance, notes)
+            if not np.array_equal(given, requested) and (run_together := _run_together(requested, given)):
+                (notes if warnings is None else warnings).append(run_together)  # clustered: as below
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
@@ -100,7 +102,27 @@ def budgets_of_frame(
         notes.append(f"column {column!r} has {int(bad.sum())} missing budget value(s): budgets are clustered from C")
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
+    if run_together := _run_together(budgets, compute):
+        (notes if warnings is None else warnings).append(run_together)
     return budgets
+
+
+SAME_BUDGET = 1e-6  # budget values this close (relative) are one budget written twice (6·N·D's float round-off)
+
+
+def same_budgets(budgets: np.ndarray) -> np.ndarray:
+    """``budgets`` with values within `SAME_BUDGET` (relative) of their neighbour written as one: each
+    group's most frequent value (the smallest of ties). A column of 6·N·D computed per run from a
+    nominal budget holds 1e18 and 1.0000000000000001e18: two budgets, one of them with 1 size, before."""
+    values, counts = np.unique(budgets, return_counts=True)
+    breaks = np.flatnonzero(np.diff(np.log(values)) > np.log1p(SAME_BUDGET)) + 1
+    if len(breaks) == len(values) - 1:
+        return budgets
+    written = {}
+    for group in np.split(np.arange(len(values)), breaks):
+        value = values[group[np.argmax(counts[group])]]
+        written.update(dict.fromkeys(values[group], value))
+    return np.array([written[b] for b in budgets])
 
 
 PARABOLA_SIZES = 3  # a budget with fewer distinct sizes gives approach 2 no parabola
@@ -161,6 +183,31 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
             "groups by 6·N·D instead)"
         )
     return text, factor
+
+
+MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets run together, not rounding
+
+
+def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
+    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` ("" when none does): two
+    ladder budgets 1.5x apart, each drifting ±12%, chain into one budget of 12 sizes spanning 66%, and
+    approach 2 fits one parabola through both (said only as "the widest spans 66% of C" before)."""
+    wide = []
+    for b in np.unique(budgets):
+        c = np.sort(compute[budgets == b])
+        if c[-1] / c[0] - 1.0 > MERGED_SPAN:
+            gap = int(np.argmax(np.diff(np.log(c))))
+            wide.append(
+                f"{b:.3g} ({len(c)} runs, C from {c[0]:.3g} to {c[-1]:.3g}, widest gap {c[gap + 1] / c[gap] - 1:.0%} "
+                f"between {c[gap]:.3g} and {c[gap + 1]:.3g})"
+            )
+    if not wide:
+        return ""
+    return (
+        f"budget(s) {'; '.join(wide)} clustered from each run's C span over {MERGED_SPAN:.0%} of C, more than a "
+        "budget's rounding: two budgets run together? Approach 2 fits one parabola through each; a --budget-tolerance "
+        "below the widest gap splits it, and a column of the nominal budgets (--budget-column) states them"
+    )
 
 
 def _clustered(budgets: np.ndarray, compute: np.ndarray, tolerance: float) -> str:

@@ -42,7 +42,7 @@ from analysis.sources.schema import (
     parse_loss_unit,
     unit_of_name,
 )
-from analysis.sources.unique import unique_tokens_of
+from analysis.sources.unique import unique_column_of, unique_tokens_of
 from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -83,9 +83,9 @@ def table_from_frame(
     _warn_tokens_per_parameter(runs, warnings, scaled)
     first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
-    picked = {n_col, d_col, c_col, loss_col, columns.experiment, eval_fingerprint, *(columns.hp_columns or ())}
-    warn_separating_columns(frame, runs, picked, warnings)
-    runs["U"] = unique_tokens_of(frame, columns.unique, source)
+    unique_col, runs["U"] = _unique_tokens(frame, runs, columns, source, (notes, warnings))
+    picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
+    warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
     runs["budget"] = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
@@ -101,6 +101,13 @@ def table_from_frame(
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
     )
+
+
+def _unique_tokens(frame: pd.DataFrame, runs: pd.DataFrame, columns: ColumnMap, source: str, lines: tuple):
+    """The unique-tokens column (None: none) and each run's U (`analysis.sources.unique`)."""
+    column = unique_column_of(frame, columns.unique, source)
+    tokens = runs["D"].to_numpy()
+    return column, unique_tokens_of(frame, column, source, tokens=tokens, lines=lines, as_given=columns.as_given)
 
 
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
@@ -248,7 +255,14 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
     if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
         return frame
-    done = frame[status].astype(str).str.strip().str.lower().isin(DONE)
+    text = frame[status].astype(str).str.strip()
+    unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
+    if unmarked.any():
+        warnings.append(
+            f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({', '.join(map(str, run_ids[unmarked][:MAX_LISTED]))}"
+            f"{', ...' if unmarked.sum() > MAX_LISTED else ''}): kept as completed (excluded as not complete before)"
+        )
+    done = text.str.lower().isin(DONE) | unmarked
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)

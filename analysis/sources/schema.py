@@ -19,7 +19,17 @@ N_KINDS = ("total", "non_embedding")
 FALLBACK_COLUMNS = {
     "n": {
         # "Model Size", "Training Tokens", "Training FLOP": Epoch's release of Chinchilla's points (Besiroglu et al. 2024)
-        "total": ("params", "N", "n", "n_params", "num_params", "parameters", "model size", "model_size"),
+        "total": (
+            "params",
+            "N",
+            "n",
+            "n_params",
+            "num_params",
+            "parameters",
+            "model size",
+            "model_size",
+            "total_params",
+        ),
         "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
     },
     "d": ("tokens", "D", "d", "n_tokens", "num_tokens", "training tokens", "training_tokens"),

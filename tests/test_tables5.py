@@ -1,0 +1,186 @@
+"""Tables the project had not seen (round 5): several experiments in one file, budgets that drift,
+runs stopped early. Each table is drawn from the published Chinchilla law (`analysis.synthetic`), so
+the right reading is known, then messed up as real exports are.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.fits import laws, muennighoff
+from analysis.fits.fit import fit_all
+from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.outliers import flag_outliers
+from analysis.sources.check import table_from_frame
+from analysis.sources.groups import parse_where
+from analysis.sources.load import load_runs
+from analysis.sources.schema import ColumnMap
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
+from scaling.errors import DataError
+from tests.conftest import run_cli
+
+LAW = CHINCHILLA_LAW
+LADDER = [1e18, 3e18, 1e19, 3e19, 1e20]
+
+
+def _ladder(budgets=LADDER, sizes=7, seed=3):
+    return isoflop_runs(LAW, budgets, sizes, spread_decades=0.6, noise=0.01, seed=seed)
+
+
+def test_a_budget_column_of_exact_6nd_is_one_budget_despite_float_round_off(tmp_path):
+    """A column of each run's 6·N·D, written to CSV and read back, holds 1e18 for some runs and
+    1.0000000000000001e18 for others: those were two budgets, one of a single size that approach 2
+    could not fit ("1 distinct model size(s), a parabola needs 3")."""
+    runs = _ladder([1e18, 1e19, 1e20], sizes=5, seed=1)
+    runs["budget"] = runs["flops"]  # 6·N·D as the trainer computes it; one run's rounds the other way:
+    runs.loc[4, "budget"] = np.nextafter(runs.loc[4, "budget"], np.inf)
+    runs.drop(columns="budget_flops").to_csv(tmp_path / "exact.csv", index=False)
+    assert pd.read_csv(tmp_path / "exact.csv")["budget"].nunique() == 4  # 1e+18 and 1.0000000000000001e+18
+    table = load_runs(str(tmp_path / "exact.csv"))
+    assert sorted(table.runs.groupby("budget")["N"].nunique()) == [5, 5, 5]
+    assert len(fit_isoflop(table, resamples=0).profiles) == 3
+
+
+def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_approach_2_drops_it():
+    """A run whose budget column says 1e19 but which stopped at 30% of its tokens: its loss is right
+    for its (N, D), so the residual test passes it, but it bends the budget's profile; approach 2
+    dropped the budget without naming it."""
+    runs = _ladder()
+    i = 17  # 1e19, the middle of its ladder
+    runs.loc[i, "tokens"] *= 0.3
+    runs.loc[i, "val_loss"] = laws.chinchilla_loss(runs.loc[i, "params"], runs.loc[i, "tokens"], **LAW)
+    table = table_from_frame(runs.drop(columns="flops"), "early.csv")
+    report = fit_all(table, (2, 3), resamples=50)
+    off = [o for o in report.outliers if o.rule == "off_budget"]
+    assert [o.run_id for o in off] == ["r0017"] and "0.3x" in off[0].detail
+    assert any("dropped budget 1e+19, which holds r0017" in n for n in report.notes)
+    assert [o.run_id for o in flag_outliers(table_from_frame(_ladder(), "clean.csv"))[0]] == ["r0009"]  # as before
+
+
+def test_budgets_drifting_15_percent_around_a_nominal_value_flag_nothing_off_budget():
+    """Real ladders round widths and depths: 6·N·D drifts ±15% around the nominal budget. That is no
+    run off its budget, with the column or clustered from C."""
+    rng = np.random.default_rng(5)
+    runs = _ladder()
+    runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
+    for frame in (runs.drop(columns="flops"), runs.drop(columns=["flops", "budget_flops"])):
+        outliers, _ = flag_outliers(table_from_frame(frame, "drift.csv"))
+        assert not [o for o in outliers if o.rule == "off_budget"]
+
+
+def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplier(tmp_path):
+    """Two recipes in one file, the candidate at one budget (worth 2x compute: its law is the
+    baseline's at √2·N, √2·D). Its bootstrap cannot refit, and m(C) printed 6.99 at 1e18 and 0.079 at
+    1e22 without an interval (the truth is 2 everywhere); the summary said "m ≈ 1.85 (no intervals)"."""
+    base = _ladder(seed=0).assign(recipe="base")
+    better = {**LAW, "A": LAW["A"] * 2 ** (-LAW["alpha"] / 2), "B": LAW["B"] * 2 ** (-LAW["beta"] / 2)}
+    one = isoflop_runs(better, [1e19], 7, spread_decades=0.6, noise=0.01, seed=2).assign(recipe="one")
+    path = tmp_path / "two.csv"
+    pd.concat([base, one], ignore_index=True).to_csv(path, index=False)
+    out = json.loads(run_cli("compare", str(path), "--group-by", "recipe", "--bootstrap", "50", "--json").stdout)
+    comparison = out["comparisons"][0]
+    why = "no interval: too few of the candidate's resamples could be refitted"
+    assert comparison["summary"] == f"m(C) is unidentified: {why}"
+    assert all(row["multiplier"]["unidentified"] == why for row in comparison["budgets"])
+    assert all(row["candidate_loss"]["unidentified"] == why for row in comparison["budgets"])
+    assert not any("unidentified" in row["baseline_loss"] for row in comparison["budgets"])
+
+
+def test_two_budgets_that_drift_into_one_cluster_are_warned_about():
+    """Budgets 1.5x apart, each drifting ±12% (rounded widths), without a budget column: the clustering
+    rule chains two of them into one budget of 12 sizes spanning 66% of C, which approach 2 fits with
+    one parabola; only a note's "the widest spans 66% of C" said so."""
+    rng = np.random.default_rng(7)
+    runs = _ladder([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], sizes=6).drop(columns=["flops", "budget_flops"])
+    runs["tokens"] *= 1 + rng.uniform(-0.12, 0.12, len(runs))
+    table = table_from_frame(runs, "close.csv")
+    said = [w for w in table.warnings if "two budgets run together" in w]
+    assert len(said) == 1 and "(12 runs" in said[0] and len(table.budgets) == 4
+    per_run = table_from_frame(runs.assign(budget=6 * runs["params"] * runs["tokens"]), "close.csv")  # C as budget
+    assert [w for w in per_run.warnings if "two budgets run together" in w] == said
+    drifting = _ladder().drop(columns=["flops", "budget_flops"])  # ±15% around budgets 3x apart: no warning
+    drifting["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(drifting))
+    assert not [w for w in table_from_frame(drifting, "drift.csv").warnings if "run together" in w]
+
+
+def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about():
+    """U is read as D is: "1B" is 1e9 (no unique tokens at all before, and the text column was warned
+    about as two experiments), ``unique_tokens_B`` is scaled by its name's unit (read as given beside
+    ``tokens_B`` it gave 5e8 to 1.3e11 epochs); U in billions under a plain name is warned about."""
+    law = muennighoff.published_params()
+    runs = repeated_runs(law, np.geomspace(1e8, 3e9, 3), [1e9, 1e10], [0.5, 1, 4, 16], noise=0.005)
+    want = runs["unique_tokens"].to_numpy()
+    base = {"run_id": runs["run_id"], "params": runs["params"], "val_loss": runs["val_loss"]}
+    text = pd.DataFrame({**base, "tokens": runs["tokens"], "U": [f"{u / 1e9:g}B" for u in want]})
+    table = table_from_frame(text, "text.csv")
+    assert np.array_equal(table.runs["U"], want) and not [w for w in table.warnings if "'U'" in w]
+    named = pd.DataFrame({**base, "tokens_B": runs["tokens"] / 1e9, "unique_tokens_B": want / 1e9})
+    table = table_from_frame(named, "named.csv")
+    assert np.allclose(table.runs["U"], want, rtol=1e-12) and not [w for w in table.warnings if "D/U" in w]
+    mixed = named.rename(columns={"unique_tokens_B": "unique_tokens"})
+    said = [w for w in table_from_frame(mixed, "mixed.csv").warnings if "D/U" in w]
+    assert len(said) == 1 and "different units" in said[0]
+
+
+def test_runs_without_a_status_from_a_second_export_are_kept_and_counted():
+    """Two exports joined into one file, only the first with a status column: the second's runs have an
+    empty status, and were excluded as "marked failed or incomplete" (`compare --group-by` refused the
+    candidate: "no completed runs to fit ... r0 (nan)"). A run marked failed is still excluded."""
+    base = _ladder(seed=0).assign(recipe="base")
+    other = _ladder(seed=1).drop(columns="status").assign(recipe="new", run_id=lambda f: "n" + f["run_id"])
+    other.loc[3, "status"] = "failed"
+    joined = pd.concat([base, other], ignore_index=True)
+    table = table_from_frame(joined, "joined.csv", ColumnMap(where=(parse_where("recipe==new"),)))
+    assert len(table.runs) == 34 and "n0003" not in set(table.runs["run_id"])
+    said = [w for w in table.warnings if "have no 'status'" in w]
+    assert len(said) == 1 and said[0].startswith("34 of 35 runs")
+
+
+def test_kaplan_style_total_and_non_embedding_columns_are_both_found():
+    """`total_params` beside `non_embedding_params` (Kaplan-style tables record both): the total count
+    was not found ("no column for N ... or --n-kind non_embedding"), steering to the non-embedding one."""
+    runs = _ladder([1e18, 1e19, 1e20], sizes=5)
+    frame = pd.DataFrame(
+        {"total_params": runs["params"], "non_embedding_params": 0.8 * runs["params"], "tokens": runs["tokens"]}
+    ).assign(loss=runs["val_loss"])
+    total = table_from_frame(frame, "kaplan.csv")
+    assert total.n_kind == "total" and np.array_equal(total.runs["N"], runs["params"])
+    kaplan = table_from_frame(frame, "kaplan.csv", ColumnMap(n_kind="non_embedding"))
+    assert np.allclose(kaplan.runs["N"], 0.8 * runs["params"])
+
+
+def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp_path):
+    """U in billions under a plain name beside tokens_B (warned about at reading): the fit is garbage
+    and `optimal --unique-tokens` printed N_opt = 1.73e16 [8.9e9, 6e19] parameters, D_opt 9633 tokens.
+    The data-constrained law has no exponent a to judge its allocation by: N's own interval does."""
+    law = muennighoff.published_params()
+    runs = repeated_runs(law, np.geomspace(1e8, 3e9, 4), [1e9, 1e10], [0.5, 1, 2, 4, 8, 16, 32, 64, 128])
+    frame = pd.DataFrame({"params": runs["params"], "tokens_B": runs["tokens"] / 1e9, "loss": runs["val_loss"]})
+    frame["unique_tokens"] = runs["unique_tokens"] / 1e9
+    frame.to_csv(tmp_path / "mixed.csv", index=False)
+    fit = tmp_path / "fit.json"
+    run_cli("fit", tmp_path / "mixed.csv", "--approach", "muennighoff", "--bootstrap", "30", "--out", fit, check=True)
+    out = run_cli("optimal", "--law", fit, "--unique-tokens", "5e9", "--budget", "1e21", "--json", check=True).stdout
+    answer = json.loads(out)
+    assert "orders of magnitude" in answer["N"]["unidentified"]
+    assert all(answer[k]["unidentified"].startswith("as N's") for k in ("D", "tokens_per_parameter", "epochs"))
+
+
+def test_a_tables_budget_flops_of_each_runs_c_is_refused_by_approach_2_naming_the_option():
+    """The store's column name holding each run's 6·N·D (drifting ±15%) is kept as the store's requested
+    budgets: 35 budgets of one size. Approach 2's refusal listed all 35 (twice over, 4,000 characters)
+    and not the option that groups them; --budget-column none recovers the 5 budgets."""
+    rng = np.random.default_rng(5)
+    runs = _ladder().drop(columns="flops")
+    runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
+    runs["budget_flops"] = 6 * runs["params"] * runs["tokens"]
+    with pytest.raises(DataError) as refused:
+        fit_isoflop(table_from_frame(runs, "exact.csv"), resamples=0)
+    said = str(refused.value)
+    assert said.count("and 25 more") == 2 and said.endswith("--budget-column none groups the runs by C = 6·N·D")
+    assert len(fit_isoflop(table_from_frame(runs, "exact.csv", ColumnMap(budget="none")), resamples=0).profiles) == 5
+    with pytest.raises(DataError) as one:  # one budget of 7 sizes: no such hint
+        fit_isoflop(table_from_frame(_ladder([1e19]), "one.csv"), resamples=0)
+    assert "--budget-column none" not in str(one.value)
