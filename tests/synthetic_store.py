@@ -144,6 +144,16 @@ def write_store(
                 "reason": "needs 9,999,999 tokens but the corpus's training split holds 1,000",
             }
         )
+    legacy_duplicates = (
+        [
+            {
+                "overrides": ["budget=1e12", "model=s-twice"],
+                "reason": "the same run as budget=1e12 model=s-once: planned once",
+            }
+        ]
+        if with_failures
+        else []
+    )
     for rec in records + failed:
         atomic_write_json(store / "runs" / rec["run_id"] / "record.json", rec)
     if with_failures:  # a record cut short (a disk that filled up): read_store lists it among its problems
@@ -156,7 +166,7 @@ def write_store(
             "launched_at": "2026-01-01T00:00:00+00:00",
             "launched_at_unix": 1767225600.0,
             "runs": plan + missing,
-            "dropped": dropped,
+            "dropped": dropped + legacy_duplicates,  # a plan written before sweep.json's `duplicates` key
         },
     )
     return {"records": records, "failed": failed, "missing": missing, "dropped": dropped}

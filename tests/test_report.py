@@ -104,6 +104,9 @@ def test_report_states_the_sweep_fits_allocation_validation_and_failures(report,
         "not recorded",
         "dropped",
         "0badc0ffee00/record.json: not valid JSON",
+        "1 combination dropped when the sweep was planned",  # not the merged duplicate of an old plan:
+        "1 combination merged when the sweep was planned",
+        "budget=1e12 model=s-twice (as budget=1e12 model=s-once)",
     ):  # a data problem of read_store
         assert fact in text, fact
     # the compute-optimal ladder: smallest budget to 1e6 times it, the headline budgets, extrapolations flagged

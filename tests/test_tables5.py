@@ -184,3 +184,55 @@ def test_a_tables_budget_flops_of_each_runs_c_is_refused_by_approach_2_naming_th
     with pytest.raises(DataError) as one:  # one budget of 7 sizes: no such hint
         fit_isoflop(table_from_frame(_ladder([1e19]), "one.csv"), resamples=0)
     assert "--budget-column none" not in str(one.value)
+
+
+def test_off_budget_silent_where_c_drifts_with_size():
+    """review6: a sweep whose D was set by N non-embedding, fitted with N total (C/budget = N_total/N_ne, 2.9x at
+    d16), and budgets clustered at a wide --budget-tolerance, are no runs stopped early: nothing flagged."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.fits.outliers import off_budget_runs
+    from analysis.sources.check import table_from_frame
+    from analysis.sources.schema import ColumnMap
+
+    total = np.array([9456, 25056, 75072, 124672, 264400, 372576], dtype=float)
+    non_embedding = np.array([3312, 12768, 56640, 100096, 233680, 335712], dtype=float)
+    frames = []
+    for budget in (1e12, 1e13):
+        frames.append(
+            pd.DataFrame(
+                {
+                    "params": total,
+                    "params_non_embedding": non_embedding,
+                    "tokens": budget / (6 * non_embedding),
+                    "budget_flops": budget,
+                    "loss": 3.0 - 0.1 * np.log10(budget) + 0.01 * np.arange(6),
+                }
+            )
+        )
+    assert off_budget_runs(table_from_frame(pd.concat(frames, ignore_index=True), "k.csv")) == []
+
+    params = np.geomspace(1e8, 1e9, 5)
+    rows = []
+    for scale in (1.0, 10.0):
+        c = np.array([1, 1.3, 1.7, 2.2, 2.9]) * 1e19 * scale
+        rows.append(pd.DataFrame({"N": params, "D": c / (6 * params), "loss": 2.5 - 0.05 * np.log10(scale)}))
+    table = table_from_frame(pd.concat(rows, ignore_index=True), "w.csv", ColumnMap(budget_tolerance=0.35))
+    assert off_budget_runs(table) == []
+
+
+def test_run_together_warning_silent_on_a_drifting_ladder():
+    """review6: each budget of an ordinary ladder drifting ±25% spans over 50% of C, but holds no more runs than
+    the others: not two budgets run together."""
+    import numpy as np
+
+    from analysis.sources.budgets import _run_together
+
+    nominal = np.repeat([1e18, 3e18, 1e19, 3e19, 1e20], 7)
+    compute = nominal * np.tile(np.linspace(0.78, 1.25, 7), 5)
+    assert _run_together(nominal, compute) == ""
+    merged = np.concatenate([nominal[:7], np.full(7, nominal[0])])  # a budget twice the others' runs
+    wide = np.concatenate([compute[:7], compute[:7] * 1.5])
+    labels = np.concatenate([merged, nominal[7:]])
+    assert "run together" in _run_together(labels, np.concatenate([wide, compute[7:]]))

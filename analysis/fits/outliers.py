@@ -24,8 +24,10 @@ Two tests, each naming the run it flags:
     Two sizes 1% apart give a parabola no extra reach, only double weight at one place (often the
     same point digitised twice).
   * off budget: a run whose C = 6·N·D is more than `OFF_BUDGET` times off the median C of its budget's
-    runs, with no other run of that budget within the clustering tolerance of its C (so never in a
-    budget clustered from C). A budget column said 1e19 of a run stopped at 3e18 (or copied from the
+    runs, with no other run of that budget within the default clustering tolerance of its C, while
+    the budget's other runs lie within `OFF_BUDGET` of each other (so not where C drifts with size: a
+    budget clustered from C at any --budget-tolerance, or N of another kind than the one that set D,
+    e.g. a sweep of `param_count=non_embedding` fitted with N total). A budget column said 1e19 of a run stopped at 3e18 (or copied from the
     wrong row): its loss is right for its N and D, so the residual test passes it, but it is no point
     of the budget's IsoFLOP profile and bends the parabola (approach 2 dropped the budget, unnamed).
 """
@@ -59,7 +61,7 @@ RULE = (
 )
 OFF_BUDGET_RULE = (  # apart from RULE, which a fit's JSON carries: said there only when it flags a run
     f"off budget: 6·N·D over {OFF_BUDGET:g}x off the median of its budget's runs, none of which lies within the "
-    "clustering tolerance of it"
+    "clustering tolerance of it, the budget's other runs within that factor of each other"
 )
 
 
@@ -175,8 +177,12 @@ def off_budget_runs(table: RunTable) -> list[tuple[int, float]]:
             continue
         factor = c[rows] / np.median(c[rows])
         for k, i in enumerate(rows):
-            nearest = np.min(np.abs(np.log(c[np.delete(rows, k)] / c[i])))
-            if abs(np.log(factor[k])) > np.log(OFF_BUDGET) and nearest > np.log1p(BUDGET_TOLERANCE):
+            rest = c[np.delete(rows, k)]
+            nearest = np.min(np.abs(np.log(rest / c[i])))
+            # the others must agree among themselves: C's that drift with size (N of another kind than the one
+            # that set D; budgets clustered at a wider --budget-tolerance) are no run stopped early
+            tight = rest.max() / rest.min() < OFF_BUDGET
+            if abs(np.log(factor[k])) > np.log(OFF_BUDGET) and nearest > np.log1p(BUDGET_TOLERANCE) and tight:
                 found.append((int(i), float(factor[k])))
     return found
 

@@ -7,6 +7,7 @@ from analysis.fits.results import FitReport
 from analysis.report.blocks import Bullets, Heading, Paragraph, Table
 from analysis.report.sweep import finite
 from analysis.sources.schema import Source
+from scaling.progress import split_duplicates
 
 
 # ---------------------------------------------------------------- failures and notes
@@ -35,7 +36,8 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
                     ],
                 )
             )
-    dropped = source.manifest.get("dropped", [])
+    dropped, duplicates = split_duplicates(source.manifest.get("dropped", []))  # an old plan kept both in one list
+    blocks += _merged_paragraph(duplicates + source.manifest.get("duplicates", []))
     if dropped:
         blocks.append(
             Paragraph(
@@ -87,3 +89,16 @@ def _flops_or_dash(value) -> str:
 def _count_or_dash(value) -> str:
     value = finite(value)
     return "–" if value is None else count_label(value)
+
+
+def _merged_paragraph(duplicates: list[dict]) -> list:
+    """The combinations the sweeper merged into another of the same run id (trained once), if any."""
+    if not duplicates:
+        return []
+    listed = "; ".join(f"{' '.join(d.get('overrides', []))} (as {d.get('same_as', '')})" for d in duplicates)
+    return [
+        Paragraph(
+            f"{len(duplicates)} combination{'s' * (len(duplicates) != 1)} merged when the sweep was planned: the "
+            f"same run id as another, trained once: {listed}"
+        )
+    ]

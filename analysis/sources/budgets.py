@@ -189,13 +189,17 @@ MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets ru
 
 
 def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
-    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` ("" when none does): two
+    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` and that hold half as many runs
+    again as the median budget ("" when none does): two
     ladder budgets 1.5x apart, each drifting ±12%, chain into one budget of 12 sizes spanning 66%, and
     approach 2 fits one parabola through both (said only as "the widest spans 66% of C" before)."""
     wide = []
-    for b in np.unique(budgets):
+    labels = np.unique(budgets)
+    typical = np.median([np.sum(budgets == b) for b in labels])  # a budget's runs, as most budgets have them
+    for b in labels:
         c = np.sort(compute[budgets == b])
-        if c[-1] / c[0] - 1.0 > MERGED_SPAN:
+        # wide alone is a ladder drifting (±25% spans 67%); two budgets run together also hold twice the runs
+        if c[-1] / c[0] - 1.0 > MERGED_SPAN and (len(labels) == 1 or len(c) >= 1.5 * typical):
             gap = int(np.argmax(np.diff(np.log(c))))
             wide.append(
                 f"{b:.3g} ({len(c)} runs, C from {c[0]:.3g} to {c[-1]:.3g}, widest gap {c[gap + 1] / c[gap] - 1:.0%} "
