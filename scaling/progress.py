@@ -7,7 +7,6 @@ so progress is right whichever launcher (and however many processes) ran the job
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -15,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 from scaling.store import (
     FINISHED,
     RecordProblem,
@@ -261,7 +260,7 @@ def format_progress(store: Path, final: bool = False, runs: bool = False) -> str
 
 def status_main(argv: list[str]) -> int:
     """`scaling status STORE`: a sweep's progress, read from its store."""
-    parser = argparse.ArgumentParser(prog="scaling status", description=status_main.__doc__)
+    parser = Parser(prog="scaling status", description=status_main.__doc__)
     parser.add_argument("store", help="a sweep's results directory, e.g. results/quick")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)

@@ -350,3 +350,34 @@ def test_a_device_this_machine_lacks_is_refused_before_anything_is_written(capfd
     (line,) = [line for line in err.splitlines() if line.startswith("error:")]
     assert f"train.device: '{device}' is not available" in line
     assert snapshot(files["workdir"]) == before
+
+
+VERB_NAMES = ("shapes", "status", "sync", "prepare", "fit")
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["shapes", "--bogus"], ["scaling shapes:", "--bogus", "see scaling shapes --help"]),
+        (["shapes", "--nearest", "abc"], ["scaling shapes:", "--nearest", "'abc'"]),
+        (["shapes", "--kind", "all"], ["scaling shapes:", "--kind", "'all'", "non_embedding"]),
+        (["status", "results/quick", "--bogus"], ["scaling status:", "--bogus", "see scaling status --help"]),
+        (["status"], ["scaling status:", "store", "see scaling status --help"]),
+        (["sync", "results/quick", "--bogus"], ["scaling sync:", "--bogus", "see scaling sync --help"]),
+        (["prepare", "in.txt", "--out", "out", "--bogus"], ["scaling prepare:", "--bogus"]),
+        (["fit", "results/quick", "--bogus"], ["scaling fit:", "--bogus"]),
+    ],
+    ids=lambda v: " ".join(v) if v and v[0] in VERB_NAMES else "",
+)
+def test_a_bad_flag_to_any_verb_is_one_error_line_and_no_usage(capfd, argv, names):
+    """argparse's own error() prints its usage and `PROG: error: ...` (2-4 lines): every verb's parser
+    is the one whose errors are a single `error:` line (README, Guarantees)."""
+    from scaling.cli import main
+
+    code = main(argv)
+    out, err = capfd.readouterr()
+    assert code == 2 and out == "", (code, out, err)
+    (line,) = err.splitlines()
+    assert line.startswith("error: "), line
+    for name in names:
+        assert name in line, (name, line)

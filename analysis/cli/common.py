@@ -12,14 +12,9 @@ from pathlib import Path
 
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one-line UserErrors instead of usage text and exit(2)."""
-
-    def error(self, message):
-        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+__all__ = ["Parser"]  # the verbs' parser lives in scaling.errors; re-exported for the analysis verbs
 
 
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
