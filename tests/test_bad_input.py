@@ -20,6 +20,7 @@ from conftest import assert_one_line_error, run_cli
 from faults_support import SWEEP, copy_store, reference_store, snapshot
 
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+from scaling.prepare import main as prepare
 
 S = "{store}"  # placeholders, filled in from the `files` fixture
 
@@ -100,6 +101,11 @@ TRAIN = [
         "evaluation set beyond the corpus",
         ["data=text", "data.path={workdir}/small.txt", "train.eval_tokens=100000", f"store={S}"],
         ["train.eval_tokens", "100000", "text:small.txt", "data.val_fraction"],
+    ),
+    (  # before: named data.val_fraction, which a prepared directory's own val.bin does not read
+        "evaluation set beyond a prepared corpus's val.bin",
+        ["data=bin", "data.path={prepared}", "train.eval_tokens=100000", f"store={S}"],
+        ["train.eval_tokens", "100000", "bin:prepared", "scaling prepare again with a larger --holdout"],
     ),
     (
         "3-byte text corpus",
@@ -254,6 +260,12 @@ def files(tmp_path_factory):
     (workdir / "small.txt").write_text("print('hello, world')\n" * 250)  # 5.5 kB: 275 val tokens
     (workdir / "tiny.txt").write_bytes(b"abc")
     (workdir / "empty").mkdir()
+    for i in range(20):  # 20 documents of 1.1 kB: a prepared corpus whose val.bin has ~2 of them
+        (workdir / "docs" / f"{i}.txt").parent.mkdir(exist_ok=True)
+        (workdir / "docs" / f"{i}.txt").write_text(f"document {i}\n" * 100)
+    assert (
+        prepare([str(workdir / "docs"), "--out", str(workdir / "prepared"), "--holdout", "0.2", "--workers", "1"]) == 0
+    )
     # the fit file: approach 3 on a synthetic Chinchilla table (the reference store is too small for a law
     # whose exponents are positive, and a loaded law with a negative one is refused)
     isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 20, 3), 6, noise=0.01, seed=0).to_csv(workdir / "law.csv", index=False)
@@ -274,6 +286,7 @@ def files(tmp_path_factory):
         "afile": workdir / "afile",
         "empty": workdir / "empty",
         "fit": workdir / "fit.json",
+        "prepared": workdir / "prepared",
     }
 
 
