@@ -177,7 +177,11 @@ FIT = [
 OPTIMAL = [
     ("negative budget", ["--budget", "-1e21"], ["--budget", "'-1e21'", "finite number > 0"]),
     ("zero budget", ["--budget", "0"], ["--budget", "'0'", "finite number > 0"]),
-    ("unknown law", ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"], ["no-such-fit.json", "chinchilla"]),
+    (
+        "unknown law",
+        ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"],
+        ["no-such-fit.json", "chinchilla, chinchilla-parametric, kaplan, muennighoff"],
+    ),
     (
         "not a fit file",
         ["--law", "{negative_csv}", "--budget", "1e21"],

@@ -16,6 +16,7 @@ from analysis.fits import muennighoff as mf
 from analysis.fits.bootstrap import scale_identification
 from analysis.fits.muennighoff import NAMES
 from analysis.fits.optimal import Allocation, Law
+from analysis.fits.presets import REPEAT_PRESET
 from analysis.fits.results import Estimate
 from scaling.errors import UserError
 from scaling.flops import tokens_6nd
@@ -114,7 +115,7 @@ def published(unique_tokens: float) -> DataConstrainedLaw:
     """The preset `--law muennighoff` at U = ``unique_tokens``."""
     return repeat_law(
         mf.published_params(),
-        "muennighoff",
+        REPEAT_PRESET,
         unique_tokens,
         notes=[
             "Muennighoff et al. 2023, data-constrained law: L = E + A/N'^α + B/D'^β, ln A = 6.255, ln B = 7.305, "
@@ -140,11 +141,11 @@ def resolve_repeat_law(
         )
     if approach is not None:
         raise UserError("--approach picks a Chinchilla approach; with --unique-tokens the data-constrained law is used")
-    if name == "muennighoff":
+    if name == REPEAT_PRESET:
         return published(unique_tokens)
     if not Path(name).exists():
         raise UserError(
-            f"--law {name!r} with --unique-tokens: give muennighoff (published) or a FIT.json written by "
+            f"--law {name!r} with --unique-tokens: give {REPEAT_PRESET} (published) or a FIT.json written by "
             "`scaling fit SOURCE --approach muennighoff --out FIT.json`"
         )
     report = FitReport.load(name)
