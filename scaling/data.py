@@ -35,7 +35,7 @@ from scaling import data_cut, markov, mixture
 from scaling.corpus_cache import _HASH_CHUNK, cache_dir, cached, file_stamp, fingerprint
 from scaling.data_config import BIN_DTYPES, DEFAULTS, MISSING, _bin_files, _existing_path, check_source, vocab_size_of
 from scaling.errors import ConfigError, DataError
-from scaling.manifest import MANIFEST, bin_dir_split, read_manifest, tokenizer_of
+from scaling.manifest import LARGER_HOLDOUT, MANIFEST, bin_dir_split, read_manifest, tokenizer_of
 
 # Re-exported: callers read the data config's checks and the cache through this module too.
 __all__ = ["BIN_DTYPES", "DEFAULTS", "MISSING", "Corpus", "cache_dir", "check_source", "check_windows"]
@@ -57,6 +57,7 @@ class Corpus:
     context_entropies: tuple[float, ...] | None = None  # synthetic: H(X_t | t symbols before), t = 0..order
     parts: tuple = ()  # a mixture (scaling.mixture): (name, train split, weight) per part; `train` is empty
     tokenizer: str | None = None  # a prepared corpus's tokenizer (`scaling.manifest.tokenizer_of`); None: unknown
+    val_advice: str = "data.val_fraction"  # how its validation split grows (named by the errors that need more)
 
     @property
     def train_tokens(self) -> int:
@@ -180,6 +181,7 @@ def _load_synthetic(cfg: dict) -> Corpus:
         1.0,
         description,
         tuple(meta["context_entropies"]),
+        val_advice="data.val_tokens",
     )
 
 
@@ -244,8 +246,18 @@ def _load_bin(cfg: dict) -> Corpus:
         f"bin: {root} ({cfg['dtype']}, vocab {vocab}): train {_millions(len(train))} / val {_millions(len(val))} tokens"
     )
     tokenizer = tokenizer_of(read_manifest(root) if root.is_dir() else None)
+    advice = "data.val_fraction" if "all" in maps else f"its val.bin: {LARGER_HOLDOUT}"
     return Corpus(
-        f"bin:{root.name}", train, val, vocab, meta["fingerprint"], None, per_token, description, tokenizer=tokenizer
+        f"bin:{root.name}",
+        train,
+        val,
+        vocab,
+        meta["fingerprint"],
+        None,
+        per_token,
+        description,
+        tokenizer=tokenizer,
+        val_advice=advice,
     )
 
 
@@ -338,6 +350,6 @@ def _check_eval_windows(corpus: Corpus, seq_len: int, n_tokens: int) -> int:
         raise DataError(
             f"train.eval_tokens: {n_tokens} needs {needed} validation tokens at seq_len {seq_len}, "
             f"but corpus {corpus.name} has {len(corpus.val)}; lower train.eval_tokens or enlarge "
-            "the validation split (data.val_fraction, or data.val_tokens for data=synthetic)"
+            f"the validation split ({corpus.val_advice})"
         )
     return n_seq

@@ -1,9 +1,11 @@
-"""The one exception type users see.
+"""The one exception type users see, and the argument parser that raises it.
 
 A `UserError` carries a single line that names what is wrong (the key, file or column and the
 offending value) and what would be valid. The CLI prints it as ``error: <message>`` and exits
 with status 2; it is never shown as a traceback.
 """
+
+import argparse
 
 
 class UserError(ValueError):
@@ -16,3 +18,10 @@ class ConfigError(UserError):
 
 class DataError(UserError):
     """A data file or table cannot be read or does not hold what is needed."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one-line UserErrors instead of usage text and exit(2): every verb's parser."""
+
+    def error(self, message):
+        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")

@@ -24,6 +24,8 @@ SPLITS = ("train", "val")
 MISSING = "???"  # the YAML's `???` (scaling.data_config.MISSING)
 # data=bin keys a manifest fixes: left unset (null / ???) they are read from it; set, they must agree.
 MANIFEST_KEYS = ("dtype", "vocab_size", "bytes_per_token")
+# how a prepared corpus's val split grows (the errors that ask for more validation tokens say it)
+LARGER_HOLDOUT = "run scaling prepare again with a larger --holdout"
 _REQUIRED = ("format", "tokenizer", "vocab_size", "dtype", "splits", "sources", "holdout", "fingerprint")
 
 

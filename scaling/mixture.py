@@ -90,6 +90,7 @@ def check_mixture(cfg: dict) -> None:
 def load_mixture(cfg: dict):
     """The mixture's Corpus (config checked by `check_mixture`): ``parts`` holds (name, train, weight)."""
     from scaling.data import Corpus, load_corpus
+    from scaling.manifest import LARGER_HOLDOUT
 
     names = sorted(cfg["mixture"])
     total = sum(cfg["mixture"][n]["weight"] for n in names)
@@ -122,6 +123,7 @@ def load_mixture(cfg: dict):
         description,
         parts=tuple(parts),
         tokenizer=next((loaded[name].tokenizer for name in names if loaded[name].tokenizer), None),  # one (checked)
+        val_advice=f"the parts' val.bin: {LARGER_HOLDOUT}",
     )
 
 

@@ -7,7 +7,6 @@ so progress is right whichever launcher (and however many processes) ran the job
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -15,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 from scaling.store import (
     FINISHED,
     RecordProblem,
@@ -228,10 +227,19 @@ def progress(store: Path) -> dict:
     }
 
 
-def format_progress(store: Path, final: bool = False, runs: bool = False) -> str:
-    """One line of a store's progress (a sweep's, or the runs of a store without a plan); with
-    ``final`` or ``runs``, the failed runs with their reasons below it, and with ``runs`` the running ones."""
+def print_after_run(store: Path) -> None:
+    """Print the progress line of the sweep a run just ended in; nothing after the sweep's last run,
+    whose line the sweeper prints once its launch returns (`format_progress(final=True)`): before, twice."""
     p = progress(store)
+    if p["pending"] + p["running"] > 0:
+        print(format_progress(store, p=p), flush=True)
+
+
+def format_progress(store: Path, final: bool = False, runs: bool = False, p: dict | None = None) -> str:
+    """One line of a store's progress (a sweep's, or the runs of a store without a plan); with
+    ``final`` or ``runs``, the failed runs with their reasons below it, and with ``runs`` the running ones.
+    ``p``: `progress(store)` when the caller has it."""
+    p = progress(store) if p is None else p
     planned = p["sweep"] is not None
     done = p["completed"] + p["failed"] + p["errored"] + p["skipped"]
     counts = f"{p['completed']} completed, {p['failed']} failed" + (
@@ -261,7 +269,7 @@ def format_progress(store: Path, final: bool = False, runs: bool = False) -> str
 
 def status_main(argv: list[str]) -> int:
     """`scaling status STORE`: a sweep's progress, read from its store."""
-    parser = argparse.ArgumentParser(prog="scaling status", description=status_main.__doc__)
+    parser = Parser(prog="scaling status", description=status_main.__doc__)
     parser.add_argument("store", help="a sweep's results directory, e.g. results/quick")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)

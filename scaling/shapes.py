@@ -18,12 +18,11 @@ This module imports no torch, so sweeps and the analysis can reason about shapes
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaling.errors import ConfigError
+from scaling.errors import ConfigError, Parser
 from scaling.flops import flops_per_token_with_attention
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config tree (conf/model/ is the ladder)
@@ -212,7 +211,7 @@ def _shape_overrides(items: list[str]) -> dict:
 def main(argv: list[str]) -> int:
     """`scaling shapes [model.arch=llama] [model.tied_head=false] [--nearest N] [--kind total|non_embedding]`:
     print the ladder (parameter counts of the chosen architecture)."""
-    parser = argparse.ArgumentParser(prog="scaling shapes", description=main.__doc__)
+    parser = Parser(prog="scaling shapes", description=main.__doc__)
     parser.add_argument("overrides", nargs="*", help="model.arch=gpt2|llama, model.tied_head=true|false")
     parser.add_argument("--nearest", type=float, help="print only the shape nearest this parameter count")
     parser.add_argument("--kind", default="non_embedding", choices=["non_embedding", "total"])

@@ -8,7 +8,6 @@ failure mid-run disables tracking for the rest of the run with one warning.
 
 from __future__ import annotations
 
-import argparse
 import netrc
 import os
 import socket
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 
 class Tracker:
@@ -170,7 +169,7 @@ def start_tracker(
 
 def sync_main(argv: list[str]) -> int:
     """`scaling sync STORE`: upload a store's offline wandb runs (needs `wandb login`)."""
-    parser = argparse.ArgumentParser(prog="scaling sync", description=sync_main.__doc__)
+    parser = Parser(prog="scaling sync", description=sync_main.__doc__)
     parser.add_argument("store", help="a results-store directory, e.g. results/quick")
     args = parser.parse_args(argv)
     store = Path(args.store)

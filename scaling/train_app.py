@@ -267,9 +267,9 @@ def run_task(cfg: DictConfig) -> float | None:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_ERRORED) from None
     if cfg.sweep and (Path(cfg.store) / "sweep.json").exists():
-        from scaling.progress import format_progress
+        from scaling.progress import print_after_run
 
-        print(format_progress(Path(cfg.store)), flush=True)
+        print_after_run(Path(cfg.store))
     failure = Failure.NONE if record is None else record_failure(record)
     if failure != Failure.NONE and _single_run():
         reason = str(record["reason"])  # a divergence's reason begins "diverged: ..." itself

@@ -20,6 +20,7 @@ from conftest import assert_one_line_error, run_cli
 from faults_support import SWEEP, copy_store, reference_store, snapshot
 
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+from scaling.prepare import main as prepare
 
 S = "{store}"  # placeholders, filled in from the `files` fixture
 
@@ -101,6 +102,11 @@ TRAIN = [
         ["data=text", "data.path={workdir}/small.txt", "train.eval_tokens=100000", f"store={S}"],
         ["train.eval_tokens", "100000", "text:small.txt", "data.val_fraction"],
     ),
+    (  # before: named data.val_fraction, which a prepared directory's own val.bin does not read
+        "evaluation set beyond a prepared corpus's val.bin",
+        ["data=bin", "data.path={prepared}", "train.eval_tokens=100000", f"store={S}"],
+        ["train.eval_tokens", "100000", "bin:prepared", "scaling prepare again with a larger --holdout"],
+    ),
     (
         "3-byte text corpus",
         ["data=text", "data.path={workdir}/tiny.txt", f"store={S}"],
@@ -171,7 +177,11 @@ FIT = [
 OPTIMAL = [
     ("negative budget", ["--budget", "-1e21"], ["--budget", "'-1e21'", "finite number > 0"]),
     ("zero budget", ["--budget", "0"], ["--budget", "'0'", "finite number > 0"]),
-    ("unknown law", ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"], ["no-such-fit.json", "chinchilla"]),
+    (
+        "unknown law",
+        ["--law", "{workdir}/no-such-fit.json", "--budget", "1e21"],
+        ["no-such-fit.json", "chinchilla, chinchilla-parametric, kaplan, muennighoff"],
+    ),
     (
         "not a fit file",
         ["--law", "{negative_csv}", "--budget", "1e21"],
@@ -254,6 +264,12 @@ def files(tmp_path_factory):
     (workdir / "small.txt").write_text("print('hello, world')\n" * 250)  # 5.5 kB: 275 val tokens
     (workdir / "tiny.txt").write_bytes(b"abc")
     (workdir / "empty").mkdir()
+    for i in range(20):  # 20 documents of 1.1 kB: a prepared corpus whose val.bin has ~2 of them
+        (workdir / "docs" / f"{i}.txt").parent.mkdir(exist_ok=True)
+        (workdir / "docs" / f"{i}.txt").write_text(f"document {i}\n" * 100)
+    assert (
+        prepare([str(workdir / "docs"), "--out", str(workdir / "prepared"), "--holdout", "0.2", "--workers", "1"]) == 0
+    )
     # the fit file: approach 3 on a synthetic Chinchilla table (the reference store is too small for a law
     # whose exponents are positive, and a loaded law with a negative one is refused)
     isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 20, 3), 6, noise=0.01, seed=0).to_csv(workdir / "law.csv", index=False)
@@ -274,6 +290,7 @@ def files(tmp_path_factory):
         "afile": workdir / "afile",
         "empty": workdir / "empty",
         "fit": workdir / "fit.json",
+        "prepared": workdir / "prepared",
     }
 
 
@@ -350,3 +367,34 @@ def test_a_device_this_machine_lacks_is_refused_before_anything_is_written(capfd
     (line,) = [line for line in err.splitlines() if line.startswith("error:")]
     assert f"train.device: '{device}' is not available" in line
     assert snapshot(files["workdir"]) == before
+
+
+VERB_NAMES = ("shapes", "status", "sync", "prepare", "fit")
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["shapes", "--bogus"], ["scaling shapes:", "--bogus", "see scaling shapes --help"]),
+        (["shapes", "--nearest", "abc"], ["scaling shapes:", "--nearest", "'abc'"]),
+        (["shapes", "--kind", "all"], ["scaling shapes:", "--kind", "'all'", "non_embedding"]),
+        (["status", "results/quick", "--bogus"], ["scaling status:", "--bogus", "see scaling status --help"]),
+        (["status"], ["scaling status:", "store", "see scaling status --help"]),
+        (["sync", "results/quick", "--bogus"], ["scaling sync:", "--bogus", "see scaling sync --help"]),
+        (["prepare", "in.txt", "--out", "out", "--bogus"], ["scaling prepare:", "--bogus"]),
+        (["fit", "results/quick", "--bogus"], ["scaling fit:", "--bogus"]),
+    ],
+    ids=lambda v: " ".join(v) if v and v[0] in VERB_NAMES else "",
+)
+def test_a_bad_flag_to_any_verb_is_one_error_line_and_no_usage(capfd, argv, names):
+    """argparse's own error() prints its usage and `PROG: error: ...` (2-4 lines): every verb's parser
+    is the one whose errors are a single `error:` line (README, Guarantees)."""
+    from scaling.cli import main
+
+    code = main(argv)
+    out, err = capfd.readouterr()
+    assert code == 2 and out == "", (code, out, err)
+    (line,) = err.splitlines()
+    assert line.startswith("error: "), line
+    for name in names:
+        assert name in line, (name, line)

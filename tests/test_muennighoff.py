@@ -114,8 +114,14 @@ def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
     summary = json.loads(run_cli("fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
     assert summary["E"]["unidentified"].startswith("at its search bound"), summary["E"]
     assert "conditional on that value" in summary["convergence"]["warning"]
-    text = run_cli("fit", tmp_path / "runs.csv", *args, check=True).stdout
+    text = run_cli("fit", tmp_path / "runs.csv", *args, "--out", tmp_path / "fit.json", check=True).stdout
     assert "E      unidentified (at its search bound" in text and "warning: E at a search bound" in text
+    # the lowest loss U can reach is E + ...: it says so too (before: "lowest loss 1.292 nats/token", no flag)
+    asked = ("--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--target-loss", "2.5")
+    (line,) = [x for x in run_cli("optimal", *asked, check=True).stdout.splitlines() if "lowest loss" in x]
+    assert line.split()[2:5] == ["unidentified", "(as", "E's:"] and "at its search bound" in line, line
+    answer = json.loads(run_cli("optimal", *asked, "--json", check=True).stdout)
+    assert answer["lowest_loss_unidentified"].startswith("as E's: at its search bound"), answer
 
 
 def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
@@ -127,6 +133,8 @@ def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
     assert low < out["N"]["estimate"] < high
     text = run_cli("optimal", "--unique-tokens", "5e9", "--target-loss", "2.5", "--law", fit, check=True).stdout
     assert "epochs D/U" in text and "target loss" in text
+    (line,) = [x for x in text.splitlines() if "lowest loss" in x]  # E identified: the number itself
+    assert "unidentified" not in line and float(line.split()[2]) > TRUTH["E"] * 0.9, line
 
 
 def test_optimal_with_the_published_preset():

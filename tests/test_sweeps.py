@@ -18,6 +18,7 @@ tiny-mode sweep 5-8 s, each dry run or error case 2-4 s).
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,8 +94,11 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
     lr_axis = ["hydra.sweeper.lr_multipliers=[1,2]"] if cfg.hydra.sweeper.get("lr_multipliers") else []
     # WSD cooldown branches: the 2e8 run is a branch of the 4e8 trunk, trained in the trunk's job
     branches = ["hydra.sweeper.extra_points_per_decade=0"] if cfg.hydra.sweeper.get("branches") else []
-    sweep(name, *TINY, *lr_axis, *branches, *user_inputs(name, tiny_corpora), store=store)
+    proc = sweep(name, *TINY, *lr_axis, *branches, *user_inputs(name, tiny_corpora), store=store)
     recs = records(store)
+    # the final progress line once: the sweeper's, not also the last run's (before: twice, the same)
+    finished = [line for line in proc.stdout.splitlines() if re.match(rf"\[{name}\] (\d+)/\1 runs done", line)]
+    assert len(finished) == 1, proc.stdout
     # and every value of the sweep's own axes (`hydra.sweeper.params`, e.g. repeat's unique-token cuts)
     params = cfg.hydra.sweeper.get("params") or {}
     per_budget = (2 if lr_axis else 1) * math.prod(len(str(v).split(",")) for v in params.values())

@@ -12,15 +12,7 @@ from pathlib import Path
 
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
-from scaling.errors import UserError
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one-line UserErrors instead of usage text and exit(2)."""
-
-    def error(self, message):
-        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
-
+from scaling.errors import Parser, UserError  # noqa: F401  (Parser: every verb's, re-exported for these)
 
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 

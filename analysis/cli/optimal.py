@@ -24,7 +24,7 @@ from scaling.errors import DataError, UserError
 # ================================================================= scaling optimal
 def optimal_parser() -> argparse.ArgumentParser:
     from analysis.describe.hparams import HP_LAW_CHOICES
-    from analysis.fits.presets import PRESETS
+    from analysis.fits.presets import PRESET_NAMES, REPEAT_PRESET
 
     p = Parser(
         prog="scaling optimal",
@@ -35,7 +35,7 @@ def optimal_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--law",
         default="chinchilla",
-        help=f"{', '.join(PRESETS)}, muennighoff (published; default chinchilla; muennighoff needs --unique-tokens), "
+        help=f"{', '.join(PRESET_NAMES)} (published; default chinchilla; {REPEAT_PRESET} needs --unique-tokens), "
         "or a FIT.json written by `scaling fit --out`",
     )
     p.add_argument(
@@ -89,7 +89,9 @@ def optimal_main(argv: list[str]) -> int:
         raise UserError("scaling optimal: --max-tokens needs --budget")
     if (args.budget is None) == (args.target_loss is None):
         raise UserError("scaling optimal: give either --budget C (FLOPs) or --target-loss L")
-    if args.unique_tokens is not None or args.law == "muennighoff":
+    from analysis.fits.presets import REPEAT_PRESET
+
+    if args.unique_tokens is not None or args.law == REPEAT_PRESET:
         if args.inference_tokens is not None:
             raise UserError("--inference-tokens with --unique-tokens is not supported: give one of them")
         from analysis.fits.muennighoff_optimal import resolve_repeat_law
@@ -121,7 +123,7 @@ def optimal_main(argv: list[str]) -> int:
 def resolve_law(name: str, approach: int | None = None, level: float | None = None):
     """A preset by name, or the law of a FIT.json file."""
     from analysis.fits.optimal import chosen_fit, law_from_fit
-    from analysis.fits.presets import PRESETS
+    from analysis.fits.presets import PRESET_NAMES, PRESETS
 
     if name in PRESETS:
         if approach is not None:
@@ -129,14 +131,14 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
         return PRESETS[name]()
     if not Path(name).exists():
         raise UserError(
-            f"--law {name!r} is neither a preset ({', '.join(PRESETS)}) nor an existing FIT.json file "
+            f"--law {name!r} is neither a preset ({', '.join(PRESET_NAMES)}) nor an existing FIT.json file "
             "(write one with `scaling fit SOURCE --out FIT.json`)"
         )
     try:
         report = FitReport.load(name)
     except DataError as err:  # a table, say: the fit comes first
         raise UserError(
-            f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESETS)}) or a FIT.json: for a table of "
+            f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of "
             f"runs, `scaling fit {name} --out FIT.json` first"
         ) from None
     law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)

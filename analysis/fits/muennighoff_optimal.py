@@ -16,6 +16,7 @@ from analysis.fits import muennighoff as mf
 from analysis.fits.bootstrap import scale_identification
 from analysis.fits.muennighoff import NAMES
 from analysis.fits.optimal import Allocation, Law
+from analysis.fits.presets import REPEAT_PRESET
 from analysis.fits.results import Estimate
 from scaling.errors import UserError
 from scaling.flops import tokens_6nd
@@ -30,6 +31,7 @@ class RepeatAllocation(Allocation):
     unique_tokens: float = math.nan
     epochs: Estimate | None = None
     lowest_loss: float = math.nan
+    lowest_loss_unidentified: str = ""  # why the lowest loss is not a finding (it rests on an unidentified E)
 
     def as_json(self) -> dict:
         out = super().as_json()
@@ -38,17 +40,21 @@ class RepeatAllocation(Allocation):
             epochs=None if self.epochs is None else self.epochs.as_json(),
             lowest_loss=self.lowest_loss,
         )
+        if self.lowest_loss_unidentified:
+            out["lowest_loss_unidentified"] = self.lowest_loss_unidentified
         return out
 
 
 class DataConstrainedLaw(Law):
-    """L(N, D, U) of Muennighoff et al. 2023 at a fixed U (``unique_tokens``)."""
+    """L(N, D, U) of Muennighoff et al. 2023 at a fixed U (``unique_tokens``); ``e_unidentified``: why
+    the fit's E is unidentified ("" when it is not), which the lowest loss E + ... then says."""
 
     predicts_loss = True
 
-    def __init__(self, *args, unique_tokens: float, **kwargs):
+    def __init__(self, *args, unique_tokens: float, e_unidentified: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.unique_tokens = float(unique_tokens)
+        self.e_unidentified = e_unidentified
 
     def _n_opt(self, p, compute):
         return mf.optimal_n(p, compute, self.unique_tokens)
@@ -94,6 +100,8 @@ class DataConstrainedLaw(Law):
         out = RepeatAllocation(
             **vars(base), unique_tokens=u, epochs=epochs, lowest_loss=float(self._lowest(self.params))
         )
+        if self.e_unidentified:
+            out.lowest_loss_unidentified = f"as E's: {self.e_unidentified}"
         if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
             out.notes.append(
                 f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ({out.lowest_loss:.4g} "
@@ -114,7 +122,7 @@ def published(unique_tokens: float) -> DataConstrainedLaw:
     """The preset `--law muennighoff` at U = ``unique_tokens``."""
     return repeat_law(
         mf.published_params(),
-        "muennighoff",
+        REPEAT_PRESET,
         unique_tokens,
         notes=[
             "Muennighoff et al. 2023, data-constrained law: L = E + A/N'^α + B/D'^β, ln A = 6.255, ln B = 7.305, "
@@ -140,11 +148,11 @@ def resolve_repeat_law(
         )
     if approach is not None:
         raise UserError("--approach picks a Chinchilla approach; with --unique-tokens the data-constrained law is used")
-    if name == "muennighoff":
+    if name == REPEAT_PRESET:
         return published(unique_tokens)
     if not Path(name).exists():
         raise UserError(
-            f"--law {name!r} with --unique-tokens: give muennighoff (published) or a FIT.json written by "
+            f"--law {name!r} with --unique-tokens: give {REPEAT_PRESET} (published) or a FIT.json written by "
             "`scaling fit SOURCE --approach muennighoff --out FIT.json`"
         )
     report = FitReport.load(name)
@@ -165,6 +173,7 @@ def resolve_repeat_law(
         level=level if level is not None else (boot.level if boot else 0.95),
         notes=[f"data-constrained fit of {fit.source} ({len(fit.n)} runs)" + _fixed_note(fit)],
         loss_unit=report.loss_unit,
+        e_unidentified=fit.estimates["E"].unidentified,
     )
 
 

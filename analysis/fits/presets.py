@@ -1,5 +1,5 @@
 """The published laws as allocation laws of `analysis.fits.optimal` (`scaling optimal --law NAME`):
-Chinchilla's Table 3 rule, its approach-3 law, Kaplan's law (sources: docs/NOTES.md; their numbers:
+Chinchilla's Table 3 rule, its approach-3 law, Kaplan's law, and the names of every preset (sources: docs/NOTES.md; their numbers:
 `analysis.published`)."""
 
 from __future__ import annotations
@@ -54,3 +54,6 @@ def _kaplan() -> Law:
 
 
 PRESETS = {"chinchilla": _chinchilla, "chinchilla-parametric": _chinchilla_parametric, "kaplan": _kaplan}
+# the data-constrained preset, which needs --unique-tokens (analysis.fits.muennighoff_optimal.published)
+REPEAT_PRESET = "muennighoff"
+PRESET_NAMES = (*PRESETS, REPEAT_PRESET)  # every `--law NAME`: the help and the errors list these

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from scaling.errors import ConfigError, DataError
+from scaling.errors import ConfigError, DataError, Parser
 from scaling.machine import usable_cores
 from scaling.manifest import FORMAT, SPLITS
 from scaling.prepare import sources as src
@@ -26,13 +26,8 @@ from scaling.prepare.staging import Staging, check_out, remove_leftovers
 DTYPES = {"uint16": tok.UINT16_VOCAB, "uint32": 1 << 32}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one `error:` line and exit 2 (scaling.cli), not argparse's usage dump
-        raise ConfigError(f"scaling prepare: {message} (see scaling prepare --help)")
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="scaling prepare", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="scaling prepare", description=__doc__.split("\n\n")[0])
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="text/JSONL/Parquet files or directories")
     p.add_argument("--out", required=True, help="the prepared corpus directory to write")
     how = p.add_mutually_exclusive_group()
