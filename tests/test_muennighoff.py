@@ -122,6 +122,12 @@ def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
     assert line.split()[2:5] == ["unidentified", "(as", "E's:"] and "at its search bound" in line, line
     answer = json.loads(run_cli("optimal", *asked, "--json", check=True).stdout)
     assert answer["lowest_loss_unidentified"].startswith("as E's: at its search bound"), answer
+    # nor as the floor of a target it cannot reach, nor in the note of a budget that reaches it: no bare number
+    unreachable = run_cli("optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--target-loss", "0.5")
+    assert_one_line_error(unreachable, "that floor rests on E, which is unidentified: at its search bound")
+    flat = run_cli("optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--budget", "1e30", check=True)
+    (note,) = [x for x in flat.stdout.splitlines() if "within 1e-04 of the lowest" in x]
+    assert "reach (unidentified, as E's: at its search bound" in note, note
 
 
 def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):

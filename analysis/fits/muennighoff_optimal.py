@@ -74,14 +74,14 @@ class DataConstrainedLaw(Law):
         if target <= self.params["E"]:
             raise UserError(
                 f"--target-loss {target:g} is not above the law's irreducible loss E = {self.params['E']:.4g} "
-                f"{self.loss_unit}; "
+                f"{self.loss_unit}{self._e_caveat()}; "
                 "give a target above it"
             )
         if target <= lowest:
             raise UserError(
                 f"--target-loss {target:g} is not reachable with --unique-tokens {self.unique_tokens:g}: repeating "
-                f"them, the loss only falls to {lowest:.4g} {self.loss_unit} (law {self.name!r}); give a higher target or more "
-                "unique tokens"
+                f"them, the loss only falls to {lowest:.4g} {self.loss_unit} (law {self.name!r}{self._e_caveat()}); give a "
+                "higher target or more unique tokens"
             )
         return super().budget_for_loss(target)
 
@@ -104,11 +104,20 @@ class DataConstrainedLaw(Law):
             out.lowest_loss_unidentified = f"as E's: {self.e_unidentified}"
         if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
             out.notes.append(
-                f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ({out.lowest_loss:.4g} "
-                f"{self.loss_unit}): "
+                f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ("
+                + (
+                    f"unidentified, {out.lowest_loss_unidentified}"
+                    if self.e_unidentified
+                    else f"{out.lowest_loss:.4g} {self.loss_unit}"
+                )
+                + "): "
                 "more compute buys almost nothing here, and N is poorly determined; more unique data is needed"
             )
         return out
+
+    def _e_caveat(self) -> str:
+        """Said beside a loss floor that rests on E when the fit could not identify E (else "")."""
+        return f"; that floor rests on E, which is unidentified: {self.e_unidentified}" if self.e_unidentified else ""
 
 
 def repeat_law(params: dict, name: str, unique_tokens: float, **kwargs) -> DataConstrainedLaw:
