@@ -85,3 +85,18 @@ def test_a_table_of_checkpoints_keyed_by_model_and_step_says_it_was_read_as_curv
     reading = proc.stdout.splitlines()[1]
     assert reading.startswith("  reading              rows are training curves: 120 rows of 20 runs")
     assert "--rows-are-runs reads them so" in reading
+
+
+def test_a_store_still_gets_this_projects_shapes_and_out_csv_writes_them_as_rows(tmp_path):
+    from synthetic_store import write_store
+
+    write_store(tmp_path / "store", with_failures=False)
+    out = tmp_path / "next.csv"
+    proc = run_cli("next", tmp_path / "store", "--flops", 3e13, "--out", out, "--json", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["runs"] and "reading" not in plan and "sizes" not in plan  # a store's output is as it was
+    assert all(run["shape"] in ladder_shapes() for run in plan["runs"])
+    rows = pd.read_csv(out)
+    assert list(rows.columns) == ["shape", "budget_flops", "params", "tokens", "tokens_per_param"]
+    assert list(rows["shape"]) == [run["shape"] for run in plan["runs"]]

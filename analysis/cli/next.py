@@ -212,9 +212,10 @@ def runs_csv(r: dict) -> str:
     """The proposal, one row per run, in the table's terms (`--out RUNS.csv`)."""
     import pandas as pd
 
-    frame = pd.DataFrame(r["runs"], columns=["shape", "budget_flops", "params", "tokens", "tokens_per_param", "reason"])
+    columns = ["shape"] * ("sizes" not in r) + ["budget_flops", "params", "tokens", "tokens_per_param"]
+    frame = pd.DataFrame(r["runs"], columns=columns + ["reason"] * ("reading" in r))  # reasons: not for a store
     frame["tokens_per_param"] = frame["tokens"] / frame["params"]
-    return frame.dropna(axis=1, how="all").to_csv(index=False)
+    return frame.to_csv(index=False)
 
 
 def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:
@@ -317,7 +318,7 @@ def render(r: dict) -> str:
             f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): x{ladder['width_ratio']:.3f}"
         )
     if r["out"] and is_csv(Path(r["out"])):
-        lines.append(f"  runs file            {r['out']} (one row per run: C, N, D, tokens per parameter, reason)")
+        lines.append(f"  runs file            {r['out']} (one row per run)")
     elif r["out"]:
         lines.append(f"  sweep file           {r['out']} (launch: scaling sweep {r['out']})")
     return "\n".join(lines)
