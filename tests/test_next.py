@@ -36,7 +36,9 @@ def source(tmp_path_factory):
 @pytest.fixture(scope="module")
 def proposal(source):
     out = source.with_name("next.yaml")
-    proc = run_cli("next", source, "--flops", ALLOWANCE, "--out", out, "--json", "--draws", 48, "--bootstrap", 100)
+    # a CSV is not a results store: --ladder-shapes plans this project's shapes for it, as a store's own runs get
+    args = ("--out", out, "--ladder-shapes", "--json", "--draws", 48, "--bootstrap", 100)
+    proc = run_cli("next", source, "--flops", ALLOWANCE, *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), out
 

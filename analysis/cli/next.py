@@ -1,5 +1,8 @@
 """`scaling next SOURCE --flops X`: the runs to buy next, at most X FLOPs in all, that most narrow
-the interval of N_opt at a target budget (`analysis.fits.next_runs`); writes a sweep file."""
+the interval of N_opt at a target budget (`analysis.fits.next_runs`). For a results store: this
+project's shapes, written as a sweep file. For any other table: sizes N on a log grid, given as
+(C, N, D) with tokens per parameter and a reason each (`--out RUNS.csv`); `--ladder-shapes` asks
+for this project's shapes there too."""
 
 from __future__ import annotations
 
@@ -32,7 +35,19 @@ def next_parser() -> argparse.ArgumentParser:
         metavar="C",
         help=f"where N_opt's interval should narrow (default: {DEFAULT_TARGET_FACTOR:g}x the largest budget)",
     )
-    p.add_argument("--out", type=Path, metavar="SWEEP.yaml", help="write the proposal as a sweep file")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="SWEEP.yaml|RUNS.csv",
+        help="write the proposal: a sweep file of this project's shapes (a results store, or --ladder-shapes), "
+        "or, for a name ending in .csv, one row per run: budget_flops, params, tokens, tokens_per_param, reason",
+    )
+    p.add_argument(
+        "--ladder-shapes",
+        action="store_true",
+        help="propose this project's model shapes (conf/model/d*.yaml) for a table that is not a results store "
+        "(default there: sizes N on a log grid, 6 per decade, in the table's own terms)",
+    )
     p.add_argument(
         "--max-tokens",
         type=positive_float("a token count"),
@@ -59,6 +74,8 @@ def next_main(argv: list[str]) -> int:
 
     if args.draws < 8:
         raise UserError(f"--draws {args.draws} is too few to measure a spread; give at least 8 (default 48)")
+    shapes = is_store(args.source) or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
+    check_out(args, shapes)
     base = base_sweep(args.source)
     table = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     fit = fit_parametric(table, resamples=0)  # the point fit places the candidates; the bootstrap waits
@@ -67,18 +84,21 @@ def next_main(argv: list[str]) -> int:
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * max(budgets)
     rules = nr.CandidateRules(
-        shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source)),
+        shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
+        if shapes
+        else table_sizes(table, fit.params, min(budgets), target),
         tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", SWEEPER_TOKENS_PER_PARAM)),
         max_tokens=args.max_tokens,
     )
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, budgets + nr.next_budgets(budgets, target), rules)
     if not pool:
-        raise UserError(f"no ladder shape fits any budget of {args.source!r} under the limits; loosen --max-tokens")
+        what = "ladder shape" if shapes else "size"
+        raise UserError(f"no {what} fits any budget of {args.source!r} under the limits; loosen --max-tokens")
     cheapest = min(pool, key=lambda c: c.budget)
     if cheapest.budget > args.flops:
         raise UserError(
-            f"--flops {short(args.flops)} is below the cheapest candidate run ({cheapest.shape} at "
+            f"--flops {short(args.flops)} is below the cheapest candidate run ({label(cheapest, shapes)} at "
             f"{short(cheapest.budget)} FLOPs); give at least {short(cheapest.budget)}"
         )
     fit = fit_parametric(table, resamples=max(args.bootstrap, 20), seed=args.seed)
@@ -91,10 +111,111 @@ def next_main(argv: list[str]) -> int:
     ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder else None
     now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level)
     result = summary(args, plan, target, now, ladder, ladder_ratio)
+    if not is_store(args.source):
+        result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes))
     if args.out is not None:
-        write_output(args.out, sweep_yaml(base, plan, args, target).encode(), "--out")
+        data = runs_csv(result) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
+        write_output(args.out, data.encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
     return 0
+
+
+def is_store(source: str) -> bool:
+    """A results store (a directory): its runs are this project's shapes, its sweep file can grow."""
+    return not str(source).startswith("wandb:") and Path(source).is_dir()
+
+
+def is_csv(path: Path) -> bool:
+    return path.suffix.lower() == ".csv"
+
+
+def check_out(args, shapes: bool) -> None:
+    """A sweep file of this project's shapes only where they mean something (before any work is done)."""
+    if args.out is None or shapes or is_csv(args.out):
+        return
+    raise UserError(
+        f"--out {str(args.out)!r}: {args.source!r} is not a results store, so this project's shapes have nothing "
+        "to do with its N and no sweep file is written; give --out RUNS.csv for the proposed (C, N, D), or "
+        "--ladder-shapes to plan this project's shapes"
+    )
+
+
+def table_sizes(table, params: dict, smallest: float, target: float) -> dict[str, float]:
+    """Candidate sizes for a table that is not a store: the log grid over its own N and N_opt from its
+    smallest budget to the target, widened by the candidate window (which then picks per budget)."""
+    from analysis.fits.laws import chinchilla_allocation
+    from analysis.fits.next_runs import WINDOW_DECADES, grid_sizes
+
+    n_opt = chinchilla_allocation(
+        np.array([smallest, target]), params["A"], params["B"], params["alpha"], params["beta"]
+    )[0]
+    lo = min(float(table.runs["N"].min()), float(n_opt[0])) / 10**WINDOW_DECADES
+    hi = max(float(table.runs["N"].max()), float(n_opt[1])) * 10**WINDOW_DECADES
+    return grid_sizes(lo, hi)
+
+
+def label(c, shapes: bool) -> str:
+    return c.shape if shapes else f"N = {c.n:.3g}"
+
+
+def table_terms(args, table, plan, params: dict, budgets: list, target: float, shapes: bool) -> dict:
+    """What a table that is not a store adds: how its rows were read, and each run in its own terms
+    (tokens per parameter, why it is proposed); the sizes' rule unless they are this project's shapes."""
+    from analysis.fits.next_runs import GRID_PER_DECADE
+
+    runs = [
+        {
+            **run,
+            "shape": run["shape"] if shapes else None,
+            "tokens_per_param": c.tokens / c.n,
+            "reason": reason(c, plan.steps[c], params, budgets, target),
+        }
+        for run, c in zip(plan_rows(plan), plan.runs)
+    ]
+    out = {"reading": reading(table, args.rows_are_runs), "runs": runs}
+    if not shapes:
+        out["sizes"] = f"N on a log grid, {GRID_PER_DECADE} per decade (not a results store: not this project's shapes)"
+    return out
+
+
+def reading(table, rows_are_runs: bool) -> str:
+    """How the table's rows were read (`analysis.sources.curverows`): as training curves or as runs."""
+    note = next((n for n in table.notes if n.startswith(("rows are training curves", "rows are runs"))), None)
+    if note:
+        return note
+    return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
+
+
+def reason(c, step: tuple, params: dict, budgets: list, target: float) -> str:
+    """Why run ``c`` is proposed: its budget, its place against today's N_opt there, and its narrowing."""
+    from analysis.fits.laws import chinchilla_allocation
+
+    n_opt = float(chinchilla_allocation(c.budget, params["A"], params["B"], params["alpha"], params["beta"])[0])
+    if np.isclose(c.budget, target):
+        where = "the target budget"
+    elif np.isclose(c.budget, budgets).any():
+        where = "a budget of the table"
+    else:
+        where = "a new budget beyond the table's largest"
+    order, before, after = step
+    return (
+        f"{where}; N = {c.n / n_opt:.2g}x today's N_opt there; pick {order}: spread of ln N_opt(target) "
+        f"{before:.3g} -> {after:.3g}"
+    )
+
+
+def plan_rows(plan) -> list[dict]:
+    return [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs]
+
+
+def runs_csv(r: dict) -> str:
+    """The proposal, one row per run, in the table's terms (`--out RUNS.csv`)."""
+    import pandas as pd
+
+    columns = ["shape"] * ("sizes" not in r) + ["budget_flops", "params", "tokens", "tokens_per_param"]
+    frame = pd.DataFrame(r["runs"], columns=columns + ["reason"] * ("reading" in r))  # reasons: not for a store
+    frame["tokens_per_param"] = frame["tokens"] / frame["params"]
+    return frame.to_csv(index=False)
 
 
 def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:
@@ -145,7 +266,7 @@ def summary(args, plan, target: float, now: Estimate, ladder: list, ladder_ratio
         "target_budget": target,
         "flops_allowance": args.flops,
         "n_opt_now": now.as_json(),  # {estimate, interval[, unidentified]}: no interval when unbounded
-        "runs": [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs],
+        "runs": plan_rows(plan),
         "flops": plan.flops,
         "spread_now": plan.spread_done,
         "spread_after": plan.spread,
@@ -175,15 +296,14 @@ def render(r: dict) -> str:
     lines = [
         f"next runs for {r['source']}: at most {r['flops_allowance']:.4g} FLOPs, to narrow N_opt at "
         f"{r['target_budget']:.4g} FLOPs",
-        f"  N_opt now            {shown}",
     ]
+    lines += [f"  reading              {r['reading']}"] if "reading" in r else []
+    lines += [f"  proposed sizes       {r['sizes']}"] if "sizes" in r else []
+    lines.append(f"  N_opt now            {shown}")
     if not r["runs"]:
         lines.append("  no affordable run narrows the interval (simulated): buy nothing, or allow more FLOPs")
     for run in r["runs"]:
-        lines.append(
-            f"  + {run['shape']:<6} at {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, "
-            f"D = {run['tokens']:.4g} tokens"
-        )
+        lines += run_lines(run)
     lines.append(f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']})")
     lines.append(
         f"  expected width       x{r['width_ratio']:.3f} of today's (log scale; spread of ln N_opt "
@@ -197,9 +317,26 @@ def render(r: dict) -> str:
             f"  for comparison       one more ladder budget ({runs(len(ladder['runs']))} at "
             f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): x{ladder['width_ratio']:.3f}"
         )
-    if r["out"]:
+    if r["out"] and is_csv(Path(r["out"])):
+        lines.append(f"  runs file            {r['out']} (one row per run)")
+    elif r["out"]:
         lines.append(f"  sweep file           {r['out']} (launch: scaling sweep {r['out']})")
     return "\n".join(lines)
+
+
+def run_lines(run: dict) -> list[str]:
+    """One proposed run: a store's shape line, or (C, N, D) in the table's terms, with its reason."""
+    if run["shape"] is None:
+        lines = [
+            f"  + C = {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, D = {run['tokens']:.4g} tokens "
+            f"({run['tokens_per_param']:.3g} per parameter)"
+        ]
+    else:
+        lines = [
+            f"  + {run['shape']:<6} at {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, "
+            f"D = {run['tokens']:.4g} tokens"
+        ]
+    return lines + ([f"      why: {run['reason']}"] if "reason" in run else [])
 
 
 def sweep_yaml(base: dict, plan, args, target: float) -> str:

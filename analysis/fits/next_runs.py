@@ -1,7 +1,8 @@
 """The next runs to buy: the (shape, budget) runs, costing at most X FLOPs in all, that most narrow
 the interval of N_opt at a target budget (`scaling next`).
 
-Candidates are ladder shapes (`scaling.shapes`) at the source's budgets and at the ladder's next
+Candidates are ladder shapes (`scaling.shapes`) for a results store, or sizes on a log grid
+(`grid_sizes`) for someone else's table, at the source's budgets and at the ladder's next
 budgets up to the target (the budget step of the source, snapped to 1-2-3-5 × 10^k), each within
 `WINDOW_DECADES` of the current fit's N_opt at its budget, inside the tokens-per-parameter window
 and the token cap, and not already run. Each design is scored by the simulated spread of
@@ -22,6 +23,7 @@ from scaling.flops import tokens_6nd
 from scaling.shapes import CONF_DIR, param_counts, shape_for_width
 
 WINDOW_DECADES = 0.75  # candidate shapes lie within N_opt(C)·10^(±this) under the current fit
+GRID_PER_DECADE = 6  # a table that is not a results store: candidate sizes N = 10^(k/6) (`grid_sizes`)
 NICE_MANTISSAS = (1.0, 2.0, 3.0, 5.0, 10.0)
 SAME_RUN_RTOL = 0.005  # a candidate whose N and budget match a run done within this is that run
 
@@ -50,6 +52,7 @@ class Plan:
     spread_done: float
     rule: str = ""
     trail: list[str] = field(default_factory=list)
+    steps: dict = field(default_factory=dict)  # candidate -> (pick order from 1, spread before, spread after)
 
     @property
     def flops(self) -> float:
@@ -84,6 +87,14 @@ def next_budgets(budgets: list[float], up_to: float) -> list[float]:
         if c > up_to * (1 + 1e-9) or (out and c <= out[-1]):
             return out
         out.append(c)
+
+
+def grid_sizes(lo: float, hi: float, per_decade: int = GRID_PER_DECADE) -> dict[str, float]:
+    """Sizes N = 10^(k/per_decade) in [lo, hi], rounded to 3 significant figures, labelled by themselves:
+    the candidates for a table of someone else's runs, whose models are not this project's shapes."""
+    ks = range(math.ceil(math.log10(lo) * per_decade - 1e-9), math.floor(math.log10(hi) * per_decade + 1e-9) + 1)
+    sizes = [float(f"{10.0 ** (k / per_decade):.3g}") for k in ks]
+    return {f"{n:.3g}": n for n in sizes}
 
 
 def ladder_shapes(n_kind: str = "total", vocab_size: int = 256, seq_len: int = 128) -> dict[str, float]:
@@ -140,7 +151,7 @@ def greedy(sim: DesignSimulator, pool: list[Candidate], allowance: float, per_fl
     affordable narrows the spread further. Lazy (Minoux 1978): a candidate's narrowing only
     shrinks as runs are added, so stale scores bound fresh ones and only the leader is rescored."""
     start = sim.spread()
-    chosen, current, trail = [], start, []
+    chosen, current, trail, steps = [], start, [], {}
     stale = {c: math.inf for c in pool}
     while True:
         left = allowance - sum(c.budget for c in chosen)
@@ -156,10 +167,11 @@ def greedy(sim: DesignSimulator, pool: list[Candidate], allowance: float, per_fl
         if best is None or not stale[best] > 0:
             break
         chosen.append(best)
-        current = sim.spread([x.point for x in chosen])
+        before, current = current, sim.spread([x.point for x in chosen])
+        steps[best] = (len(chosen), before, current)
         trail.append(f"+ {best.shape} at {best.budget:.3g} FLOPs: spread {current:.4g}")
     rule = "narrowing per FLOP" if per_flop else "narrowing"
-    return Plan(sorted(chosen, key=lambda c: (c.budget, c.n)), current, start, rule, trail)
+    return Plan(sorted(chosen, key=lambda c: (c.budget, c.n)), current, start, rule, trail, steps)
 
 
 def plan_runs(sim: DesignSimulator, pool: list[Candidate], allowance: float) -> Plan:

@@ -1,0 +1,102 @@
+"""`scaling next` on a table that is not a results store: someone else's ladder, N from 2e7 to 7e9 at
+1e18-1e21 FLOPs, drawn from Chinchilla's law. Before, it proposed this project's shapes (d448: 3.4e7
+parameters at 1e18 FLOPs) and wrote them as a sweep file; now the runs are (C, N, D) in the table's own
+terms -- sizes on a log grid near its own, C = 6·N·D, tokens per parameter and a reason each -- and a
+sweep file is refused in one line (--out RUNS.csv writes the rows)."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from conftest import assert_one_line_error, run_cli
+
+from analysis.fits.next_runs import GRID_PER_DECADE, ladder_shapes
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+
+BUDGETS = [1e18, 1e19, 1e20, 1e21]
+FLOPS = 1e22  # the allowance; the target is the default, 10x the largest budget (1e22)
+QUICK = ("--bootstrap", 40, "--draws", 16)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    path = tmp_path_factory.mktemp("next_table") / "ladder.csv"
+    isoflop_runs(CHINCHILLA_LAW, BUDGETS, 5, spread_decades=0.6, noise=0.01, seed=1).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def proposal(table):
+    out = table.with_name("next.csv")
+    proc = run_cli("next", table, "--flops", FLOPS, "--out", out, "--json", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), out
+
+
+def test_a_foreign_tables_proposals_are_sizes_near_its_own_ladder_with_c_equal_6nd(table, proposal):
+    plan, _ = proposal
+    n = pd.read_csv(table)["params"]
+    assert plan["runs"] and "not this project's shapes" in plan["sizes"]
+    for run in plan["runs"]:
+        assert run["shape"] is None
+        assert n.min() / 10 <= run["params"] <= n.max() * 10**1.5  # near the table's own range (2e7..7e9)
+        k = math.log10(run["params"]) * GRID_PER_DECADE
+        assert abs(k - round(k)) < 0.01  # on the grid 10^(k/6), to 3 figures
+        assert run["budget_flops"] == pytest.approx(6 * run["params"] * run["tokens"], rel=1e-12)
+        assert run["tokens_per_param"] == pytest.approx(run["tokens"] / run["params"], rel=1e-12)
+        assert run["budget_flops"] in BUDGETS or BUDGETS[-1] < run["budget_flops"] <= FLOPS
+        assert "today's N_opt there" in run["reason"] and "pick " in run["reason"]
+    assert plan["flops"] <= FLOPS
+    assert max(r["params"] for r in plan["runs"]) > max(ladder_shapes().values())  # beyond this project's d768
+
+
+def test_out_csv_writes_the_proposed_runs_one_row_each(proposal):
+    plan, out = proposal
+    rows = pd.read_csv(out)
+    assert list(rows.columns) == ["budget_flops", "params", "tokens", "tokens_per_param", "reason"]
+    want = pd.DataFrame(plan["runs"])[list(rows.columns)]
+    pd.testing.assert_frame_equal(rows, want, check_exact=False, rtol=1e-12)
+
+
+def test_a_sweep_file_for_a_foreign_table_is_refused_in_one_line_and_nothing_is_written(table):
+    out = table.with_name("next.yaml")
+    proc = run_cli("next", table, "--flops", FLOPS, "--out", out, *QUICK)
+    assert_one_line_error(proc, "not a results store", "no sweep file is written", "--out RUNS.csv", "--ladder-shapes")
+    assert not out.exists() and proc.stdout == ""
+
+
+def test_the_first_lines_say_how_the_rows_were_read_and_what_sizes_are_proposed(table):
+    lines = run_cli("next", table, "--flops", FLOPS, *QUICK).stdout.splitlines()
+    assert lines[1] == "  reading              each row a run: 20 runs"
+    assert lines[2].startswith("  proposed sizes       N on a log grid, 6 per decade")
+    assert any(line.startswith("  + C = ") and "per parameter)" in line for line in lines)
+    assert any(line.startswith("      why: ") for line in lines)
+
+
+def test_a_table_of_checkpoints_keyed_by_model_and_step_says_it_was_read_as_curves(tmp_path):
+    runs = isoflop_runs(CHINCHILLA_LAW, BUDGETS, 5, spread_decades=0.6, noise=0.01, seed=1)
+    curves = loss_curves(runs, CHINCHILLA_LAW, points_per_run=6, noise=0.01, seed=1)
+    curves = curves.merge(runs[["run_id", "params"]], on="run_id").rename(columns={"run_id": "model"})
+    path = tmp_path / "checkpoints.csv"
+    curves[["model", "step", "params", "tokens", "val_loss"]].to_csv(path, index=False)
+    proc = run_cli("next", path, "--flops", FLOPS, *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    reading = proc.stdout.splitlines()[1]
+    assert reading.startswith("  reading              rows are training curves: 120 rows of 20 runs")
+    assert "--rows-are-runs reads them so" in reading
+
+
+def test_a_store_still_gets_this_projects_shapes_and_out_csv_writes_them_as_rows(tmp_path):
+    from synthetic_store import write_store
+
+    write_store(tmp_path / "store", with_failures=False)
+    out = tmp_path / "next.csv"
+    proc = run_cli("next", tmp_path / "store", "--flops", 3e13, "--out", out, "--json", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["runs"] and "reading" not in plan and "sizes" not in plan  # a store's output is as it was
+    assert all(run["shape"] in ladder_shapes() for run in plan["runs"])
+    rows = pd.read_csv(out)
+    assert list(rows.columns) == ["shape", "budget_flops", "params", "tokens", "tokens_per_param"]
+    assert list(rows["shape"]) == [run["shape"] for run in plan["runs"]]
