@@ -257,3 +257,22 @@ def test_each_sides_flagged_outliers_are_said_and_can_be_left_out(pair, tmp_path
         <= 1.5
         <= dropped["budgets"][0]["multiplier"]["interval"][1]
     )
+
+
+def test_labels_that_differ_only_in_case_are_refused_unless_the_baseline_is_named(pair, tmp_path):
+    """'base' and 'Base' are one recipe spelled two ways far more often than two recipes: grouping
+    refuses them (compare's default baseline would be whichever comes first); surrounding whitespace
+    is no difference at all (' new ' is 'new')."""
+    base, new = pd.read_csv(pair["base"]), pd.read_csv(pair["constant"])
+    base["recipe"] = np.where(np.arange(len(base)) % 2, "Base", "base")  # every budget in both spellings
+    new["recipe"] = np.where(np.arange(len(new)) % 3, "new", " new ")
+    pd.concat([base, new]).to_csv(tmp_path / "twins.csv", index=False)
+    for command in ("compare", "fit"):
+        proc = run_cli(command, tmp_path / "twins.csv", "--group-by", "recipe", "--bootstrap", 0)
+        assert_one_line_error(proc, "labels 'base' and 'Base', which differ only in case", "--where recipe!=Base")
+    asked = ("--group-by", "recipe", "--baseline", "base", "--bootstrap", 50, "--json")
+    result = json.loads(run_cli("compare", tmp_path / "twins.csv", *asked, check=True).stdout)["comparisons"]
+    assert [c["candidate"]["source"].split("=")[1] for c in result] == ["Base]", "new]"]
+    assert result[1]["candidate"]["runs"] == len(new)  # ' new ' and 'new': one group
+    same = [b["multiplier"]["interval"] for b in result[0]["budgets"] if not b["beyond_fitted_range"]]
+    assert all(low <= 1.0 <= high for low, high in same), same  # two halves of one sweep: m contains 1
