@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import torch
 import torch.nn as nn
@@ -24,6 +24,7 @@ from scaling.errors import ConfigError
 from scaling.shapes import ModelShape
 
 KEY = "model._target_"
+COUNTS = ("total", "non_embedding")  # the keys of param_counts()
 
 
 def _broken(target: str, what: str) -> ConfigError:
@@ -59,11 +60,11 @@ def build(target: str, kwargs: dict, shape: ModelShape) -> nn.Module:
     return model
 
 
-def module_counts(model: nn.Module) -> dict[str, int]:
-    """The module's ``param_counts()``, else numel counts: distinct parameters (a tied weight once),
-    non-embedding less the weights of its nn.Embedding modules."""
+def module_counts(model: nn.Module, call=lambda model, method: getattr(model, method)()) -> dict[str, int]:
+    """The module's ``param_counts()`` (through ``call(model, "param_counts")``), else numel counts:
+    distinct parameters (a tied weight once), non-embedding less the weights of its nn.Embedding modules."""
     if hasattr(model, "param_counts"):
-        return model.param_counts()
+        return call(model, "param_counts")
     params = {id(p): p.numel() for p in model.parameters()}
     embedded = {id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, nn.Embedding)}
     total = sum(params.values())
@@ -79,21 +80,19 @@ def _call(target: str, model: nn.Module, method: str):
 
 
 def check_counts(target: str, model: nn.Module) -> dict[str, int]:
-    """The model's counts (`module_counts`), checked: ints with 0 < non_embedding <= total."""
-    own = hasattr(model, "param_counts")
-    counts = _call(target, model, "param_counts") if own else module_counts(model)
-    ok = isinstance(counts, dict) and all(
-        isinstance(counts.get(k), int) and not isinstance(counts.get(k), bool) for k in ("total", "non_embedding")
-    )
+    """The model's counts (`module_counts`, a param_counts() that raises being one ConfigError),
+    checked: ints (not bools) with 0 < non_embedding <= total."""
+    counts = module_counts(model, partial(_call, target))
+    ok = isinstance(counts, dict) and all(type(counts.get(k)) is int for k in COUNTS)
     if not ok or not 0 < counts["non_embedding"] <= counts["total"]:
         how = (
             "reported parameter counts {!r}; param_counts() must return"
-            if own
+            if hasattr(model, "param_counts")
             else "has parameter counts {!r} (counted without a param_counts(): nn.Embedding weights are not "
             "non-embedding); define param_counts() returning"
         )
         raise _broken(target, how.format(counts) + " ints 0 < non_embedding <= total")
-    return {"total": counts["total"], "non_embedding": counts["non_embedding"]}
+    return {k: counts[k] for k in COUNTS}
 
 
 def check_forward(target: str, model: nn.Module, shape: ModelShape) -> None:

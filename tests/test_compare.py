@@ -226,3 +226,53 @@ def test_compare_intervals_are_the_fits_percentiles_with_their_infinity_rule():
     assert (lower[1], upper[1]) == percentile_bounds(samples[:, 1], 0.95) and upper[1] == np.inf
     assert np.isfinite(lower[1]) and np.isnan(lower[2]) and np.isnan(upper[2])
     assert percentile_interval(samples[:, 0][:, None], 0.95)[0].shape == (1,)
+
+
+def test_each_sides_flagged_outliers_are_said_and_can_be_left_out(pair, tmp_path):
+    """A diverged candidate run (loss x1.3) moves the candidate's law: compare says so on its side, as
+    `scaling fit` does (how many, by rule, kept), and --exclude-outliers fits without it (m = 1.5 again)."""
+    diverged = pd.read_csv(pair["constant"])
+    worst = diverged.index[len(diverged) // 2]
+    diverged.loc[worst, "val_loss"] *= 1.3
+    diverged.to_csv(tmp_path / "diverged.csv", index=False)
+    asked = ("compare", pair["base"], tmp_path / "diverged.csv", "--bootstrap", 50)
+    lines = run_cli(*asked, check=True).stdout.splitlines()
+    # the baseline's one chance flag is the one `scaling fit` makes: the same rule, the same words
+    fit = run_cli("fit", pair["base"], "--approach", "3", "--bootstrap", 0, check=True).stdout
+    assert "outliers: 1 run(s) flagged, kept (--exclude-outliers drops them)" in fit
+    assert lines[0].startswith("baseline:") and lines[2].startswith("candidate:"), lines[:4]
+    assert (
+        lines[1]
+        == lines[3]
+        == "           outliers: 1 run(s) flagged (residual 1), kept (--exclude-outliers drops them)"
+    )
+    kept = json.loads(run_cli(*asked, "--json", check=True).stdout)["comparisons"][0]
+    assert kept["candidate"]["outliers"]["by_rule"] == {"residual": 1} and not kept["candidate"]["outliers"]["excluded"]
+    assert kept["candidate"]["outliers"]["runs"][0]["run_id"] == diverged.loc[worst, "run_id"]
+    dropped = json.loads(run_cli(*asked, "--json", "--exclude-outliers", check=True).stdout)["comparisons"][0]
+    assert dropped["candidate"]["runs"] == len(diverged) - 1 and dropped["candidate"]["outliers"]["excluded"]
+    assert (
+        dropped["baseline"]["runs"] == 35
+        and dropped["budgets"][0]["multiplier"]["interval"][0]
+        <= 1.5
+        <= dropped["budgets"][0]["multiplier"]["interval"][1]
+    )
+
+
+def test_labels_that_differ_only_in_case_are_refused_unless_the_baseline_is_named(pair, tmp_path):
+    """'base' and 'Base' are one recipe spelled two ways far more often than two recipes: grouping
+    refuses them (compare's default baseline would be whichever comes first); surrounding whitespace
+    is no difference at all (' new ' is 'new')."""
+    base, new = pd.read_csv(pair["base"]), pd.read_csv(pair["constant"])
+    base["recipe"] = np.where(np.arange(len(base)) % 2, "Base", "base")  # every budget in both spellings
+    new["recipe"] = np.where(np.arange(len(new)) % 3, "new", " new ")
+    pd.concat([base, new]).to_csv(tmp_path / "twins.csv", index=False)
+    for command in ("compare", "fit"):
+        proc = run_cli(command, tmp_path / "twins.csv", "--group-by", "recipe", "--bootstrap", 0)
+        assert_one_line_error(proc, "labels 'base' and 'Base', which differ only in case", "--where recipe!=Base")
+    asked = ("--group-by", "recipe", "--baseline", "base", "--bootstrap", 50, "--json")
+    result = json.loads(run_cli("compare", tmp_path / "twins.csv", *asked, check=True).stdout)["comparisons"]
+    assert [c["candidate"]["source"].split("=")[1] for c in result] == ["Base]", "new]"]
+    assert result[1]["candidate"]["runs"] == len(new)  # ' new ' and 'new': one group
+    same = [b["multiplier"]["interval"] for b in result[0]["budgets"] if not b["beyond_fitted_range"]]
+    assert all(low <= 1.0 <= high for low, high in same), same  # two halves of one sweep: m contains 1

@@ -128,6 +128,12 @@ def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
     flat = run_cli("optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--budget", "1e30", check=True)
     (note,) = [x for x in flat.stdout.splitlines() if "within 1e-04 of the lowest" in x]
     assert "reach (unidentified, as E's: at its search bound" in note, note
+    # nor the predicted loss: it is E + ..., a number with an interval that says nothing of E's
+    (loss,) = [x for x in flat.stdout.splitlines() if "predicted loss" in x]
+    assert "nats/token (rests on E, which is unidentified: at its search bound" in loss, loss
+    asked = ("--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--budget", "1e20", "--json")
+    answer = json.loads(run_cli("optimal", *asked, check=True).stdout)
+    assert answer["loss_rests_on_e"].startswith("rests on E, which is unidentified: at its search bound"), answer
 
 
 def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):

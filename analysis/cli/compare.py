@@ -59,6 +59,12 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=count, default=1000, metavar="K", help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed: the baseline's; candidate k uses seed + k (default 0)")
     p.add_argument("--level", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
+    p.add_argument(
+        "--exclude-outliers",
+        action="store_true",
+        help="fit each source without the runs the outlier rule flags (as `scaling fit --exclude-outliers`); "
+        "without it they are kept, and each side's line says how many were flagged, by rule",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--out-figure", metavar="FILE", help=f"write the figure to FILE ({', '.join(FIGURE_FORMATS)})")
     p.add_argument("--out", metavar="DIR", help="write the figure (compare.png) and the JSON (compare.json) to DIR")
@@ -125,7 +131,9 @@ def compare_main(argv: list[str]) -> int:
     from analysis.compare.render import comparison_json, render_comparison
 
     inputs = _inputs(args)
-    comparisons = compare_inputs(inputs, resamples=args.bootstrap, seed=args.seed, level=args.level)
+    comparisons = compare_inputs(
+        inputs, resamples=args.bootstrap, seed=args.seed, level=args.level, exclude_outliers=args.exclude_outliers
+    )
     payload = {"comparisons": [comparison_json(c) for c in comparisons]}
     if args.out_figure or args.out:
         _write_outputs(args, comparisons, payload)

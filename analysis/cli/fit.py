@@ -292,14 +292,9 @@ def _render_headline(report: FitReport) -> list[str]:
 
 
 def _render_outliers(report: FitReport) -> list[str]:
-    done = (
-        "fitted without them (--exclude-outliers)"
-        if report.outliers_excluded
-        else "kept (--exclude-outliers drops them)"
-    )
-    if not report.outliers:
-        return ["", "outliers: none flagged"]
-    lines = ["", f"outliers: {len(report.outliers)} run(s) flagged, {done}"]
+    from analysis.describe.outliers import flagged_line
+
+    lines = ["", f"outliers: {flagged_line(report.outliers, report.outliers_excluded)}"]
     lines += [
         f"  {o.run_id}: {o.rule.replace('_', ' ')}, {o.detail} (C = {o.budget:.3g}, N = {num(o.n)}, loss {num(o.loss)})"
         for o in report.outliers

@@ -18,31 +18,42 @@ import numpy as np
 
 from analysis.compare.inputs import Input, check_same_eval, read_groups, read_inputs
 from analysis.compare.result import Comparison, Side, compare
+from analysis.fits.outliers import flag_outliers, without_outliers
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import no_law
 
 __all__ = ["Comparison", "Input", "Side", "check_same_eval", "compare_inputs", "fit_side", "read_groups", "read_inputs"]
 
 
-def fit_side(item: Input, resamples: int, seed: int, level: float) -> Side:
-    """Fit approach 3 to one input (DataError, naming the source, when it cannot be fitted)."""
+def fit_side(item: Input, resamples: int, seed: int, level: float, exclude_outliers: bool = False) -> Side:
+    """Fit approach 3 to one input (DataError, naming the source, when it cannot be fitted), its runs
+    flagged by the outlier rule as `scaling fit` flags them (`analysis.fits.outliers`): kept in the
+    fit, or left out with ``exclude_outliers``."""
     from scaling.errors import DataError
 
+    table, outliers = item.table, []
     try:
         with np.errstate(all="ignore"):  # wild resamples overflow on purpose; the fit checks its results
-            fit = fit_parametric(item.table, resamples=resamples, seed=seed, level=level)
+            if exclude_outliers:
+                outliers = flag_outliers(table)[0]
+                table = without_outliers(table, outliers)
+            fit = fit_parametric(table, resamples=resamples, seed=seed, level=level)
+            if not exclude_outliers and not no_law(fit):
+                outliers = flag_outliers(table, fit)[0]
     except DataError as err:
         raise DataError(f"cannot compare {item.label!r}: {err}") from None
     if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: no frontier to compare
         raise DataError(f"cannot compare {item.label!r}: approach 3's law is unidentified ({no_law(fit)})")
-    return Side(item.label, len(item.table), [float(b) for b in item.table.budgets], fit, seed, item.table.loss_unit)
+    budgets = [float(b) for b in table.budgets]
+    return Side(item.label, len(table), budgets, fit, seed, table.loss_unit, outliers, exclude_outliers)
 
 
 def compare_inputs(
-    inputs: list[Input], *, resamples: int = 1000, seed: int = 0, level: float = 0.95
+    inputs: list[Input], *, resamples: int = 1000, seed: int = 0, level: float = 0.95, exclude_outliers: bool = False
 ) -> list[Comparison]:
     """Each of ``inputs[1:]`` (candidates) compared with ``inputs[0]`` (the baseline); UserError when
-    their losses are in different units (a loss difference across units means nothing)."""
+    their losses are in different units (a loss difference across units means nothing).
+    ``exclude_outliers``: fit each side without the runs the outlier rule flags (`fit_side`)."""
     units = {item.label: item.table.loss_unit for item in inputs}
     if len(set(units.values())) > 1:
         from scaling.errors import UserError
@@ -52,6 +63,6 @@ def compare_inputs(
             f"the sources' losses are in different units ({listing}): compare losses in one unit "
             "(--loss-column, --loss-unit)"
         )
-    sides = [fit_side(item, resamples, seed + k, level) for k, item in enumerate(inputs)]
+    sides = [fit_side(item, resamples, seed + k, level, exclude_outliers) for k, item in enumerate(inputs)]
     with np.errstate(all="ignore"):
         return [compare(sides[0], side, level) for side in sides[1:]]

@@ -54,8 +54,9 @@ def read_groups(
     """The groups of one table by the values of ``column``, read as `scaling fit --group-by` reads
     them (`analysis.sources.load.read_groups`: ``columns.where`` filters, each group checked on its
     own): ``baseline`` (default: the first value in the table) then ``candidates`` (default: every
-    other value, in order of first appearance)."""
-    groups = dict(read_source_groups(source, columns, column, allow_mixed_corpora))
+    other value, in order of first appearance). Values that differ only in case are refused unless
+    ``baseline`` is named (`analysis.sources.groups.split_groups`): the default baseline would be a guess."""
+    groups = dict(read_source_groups(source, columns, column, allow_mixed_corpora, distinct_case=baseline is not None))
     present = list(groups)
     first = baseline if baseline is not None else present[0]
     wanted = [first, *(candidates or [g for g in present if g != first])]

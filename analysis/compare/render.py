@@ -7,6 +7,7 @@ import math
 from analysis.compare.multiplier import DIFFERENCES
 from analysis.compare.result import Comparison
 from analysis.describe.numbers import interval_text, num
+from analysis.describe.outliers import count_by_rule, flagged_line
 from analysis.fits.results import Estimate
 
 LABELS = {
@@ -47,8 +48,10 @@ def render_comparison(comparison: Comparison) -> str:
     lines = [
         f"baseline:  {c.baseline.source} ({c.baseline.runs} runs, budgets {_g(c.baseline.fitted_range[0])}–"
         f"{_g(c.baseline.fitted_range[1])} FLOPs)",
+        *_outliers_line(c.baseline),
         f"candidate: {c.candidate.source} ({c.candidate.runs} runs, budgets {_g(c.candidate.fitted_range[0])}–"
         f"{_g(c.candidate.fitted_range[1])} FLOPs)",
+        *_outliers_line(c.candidate),
         "",
         c.summary,
         "",
@@ -74,6 +77,20 @@ def render_comparison(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
+def _outliers_line(side) -> list[str]:
+    """A side's flagged runs, by rule, and whether its fit kept them (`scaling fit`'s line); none when none."""
+    if not side.outliers:
+        return []
+    return [f"           outliers: {flagged_line(side.outliers, side.outliers_excluded, by_rule=True)}"]
+
+
+def _outliers_json(side) -> dict:
+    if not side.outliers:
+        return {}
+    runs = [{"run_id": o.run_id, "rule": o.rule, "detail": o.detail} for o in side.outliers]
+    return {"outliers": {"by_rule": count_by_rule(side.outliers), "excluded": side.outliers_excluded, "runs": runs}}
+
+
 def comparison_json(comparison: Comparison) -> dict:
     c = comparison
 
@@ -87,6 +104,7 @@ def comparison_json(comparison: Comparison) -> dict:
             "bootstrap": None
             if s.fit.bootstrap is None
             else {"resamples": s.fit.bootstrap.resamples, "failed": s.fit.bootstrap.failed},
+            **_outliers_json(s),
         }
 
     return {

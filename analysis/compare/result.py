@@ -31,7 +31,7 @@ from analysis.compare.multiplier import (
     percentile_interval,
     unresponsive_why,
 )
-from analysis.fits.results import Estimate, ParametricFit
+from analysis.fits.results import Estimate, Outlier, ParametricFit
 from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
@@ -49,6 +49,8 @@ class Side:
     fit: ParametricFit = field(repr=False)
     seed: int = 0
     loss_unit: str = DEFAULT_LOSS_UNIT  # its table's (`RunTable.loss_unit`): every side of a comparison shares it
+    outliers: list[Outlier] = field(default_factory=list, repr=False)  # flagged as `scaling fit` flags them
+    outliers_excluded: bool = False  # fitted without ``outliers`` (--exclude-outliers), else kept in the fit
 
     @property
     def fitted_range(self) -> tuple[float, float]:

@@ -23,6 +23,24 @@ def outliers_summary(report: FitReport) -> str:
     return f"{len(report.outliers)} run(s) flagged as outliers{rule}; {done}."
 
 
+def flagged_line(outliers: list, excluded: bool, by_rule: bool = False) -> str:
+    """`scaling fit`'s and `scaling compare`'s line on the flagged runs: how many (``by_rule``: and by
+    which rule, "(residual 2, off budget 1)"), and whether the fits kept them; "none flagged" when none."""
+    if not outliers:
+        return "none flagged"
+    done = "fitted without them (--exclude-outliers)" if excluded else "kept (--exclude-outliers drops them)"
+    rules = ", ".join(f"{rule.replace('_', ' ')} {k}" for rule, k in count_by_rule(outliers).items())
+    return f"{len(outliers)} run(s) flagged{f' ({rules})' if by_rule else ''}, {done}"
+
+
+def count_by_rule(outliers: list) -> dict[str, int]:
+    """How many of ``outliers`` each rule flagged, rules in order of first appearance."""
+    counts: dict[str, int] = {}
+    for o in outliers:
+        counts[o.rule] = counts.get(o.rule, 0) + 1
+    return counts
+
+
 def outlier_rows(report: FitReport) -> list[list[str]]:
     """One row per flagged run, in the order of `OUTLIER_HEADER`."""
     state = "excluded" if report.outliers_excluded else "kept"

@@ -32,6 +32,7 @@ class RepeatAllocation(Allocation):
     epochs: Estimate | None = None
     lowest_loss: float = math.nan
     lowest_loss_unidentified: str = ""  # why the lowest loss is not a finding (it rests on an unidentified E)
+    loss_rests_on_e: str = ""  # `rests_on_e`: the predicted loss with its interval holds only if E does
 
     def as_json(self) -> dict:
         out = super().as_json()
@@ -42,6 +43,8 @@ class RepeatAllocation(Allocation):
         )
         if self.lowest_loss_unidentified:
             out["lowest_loss_unidentified"] = self.lowest_loss_unidentified
+        if self.loss_rests_on_e:
+            out["loss_rests_on_e"] = self.loss_rests_on_e
         return out
 
 
@@ -102,6 +105,7 @@ class DataConstrainedLaw(Law):
         )
         if self.e_unidentified:
             out.lowest_loss_unidentified = f"as E's: {self.e_unidentified}"
+            out.loss_rests_on_e = rests_on_e(self.e_unidentified) if loss is not None else ""
         if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
             out.notes.append(
                 f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ("
@@ -117,7 +121,13 @@ class DataConstrainedLaw(Law):
 
     def _e_caveat(self) -> str:
         """Said beside a loss floor that rests on E when the fit could not identify E (else "")."""
-        return f"; that floor rests on E, which is unidentified: {self.e_unidentified}" if self.e_unidentified else ""
+        return f"; that floor {rests_on_e(self.e_unidentified)}" if self.e_unidentified else ""
+
+
+def rests_on_e(why: str) -> str:
+    """The one wording for a value of the law that holds only as far as its E does, when the fit
+    could not identify E (``why``, `Estimate.unidentified`): the loss floor, a predicted loss."""
+    return f"rests on E, which is unidentified: {why}"
 
 
 def repeat_law(params: dict, name: str, unique_tokens: float, **kwargs) -> DataConstrainedLaw:

@@ -106,12 +106,26 @@ def _comparable(column: pd.Series, where: Where):
     return column.astype(str), where.value
 
 
-def split_groups(frame: pd.DataFrame, column: str, source: str) -> list[tuple[str, pd.DataFrame]]:
+def split_groups(
+    frame: pd.DataFrame, column: str, source: str, distinct_case: bool = False
+) -> list[tuple[str, pd.DataFrame]]:
     """(value, rows) per value of ``column`` (`experiment_labels`: stripped) in order of first appearance;
-    empty or missing values form the group `MISSING`."""
-    column = _existing(frame, column, f"--group-by {column!r}", source)
-    labels = experiment_labels(frame[column])
-    return [(value, frame[labels == value]) for value in labels.unique()]
+    empty or missing values form the group `MISSING`. Two values that differ only in case ("Base",
+    "base") are one recipe spelled two ways, far more often than two recipes: a UserError naming both,
+    unless ``distinct_case`` (the user named the groups, e.g. `scaling compare --baseline`)."""
+    name = _existing(frame, column, f"--group-by {column!r}", source)
+    labels = experiment_labels(frame[name])
+    values = list(labels.unique())
+    folded: dict[str, str] = {}
+    for value in values:
+        twin = folded.setdefault(value.casefold(), value)
+        if twin != value and not distinct_case:
+            raise UserError(
+                f"--group-by {column!r}: {source!r} has labels {twin!r} and {value!r}, which differ only in case; "
+                f"spell them one way in the table, keep one with --where {column}!={value}, or (scaling compare) "
+                "name the baseline with --baseline to compare them as two groups"
+            )
+    return [(value, frame[labels == value]) for value in values]
 
 
 def check_one_experiment(

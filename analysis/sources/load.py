@@ -35,18 +35,19 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
 
 
 def read_groups(
-    source: str, columns: ColumnMap, group_by: str, allow_mixed_corpora: bool = False
+    source: str, columns: ColumnMap, group_by: str, allow_mixed_corpora: bool = False, distinct_case: bool = False
 ) -> list[tuple[str, Source]]:
     """``source`` read once, filtered by ``columns.where``, and split by the values of column
-    ``group_by``: (value, checked Source) per group, in order of first appearance. Each group is
-    checked on its own (a group with nothing usable is a DataError naming it)."""
+    ``group_by``: (value, checked Source) per group, in order of first appearance (`split_groups`:
+    values that differ only in case are refused unless ``distinct_case``). Each group is checked on
+    its own (a group with nothing usable is a DataError naming it)."""
     source = str(source)
     raw = _read_raw(source)
     notes: list[str] = []
     frame = apply_where(raw["frame"], columns.where, source, notes)
     no_where = replace(columns, where=())
     groups = []
-    for value, rows in split_groups(frame, group_by, source):
+    for value, rows in split_groups(frame, group_by, source, distinct_case):
         checked = _checked(raw, f"{source} [{group_by}={value}]", rows, no_where, allow_mixed_corpora)
         checked.table.notes[:0] = notes
         groups.append((value, checked))
