@@ -36,6 +36,11 @@ def params_6nd(compute, tokens):
     return compute / (FLOPS_PER_PARAM_TOKEN * tokens)
 
 
+def smallest_6nd(n_params, tokens) -> float | None:
+    """The smallest 6·N·D over paired runs (a fit's N and D lists), or None when there are none."""
+    return min((float(flops_6nd(n, d)) for n, d in zip(n_params, tokens)), default=None)
+
+
 # Inference: a forward pass costs 2·N FLOPs per token (Kaplan et al. 2020, §2.1), so serving T tokens
 # costs 2·N·T (the lifetime-cost model of Sardana et al. 2024: training 6·N·D plus inference 2·N·T).
 FLOPS_PER_PARAM_INFERENCE_TOKEN = 2.0

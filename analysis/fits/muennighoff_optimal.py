@@ -19,7 +19,7 @@ from analysis.fits.optimal import Allocation, Law
 from analysis.fits.presets import REPEAT_PRESET
 from analysis.fits.results import Estimate
 from scaling.errors import UserError
-from scaling.flops import tokens_6nd
+from scaling.flops import smallest_6nd, tokens_6nd
 
 FLAT = 1e-4  # an optimum within this relative distance of the lowest reachable loss: more compute buys ~nothing
 
@@ -49,15 +49,14 @@ class RepeatAllocation(Allocation):
 
 
 class DataConstrainedLaw(Law):
-    """L(N, D, U) of Muennighoff et al. 2023 at a fixed U (``unique_tokens``); ``e_unidentified``: why
-    the fit's E is unidentified ("" when it is not), which the lowest loss E + ... then says."""
+    """L(N, D, U) of Muennighoff et al. 2023 at a fixed U (``unique_tokens``). When the fit's E is
+    unidentified (`Law.floor_unidentified`), so is the lowest loss E + ..., and a predicted loss says it rests on E."""
 
     predicts_loss = True
 
-    def __init__(self, *args, unique_tokens: float, e_unidentified: str = "", **kwargs):
+    def __init__(self, *args, unique_tokens: float, **kwargs):
         super().__init__(*args, **kwargs)
         self.unique_tokens = float(unique_tokens)
-        self.e_unidentified = e_unidentified
 
     def _n_opt(self, p, compute):
         return mf.optimal_n(p, compute, self.unique_tokens)
@@ -103,15 +102,15 @@ class DataConstrainedLaw(Law):
         out = RepeatAllocation(
             **vars(base), unique_tokens=u, epochs=epochs, lowest_loss=float(self._lowest(self.params))
         )
-        if self.e_unidentified:
-            out.lowest_loss_unidentified = f"as E's: {self.e_unidentified}"
-            out.loss_rests_on_e = rests_on_e(self.e_unidentified) if loss is not None else ""
+        if why := self.floor_unidentified:
+            out.lowest_loss_unidentified = f"as the fit's E: {why}"
+            out.loss_rests_on_e = rests_on_e(why) if loss is not None and not loss.unidentified else ""
         if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
             out.notes.append(
                 f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ("
                 + (
                     f"unidentified, {out.lowest_loss_unidentified}"
-                    if self.e_unidentified
+                    if self.floor_unidentified
                     else f"{out.lowest_loss:.4g} {self.loss_unit}"
                 )
                 + "): "
@@ -121,7 +120,7 @@ class DataConstrainedLaw(Law):
 
     def _e_caveat(self) -> str:
         """Said beside a loss floor that rests on E when the fit could not identify E (else "")."""
-        return f"; that floor {rests_on_e(self.e_unidentified)}" if self.e_unidentified else ""
+        return f"; that floor {rests_on_e(self.floor_unidentified)}" if self.floor_unidentified else ""
 
 
 def rests_on_e(why: str) -> str:
@@ -192,7 +191,8 @@ def resolve_repeat_law(
         level=level if level is not None else (boot.level if boot else 0.95),
         notes=[f"data-constrained fit of {fit.source} ({len(fit.n)} runs)" + _fixed_note(fit)],
         loss_unit=report.loss_unit,
-        e_unidentified=fit.estimates["E"].unidentified,
+        floor_unidentified=fit.estimates["E"].unidentified,
+        fitted_compute_min=smallest_6nd(fit.n, fit.d),
     )
 
 

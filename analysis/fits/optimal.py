@@ -21,7 +21,7 @@ from analysis.fits.bootstrap import identification, reaches_zero
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
-from scaling.flops import flops_6nd, params_6nd, tokens_6nd
+from scaling.flops import flops_6nd, params_6nd, smallest_6nd, tokens_6nd
 
 EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
 LOG10_BUDGET_RANGE = (0.0, 60.0)  # where the inverse looks for a budget, in log10 FLOPs
@@ -382,7 +382,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
         common["floor_unidentified"] = fit.estimates["E"].unidentified if "E" in fit.estimates else ""
-        common["fitted_compute_min"] = float(np.min(flops_6nd(np.asarray(fit.n), np.asarray(fit.d)))) if fit.n else None
+        common["fitted_compute_min"] = smallest_6nd(fit.n, fit.d)
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
