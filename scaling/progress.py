@@ -33,20 +33,20 @@ DRY_RUN_MANIFEST = "sweep.dry-run.json"  # the plan of a dry run: never mistaken
 LEGACY_DUPLICATE = re.compile(r"the same run as (?P<same_as>.*): planned once")  # before `duplicates`
 
 
-def split_duplicates(entries: list[dict]) -> tuple[list[dict], list[dict]]:
-    """(dropped, duplicates) of the sweeper's planning: a combination dropped (``reason``: never
-    launched) apart from one merged into another that plans the same run id (``same_as``: that
-    combination, trained and counted once). A sweep.json written before the `duplicates` key kept
-    the merged ones in ``dropped``, with the reason "the same run as ...: planned once"."""
+def _migrate(manifest: dict) -> dict:
+    """A plan written before sweep.json's ``duplicates`` key kept each combination merged into
+    another of the same run id in ``dropped``, with the reason "the same run as ...: planned once":
+    moved to ``duplicates`` (``overrides``, ``same_as``), as the sweeper writes them now."""
+    if "duplicates" in manifest:
+        return manifest
     dropped, duplicates = [], []
-    for entry in entries:
+    for entry in manifest["dropped"]:
         legacy = LEGACY_DUPLICATE.fullmatch(str(entry.get("reason", "")))
-        same_as = entry.get("same_as") or (legacy["same_as"] if legacy else None)
-        if same_as is None:
-            dropped.append({"overrides": entry.get("overrides", []), "reason": entry.get("reason", "")})
+        if legacy:
+            duplicates.append({"overrides": entry.get("overrides", []), "same_as": legacy["same_as"]})
         else:
-            duplicates.append({"overrides": entry.get("overrides", []), "same_as": same_as})
-    return dropped, duplicates
+            dropped.append(entry)
+    return {**manifest, "dropped": dropped, "duplicates": duplicates}
 
 
 def planning_counts(duplicates: int, dropped: int) -> str:
@@ -56,11 +56,10 @@ def planning_counts(duplicates: int, dropped: int) -> str:
 
 
 def write_sweep_manifest(
-    store: Path, name: str, jobs: list[dict], dropped: list[dict], filename: str = MANIFEST
+    store: Path, name: str, jobs: list[dict], dropped: list[dict], duplicates: list[dict], filename: str = MANIFEST
 ) -> None:
     """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped
     combination with its reason, every merged one with the combination it is the same run as."""
-    dropped, duplicates = split_duplicates(dropped)
     atomic_write_json(
         Path(store) / filename,
         {
@@ -91,7 +90,10 @@ def _list_of_objects(value) -> bool:
 
 
 def read_manifest(store: Path) -> dict | None:
-    """The store's sweep plan (sweep.json), or None for a store without one (`scaling train` runs)."""
+    """The store's sweep plan (sweep.json), or None for a store without one (`scaling train` runs);
+    UserError for one that cannot be read or is not a plan. Every reader of sweep.json reads it here:
+    ``dropped`` (each with its ``reason``) and ``duplicates`` (each with its ``same_as``) apart,
+    an old plan's migrated (`_migrate`)."""
     if not Path(store).is_dir():
         raise UserError(
             f"store {str(store)!r} is not a directory; give a sweep's results directory "
@@ -102,7 +104,7 @@ def read_manifest(store: Path) -> dict | None:
         return None
     try:
         manifest = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: cannot be read ({err}); relaunching the sweep rewrites it") from None
     runs = manifest.get("runs") if isinstance(manifest, dict) else None
     fields = ("run_id", "flops", "state_at_launch")
@@ -116,7 +118,7 @@ def read_manifest(store: Path) -> dict | None:
         raise UserError(
             f"{path}: not a sweep plan (a sweep, runs with {', '.join(fields)}, dropped); relaunching the sweep rewrites it"
         )
-    return manifest
+    return _migrate(manifest)
 
 
 def runs_in_store(store: Path) -> list[dict]:
@@ -215,12 +217,11 @@ def progress(store: Path) -> dict:
     elapsed = (tally["last_finish"] if done and tally["last_finish"] else time.time()) - launched
     remaining = tally["flops_total"] - tally["flops_done"]
     eta = elapsed * remaining / tally["flops_done_now"] if tally["flops_done_now"] > 0 else None
-    dropped, duplicates = split_duplicates(manifest["dropped"] + manifest.get("duplicates", []))
     return {
         "sweep": manifest["sweep"],
         "planned": len(manifest["runs"]),
-        "dropped": len(dropped),
-        "duplicates": len(duplicates),
+        "dropped": len(manifest["dropped"]),
+        "duplicates": len(manifest["duplicates"]),
         **{k: v for k, v in tally.items() if k not in INTERNAL},
         "elapsed_s": elapsed,
         "eta_s": eta,

@@ -86,10 +86,13 @@ def write_store(
     noise: float = 0.005,
     seed: int = 0,
     with_failures: bool = True,
+    old_plan: bool = True,
 ) -> dict[str, list]:
     """An IsoFLOP sweep around the law's optimum (sizes log-spaced over N_opt·10^(±1)); with
-    ``with_failures`` also one diverged run, one planned run without a record, one dropped
-    combination in sweep.json, and a truncated record file. Returns what was written: the kept records, failed, missing, dropped."""
+    ``with_failures`` also one diverged run, one planned run without a record, one dropped and one
+    merged combination in sweep.json, and a truncated record file. ``old_plan``: sweep.json as
+    written before its ``duplicates`` key (the merged one in ``dropped``, told by its reason).
+    Returns what was written: the kept records, failed, missing, dropped."""
     rng = np.random.default_rng(seed)
     records, plan = [], []
     for budget in budgets:
@@ -144,16 +147,14 @@ def write_store(
                 "reason": "needs 9,999,999 tokens but the corpus's training split holds 1,000",
             }
         )
-    legacy_duplicates = (
-        [
-            {
-                "overrides": ["budget=1e12", "model=s-twice"],
-                "reason": "the same run as budget=1e12 model=s-once: planned once",
-            }
+    duplicates = [{"overrides": ["budget=1e12", "model=s-twice"], "same_as": "budget=1e12 model=s-once"}]
+    duplicates = duplicates if with_failures else []
+    planning = {"dropped": dropped, "duplicates": duplicates}
+    if old_plan:
+        old = [
+            {"overrides": d["overrides"], "reason": f"the same run as {d['same_as']}: planned once"} for d in duplicates
         ]
-        if with_failures
-        else []
-    )
+        planning = {"dropped": dropped + old}
     for rec in records + failed:
         atomic_write_json(store / "runs" / rec["run_id"] / "record.json", rec)
     if with_failures:  # a record cut short (a disk that filled up): read_store lists it among its problems
@@ -166,7 +167,7 @@ def write_store(
             "launched_at": "2026-01-01T00:00:00+00:00",
             "launched_at_unix": 1767225600.0,
             "runs": plan + missing,
-            "dropped": dropped + legacy_duplicates,  # a plan written before sweep.json's `duplicates` key
+            **planning,
         },
     )
     return {"records": records, "failed": failed, "missing": missing, "dropped": dropped}

@@ -143,6 +143,11 @@ SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subpr
         [str(SWEEP), "budget=1e3", f"store={S}"],
         ["all 2 combinations were dropped", "train.min_steps"],
     ),
+    (  # every combination listed twice: nothing kept, so nothing to merge into; each repeat is dropped too
+        "impossible budgets, each combination twice",
+        [str(SWEEP), "budget=1e3,1.0e3", "model=d32,d32", f"store={S}"],
+        ["all 4 combinations were dropped", "train.min_steps"],
+    ),
     ("unknown model in a list", [str(SWEEP), "model=d32,d33", f"store={S}"], ["model=d33", "model/d33", "d48"]),
     (  # before: the key was ignored and the sweep launched every run
         "a `+` sweeper setting it lacks",

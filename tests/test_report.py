@@ -5,6 +5,7 @@ loaded; the Markdown twin; reuse of a saved fit; bad input as one line with noth
 (~35 s on 2 idle cores: two report subprocesses, chromium twice, in-process error cases.)"""
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -24,9 +25,12 @@ from analysis.report.allocation import allocation_blocks
 from analysis.report.blocks import Table
 from analysis.report.laws import outlier_blocks
 from analysis.report.render import render_markdown
+from analysis.report.runs import failures_blocks
+from analysis.report.sweep import swept_blocks
 from analysis.sources.load import load_runs, read_source
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
+from scaling.progress import progress
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +120,35 @@ def test_report_states_the_sweep_fits_allocation_validation_and_failures(report,
     flagged = {float(budget) for flag, budget in rows if flag}
     assert {1e18, 1e21, 1e24} <= flagged and 3e11 not in flagged and 3e12 not in flagged
     assert "Chinchilla N_opt" in text and "2.89B" in text  # sqrt(1e21/120): Hoffmann et al. 2022, Table 3
+
+
+def test_an_old_plan_reads_as_the_plan_the_sweeper_writes_now(tmp_path):
+    """A sweep.json written before its `duplicates` key kept the merged duplicate in `dropped` (reason
+    "the same run as ...: planned once"): migrated where sweep.json is read (scaling.progress.read_manifest),
+    so the report and `scaling status` read it as the same plan written now, merged apart from dropped."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    write_store(old), write_store(new, old_plan=False)
+    written = [json.loads((s / "sweep.json").read_text()) for s in (old, new)]
+    assert "duplicates" not in written[0] and len(written[0]["dropped"]) == 2 and len(written[1]["dropped"]) == 1
+    sources = [read_source(str(s)) for s in (old, new)]
+    assert sources[0].manifest == sources[1].manifest == written[1]
+    pages = [render_markdown(swept_blocks(s) + failures_blocks(s, None), "figures") for s in sources]
+    assert pages[0].replace(str(old), str(new)) == pages[1]
+    for fact in ("1 combination merged when", "(as budget=1e12 model=s-once)", "1 combination dropped when"):
+        assert fact in pages[1], fact
+    counts = [{k: progress(s)[k] for k in ("planned", "dropped", "duplicates")} for s in (old, new)]
+    assert counts[0] == counts[1] == {"planned": len(written[1]["runs"]), "dropped": 1, "duplicates": 1}
+
+
+def test_a_sweep_json_that_is_not_a_plan_is_a_note_of_the_report(tmp_path):
+    """Read as `scaling status` reads it (`scaling.progress.read_manifest`); before, the report's own
+    reader took valid JSON that is not a plan (a list) as the plan: AttributeError."""
+    write_store(tmp_path / "store", with_failures=False)
+    (tmp_path / "store" / "sweep.json").write_text("[]")
+    source = read_source(str(tmp_path / "store"))
+    page = render_markdown(failures_blocks(source, None), "figures")
+    assert source.manifest == {} and "sweep.json: not a sweep plan" in page
+    assert "the plan and dropped runs are unknown" in page
 
 
 def test_allocation_rows_below_the_smallest_fitted_budget_are_flagged_like_those_above(tmp_path):

@@ -7,7 +7,6 @@ from analysis.fits.results import FitReport
 from analysis.report.blocks import Bullets, Heading, Paragraph, Table
 from analysis.report.sweep import finite
 from analysis.sources.schema import Source
-from scaling.progress import split_duplicates
 
 
 # ---------------------------------------------------------------- failures and notes
@@ -36,8 +35,8 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
                     ],
                 )
             )
-    dropped, duplicates = split_duplicates(source.manifest.get("dropped", []))  # an old plan kept both in one list
-    blocks += _merged_paragraph(duplicates + source.manifest.get("duplicates", []))
+    dropped = source.manifest.get("dropped", [])  # {} without a plan
+    blocks += _merged_paragraph(source.manifest.get("duplicates", []))
     if dropped:
         blocks.append(
             Paragraph(

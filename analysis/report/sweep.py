@@ -13,7 +13,6 @@ from analysis.describe.numbers import count_label, flops_label, num
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
-from scaling.progress import split_duplicates
 
 
 # ---------------------------------------------------------------- the source
@@ -151,7 +150,7 @@ def swept_blocks(source: Source) -> list:
                 put(budget, str(row.get("shape") or "") or count_label(size), size, str(row["status"]))
     for run in source.manifest.get("runs", []):
         put(float(run["budget_flops"]), str(run["shape"]), float(run.get("params", math.nan)), "not recorded")
-    for dropped in split_duplicates(source.manifest.get("dropped", []))[0]:  # merged duplicates were trained
+    for dropped in source.manifest.get("dropped", []):  # not the merged duplicates (`duplicates`): trained
         overrides = dict(o.split("=", 1) for o in dropped.get("overrides", []) if "=" in o)
         if "budget" in overrides and "model" in overrides and finite(overrides["budget"]):
             put(float(overrides["budget"]), overrides["model"], size_of.get(overrides["model"], math.nan), "dropped")

@@ -8,7 +8,6 @@ Parquet file, or ``wandb:ENTITY/PROJECT``; checked into a `RunTable` by `analysi
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from analysis.sources.check import table_from_frame
 from analysis.sources.files import read_table_file
 from analysis.sources.groups import apply_where, split_groups
 from analysis.sources.schema import ColumnMap, RunTable, Source
-from scaling.errors import DataError
+from scaling.errors import DataError, UserError
 
 
 def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> Source:
@@ -108,16 +107,18 @@ def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
 
 
 def _read_manifest(store: Path) -> tuple[dict, str]:
-    """The sweep plan (sweep.json) of a store, and why it is missing or unreadable ("" when read)."""
-    from scaling.progress import MANIFEST
+    """The sweep plan (sweep.json) of a store as `scaling status` reads it (`scaling.progress.read_manifest`:
+    an old plan's merged duplicates apart from its dropped combinations), and why it is missing,
+    unreadable or not a plan ("" when read)."""
+    from scaling.progress import MANIFEST, read_manifest
 
-    path = store / MANIFEST
-    if not path.exists():
+    try:
+        manifest = read_manifest(store)
+    except UserError as err:
+        return {}, f"{err} (the plan and dropped runs are unknown)"
+    if manifest is None:
         return (
             {},
-            f"{path} does not exist (runs not launched by `scaling sweep`): the plan and dropped runs are unknown",
+            f"{store / MANIFEST} does not exist (runs not launched by `scaling sweep`): the plan and dropped runs are unknown",
         )
-    try:
-        return json.loads(path.read_text()), ""
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        return {}, f"{path} cannot be read ({err}): the plan and dropped runs are unknown"
+    return manifest, ""

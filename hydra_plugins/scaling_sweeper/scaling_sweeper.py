@@ -165,16 +165,16 @@ class ScalingSweeper(Sweeper):
 
     # ------------------------------------------------------------ 2-3. plan
     def plan(self, jobs: list[list[str]]):
-        """Plan every job: (kept, dropped). Bad input in a job's config (a bad value, a missing or
-        malformed corpus) raises ConfigError/DataError naming the job; a budget too small for a
-        shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the job
-        (``reason``); a job whose run id another's already has is merged into it (``same_as``:
-        `scaling.progress.split_duplicates` tells the two apart)."""
+        """Plan every job: (kept, dropped, duplicates). Bad input in a job's config (a bad value, a
+        missing or malformed corpus) raises ConfigError/DataError naming the job; a budget too small
+        for a shape, D/N outside ``tokens_per_param`` or more tokens than the corpus holds drop the
+        job (``reason``: never launched); a job whose run id a kept one already has is merged into it
+        (``same_as``: that job's label; trained and counted once)."""
         from scaling.errors import UserError
         from scaling.plan import BudgetTooSmall, plan_run
         from scaling.store import RunPaths, run_state
 
-        kept, dropped, by_id = [], [], {}
+        kept, dropped, duplicates, by_id = [], [], [], {}
         lo, hi = self.tokens_per_param
         for overrides in jobs:
             label = " ".join(overrides)
@@ -206,12 +206,12 @@ class ScalingSweeper(Sweeper):
                 )
                 continue
             if plan.run_id in by_id:  # a budget or shape listed twice: one run, trained and counted once
-                dropped.append({"overrides": overrides, "same_as": by_id[plan.run_id]["label"]})  # merged, not lost
+                duplicates.append({"overrides": overrides, "same_as": by_id[plan.run_id]["label"]})  # merged, not lost
                 continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
             job = {"overrides": overrides, "label": label, "run_id": plan.run_id, "plan": plan, "state": state}
             kept.append(by_id.setdefault(plan.run_id, {**job, "store": cfg.store}))
-        return kept, dropped
+        return kept, dropped, duplicates
 
     def compose(self, overrides: list[str]) -> DictConfig:
         """A job's config as the job composes it; ConfigError naming the job on bad input."""
@@ -239,12 +239,12 @@ class ScalingSweeper(Sweeper):
         try:
             self.check_settings()
             check_launcher(self.config.hydra.launcher)
-            jobs, dropped = self.plan(self.expand(arguments))
+            jobs, dropped, duplicates = self.plan(self.expand(arguments))
             if self.branches and jobs:
                 jobs, dropped, self.branch_line = branching.plan_trunks(
                     self, jobs, dropped, self.extra_points_per_decade
                 )
-            if not jobs:
+            if not jobs:  # nothing kept, so nothing merged into a kept run: every combination dropped
                 for d in dropped:
                     print(f"  dropped {' '.join(d['overrides'])}: {d['reason']}", file=sys.stderr, flush=True)
                 raise ConfigError(
@@ -256,15 +256,15 @@ class ScalingSweeper(Sweeper):
             print(f"error: {err}", file=sys.stderr, flush=True)
             sys.exit(2)
         if not self.hyper.lr_refine:
-            return self.launch_planned(jobs, dropped)
-        return self.refine(jobs, dropped)
+            return self.launch_planned(jobs, dropped, duplicates)
+        return self.refine(jobs, dropped, duplicates)
 
-    def refine(self, jobs: list[dict], dropped: list[dict]) -> Any:
+    def refine(self, jobs: list[dict], dropped: list[dict], duplicates: list[dict]) -> Any:
         """lr_refine: launch the coarse grid (stage 1), then plan stage 2 from its records
         (`HyperAxes.refinements`) and launch it. On relaunch, the same: what is done is skipped."""
         from scaling.store import RunPaths, run_state
 
-        returns = self.launch_planned(jobs, dropped, final=False)
+        returns = self.launch_planned(jobs, dropped, duplicates, final=False)
         for j in jobs:  # as stage 1 left them
             j["state"] = str(run_state(RunPaths(Path(self.config.store), j["run_id"])))
         extra, notes = self.hyper.refinements(jobs, Path(self.config.store))
@@ -279,27 +279,34 @@ class ScalingSweeper(Sweeper):
                 flush=True,
             )
             return returns
-        refined, dropped2 = self.plan(extra) if extra else ([], [])
+        refined, dropped2, duplicates2 = self.plan(extra) if extra else ([], [], [])
         print(f"lr_refine: stage 2, {len(refined)} runs around each (shape, budget)'s best LR", flush=True)
-        return returns + self.launch_planned(jobs + refined, dropped + dropped2, launch=refined)
+        return returns + self.launch_planned(
+            jobs + refined, dropped + dropped2, duplicates + duplicates2, launch=refined
+        )
 
     def launch_planned(
-        self, jobs: list[dict], dropped: list[dict], final: bool = True, launch: list[dict] | None = None
+        self,
+        jobs: list[dict],
+        dropped: list[dict],
+        duplicates: list[dict],
+        final: bool = True,
+        launch: list[dict] | None = None,
     ) -> Any:
-        """Write the plan, report it and launch the runs of ``launch`` (default: ``jobs``) not yet
-        done; when ``final``, exit 1 if a planned run did not complete (`exit_if_failed`)."""
+        """Write the plan (with ``plan``'s dropped and merged combinations), report it and launch the
+        runs of ``launch`` (default: ``jobs``) not yet done; when ``final``, exit 1 if a planned run
+        did not complete (`exit_if_failed`)."""
         from scaling.progress import DRY_RUN_MANIFEST, MANIFEST, format_progress, write_sweep_manifest
-        from scaling.run_status import RunState
-        from scaling.store import RunPaths, run_state, write_tables
+        from scaling.store import write_tables
 
         store = Path(self.config.store)
         to_run = [j for j in (jobs if launch is None else launch) if branching.to_launch(j)]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
-        write_sweep_manifest(store, self.config.sweep, jobs, dropped, filename=manifest)
+        write_sweep_manifest(store, self.config.sweep, jobs, dropped, duplicates, filename=manifest)
 
         cost = "\n  ".join(line for line in (self.hyper.cost_line(jobs), self.branch_line) if line)
-        print_summary(self.config.sweep or "sweep", store, jobs, dropped, cost or None)
+        print_summary(self.config.sweep or "sweep", store, jobs, dropped, duplicates, cost or None)
         if self.dry_run:
             return self.report_dry_run(jobs, store / manifest)
         if not to_run:
@@ -331,14 +338,22 @@ class ScalingSweeper(Sweeper):
             returns.append(self.launcher.launch(chunk, initial_job_idx=start))
         write_tables(store)
         print(format_progress(store, final=True), flush=True)
-        for job, r in zip(leaders, (r for results in returns for r in results)):
-            if run_state(RunPaths(store, job["run_id"])) != RunState.PARTIAL:
-                _ = r.return_value  # re-raise a job's exception, as the basic sweeper does
-            # else: the job stopped with its checkpoint kept (submitit gave up on a SLURM time
-            # limit: UncompletedJobError); a relaunch resumes it, and `exit_if_failed` counts it
+        self.reraise_job_errors(store, leaders, returns)
         if final:
             self.exit_if_failed(store, jobs)
         return returns
+
+    @staticmethod
+    def reraise_job_errors(store: Path, leaders: list[dict], returns: list) -> None:
+        """Re-raise a launched job's exception, as the basic sweeper does; not a job that stopped with
+        its checkpoint kept (submitit gave up on a SLURM time limit: UncompletedJobError): a relaunch
+        resumes it, and `exit_if_failed` counts it."""
+        from scaling.run_status import RunState
+        from scaling.store import RunPaths, run_state
+
+        for job, r in zip(leaders, (r for results in returns for r in results)):
+            if run_state(RunPaths(store, job["run_id"])) != RunState.PARTIAL:
+                _ = r.return_value
 
     def pack_note(self, batch: list[list[str]]) -> str:
         if not self.pack:

@@ -4,7 +4,7 @@ resume, the cost of any hyperparameter axes) and, for a dry run, the plan table.
 from pathlib import Path
 
 from hydra_plugins.scaling_sweeper import processes
-from scaling.progress import planning_counts, split_duplicates
+from scaling.progress import planning_counts
 
 
 def format_plan(jobs: list[dict]) -> str:
@@ -42,11 +42,12 @@ def law_line(jobs: list[dict]) -> str | None:
     )
 
 
-def print_summary(name: str, store: Path, jobs: list[dict], dropped: list[dict], cost: str | None = None) -> None:
+def print_summary(
+    name: str, store: Path, jobs: list[dict], dropped: list[dict], duplicates: list[dict], cost: str | None = None
+) -> None:
     """What the sweep found before launching: runs planned, combinations merged into another's run
-    (a duplicate: the same run id) and dropped (each with its reason), runs already finished, to
-    resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
-    dropped, duplicates = split_duplicates(dropped)
+    (``duplicates``: the same run id) and ``dropped`` (each with its reason), runs already finished,
+    to resume, to retry, new, and held by other processes (naming a dead sweep's workers)."""
     busy = [j for j in jobs if j["state"] == "running"]
     merged = f"{planning_counts(len(duplicates), 0)}, " if duplicates else ""
     print(
