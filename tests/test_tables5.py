@@ -12,7 +12,7 @@ import pytest
 from analysis.fits import laws, muennighoff
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
-from analysis.fits.outliers import flag_outliers
+from analysis.fits.outliers import flag_outliers, off_budget_runs
 from analysis.sources.check import table_from_frame
 from analysis.sources.groups import parse_where
 from analysis.sources.load import load_runs
@@ -186,40 +186,55 @@ def test_a_tables_budget_flops_of_each_runs_c_is_refused_by_approach_2_naming_th
     assert "--budget-column none" not in str(one.value)
 
 
-def test_off_budget_silent_where_c_drifts_with_size():
-    """review6: a sweep whose D was set by N non-embedding, fitted with N total (C/budget = N_total/N_ne, 2.9x at
-    d16), and budgets clustered at a wide --budget-tolerance, are no runs stopped early: nothing flagged."""
-    import numpy as np
-    import pandas as pd
+# The quick sweep's shapes (d16 to d96): total and non-embedding parameter counts, as its store records them.
+QUICK_TOTAL = [9456, 16488, 25056, 75072, 124672, 264400, 372576, 651168]
+QUICK_NON_EMBEDDING = [3312, 7272, 12768, 56640, 100096, 233680, 335712, 608160]
+QUICK_LADDER = {3e11: range(0, 5), 1e12: range(1, 7), 3e12: range(3, 8)}  # shape indices per budget
 
-    from analysis.fits.outliers import off_budget_runs
-    from analysis.sources.check import table_from_frame
-    from analysis.sources.schema import ColumnMap
 
-    total = np.array([9456, 25056, 75072, 124672, 264400, 372576], dtype=float)
-    non_embedding = np.array([3312, 12768, 56640, 100096, 233680, 335712], dtype=float)
-    frames = []
-    for budget in (1e12, 1e13):
-        frames.append(
-            pd.DataFrame(
-                {
-                    "params": total,
-                    "params_non_embedding": non_embedding,
-                    "tokens": budget / (6 * non_embedding),
-                    "budget_flops": budget,
-                    "loss": 3.0 - 0.1 * np.log10(budget) + 0.01 * np.arange(6),
-                }
+def _quick_ladder(first: int, d_by: str) -> pd.DataFrame:
+    """The quick ladder from shape ``first`` up, each run's D set by its N of kind ``d_by`` (the store's
+    ``param_count``) for its budget."""
+    rows = []
+    for budget, shapes in QUICK_LADDER.items():
+        for k in (k for k in shapes if k >= first):
+            total, non_embedding = QUICK_TOTAL[k], QUICK_NON_EMBEDDING[k]
+            n = total if d_by == "total" else non_embedding
+            rows.append(
+                {"run_id": f"b{budget:.0e}-{k}", "params": total, "params_non_embedding": non_embedding}
+                | {"tokens": budget / (6 * n), "budget_flops": budget, "loss": 3.0 - 0.1 * np.log10(budget) + 0.01 * k}
             )
-        )
-    assert off_budget_runs(table_from_frame(pd.concat(frames, ignore_index=True), "k.csv")) == []
+    return pd.DataFrame(rows)
 
+
+@pytest.mark.parametrize("d_by", ["total", "non_embedding"])
+@pytest.mark.parametrize("first", [0, 1, 2], ids=["d16", "d24", "d32"])
+def test_off_budget_follows_c_drifting_with_size_and_flags_a_run_stopped_at_half(first, d_by):
+    """review6/7: D set by one parameter count and the table fitted with the other gives C/budget = N_total/N_ne
+    (2.9x at d16), the same at one N in every budget: no run stopped early. The old rule flagged d24 in every
+    budget of the ladder that starts there (1.58x its budget's median). A run stopped at half its budget is,
+    but at the ladder's smallest size when that is d16 or d24 and fitted with N total."""
+    fitted_with = "non_embedding" if d_by == "total" else "total"
+    frame = _quick_ladder(first, d_by)
+    assert off_budget_runs(table_from_frame(frame, "q.csv", ColumnMap(n_kind=fitted_with))) == []
+    for stopped in range(len(frame)):
+        early = frame.assign(tokens=np.where(frame.index == stopped, frame["tokens"] / 2, frame["tokens"]))
+        found = off_budget_runs(table_from_frame(early, "q.csv", ColumnMap(n_kind=fitted_with)))
+        # the limit: the smallest size, where N_total/N_ne bends most (2.9x at d16, 2.3x at d24, 2.0x at d32)
+        steepest = d_by == "non_embedding" and first < 2 and frame["params"][stopped] == QUICK_TOTAL[first]
+        assert [i for i, _ in found] == ([] if steepest else [stopped])
+
+
+def test_off_budget_not_applied_to_budgets_clustered_from_c():
+    """Budgets clustered at a wide --budget-tolerance put each run in the budget of its own C: C drifting 2.9x
+    over one budget's sizes is no run stopped early."""
     params = np.geomspace(1e8, 1e9, 5)
     rows = []
     for scale in (1.0, 10.0):
         c = np.array([1, 1.3, 1.7, 2.2, 2.9]) * 1e19 * scale
         rows.append(pd.DataFrame({"N": params, "D": c / (6 * params), "loss": 2.5 - 0.05 * np.log10(scale)}))
     table = table_from_frame(pd.concat(rows, ignore_index=True), "w.csv", ColumnMap(budget_tolerance=0.35))
-    assert off_budget_runs(table) == []
+    assert table.budgets_clustered and len(table.budgets) == 2 and off_budget_runs(table) == []
 
 
 def test_run_together_warning_silent_on_a_drifting_ladder():

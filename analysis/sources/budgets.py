@@ -70,9 +70,9 @@ def budgets_of_frame(
     named: bool = False,
     sizes=None,
     warnings: list[str] | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, bool]:
     """`assign_budgets` for a source's rows (the rule of the module docstring), with a note on the
-    rule used. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
+    rule used, and whether the budgets were clustered from C. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
     value that is not a finite number > 0 is an error instead of a note. ``sizes`` (each run's N): a column
     whose values are mostly budgets of fewer than 3 sizes and that the clustering rule groups into fewer
     budgets is each run's C written as its budget (`per_run_budgets`): clustered, with a note. A column
@@ -85,13 +85,15 @@ def budgets_of_frame(
         requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            given, requested = requested, per_run_budgets(column, same_budgets(requested), sizes, tolerance, notes)
-            if not np.array_equal(given, requested) and (run_together := _run_together(requested, given)):
+            given, written = requested, same_budgets(requested)
+            requested = per_run_budgets(column, written, sizes, tolerance, notes)
+            clustered = not np.array_equal(written, requested)  # each run's C written as its budget, clustered
+            if clustered and (run_together := _run_together(requested, given)):
                 (notes if warnings is None else warnings).append(run_together)  # clustered: as below
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
-            return requested
+            return requested, clustered
         if named:
             i = int(np.flatnonzero(bad)[0])
             raise DataError(
@@ -104,7 +106,7 @@ def budgets_of_frame(
     notes.append(_clustered(budgets, compute, tolerance))
     if run_together := _run_together(budgets, compute):
         (notes if warnings is None else warnings).append(run_together)
-    return budgets
+    return budgets, True
 
 
 SAME_BUDGET = 1e-6  # budget values this close (relative) are one budget written twice (6·N·D's float round-off)

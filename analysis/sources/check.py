@@ -86,7 +86,7 @@ def table_from_frame(
     unique_col, runs["U"] = _unique_tokens(frame, runs, columns, source, (notes, warnings))
     picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
     warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
-    runs["budget"] = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
+    runs["budget"], clustered = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
@@ -100,6 +100,7 @@ def table_from_frame(
         counts=counts,
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
+        budgets_clustered=clustered,
     )
 
 
@@ -111,7 +112,8 @@ def _unique_tokens(frame: pd.DataFrame, runs: pd.DataFrame, columns: ColumnMap, 
 
 
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
-    """Each run's budget (`budgets_of_frame`); ``lines``: the (notes, warnings) it adds to."""
+    """Each run's budget and whether they were clustered from C (`budgets_of_frame`); ``lines``: the (notes,
+    warnings) it adds to."""
     notes, warnings = lines
     return budgets_of_frame(
         frame,
