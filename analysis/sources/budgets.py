@@ -134,8 +134,9 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
     """``budgets`` clustered by the rule of the module docstring when most of the column's values hold fewer
     than `PARABOLA_SIZES` sizes and the rule merges some (6e18 printed per run as 5.8e18 to 6.2e18: 20
     "budgets" for 6 left approach 2 unidentified); else as given. Never the store's `BUDGET_COLUMN`: its
-    values are the budgets requested (a WSD sweep's branch budgets may lie within 14% of the grid's)."""
-    if sizes is None or column == BUDGET_COLUMN:
+    values are the budgets requested (a WSD sweep's branch budgets may lie within 14% of the grid's), and a
+    note names the option that groups them instead."""
+    if sizes is None:
         return budgets
     merged = cluster_budgets(budgets, tolerance)
     values = np.unique(budgets)
@@ -144,11 +145,16 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
     per_value = [len(np.unique(np.asarray(sizes)[budgets == b])) for b in values]
     if np.mean(np.asarray(per_value) < PARABOLA_SIZES) <= 0.5:
         return budgets
-    notes.append(
+    found = (
         f"budget column {column!r} holds {len(values)} values, most with fewer than {PARABOLA_SIZES} sizes, that the "
         f"clustering rule groups into {len(np.unique(merged))} budgets (neighbours within {tolerance:.0%}: each run's "
-        "C written as its budget?); each run's budget is its group's geometric mean (--budget-tolerance 0 keeps "
-        "the column's values)"
+        "C written as its budget?)"
+    )
+    if column == BUDGET_COLUMN:
+        notes.append(f"{found}; kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D")
+        return budgets
+    notes.append(
+        f"{found}; each run's budget is its group's geometric mean (--budget-tolerance 0 keeps the column's values)"
     )
     return merged
 
