@@ -45,6 +45,7 @@ import numpy as np
 from analysis.fits.bootstrap import MIN_SUCCESS, estimates_from_samples, scale_identification, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.sources.rows import listing
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
@@ -147,16 +148,12 @@ def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[s
         raise DataError(
             f"approach 2 needs at least 2 budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
             f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
-            f"{_first(found, ', ')}" + (f" ({_first(dropped, '; ')})" if dropped else "")
+            f"{listing(found, LISTED)}" + (f" ({listing(dropped, LISTED, '; ')})" if dropped else "")
         )
     return groups, profiles, dropped
 
 
 LISTED = 10  # a refusal lists this many budgets (35 per-run budgets made a line of 4,000 characters, twice)
-
-
-def _first(items: list[str], sep: str) -> str:
-    return sep.join(items[:LISTED]) + (f"{sep}and {len(items) - LISTED} more" if len(items) > LISTED else "")
 
 
 def _law_unidentified(profiles: list[Parabola]) -> str:

@@ -31,7 +31,7 @@ from analysis.sources.colunits import apply_column_units, refuse_perplexity, spl
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
-from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSSES, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -261,23 +261,19 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
     if unmarked.any():
         warnings.append(
-            f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({', '.join(map(str, run_ids[unmarked][:MAX_LISTED]))}"
-            f"{', ...' if unmarked.sum() > MAX_LISTED else ''}): kept as completed (excluded as not complete before)"
+            f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({listing(list(map(str, run_ids[unmarked])))}):"
+            " kept as completed (excluded as not complete before)"
         )
     done = text.str.lower().isin(DONE) | unmarked
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
     listed = [f"{run_ids[i]} ({frame[status][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]]
-    more = f", and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else ""
-    warnings.append(
-        f"excluded {len(listed)} of {len(frame)} runs that did not complete: {', '.join(listed[:MAX_LISTED])}{more}"
-    )
+    warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: {listing(listed)}")
     kept = frame[done]
     if kept.empty:  # say why, as the warning would have: the reasons are what the user needs now
         raise DataError(
-            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: "
-            f"{', '.join(listed[:MAX_LISTED])}{more}"
+            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: {listing(listed)}"
         )
     return kept
 
@@ -289,8 +285,8 @@ def _warn_mixed_architectures(frame: pd.DataFrame, warnings: list[str]) -> None:
         return
     counts = frame["architecture"].fillna("").astype(str).value_counts()
     if len(counts) > 1:
-        listing = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
-        warnings.append(f"runs of {len(counts)} model architectures are fitted together: {listing}")
+        kinds = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
+        warnings.append(f"runs of {len(counts)} model architectures are fitted together: {kinds}")
 
 
 LABEL_PRONE = ("model size", "model_size")
