@@ -108,7 +108,8 @@ def test_two_budgets_that_drift_into_one_cluster_are_warned_about():
 def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about():
     """U is read as D is: "1B" is 1e9 (no unique tokens at all before, and the text column was warned
     about as two experiments), ``unique_tokens_B`` is scaled by its name's unit (read as given beside
-    ``tokens_B`` it gave 5e8 to 1.3e11 epochs); U in billions under a plain name is warned about."""
+    ``tokens_B`` it gave 5e8 to 1.3e11 epochs; --as-given of it was not said); U in billions under a plain name is
+    warned about."""
     law = muennighoff.published_params()
     runs = repeated_runs(law, np.geomspace(1e8, 3e9, 3), [1e9, 1e10], [0.5, 1, 4, 16], noise=0.005)
     want = runs["unique_tokens"].to_numpy()
@@ -119,6 +120,9 @@ def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about(
     named = pd.DataFrame({**base, "tokens_B": runs["tokens"] / 1e9, "unique_tokens_B": want / 1e9})
     table = table_from_frame(named, "named.csv")
     assert np.allclose(table.runs["U"], want, rtol=1e-12) and not [w for w in table.warnings if "D/U" in w]
+    given = table_from_frame(named, "named.csv", ColumnMap(as_given=("unique_tokens_B",)))  # said as D's would be
+    assert np.allclose(given.runs["U"], want / 1e9, rtol=1e-12)
+    assert "column 'unique_tokens_B' is named in B but read as given (--as-given unique_tokens_B)" in given.notes
     mixed = named.rename(columns={"unique_tokens_B": "unique_tokens"})
     said = [w for w in table_from_frame(mixed, "mixed.csv").warnings if "D/U" in w]
     assert len(said) == 1 and "different units" in said[0]

@@ -74,8 +74,9 @@ def table_from_frame(
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
+    unique_col = unique_column_of(frame, columns.unique, source)
     frame, run_ids, curves, scaled = _as_named(
-        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, (budget_col, columns.as_given)
+        frame, run_ids, (n_col, d_col, c_col, loss_col, unique_col), curves, notes, (budget_col, columns.as_given)
     )
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings)
     frame, run_ids = frame[keep], run_ids[keep]
@@ -83,7 +84,7 @@ def table_from_frame(
     _warn_tokens_per_parameter(runs, warnings, scaled)
     first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
-    unique_col, runs["U"] = _unique_tokens(frame, runs, columns, source, (notes, warnings))
+    runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)
     picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
     warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
     runs["budget"], clustered = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
@@ -102,13 +103,6 @@ def table_from_frame(
         loss_unit=columns.unit_of_loss(loss_col),
         budgets_clustered=clustered,
     )
-
-
-def _unique_tokens(frame: pd.DataFrame, runs: pd.DataFrame, columns: ColumnMap, source: str, lines: tuple):
-    """The unique-tokens column (None: none) and each run's U (`analysis.sources.unique`)."""
-    column = unique_column_of(frame, columns.unique, source)
-    tokens = runs["D"].to_numpy()
-    return column, unique_tokens_of(frame, column, source, tokens=tokens, lines=lines, as_given=columns.as_given)
 
 
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
@@ -136,11 +130,14 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
 
 
 def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
-    """Units from the N, D and C columns' names (`colunits`; ``budget``: the budget column and the
-    columns read as given), then training curves given as rows (`curverows`); the columns scaled last."""
+    """Units from the N, D, C and unique-tokens columns' names (`colunits`; ``picked``: those and the loss
+    column; ``budget``: the budget column and the columns read as given), then training curves given as rows
+    (`curverows`); the columns scaled last."""
     budget_col, as_given = budget
-    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col, as_given)
-    return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col), scaled
+    n_col, d_col, c_col, loss_col, unique_col = picked
+    roles = {"n": n_col, "d": d_col, "c": c_col, "u": unique_col}
+    frame, scaled = apply_column_units(frame, roles, notes, budget_col, as_given)
+    return *split_curve_rows(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, budget_col), scaled
 
 
 def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap, loss_col: str, source: str) -> ColumnMap:
