@@ -17,7 +17,6 @@ from analysis.cli.common import (
 from analysis.describe.numbers import num
 from analysis.fits.codec import to_jsonable
 from analysis.fits.isoflop import left_out_of_law
-from analysis.fits.outliers import OFF_BUDGET_RULE
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport
 from scaling.errors import UserError
@@ -63,7 +62,7 @@ def fit_parser() -> argparse.ArgumentParser:
         "--exclude-outliers",
         action="store_true",
         help="refit without the runs the outlier rule flags (they are listed either way). The rule: "
-        + f"{OUTLIER_RULE}; {OFF_BUDGET_RULE}".replace("%", "%%"),
+        + OUTLIER_RULE.replace("%", "%%"),
     )
     add_table_options(p)
     p.add_argument(

@@ -63,12 +63,9 @@ RULE = (
     f"residual: observed minus predicted log-loss of approach 3's law refitted with Huber δ = {HUBER_K:g}·σ̂, "
     "each divided by √(1 − leverage); σ̂ = 1.4826·MAD of these (iterated from least squares); flagged beyond "
     f"{K:g}·1.4826·MAD of them (modified z-score > {K:g}); near-duplicate size: a later run of a budget with N "
-    f"within {NEAR:.0%} of another's (not the same (N, D) point)"
-)
-OFF_BUDGET_RULE = (  # apart from RULE, which a fit's JSON carries: said there only when it flags a run
-    f"off budget: C/budget over {OFF_BUDGET:g}x off the median of its size's runs in other budgets (2 or more), "
-    f"else off the line of C/budget against N over the {TREND_SIZES} nearest sizes (log-log, Theil-Sen); not "
-    "where budgets were clustered from C"
+    f"within {NEAR:.0%} of another's (not the same (N, D) point); off budget: C/budget over {OFF_BUDGET:g}x off "
+    "the median of its size's runs in other budgets (2 or more), else off the line of C/budget against N over "
+    f"the {TREND_SIZES} nearest sizes (log-log, Theil-Sen); not where budgets were clustered from C"
 )
 
 
