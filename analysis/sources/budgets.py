@@ -80,6 +80,7 @@ def budgets_of_frame(
     import pandas as pd
 
     compute = np.asarray(compute, dtype=float)
+    cautions = notes if warnings is None else warnings  # where the run-together warning goes
     if column is not None:
         raw = frame[column]
         requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
@@ -87,13 +88,12 @@ def budgets_of_frame(
         if not bad.any():
             given, written = requested, same_budgets(requested)
             requested = per_run_budgets(column, written, sizes, tolerance, notes)
-            clustered = not np.array_equal(written, requested)  # each run's C written as its budget, clustered
-            if clustered and (run_together := _run_together(requested, given)):
-                (notes if warnings is None else warnings).append(run_together)  # clustered: as below
+            if run_together := _run_together(requested, given):  # "" unless clustered: each run's C written
+                cautions.append(run_together)
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
-            return requested, clustered
+            return requested, not np.array_equal(written, requested)
         if named:
             i = int(np.flatnonzero(bad)[0])
             raise DataError(
@@ -105,7 +105,7 @@ def budgets_of_frame(
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
     if run_together := _run_together(budgets, compute):
-        (notes if warnings is None else warnings).append(run_together)
+        cautions.append(run_together)
     return budgets, True
 
 
@@ -193,21 +193,21 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
     return text, factor
 
 
-MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets run together, not rounding
+MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets run together, not rounding,
+MERGED_RUNS = 1.5  # when it holds this many times the runs of the median budget (a drifting ladder's do not)
 
 
 def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
-    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` and that hold half as many runs
-    again as the median budget ("" when none does): two
-    ladder budgets 1.5x apart, each drifting ±12%, chain into one budget of 12 sizes spanning 66%, and
-    approach 2 fits one parabola through both (said only as "the widest spans 66% of C" before)."""
+    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` and that hold `MERGED_RUNS` times
+    the runs of the median budget ("" when none does): two ladder budgets 1.5x apart, each drifting ±12%, chain
+    into one budget of 12 sizes spanning 66%, and approach 2 fits one parabola through both."""
     wide = []
     labels = np.unique(budgets)
     typical = np.median([np.sum(budgets == b) for b in labels])  # a budget's runs, as most budgets have them
     for b in labels:
         c = np.sort(compute[budgets == b])
         # wide alone is a ladder drifting (±25% spans 67%); two budgets run together also hold twice the runs
-        if c[-1] / c[0] - 1.0 > MERGED_SPAN and (len(labels) == 1 or len(c) >= 1.5 * typical):
+        if c[-1] / c[0] - 1.0 > MERGED_SPAN and (len(labels) == 1 or len(c) >= MERGED_RUNS * typical):
             gap = int(np.argmax(np.diff(np.log(c))))
             wide.append(
                 f"{b:.3g} ({len(c)} runs, C from {c[0]:.3g} to {c[-1]:.3g}, widest gap {c[gap + 1] / c[gap] - 1:.0%} "
