@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from analysis.cli.common import (
-    Parser,
     add_fit_options,
     add_table_options,
     column_map,
@@ -19,7 +18,7 @@ from analysis.fits.codec import to_jsonable
 from analysis.fits.isoflop import left_out_of_law
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at the top of `fit --json`
 
