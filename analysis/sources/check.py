@@ -257,10 +257,8 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     text = frame[status].astype(str).str.strip()
     unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
     if unmarked.any():
-        warnings.append(
-            f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({listing(list(map(str, run_ids[unmarked])))}):"
-            " kept as completed (excluded as not complete before)"
-        )
+        ids = listing(list(map(str, run_ids[unmarked])))
+        warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")
     done = text.str.lower().isin(DONE) | unmarked
     if done.all():
         return frame
