@@ -59,17 +59,6 @@ def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_appr
     assert [o.run_id for o in flag_outliers(table_from_frame(_ladder(), "clean.csv"))[0]] == ["r0009"]  # as before
 
 
-def test_budgets_drifting_15_percent_around_a_nominal_value_flag_nothing_off_budget():
-    """Real ladders round widths and depths: 6·N·D drifts ±15% around the nominal budget. That is no
-    run off its budget, with the column or clustered from C."""
-    rng = np.random.default_rng(5)
-    runs = _ladder()
-    runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
-    for frame in (runs.drop(columns="flops"), runs.drop(columns=["flops", "budget_flops"])):
-        outliers, _ = flag_outliers(table_from_frame(frame, "drift.csv"))
-        assert not [o for o in outliers if o.rule == "off_budget"]
-
-
 def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplier(tmp_path):
     """Two recipes in one file, the candidate at one budget (worth 2x compute: its law is the
     baseline's at √2·N, √2·D). Its bootstrap cannot refit, and m(C) printed 6.99 at 1e18 and 0.079 at
@@ -86,23 +75,6 @@ def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplie
     assert all(row["multiplier"]["unidentified"] == why for row in comparison["budgets"])
     assert all(row["candidate_loss"]["unidentified"] == why for row in comparison["budgets"])
     assert not any("unidentified" in row["baseline_loss"] for row in comparison["budgets"])
-
-
-def test_two_budgets_that_drift_into_one_cluster_are_warned_about():
-    """Budgets 1.5x apart, each drifting ±12% (rounded widths), without a budget column: the clustering
-    rule chains two of them into one budget of 12 sizes spanning 66% of C, which approach 2 fits with
-    one parabola; only a note's "the widest spans 66% of C" said so."""
-    rng = np.random.default_rng(7)
-    runs = _ladder([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], sizes=6).drop(columns=["flops", "budget_flops"])
-    runs["tokens"] *= 1 + rng.uniform(-0.12, 0.12, len(runs))
-    table = table_from_frame(runs, "close.csv")
-    said = [w for w in table.warnings if "two budgets run together" in w]
-    assert len(said) == 1 and "(12 runs" in said[0] and len(table.budgets) == 4
-    per_run = table_from_frame(runs.assign(budget=6 * runs["params"] * runs["tokens"]), "close.csv")  # C as budget
-    assert [w for w in per_run.warnings if "two budgets run together" in w] == said
-    drifting = _ladder().drop(columns=["flops", "budget_flops"])  # ±15% around budgets 3x apart: no warning
-    drifting["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(drifting))
-    assert not [w for w in table_from_frame(drifting, "drift.csv").warnings if "run together" in w]
 
 
 def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about():
@@ -214,16 +186,60 @@ def _quick_ladder(first: int, d_by: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _drifting(budgets=LADDER, sizes=7, spread=0.15, seed=5, column=True) -> pd.DataFrame:
+    """`_ladder` with each run's tokens drifting ±``spread`` around its budget's (rounded widths and depths),
+    with its budget column or without (clustered from C)."""
+    runs = _ladder(budgets, sizes).drop(columns="flops")
+    runs["tokens"] *= 1 + np.random.default_rng(seed).uniform(-spread, spread, len(runs))
+    return runs if column else runs.drop(columns="budget_flops")
+
+
+def _clustered_wide() -> tuple[pd.DataFrame, ColumnMap]:
+    """Two budgets whose C drifts 2.9x over their sizes, clustered at --budget-tolerance 0.35."""
+    params, rows = np.geomspace(1e8, 1e9, 5), []
+    for scale in (1.0, 10.0):
+        c = np.array([1, 1.3, 1.7, 2.2, 2.9]) * 1e19 * scale
+        rows.append(pd.DataFrame({"N": params, "D": c / (6 * params), "loss": 2.5 - 0.05 * np.log10(scale)}))
+    return pd.concat(rows, ignore_index=True), ColumnMap(budget_tolerance=0.35)
+
+
+DRIFTS = {  # tables whose C/budget drifts with no run stopped early: (frame, columns)
+    "15% around a column": lambda: (_drifting(), ColumnMap()),
+    "15% clustered": lambda: (_drifting(column=False), ColumnMap()),
+    "wide clustered": _clustered_wide,
+    **{
+        f"quick {name} D by {d_by}": lambda first=first, d_by=d_by: (
+            _quick_ladder(first, d_by),
+            ColumnMap(n_kind="non_embedding" if d_by == "total" else "total"),
+        )
+        for first, name in enumerate(["d16", "d24", "d32"])
+        for d_by in ("total", "non_embedding")
+    },
+}
+
+
+@pytest.mark.parametrize("case", DRIFTS)
+def test_c_drifting_around_or_with_its_budget_flags_nothing_off_budget(case):
+    """Real ladders round widths and depths (6·N·D ±15% around the nominal budget); D set by one parameter
+    count and the table fitted with the other gives C/budget = N_total/N_ne (2.9x at d16), the same at one N
+    in every budget (review7: the old rule flagged d24 in every budget of the quick ladder from d24, 1.58x its
+    budget's median); budgets clustered from C put each run in the budget of its own C. None is a run
+    stopped early."""
+    frame, columns = DRIFTS[case]()
+    table = table_from_frame(frame, "drift.csv", columns)
+    assert table.budgets_clustered == ("clustered" in case)
+    assert off_budget_runs(table) == []
+    if case.startswith("15%"):  # the whole rule, on a fitted table
+        assert not [o for o in flag_outliers(table)[0] if o.rule == "off_budget"]
+
+
 @pytest.mark.parametrize("d_by", ["total", "non_embedding"])
 @pytest.mark.parametrize("first", [0, 1, 2], ids=["d16", "d24", "d32"])
-def test_off_budget_follows_c_drifting_with_size_and_flags_a_run_stopped_at_half(first, d_by):
-    """review6/7: D set by one parameter count and the table fitted with the other gives C/budget = N_total/N_ne
-    (2.9x at d16), the same at one N in every budget: no run stopped early. The old rule flagged d24 in every
-    budget of the ladder that starts there (1.58x its budget's median). A run stopped at half its budget is,
-    but at the ladder's smallest size when that is d16 or d24 and fitted with N total."""
+def test_a_run_stopped_at_half_its_budget_is_flagged_where_c_drifts_with_size(first, d_by):
+    """On the quick ladders whose C/budget drifts with N (`DRIFTS`), a run stopped at half its budget is
+    flagged, alone; but at the ladder's smallest size when that is d16 or d24 and fitted with N total."""
     fitted_with = "non_embedding" if d_by == "total" else "total"
     frame = _quick_ladder(first, d_by)
-    assert off_budget_runs(table_from_frame(frame, "q.csv", ColumnMap(n_kind=fitted_with))) == []
     for stopped in range(len(frame)):
         early = frame.assign(tokens=np.where(frame.index == stopped, frame["tokens"] / 2, frame["tokens"]))
         found = off_budget_runs(table_from_frame(early, "q.csv", ColumnMap(n_kind=fitted_with)))
@@ -232,29 +248,36 @@ def test_off_budget_follows_c_drifting_with_size_and_flags_a_run_stopped_at_half
         assert [i for i, _ in found] == ([] if steepest else [stopped])
 
 
-def test_off_budget_not_applied_to_budgets_clustered_from_c():
-    """Budgets clustered at a wide --budget-tolerance put each run in the budget of its own C: C drifting 2.9x
-    over one budget's sizes is no run stopped early."""
-    params = np.geomspace(1e8, 1e9, 5)
-    rows = []
-    for scale in (1.0, 10.0):
-        c = np.array([1, 1.3, 1.7, 2.2, 2.9]) * 1e19 * scale
-        rows.append(pd.DataFrame({"N": params, "D": c / (6 * params), "loss": 2.5 - 0.05 * np.log10(scale)}))
-    table = table_from_frame(pd.concat(rows, ignore_index=True), "w.csv", ColumnMap(budget_tolerance=0.35))
-    assert table.budgets_clustered and len(table.budgets) == 2 and off_budget_runs(table) == []
-
-
-def test_run_together_warning_silent_on_a_drifting_ladder():
-    """review6: each budget of an ordinary ladder drifting ±25% spans over 50% of C, but holds no more runs than
-    the others: not two budgets run together."""
-    import numpy as np
-
-    from analysis.sources.budgets import _run_together
-
-    nominal = np.repeat([1e18, 3e18, 1e19, 3e19, 1e20], 7)
+def _merged_budget() -> pd.DataFrame:
+    """An ordinary ladder drifting ±25% (each budget's C spans 60%) whose smallest budget holds a second set of
+    its runs at 1.5x its C: one clustered budget of twice the runs."""
+    nominal = np.repeat(LADDER, 7)
     compute = nominal * np.tile(np.linspace(0.78, 1.25, 7), 5)
-    assert _run_together(nominal, compute) == ""
-    merged = np.concatenate([nominal[:7], np.full(7, nominal[0])])  # a budget twice the others' runs
-    wide = np.concatenate([compute[:7], compute[:7] * 1.5])
-    labels = np.concatenate([merged, nominal[7:]])
-    assert "run together" in _run_together(labels, np.concatenate([wide, compute[7:]]))
+    compute = np.concatenate([compute, compute[:7] * 1.5])
+    params = np.tile(np.geomspace(1e8, 1e9, 7), 6) * np.sqrt(np.concatenate([nominal, nominal[:7]]) / 1e18)
+    return pd.DataFrame({"N": params, "D": compute / (6 * params), "loss": 3.0})
+
+
+RUN_TOGETHER = {  # clustered budgets: (frame, the runs of the budget warned about; None: no warning)
+    "1.5x apart, ±12%": (lambda: _drifting([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], 6, 0.12, 7, column=False), 12),
+    "1.5x apart, ±12%, C as budget": (
+        lambda: _drifting([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], 6, 0.12, 7, column=False).pipe(
+            lambda f: f.assign(budget=6 * f["params"] * f["tokens"])
+        ),
+        12,
+    ),
+    "3x apart, ±15%": (lambda: _drifting(column=False), None),
+    "3x apart, ±25%": (lambda: _drifting(spread=0.25, column=False), None),
+    "a budget of twice the runs": (_merged_budget, 14),
+}
+
+
+@pytest.mark.parametrize("case", RUN_TOGETHER)
+def test_two_budgets_run_together_are_warned_about_and_a_drifting_ladder_is_not(case):
+    """Budgets 1.5x apart, each drifting ±12% (rounded widths): the clustering rule chains two of them into one
+    budget of 12 sizes spanning 66% of C, which approach 2 fits with one parabola, with or without a column of
+    each run's C as its budget. Each budget of a ladder drifting ±25% spans over 50% of C too, but holds no more
+    runs than the others: no warning."""
+    build, runs = RUN_TOGETHER[case]
+    said = [w for w in table_from_frame(build(), "close.csv").warnings if "two budgets run together" in w]
+    assert len(said) == (runs is not None) and (runs is None or f"({runs} runs" in said[0])
