@@ -107,6 +107,11 @@ TRAIN = [
         ["data=bin", "data.path={prepared}", "train.eval_tokens=100000", f"store={S}"],
         ["train.eval_tokens", "100000", "bin:prepared", "scaling prepare again with a larger --holdout"],
     ),
+    (  # before: told a plain nanoGPT directory (no manifest) to rerun `scaling prepare`
+        "evaluation set beyond a nanoGPT directory's val.bin",
+        ["data=bin", "data.path={nanogpt}", "data.vocab_size=256", "train.eval_tokens=100000", f"store={S}"],
+        ["train.eval_tokens", "100000", "bin:nanogpt", "its val.bin: write more tokens to it"],
+    ),
     (
         "3-byte text corpus",
         ["data=text", "data.path={workdir}/tiny.txt", f"store={S}"],
@@ -270,6 +275,9 @@ def files(tmp_path_factory):
     assert (
         prepare([str(workdir / "docs"), "--out", str(workdir / "prepared"), "--holdout", "0.2", "--workers", "1"]) == 0
     )
+    (workdir / "nanogpt").mkdir()  # nanoGPT's prepare.py output: train.bin and val.bin, no manifest
+    np.tile(np.arange(256, dtype=np.uint16), 40).tofile(workdir / "nanogpt" / "train.bin")
+    np.arange(256, dtype=np.uint16).tofile(workdir / "nanogpt" / "val.bin")
     # the fit file: approach 3 on a synthetic Chinchilla table (the reference store is too small for a law
     # whose exponents are positive, and a loaded law with a negative one is refused)
     isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 20, 3), 6, noise=0.01, seed=0).to_csv(workdir / "law.csv", index=False)
@@ -291,6 +299,7 @@ def files(tmp_path_factory):
         "empty": workdir / "empty",
         "fit": workdir / "fit.json",
         "prepared": workdir / "prepared",
+        "nanogpt": workdir / "nanogpt",
     }
 
 
