@@ -37,6 +37,8 @@ from scaling.data_config import BIN_DTYPES, DEFAULTS, MISSING, _bin_files, _exis
 from scaling.errors import ConfigError, DataError
 from scaling.manifest import LARGER_HOLDOUT, MANIFEST, bin_dir_split, read_manifest, tokenizer_of
 
+MORE_VAL = "write more tokens to it"  # a directory without a manifest: no `scaling prepare` wrote it
+
 # Re-exported: callers read the data config's checks and the cache through this module too.
 __all__ = ["BIN_DTYPES", "DEFAULTS", "MISSING", "Corpus", "cache_dir", "check_source", "check_windows"]
 __all__ += ["eval_set", "fingerprint", "load_corpus", "train_batch", "vocab_size_of"]
@@ -245,8 +247,10 @@ def _load_bin(cfg: dict) -> Corpus:
     description = (
         f"bin: {root} ({cfg['dtype']}, vocab {vocab}): train {_millions(len(train))} / val {_millions(len(val))} tokens"
     )
-    tokenizer = tokenizer_of(read_manifest(root) if root.is_dir() else None)
-    advice = "data.val_fraction" if "all" in maps else f"its val.bin: {LARGER_HOLDOUT}"
+    manifest = read_manifest(root) if root.is_dir() else None
+    tokenizer = tokenizer_of(manifest)
+    # one file's tail, `scaling prepare`'s directory (its manifest), or a plain nanoGPT train.bin/val.bin
+    advice = "data.val_fraction" if "all" in maps else f"its val.bin: {LARGER_HOLDOUT if manifest else MORE_VAL}"
     return Corpus(
         f"bin:{root.name}",
         train,

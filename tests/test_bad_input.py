@@ -107,6 +107,11 @@ TRAIN = [
         ["data=bin", "data.path={prepared}", "train.eval_tokens=100000", f"store={S}"],
         ["train.eval_tokens", "100000", "bin:prepared", "scaling prepare again with a larger --holdout"],
     ),
+    (  # before: told a plain nanoGPT directory (no manifest) to rerun `scaling prepare`
+        "evaluation set beyond a nanoGPT directory's val.bin",
+        ["data=bin", "data.path={nanogpt}", "data.vocab_size=256", "train.eval_tokens=100000", f"store={S}"],
+        ["train.eval_tokens", "100000", "bin:nanogpt", "its val.bin: write more tokens to it"],
+    ),
     (
         "3-byte text corpus",
         ["data=text", "data.path={workdir}/tiny.txt", f"store={S}"],
@@ -275,6 +280,9 @@ def files(tmp_path_factory):
     assert (
         prepare([str(workdir / "docs"), "--out", str(workdir / "prepared"), "--holdout", "0.2", "--workers", "1"]) == 0
     )
+    (workdir / "nanogpt").mkdir()  # nanoGPT's prepare.py output: train.bin and val.bin, no manifest
+    np.tile(np.arange(256, dtype=np.uint16), 40).tofile(workdir / "nanogpt" / "train.bin")
+    np.arange(256, dtype=np.uint16).tofile(workdir / "nanogpt" / "val.bin")
     # the fit file: approach 3 on a synthetic Chinchilla table (the reference store is too small for a law
     # whose exponents are positive, and a loaded law with a negative one is refused)
     isoflop_runs(CHINCHILLA_LAW, np.logspace(18, 20, 3), 6, noise=0.01, seed=0).to_csv(workdir / "law.csv", index=False)
@@ -296,6 +304,7 @@ def files(tmp_path_factory):
         "empty": workdir / "empty",
         "fit": workdir / "fit.json",
         "prepared": workdir / "prepared",
+        "nanogpt": workdir / "nanogpt",
     }
 
 
@@ -374,23 +383,19 @@ def test_a_device_this_machine_lacks_is_refused_before_anything_is_written(capfd
     assert snapshot(files["workdir"]) == before
 
 
-VERB_NAMES = ("shapes", "status", "sync", "prepare", "fit")
+BAD_FLAGS = [
+    (["shapes", "--bogus"], ["scaling shapes:", "--bogus", "see scaling shapes --help"]),
+    (["shapes", "--nearest", "abc"], ["scaling shapes:", "--nearest", "'abc'"]),
+    (["shapes", "--kind", "all"], ["scaling shapes:", "--kind", "'all'", "non_embedding"]),
+    (["status", "results/quick", "--bogus"], ["scaling status:", "--bogus", "see scaling status --help"]),
+    (["status"], ["scaling status:", "store", "see scaling status --help"]),
+    (["sync", "results/quick", "--bogus"], ["scaling sync:", "--bogus", "see scaling sync --help"]),
+    (["prepare", "in.txt", "--out", "out", "--bogus"], ["scaling prepare:", "--bogus"]),
+    (["fit", "results/quick", "--bogus"], ["scaling fit:", "--bogus"]),
+]
 
 
-@pytest.mark.parametrize(
-    "argv, names",
-    [
-        (["shapes", "--bogus"], ["scaling shapes:", "--bogus", "see scaling shapes --help"]),
-        (["shapes", "--nearest", "abc"], ["scaling shapes:", "--nearest", "'abc'"]),
-        (["shapes", "--kind", "all"], ["scaling shapes:", "--kind", "'all'", "non_embedding"]),
-        (["status", "results/quick", "--bogus"], ["scaling status:", "--bogus", "see scaling status --help"]),
-        (["status"], ["scaling status:", "store", "see scaling status --help"]),
-        (["sync", "results/quick", "--bogus"], ["scaling sync:", "--bogus", "see scaling sync --help"]),
-        (["prepare", "in.txt", "--out", "out", "--bogus"], ["scaling prepare:", "--bogus"]),
-        (["fit", "results/quick", "--bogus"], ["scaling fit:", "--bogus"]),
-    ],
-    ids=lambda v: " ".join(v) if v and v[0] in VERB_NAMES else "",
-)
+@pytest.mark.parametrize("argv, names", BAD_FLAGS, ids=[" ".join(argv) for argv, _ in BAD_FLAGS])
 def test_a_bad_flag_to_any_verb_is_one_error_line_and_no_usage(capfd, argv, names):
     """argparse's own error() prints its usage and `PROG: error: ...` (2-4 lines): every verb's parser
     is the one whose errors are a single `error:` line (README, Guarantees)."""

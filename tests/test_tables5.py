@@ -12,7 +12,7 @@ import pytest
 from analysis.fits import laws, muennighoff
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
-from analysis.fits.outliers import flag_outliers
+from analysis.fits.outliers import flag_outliers, off_budget_runs
 from analysis.sources.check import table_from_frame
 from analysis.sources.groups import parse_where
 from analysis.sources.load import load_runs
@@ -59,17 +59,6 @@ def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_appr
     assert [o.run_id for o in flag_outliers(table_from_frame(_ladder(), "clean.csv"))[0]] == ["r0009"]  # as before
 
 
-def test_budgets_drifting_15_percent_around_a_nominal_value_flag_nothing_off_budget():
-    """Real ladders round widths and depths: 6·N·D drifts ±15% around the nominal budget. That is no
-    run off its budget, with the column or clustered from C."""
-    rng = np.random.default_rng(5)
-    runs = _ladder()
-    runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
-    for frame in (runs.drop(columns="flops"), runs.drop(columns=["flops", "budget_flops"])):
-        outliers, _ = flag_outliers(table_from_frame(frame, "drift.csv"))
-        assert not [o for o in outliers if o.rule == "off_budget"]
-
-
 def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplier(tmp_path):
     """Two recipes in one file, the candidate at one budget (worth 2x compute: its law is the
     baseline's at √2·N, √2·D). Its bootstrap cannot refit, and m(C) printed 6.99 at 1e18 and 0.079 at
@@ -88,27 +77,11 @@ def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplie
     assert not any("unidentified" in row["baseline_loss"] for row in comparison["budgets"])
 
 
-def test_two_budgets_that_drift_into_one_cluster_are_warned_about():
-    """Budgets 1.5x apart, each drifting ±12% (rounded widths), without a budget column: the clustering
-    rule chains two of them into one budget of 12 sizes spanning 66% of C, which approach 2 fits with
-    one parabola; only a note's "the widest spans 66% of C" said so."""
-    rng = np.random.default_rng(7)
-    runs = _ladder([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], sizes=6).drop(columns=["flops", "budget_flops"])
-    runs["tokens"] *= 1 + rng.uniform(-0.12, 0.12, len(runs))
-    table = table_from_frame(runs, "close.csv")
-    said = [w for w in table.warnings if "two budgets run together" in w]
-    assert len(said) == 1 and "(12 runs" in said[0] and len(table.budgets) == 4
-    per_run = table_from_frame(runs.assign(budget=6 * runs["params"] * runs["tokens"]), "close.csv")  # C as budget
-    assert [w for w in per_run.warnings if "two budgets run together" in w] == said
-    drifting = _ladder().drop(columns=["flops", "budget_flops"])  # ±15% around budgets 3x apart: no warning
-    drifting["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(drifting))
-    assert not [w for w in table_from_frame(drifting, "drift.csv").warnings if "run together" in w]
-
-
 def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about():
     """U is read as D is: "1B" is 1e9 (no unique tokens at all before, and the text column was warned
     about as two experiments), ``unique_tokens_B`` is scaled by its name's unit (read as given beside
-    ``tokens_B`` it gave 5e8 to 1.3e11 epochs); U in billions under a plain name is warned about."""
+    ``tokens_B`` it gave 5e8 to 1.3e11 epochs; --as-given of it was not said); U in billions under a plain name is
+    warned about."""
     law = muennighoff.published_params()
     runs = repeated_runs(law, np.geomspace(1e8, 3e9, 3), [1e9, 1e10], [0.5, 1, 4, 16], noise=0.005)
     want = runs["unique_tokens"].to_numpy()
@@ -119,6 +92,9 @@ def test_unique_tokens_are_read_as_tokens_are_and_a_unit_mix_up_is_warned_about(
     named = pd.DataFrame({**base, "tokens_B": runs["tokens"] / 1e9, "unique_tokens_B": want / 1e9})
     table = table_from_frame(named, "named.csv")
     assert np.allclose(table.runs["U"], want, rtol=1e-12) and not [w for w in table.warnings if "D/U" in w]
+    given = table_from_frame(named, "named.csv", ColumnMap(as_given=("unique_tokens_B",)))  # said as D's would be
+    assert np.allclose(given.runs["U"], want / 1e9, rtol=1e-12)
+    assert "column 'unique_tokens_B' is named in B but read as given (--as-given unique_tokens_B)" in given.notes
     mixed = named.rename(columns={"unique_tokens_B": "unique_tokens"})
     said = [w for w in table_from_frame(mixed, "mixed.csv").warnings if "D/U" in w]
     assert len(said) == 1 and "different units" in said[0]
@@ -168,71 +144,140 @@ def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp
     assert all(answer[k]["unidentified"].startswith("as N's") for k in ("D", "tokens_per_parameter", "epochs"))
 
 
-def test_a_tables_budget_flops_of_each_runs_c_is_refused_by_approach_2_naming_the_option():
+def test_a_tables_budget_flops_of_each_runs_c_names_the_option_once_at_reading():
     """The store's column name holding each run's 6·N·D (drifting ±15%) is kept as the store's requested
-    budgets: 35 budgets of one size. Approach 2's refusal listed all 35 (twice over, 4,000 characters)
-    and not the option that groups them; --budget-column none recovers the 5 budgets."""
+    budgets: 35 budgets of one size. Approach 2's refusal listed all 35 (twice over, 4,000 characters);
+    reading names the option that groups them, once; --budget-column none recovers the 5 budgets."""
     rng = np.random.default_rng(5)
     runs = _ladder().drop(columns="flops")
     runs["tokens"] *= 1 + rng.uniform(-0.15, 0.15, len(runs))
     runs["budget_flops"] = 6 * runs["params"] * runs["tokens"]
+    table = table_from_frame(runs, "exact.csv")
     with pytest.raises(DataError) as refused:
-        fit_isoflop(table_from_frame(runs, "exact.csv"), resamples=0)
-    said = str(refused.value)
-    assert said.count("and 25 more") == 2 and said.endswith("--budget-column none groups the runs by C = 6·N·D")
+        fit_isoflop(table, resamples=0)
+    assert str(refused.value).count("and 25 more") == 2 and "--budget-column none" not in str(refused.value)
+    said = [n for n in table.notes if "--budget-column none" in n]
+    assert len(said) == 1 and said[0].endswith(
+        "kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D"
+    )
     assert len(fit_isoflop(table_from_frame(runs, "exact.csv", ColumnMap(budget="none")), resamples=0).profiles) == 5
-    with pytest.raises(DataError) as one:  # one budget of 7 sizes: no such hint
-        fit_isoflop(table_from_frame(_ladder([1e19]), "one.csv"), resamples=0)
-    assert "--budget-column none" not in str(one.value)
+    one = table_from_frame(_ladder([1e19]), "one.csv")  # one budget of 7 sizes: no such note
+    assert not [n for n in one.notes if "--budget-column none" in n]
 
 
-def test_off_budget_silent_where_c_drifts_with_size():
-    """review6: a sweep whose D was set by N non-embedding, fitted with N total (C/budget = N_total/N_ne, 2.9x at
-    d16), and budgets clustered at a wide --budget-tolerance, are no runs stopped early: nothing flagged."""
-    import numpy as np
-    import pandas as pd
+# The quick sweep's shapes (d16 to d96): total and non-embedding parameter counts, as its store records them.
+QUICK_TOTAL = [9456, 16488, 25056, 75072, 124672, 264400, 372576, 651168]
+QUICK_NON_EMBEDDING = [3312, 7272, 12768, 56640, 100096, 233680, 335712, 608160]
+QUICK_LADDER = {3e11: range(0, 5), 1e12: range(1, 7), 3e12: range(3, 8)}  # shape indices per budget
 
-    from analysis.fits.outliers import off_budget_runs
-    from analysis.sources.check import table_from_frame
-    from analysis.sources.schema import ColumnMap
 
-    total = np.array([9456, 25056, 75072, 124672, 264400, 372576], dtype=float)
-    non_embedding = np.array([3312, 12768, 56640, 100096, 233680, 335712], dtype=float)
-    frames = []
-    for budget in (1e12, 1e13):
-        frames.append(
-            pd.DataFrame(
-                {
-                    "params": total,
-                    "params_non_embedding": non_embedding,
-                    "tokens": budget / (6 * non_embedding),
-                    "budget_flops": budget,
-                    "loss": 3.0 - 0.1 * np.log10(budget) + 0.01 * np.arange(6),
-                }
-            )
-        )
-    assert off_budget_runs(table_from_frame(pd.concat(frames, ignore_index=True), "k.csv")) == []
-
-    params = np.geomspace(1e8, 1e9, 5)
+def _quick_ladder(first: int, d_by: str) -> pd.DataFrame:
+    """The quick ladder from shape ``first`` up, each run's D set by its N of kind ``d_by`` (the store's
+    ``param_count``) for its budget."""
     rows = []
+    for budget, shapes in QUICK_LADDER.items():
+        for k in (k for k in shapes if k >= first):
+            total, non_embedding = QUICK_TOTAL[k], QUICK_NON_EMBEDDING[k]
+            n = total if d_by == "total" else non_embedding
+            rows.append(
+                {"run_id": f"b{budget:.0e}-{k}", "params": total, "params_non_embedding": non_embedding}
+                | {"tokens": budget / (6 * n), "budget_flops": budget, "loss": 3.0 - 0.1 * np.log10(budget) + 0.01 * k}
+            )
+    return pd.DataFrame(rows)
+
+
+def _drifting(budgets=LADDER, sizes=7, spread=0.15, seed=5, column=True) -> pd.DataFrame:
+    """`_ladder` with each run's tokens drifting ±``spread`` around its budget's (rounded widths and depths),
+    with its budget column or without (clustered from C)."""
+    runs = _ladder(budgets, sizes).drop(columns="flops")
+    runs["tokens"] *= 1 + np.random.default_rng(seed).uniform(-spread, spread, len(runs))
+    return runs if column else runs.drop(columns="budget_flops")
+
+
+def _clustered_wide() -> tuple[pd.DataFrame, ColumnMap]:
+    """Two budgets whose C drifts 2.9x over their sizes, clustered at --budget-tolerance 0.35."""
+    params, rows = np.geomspace(1e8, 1e9, 5), []
     for scale in (1.0, 10.0):
         c = np.array([1, 1.3, 1.7, 2.2, 2.9]) * 1e19 * scale
         rows.append(pd.DataFrame({"N": params, "D": c / (6 * params), "loss": 2.5 - 0.05 * np.log10(scale)}))
-    table = table_from_frame(pd.concat(rows, ignore_index=True), "w.csv", ColumnMap(budget_tolerance=0.35))
+    return pd.concat(rows, ignore_index=True), ColumnMap(budget_tolerance=0.35)
+
+
+DRIFTS = {  # tables whose C/budget drifts with no run stopped early: (frame, columns)
+    "15% around a column": lambda: (_drifting(), ColumnMap()),
+    "15% clustered": lambda: (_drifting(column=False), ColumnMap()),
+    "wide clustered": _clustered_wide,
+    **{
+        f"quick {name} D by {d_by}": lambda first=first, d_by=d_by: (
+            _quick_ladder(first, d_by),
+            ColumnMap(n_kind="non_embedding" if d_by == "total" else "total"),
+        )
+        for first, name in enumerate(["d16", "d24", "d32"])
+        for d_by in ("total", "non_embedding")
+    },
+}
+
+
+@pytest.mark.parametrize("case", DRIFTS)
+def test_c_drifting_around_or_with_its_budget_flags_nothing_off_budget(case):
+    """Real ladders round widths and depths (6·N·D ±15% around the nominal budget); D set by one parameter
+    count and the table fitted with the other gives C/budget = N_total/N_ne (2.9x at d16), the same at one N
+    in every budget (review7: the old rule flagged d24 in every budget of the quick ladder from d24, 1.58x its
+    budget's median); budgets clustered from C put each run in the budget of its own C. None is a run
+    stopped early."""
+    frame, columns = DRIFTS[case]()
+    table = table_from_frame(frame, "drift.csv", columns)
+    assert table.budgets_clustered == ("clustered" in case)
     assert off_budget_runs(table) == []
+    if case.startswith("15%"):  # the whole rule, on a fitted table
+        assert not [o for o in flag_outliers(table)[0] if o.rule == "off_budget"]
 
 
-def test_run_together_warning_silent_on_a_drifting_ladder():
-    """review6: each budget of an ordinary ladder drifting ±25% spans over 50% of C, but holds no more runs than
-    the others: not two budgets run together."""
-    import numpy as np
+@pytest.mark.parametrize("d_by", ["total", "non_embedding"])
+@pytest.mark.parametrize("first", [0, 1, 2], ids=["d16", "d24", "d32"])
+def test_a_run_stopped_at_half_its_budget_is_flagged_where_c_drifts_with_size(first, d_by):
+    """On the quick ladders whose C/budget drifts with N (`DRIFTS`), a run stopped at half its budget is
+    flagged, alone; but at the ladder's smallest size when that is d16 or d24 and fitted with N total."""
+    fitted_with = "non_embedding" if d_by == "total" else "total"
+    frame = _quick_ladder(first, d_by)
+    for stopped in range(len(frame)):
+        early = frame.assign(tokens=np.where(frame.index == stopped, frame["tokens"] / 2, frame["tokens"]))
+        found = off_budget_runs(table_from_frame(early, "q.csv", ColumnMap(n_kind=fitted_with)))
+        # the limit: the smallest size, where N_total/N_ne bends most (2.9x at d16, 2.3x at d24, 2.0x at d32)
+        steepest = d_by == "non_embedding" and first < 2 and frame["params"][stopped] == QUICK_TOTAL[first]
+        assert [i for i, _ in found] == ([] if steepest else [stopped])
 
-    from analysis.sources.budgets import _run_together
 
-    nominal = np.repeat([1e18, 3e18, 1e19, 3e19, 1e20], 7)
+def _merged_budget() -> pd.DataFrame:
+    """An ordinary ladder drifting ±25% (each budget's C spans 60%) whose smallest budget holds a second set of
+    its runs at 1.5x its C: one clustered budget of twice the runs."""
+    nominal = np.repeat(LADDER, 7)
     compute = nominal * np.tile(np.linspace(0.78, 1.25, 7), 5)
-    assert _run_together(nominal, compute) == ""
-    merged = np.concatenate([nominal[:7], np.full(7, nominal[0])])  # a budget twice the others' runs
-    wide = np.concatenate([compute[:7], compute[:7] * 1.5])
-    labels = np.concatenate([merged, nominal[7:]])
-    assert "run together" in _run_together(labels, np.concatenate([wide, compute[7:]]))
+    compute = np.concatenate([compute, compute[:7] * 1.5])
+    params = np.tile(np.geomspace(1e8, 1e9, 7), 6) * np.sqrt(np.concatenate([nominal, nominal[:7]]) / 1e18)
+    return pd.DataFrame({"N": params, "D": compute / (6 * params), "loss": 3.0})
+
+
+RUN_TOGETHER = {  # clustered budgets: (frame, the runs of the budget warned about; None: no warning)
+    "1.5x apart, ±12%": (lambda: _drifting([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], 6, 0.12, 7, column=False), 12),
+    "1.5x apart, ±12%, C as budget": (
+        lambda: _drifting([1e18, 1.5e18, 2.25e18, 3.4e18, 5e18], 6, 0.12, 7, column=False).pipe(
+            lambda f: f.assign(budget=6 * f["params"] * f["tokens"])
+        ),
+        12,
+    ),
+    "3x apart, ±15%": (lambda: _drifting(column=False), None),
+    "3x apart, ±25%": (lambda: _drifting(spread=0.25, column=False), None),
+    "a budget of twice the runs": (_merged_budget, 14),
+}
+
+
+@pytest.mark.parametrize("case", RUN_TOGETHER)
+def test_two_budgets_run_together_are_warned_about_and_a_drifting_ladder_is_not(case):
+    """Budgets 1.5x apart, each drifting ±12% (rounded widths): the clustering rule chains two of them into one
+    budget of 12 sizes spanning 66% of C, which approach 2 fits with one parabola, with or without a column of
+    each run's C as its budget. Each budget of a ladder drifting ±25% spans over 50% of C too, but holds no more
+    runs than the others: no warning."""
+    build, runs = RUN_TOGETHER[case]
+    said = [w for w in table_from_frame(build(), "close.csv").warnings if "two budgets run together" in w]
+    assert len(said) == (runs is not None) and (runs is None or f"({runs} runs" in said[0])

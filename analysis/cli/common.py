@@ -1,5 +1,5 @@
-"""What the analysis verbs share: the argument parser whose errors are one line, value types,
-the fit and column options, reading a source and its fit, drawing the figures, writing outputs."""
+"""What the analysis verbs share (their parser, `scaling.errors.Parser`, gives one-line errors): value
+types, the fit and column options, reading a source and its fit, drawing the figures, writing outputs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
-from scaling.errors import Parser, UserError  # noqa: F401  (Parser: every verb's, re-exported for these)
+from scaling.errors import Parser, UserError  # noqa: F401  (Parser: re-exported until compare, next, optimal import it)
 
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 

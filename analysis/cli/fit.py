@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from analysis.cli.common import (
-    Parser,
     add_fit_options,
     add_table_options,
     column_map,
@@ -17,10 +16,9 @@ from analysis.cli.common import (
 from analysis.describe.numbers import num
 from analysis.fits.codec import to_jsonable
 from analysis.fits.isoflop import left_out_of_law
-from analysis.fits.outliers import OFF_BUDGET_RULE
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at the top of `fit --json`
 
@@ -63,7 +61,7 @@ def fit_parser() -> argparse.ArgumentParser:
         "--exclude-outliers",
         action="store_true",
         help="refit without the runs the outlier rule flags (they are listed either way). The rule: "
-        + f"{OUTLIER_RULE}; {OFF_BUDGET_RULE}".replace("%", "%%"),
+        + OUTLIER_RULE.replace("%", "%%"),
     )
     add_table_options(p)
     p.add_argument(

@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 
 from analysis.cli.common import (
-    Parser,
     check_output_dir,
     draw_figures,
     formats,
@@ -17,6 +16,7 @@ from analysis.cli.common import (
     tell,
     write_output,
 )
+from scaling.errors import Parser
 
 CAPTIONS_FILE = "captions.md"  # beside the figures: each file with its caption
 

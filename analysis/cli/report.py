@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from analysis.cli.common import (
-    Parser,
     check_output_dir,
     draw_figures,
     parse,
@@ -14,7 +13,7 @@ from analysis.cli.common import (
     source_options,
     tell,
 )
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 
 def report_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ import numpy as np
 from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.isoflop import fit_isoflop
-from analysis.fits.outliers import OFF_BUDGET_RULE, RULE, flag_outliers, without_outliers
+from analysis.fits.outliers import RULE, flag_outliers, without_outliers
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import FitReport
 from analysis.fits.validation import validate_envelope, validate_isoflop, validate_parametric
@@ -68,8 +68,6 @@ def fit_all(
             report.notes += more_notes + outliers_in_dropped_budgets(report, table)
         else:
             report.outliers = outliers
-        if any(o.rule == "off_budget" for o in report.outliers):
-            report.outlier_rule += f"; {OFF_BUDGET_RULE}"
     if not report.fits:
         raise DataError(
             "no approach could be fitted: "

@@ -45,6 +45,7 @@ import numpy as np
 from analysis.fits.bootstrap import MIN_SUCCESS, estimates_from_samples, scale_identification, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.sources.rows import listing
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
@@ -147,29 +148,12 @@ def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[s
         raise DataError(
             f"approach 2 needs at least 2 budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
             f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
-            f"{_first(found, ', ')}" + (f" ({_first(dropped, '; ')})" if dropped else "") + _per_run_hint(table)
+            f"{listing(found, LISTED)}" + (f" ({listing(dropped, LISTED, '; ')})" if dropped else "")
         )
     return groups, profiles, dropped
 
 
 LISTED = 10  # a refusal lists this many budgets (35 per-run budgets made a line of 4,000 characters, twice)
-
-
-def _first(items: list[str], sep: str) -> str:
-    return sep.join(items[:LISTED]) + (f"{sep}and {len(items) - LISTED} more" if len(items) > LISTED else "")
-
-
-def _per_run_hint(table: RunTable) -> str:
-    """The option to name when most budgets hold one size and C = 6·N·D clusters them into budgets of
-    `MIN_SIZES` or more (a table's budget_flops of each run's C, read as the store's: as given)."""
-    from analysis.sources.budgets import cluster_budgets
-
-    runs = table.runs
-    sizes = runs.groupby("budget")["N"].nunique()
-    clustered = runs.groupby(cluster_budgets(runs["C"].to_numpy()))["N"].nunique()
-    if (sizes < MIN_SIZES).mean() <= 0.5 or (clustered >= MIN_SIZES).sum() < 2:
-        return ""
-    return "; each run's C as its budget? --budget-column none groups the runs by C = 6·N·D"
 
 
 def _law_unidentified(profiles: list[Parabola]) -> str:

@@ -23,13 +23,19 @@ Two tests, each naming the run it flags:
     N while not the same (N, D) point (repeated seeds of a point are kept). The later run in the table is flagged; the earlier one is kept.
     Two sizes 1% apart give a parabola no extra reach, only double weight at one place (often the
     same point digitised twice).
-  * off budget: a run whose C = 6·N·D is more than `OFF_BUDGET` times off the median C of its budget's
-    runs, with no other run of that budget within the default clustering tolerance of its C, while
-    the budget's other runs lie within `OFF_BUDGET` of each other (so not where C drifts with size: a
-    budget clustered from C at any --budget-tolerance, or N of another kind than the one that set D,
-    e.g. a sweep of `param_count=non_embedding` fitted with N total). A budget column said 1e19 of a run stopped at 3e18 (or copied from the
-    wrong row): its loss is right for its N and D, so the residual test passes it, but it is no point
-    of the budget's IsoFLOP profile and bends the parabola (approach 2 dropped the budget, unnamed).
+  * off budget: a run whose C = 6·N·D is off its budget by a factor r = C/budget that its size does not
+    share: |ln r − ln r̂| > ln `OFF_BUDGET`, r̂ the median r of the runs of its N in other budgets when there
+    are 2 or more (a majority outvotes one run stopped early), else Theil–Sen's line of each size's median
+    ln r against ln N over the `TREND_SIZES` sizes nearest its N (its own included), at its N. C/budget
+    that drifts with N is no run stopped early: N of another kind than the one that set D (a sweep of
+    `param_count=non_embedding` fitted with N total: r = 2.9 at d16, 1.1 at d80) gives every budget the
+    same r at one N, smooth in N, which both references follow; a line over nearby sizes follows its bend
+    (one over all sizes missed runs stopped at half their budget at the ends). The limit: where r bends
+    most, at a ladder's smallest size (d16, d24 fitted with N total), half a budget can pass. Not applied
+    when the budgets were clustered from C (`RunTable.budgets_clustered`): each run is then in the budget
+    of its own C. A budget column said 1e19 of a run stopped at 3e18 (or copied from the wrong row): its
+    loss is right for its N and D, so the residual test passes it, but it is no point of the budget's
+    IsoFLOP profile and bends the parabola (approach 2 dropped the budget, unnamed).
 """
 
 from __future__ import annotations
@@ -40,7 +46,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from analysis.fits.results import Outlier, ParametricFit, no_law
-from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import DataError
 
 if TYPE_CHECKING:  # not imported at run time: `scaling fit --help` reads RULE without loading pandas
@@ -52,16 +57,15 @@ MAX_STEPS, STEP_RTOL = 10, 1e-3  # the refit's δ is re-estimated until it moves
 MAD_TO_SIGMA = 1.4826  # σ ≈ 1.4826·MAD for normal noise
 MIN_SCALE = 1e-3  # the residual scale never goes below this (log-loss): approach 3's Huber δ
 NEAR = 0.01  # sizes within 1% of each other in one budget are near-duplicates
-OFF_BUDGET = 1.5  # a run's C this many times off its budget's median C is not on the budget's profile
+OFF_BUDGET = 1.5  # a run's C/budget this many times off that of its size is not on the budget's profile
+TREND_SIZES = 4  # the trend of C/budget against N is a line over this many nearest sizes (it follows a bend)
 RULE = (
     f"residual: observed minus predicted log-loss of approach 3's law refitted with Huber δ = {HUBER_K:g}·σ̂, "
     "each divided by √(1 − leverage); σ̂ = 1.4826·MAD of these (iterated from least squares); flagged beyond "
     f"{K:g}·1.4826·MAD of them (modified z-score > {K:g}); near-duplicate size: a later run of a budget with N "
-    f"within {NEAR:.0%} of another's (not the same (N, D) point)"
-)
-OFF_BUDGET_RULE = (  # apart from RULE, which a fit's JSON carries: said there only when it flags a run
-    f"off budget: 6·N·D over {OFF_BUDGET:g}x off the median of its budget's runs, none of which lies within the "
-    "clustering tolerance of it, the budget's other runs within that factor of each other"
+    f"within {NEAR:.0%} of another's (not the same (N, D) point); off budget: C/budget over {OFF_BUDGET:g}x off "
+    "the median of its size's runs in other budgets (2 or more), else off the line of C/budget against N over "
+    f"the {TREND_SIZES} nearest sizes (log-log, Theil-Sen); not where budgets were clustered from C"
 )
 
 
@@ -89,7 +93,7 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
     for i, factor in off_budget_runs(table):
         flagged.setdefault(
             i,
-            ("off_budget", f"6·N·D is {factor:.2g}x its budget's median run (stopped early, or in another budget?)"),
+            ("off_budget", f"C/budget is {factor:.2g}x that of its size (stopped early, or in another budget?)"),
         )
     runs = table.runs
     return [
@@ -167,24 +171,33 @@ def near_duplicate_sizes(table: RunTable) -> list[tuple[int, int]]:
 
 
 def off_budget_runs(table: RunTable) -> list[tuple[int, float]]:
-    """(row, C over its budget's median C) of each run off its budget (module docstring)."""
+    """(row, its C/budget over the reference's) of each run off its budget (module docstring)."""
+    if table.budgets_clustered:
+        return []
     runs = table.runs
-    c, budget = runs["C"].to_numpy(dtype=float), runs["budget"].to_numpy()
+    n, budget = runs["N"].to_numpy(dtype=float), runs["budget"].to_numpy(dtype=float)
+    log_r = np.log(runs["C"].to_numpy(dtype=float) / budget)
+    sizes = np.unique(n)
+    size_log_r = np.array([np.median(log_r[n == size]) for size in sizes])
     found = []
-    for b in np.unique(budget):
-        rows = np.flatnonzero(budget == b)
-        if len(rows) < 2:
-            continue
-        factor = c[rows] / np.median(c[rows])
-        for k, i in enumerate(rows):
-            rest = c[np.delete(rows, k)]
-            nearest = np.min(np.abs(np.log(rest / c[i])))
-            # the others must agree among themselves: C's that drift with size (N of another kind than the one
-            # that set D; budgets clustered at a wider --budget-tolerance) are no run stopped early
-            tight = rest.max() / rest.min() < OFF_BUDGET
-            if abs(np.log(factor[k])) > np.log(OFF_BUDGET) and nearest > np.log1p(BUDGET_TOLERANCE) and tight:
-                found.append((int(i), float(factor[k])))
+    for i in range(len(runs)):
+        others = log_r[(n == n[i]) & (budget != budget[i])]
+        reference = np.median(others) if len(others) >= 2 else _trend(np.log(sizes), size_log_r, np.log(n[i]))
+        if reference is not None and abs(log_r[i] - reference) > np.log(OFF_BUDGET):
+            found.append((i, float(np.exp(log_r[i] - reference))))
     return found
+
+
+def _trend(log_sizes: np.ndarray, log_r: np.ndarray, at: float) -> float | None:
+    """Theil–Sen's line of ``log_r`` against ``log_sizes`` over the `TREND_SIZES` sizes nearest ``at``, at ``at``
+    (None with fewer than 3 sizes: a line through 2 passes through both)."""
+    if len(log_sizes) < 3:
+        return None
+    from scipy.stats import theilslopes
+
+    near = np.argsort(np.abs(log_sizes - at), kind="stable")[:TREND_SIZES]
+    slope, intercept = theilslopes(log_r[near], log_sizes[near])[:2]
+    return float(intercept + slope * at)
 
 
 def without_outliers(table: RunTable, outliers: list[Outlier]) -> RunTable:

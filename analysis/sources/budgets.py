@@ -70,9 +70,9 @@ def budgets_of_frame(
     named: bool = False,
     sizes=None,
     warnings: list[str] | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, bool]:
     """`assign_budgets` for a source's rows (the rule of the module docstring), with a note on the
-    rule used. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
+    rule used, and whether the budgets were clustered from C. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
     value that is not a finite number > 0 is an error instead of a note. ``sizes`` (each run's N): a column
     whose values are mostly budgets of fewer than 3 sizes and that the clustering rule groups into fewer
     budgets is each run's C written as its budget (`per_run_budgets`): clustered, with a note. A column
@@ -80,18 +80,20 @@ def budgets_of_frame(
     import pandas as pd
 
     compute = np.asarray(compute, dtype=float)
+    cautions = notes if warnings is None else warnings  # where the run-together warning goes
     if column is not None:
         raw = frame[column]
         requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            given, requested = requested, per_run_budgets(column, same_budgets(requested), sizes, tolerance, notes)
-            if not np.array_equal(given, requested) and (run_together := _run_together(requested, given)):
-                (notes if warnings is None else warnings).append(run_together)  # clustered: as below
+            given, written = requested, same_budgets(requested)
+            requested = per_run_budgets(column, written, sizes, tolerance, notes)
+            if run_together := _run_together(requested, given):  # "" unless clustered: each run's C written
+                cautions.append(run_together)
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
-            return requested
+            return requested, not np.array_equal(written, requested)
         if named:
             i = int(np.flatnonzero(bad)[0])
             raise DataError(
@@ -103,8 +105,8 @@ def budgets_of_frame(
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
     if run_together := _run_together(budgets, compute):
-        (notes if warnings is None else warnings).append(run_together)
-    return budgets
+        cautions.append(run_together)
+    return budgets, True
 
 
 SAME_BUDGET = 1e-6  # budget values this close (relative) are one budget written twice (6·N·D's float round-off)
@@ -132,8 +134,9 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
     """``budgets`` clustered by the rule of the module docstring when most of the column's values hold fewer
     than `PARABOLA_SIZES` sizes and the rule merges some (6e18 printed per run as 5.8e18 to 6.2e18: 20
     "budgets" for 6 left approach 2 unidentified); else as given. Never the store's `BUDGET_COLUMN`: its
-    values are the budgets requested (a WSD sweep's branch budgets may lie within 14% of the grid's)."""
-    if sizes is None or column == BUDGET_COLUMN:
+    values are the budgets requested (a WSD sweep's branch budgets may lie within 14% of the grid's), and a
+    note names the option that groups them instead."""
+    if sizes is None:
         return budgets
     merged = cluster_budgets(budgets, tolerance)
     values = np.unique(budgets)
@@ -142,11 +145,16 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
     per_value = [len(np.unique(np.asarray(sizes)[budgets == b])) for b in values]
     if np.mean(np.asarray(per_value) < PARABOLA_SIZES) <= 0.5:
         return budgets
-    notes.append(
+    found = (
         f"budget column {column!r} holds {len(values)} values, most with fewer than {PARABOLA_SIZES} sizes, that the "
         f"clustering rule groups into {len(np.unique(merged))} budgets (neighbours within {tolerance:.0%}: each run's "
-        "C written as its budget?); each run's budget is its group's geometric mean (--budget-tolerance 0 keeps "
-        "the column's values)"
+        "C written as its budget?)"
+    )
+    if column == BUDGET_COLUMN:
+        notes.append(f"{found}; kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D")
+        return budgets
+    notes.append(
+        f"{found}; each run's budget is its group's geometric mean (--budget-tolerance 0 keeps the column's values)"
     )
     return merged
 
@@ -185,21 +193,21 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
     return text, factor
 
 
-MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets run together, not rounding
+MERGED_SPAN = 0.5  # a clustered budget whose C spans over 50% is two budgets run together, not rounding,
+MERGED_RUNS = 1.5  # when it holds this many times the runs of the median budget (a drifting ladder's do not)
 
 
 def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
-    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` and that hold half as many runs
-    again as the median budget ("" when none does): two
-    ladder budgets 1.5x apart, each drifting ±12%, chain into one budget of 12 sizes spanning 66%, and
-    approach 2 fits one parabola through both (said only as "the widest spans 66% of C" before)."""
+    """A warning on the clustered budgets whose C spans more than `MERGED_SPAN` and that hold `MERGED_RUNS` times
+    the runs of the median budget ("" when none does): two ladder budgets 1.5x apart, each drifting ±12%, chain
+    into one budget of 12 sizes spanning 66%, and approach 2 fits one parabola through both."""
     wide = []
     labels = np.unique(budgets)
     typical = np.median([np.sum(budgets == b) for b in labels])  # a budget's runs, as most budgets have them
     for b in labels:
         c = np.sort(compute[budgets == b])
         # wide alone is a ladder drifting (±25% spans 67%); two budgets run together also hold twice the runs
-        if c[-1] / c[0] - 1.0 > MERGED_SPAN and (len(labels) == 1 or len(c) >= 1.5 * typical):
+        if c[-1] / c[0] - 1.0 > MERGED_SPAN and (len(labels) == 1 or len(c) >= MERGED_RUNS * typical):
             gap = int(np.argmax(np.diff(np.log(c))))
             wide.append(
                 f"{b:.3g} ({len(c)} runs, C from {c[0]:.3g} to {c[-1]:.3g}, widest gap {c[gap + 1] / c[gap] - 1:.0%} "

@@ -31,7 +31,7 @@ from analysis.sources.colunits import apply_column_units, refuse_perplexity, spl
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
-from analysis.sources.rows import LOSSES, MAX_LISTED, first_of_duplicates, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSSES, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -74,8 +74,9 @@ def table_from_frame(
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
+    unique_col = unique_column_of(frame, columns.unique, source)
     frame, run_ids, curves, scaled = _as_named(
-        frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, (budget_col, columns.as_given)
+        frame, run_ids, (n_col, d_col, c_col, loss_col, unique_col), curves, notes, (budget_col, columns.as_given)
     )
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings)
     frame, run_ids = frame[keep], run_ids[keep]
@@ -83,10 +84,10 @@ def table_from_frame(
     _warn_tokens_per_parameter(runs, warnings, scaled)
     first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
-    unique_col, runs["U"] = _unique_tokens(frame, runs, columns, source, (notes, warnings))
+    runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)
     picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
     warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
-    runs["budget"] = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
+    runs["budget"], clustered = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
@@ -100,18 +101,13 @@ def table_from_frame(
         counts=counts,
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
+        budgets_clustered=clustered,
     )
 
 
-def _unique_tokens(frame: pd.DataFrame, runs: pd.DataFrame, columns: ColumnMap, source: str, lines: tuple):
-    """The unique-tokens column (None: none) and each run's U (`analysis.sources.unique`)."""
-    column = unique_column_of(frame, columns.unique, source)
-    tokens = runs["D"].to_numpy()
-    return column, unique_tokens_of(frame, column, source, tokens=tokens, lines=lines, as_given=columns.as_given)
-
-
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
-    """Each run's budget (`budgets_of_frame`); ``lines``: the (notes, warnings) it adds to."""
+    """Each run's budget and whether they were clustered from C (`budgets_of_frame`); ``lines``: the (notes,
+    warnings) it adds to."""
     notes, warnings = lines
     return budgets_of_frame(
         frame,
@@ -134,11 +130,14 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
 
 
 def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
-    """Units from the N, D and C columns' names (`colunits`; ``budget``: the budget column and the
-    columns read as given), then training curves given as rows (`curverows`); the columns scaled last."""
+    """Units from the N, D, C and unique-tokens columns' names (`colunits`; ``picked``: those and the loss
+    column; ``budget``: the budget column and the columns read as given), then training curves given as rows
+    (`curverows`); the columns scaled last."""
     budget_col, as_given = budget
-    frame, scaled = apply_column_units(frame, dict(zip("ndc", picked[:3], strict=True)), notes, budget_col, as_given)
-    return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col), scaled
+    n_col, d_col, c_col, loss_col, unique_col = picked
+    roles = {"n": n_col, "d": d_col, "c": c_col, "u": unique_col}
+    frame, scaled = apply_column_units(frame, roles, notes, budget_col, as_given)
+    return *split_curve_rows(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, budget_col), scaled
 
 
 def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap, loss_col: str, source: str) -> ColumnMap:
@@ -258,24 +257,18 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     text = frame[status].astype(str).str.strip()
     unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
     if unmarked.any():
-        warnings.append(
-            f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({', '.join(map(str, run_ids[unmarked][:MAX_LISTED]))}"
-            f"{', ...' if unmarked.sum() > MAX_LISTED else ''}): kept as completed (excluded as not complete before)"
-        )
+        ids = listing(list(map(str, run_ids[unmarked])))
+        warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")
     done = text.str.lower().isin(DONE) | unmarked
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
     listed = [f"{run_ids[i]} ({frame[status][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]]
-    more = f", and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else ""
-    warnings.append(
-        f"excluded {len(listed)} of {len(frame)} runs that did not complete: {', '.join(listed[:MAX_LISTED])}{more}"
-    )
+    warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: {listing(listed)}")
     kept = frame[done]
     if kept.empty:  # say why, as the warning would have: the reasons are what the user needs now
         raise DataError(
-            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: "
-            f"{', '.join(listed[:MAX_LISTED])}{more}"
+            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: {listing(listed)}"
         )
     return kept
 
@@ -287,8 +280,8 @@ def _warn_mixed_architectures(frame: pd.DataFrame, warnings: list[str]) -> None:
         return
     counts = frame["architecture"].fillna("").astype(str).value_counts()
     if len(counts) > 1:
-        listing = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
-        warnings.append(f"runs of {len(counts)} model architectures are fitted together: {listing}")
+        kinds = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
+        warnings.append(f"runs of {len(counts)} model architectures are fitted together: {kinds}")
 
 
 LABEL_PRONE = ("model size", "model_size")

@@ -64,14 +64,15 @@ def apply_column_units(
     budget_col: str | None = None,
     as_given: tuple = (),
 ) -> tuple[pd.DataFrame, list[str]]:
-    """``frame`` with each count column of ``picked`` (role -> column: "n", "d", "c") whose name carries
-    a unit scaled to parameters, tokens or FLOPs (values that are not numbers kept for the row checks),
-    and the scaled columns, each as "column 'tokens_B' (x 1e+09, its name's unit)". A column is kept as
+    """``frame`` with each count column of ``picked`` (role -> column: "n", "d", "c", "u" the unique tokens)
+    whose name carries a unit scaled to parameters, tokens or FLOPs (values that are not numbers kept for the
+    row checks), and the scaled N, D and C columns, each as "column 'tokens_B' (x 1e+09, its name's unit)". A column is kept as
     given when it is in ``as_given`` (`AS_GIVEN`: the user says its name lies), or when the ``budget_col``
     agrees with 6·N·D (or C) unscaled and not scaled."""
     frame = _budget_in_flops(frame, budget_col, picked, notes, as_given)
-    found = {r: u for r, c in picked.items() if c is not None and (u := split_unit(str(c), r)) is not None}
-    raw = {r: numeric(frame, c)[0] for r, c in picked.items() if c is not None}
+    picked = {r: c for r, c in picked.items() if c is not None}
+    found = {r: u for r, c in picked.items() if (u := split_unit(str(c), r)) is not None}
+    raw = {r: numeric(frame, c)[0] for r, c in picked.items()}
     out, scaled = frame, []
     unscaled = _budget_says_unscaled(frame, budget_col, raw, found)
     for role, (_, unit, factor) in found.items():
@@ -87,7 +88,8 @@ def apply_column_units(
             continue
         scaled_values = pd.Series(raw[role] * factor, index=frame.index)
         out = out.assign(**{column: frame[column].where(scaled_values.isna(), scaled_values)})
-        scaled.append(f"column {column!r} (x {factor:g}, its name's unit; {AS_GIVEN} {column} reads it unscaled)")
+        if role != "u":  # U is no part of C = 6·N·D
+            scaled.append(f"column {column!r} (x {factor:g}, its name's unit; {AS_GIVEN} {column} reads it unscaled)")
         notes.append(
             f"column {column!r} is in {unit} (its name says so): read as {_WHAT[role]} x {factor:g} "
             f"({AS_GIVEN} {column} if it holds {_WHAT[role]} as they are)"
@@ -114,7 +116,7 @@ def _budget_in_flops(frame: pd.DataFrame, budget_col, picked: dict, notes: list[
 
 CLOSE = 3.0  # C within 3x of a budget column agrees with it: a unit's 1e3 does not
 
-_WHAT = {"n": "parameters", "d": "tokens", "c": "FLOPs"}
+_WHAT = {"n": "parameters", "d": "tokens", "c": "FLOPs", "u": "unique tokens"}
 
 
 def _budget_says_unscaled(frame: pd.DataFrame, budget_col, raw: dict, found: dict) -> set[str]:

@@ -32,9 +32,10 @@ def row_label(position: int, run_ids: pd.Series) -> str:
     return f"row {row}" if run == f"row{row}" else f"row {row} (run {run})"
 
 
-def listing(items: list[str]) -> str:
-    more = f", and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
-    return ", ".join(items[:MAX_LISTED]) + more
+def listing(items: list[str], limit: int = MAX_LISTED, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, then "and k more" for the rest."""
+    more = f"{sep}and {len(items) - limit} more" if len(items) > limit else ""
+    return sep.join(items[:limit]) + more
 
 
 def numeric(frame: pd.DataFrame, column: str, count: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -170,6 +170,7 @@ class RunTable:
     warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
     counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
     hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
+    budgets_clustered: whether the budgets were clustered from C (`analysis.sources.budgets`), not read.
     """
 
     runs: pd.DataFrame
@@ -181,6 +182,7 @@ class RunTable:
     counts: dict = field(default_factory=dict)  # rows read, excluded (unusable), duplicates, kept
     hparams: HyperSweep | None = None
     loss_unit: str = DEFAULT_LOSS_UNIT
+    budgets_clustered: bool = False
 
     def __len__(self) -> int:
         return len(self.runs)
