@@ -12,7 +12,7 @@ from pathlib import Path
 
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
-from scaling.errors import Parser, UserError  # noqa: F401  (Parser: re-exported until compare, next, optimal import it)
+from scaling.errors import UserError
 
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 

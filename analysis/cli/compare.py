@@ -9,7 +9,6 @@ from pathlib import Path
 
 from analysis.cli.common import (
     FIGURE_FORMATS,
-    Parser,
     add_table_options,
     check_output_dir,
     column_map,
@@ -20,7 +19,7 @@ from analysis.cli.common import (
     write_output,
 )
 from analysis.fits.codec import to_jsonable
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 
 def compare_parser() -> argparse.ArgumentParser:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.cli.common import Parser, add_table_options, column_map, count, parse, positive_float, write_output
+from analysis.cli.common import add_table_options, column_map, count, parse, positive_float, write_output
 from analysis.fits.results import Estimate
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 DEFAULT_TARGET_FACTOR = 10.0  # the target budget: 10x the source's largest, unless --target-budget names one
 SWEEPER_TOKENS_PER_PARAM = (0.5, 2000.0)  # the sweeper's default window (hydra_plugins/scaling_sweeper)

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from analysis.cli.common import (
-    Parser,
     level,
     parse,
     positive_float,
@@ -18,7 +17,7 @@ from analysis.cli.common import (
 from analysis.cli.inference import inference_main, inference_tokens
 from analysis.fits.codec import to_jsonable
 from analysis.fits.results import FitReport, no_law
-from scaling.errors import DataError, UserError
+from scaling.errors import DataError, Parser, UserError
 
 
 # ================================================================= scaling optimal
