@@ -114,10 +114,15 @@ class Law(abc.ABC):
     # ------------------------------------------------------------ answers
     def allocate(self, budget: float) -> Allocation:
         """N_opt, D_opt = C/(6·N_opt), D/N and the loss at the optimum, with intervals."""
-        n = self.interval(float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget))
-        n.unidentified = n.unidentified or reaches_zero(n.lower, n.upper)  # interval kept: D's comes from it
         loss = self._estimate(self._frontier_loss, budget) if self.predicts_loss else None
-        return self._allocation(Estimate(budget), n, loss)
+        return self._allocation(Estimate(budget), self.n_opt(budget), loss)
+
+    def n_opt(self, budget: float) -> Estimate:
+        """N_opt with its interval, unidentified only where it reaches 0 (interval kept: D's comes from it);
+        `scaling next` reads it so, to narrow it however wide (`_allocation` adds the decade rule)."""
+        n = self.interval(float(self._n_opt(self.params, budget)), self._on_samples(self._n_opt, budget))
+        n.unidentified = n.unidentified or reaches_zero(n.lower, n.upper)
+        return n
 
     def budget_for_loss(self, target: float) -> Allocation:
         """The smallest budget whose compute-optimal loss is ``target``, and its allocation."""
