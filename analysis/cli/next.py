@@ -219,12 +219,12 @@ def runs_csv(r: dict) -> str:
 
 
 def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:
-    """N_opt at ``target`` with its bootstrap interval, by `scaling optimal`'s rules (`ParametricLaw.allocate`:
+    """N_opt at ``target`` with its bootstrap interval, by `scaling optimal`'s rules (`Law.n_opt`:
     resamples whose A or B overflowed have no value, an interval reaching 0 is none); no interval where
     it is unidentified."""
     from analysis.fits.optimal import ParametricLaw
 
-    now = ParametricLaw("fit", dict(params), samples, level=level).allocate(target).n
+    now = ParametricLaw("fit", dict(params), samples, level=level).n_opt(target)
     return Estimate(now.value, unidentified=now.unidentified) if now.unidentified else now
 
 

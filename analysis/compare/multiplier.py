@@ -122,7 +122,7 @@ def paired_samples(baseline: ParametricFit, candidate: ParametricFit) -> tuple[d
 
 def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: float) -> dict[str, dict]:
     """For each of `QUANTITIES` at each compute: {"value", "lower", "upper"} arrays (lower/upper
-    None without bootstrap samples), plus "pairs" and "lost" (pairs used / left out)."""
+    None without bootstrap samples) and "infinite" (pairs at ±inf), plus "pairs" and "lost" (pairs used / left out)."""
     compute = np.asarray(compute, dtype=float)
     point = _quantities(frontier_of(baseline.params), frontier_of(candidate.params), compute)
     out: dict[str, dict] = {name: {"value": value, "lower": None, "upper": None} for name, value in point.items()}
@@ -134,6 +134,7 @@ def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: 
     drawn = _quantities(frontier_of(base), frontier_of(cand), compute)
     for name, values in drawn.items():
         out[name]["lower"], out[name]["upper"] = percentile_interval(values, level)
+        out[name]["infinite"] = np.sum(np.isinf(values), axis=0)  # pairs at ±inf (m: the loss is never reached)
     return out
 
 

@@ -31,7 +31,7 @@ from analysis.compare.multiplier import (
     percentile_interval,
     unresponsive_why,
 )
-from analysis.fits.results import Estimate, Outlier, ParametricFit
+from analysis.fits.results import UNBOUNDED, Estimate, Outlier, ParametricFit
 from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
@@ -106,7 +106,7 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     why = {"baseline_loss": _why(sides[0]), "candidate_loss": _why(sides[1])}
     why["multiplier"] = why["loss_difference"] = _why(*sides)
     rows = [
-        Row(float(c), bool(out), *(_estimate(values[q], i, why[q]) for q in ROW_QUANTITIES))
+        Row(float(c), bool(out), *(_estimate(values[q], i, why[q], values["pairs"]) for q in ROW_QUANTITIES))
         for i, (c, out) in enumerate(zip(grid, beyond))
     ]
     diffs = differences(baseline.fit, candidate.fit, level)
@@ -116,6 +116,13 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     notes = []
     if baseline.fitted_range[0] > candidate.fitted_range[1] or candidate.fitted_range[0] > baseline.fitted_range[1]:
         notes.append("the two sources' budgets do not overlap: every m(C) extrapolates one of the laws")
+    if unbounded := [i for i, r in enumerate(rows) if r.multiplier.unbounded]:
+        at = ", ".join(f"{grid[i]:.3g}" for i in unbounded)
+        counts = ", ".join(str(int(values["multiplier"]["infinite"][i])) for i in unbounded)
+        notes.append(
+            f"m(C) is unidentified at {at} FLOPs: its interval is unbounded above ({counts} of {values['pairs']} "
+            "bootstrap pairs: the baseline never reaches the candidate's loss)"
+        )
     lost = values["lost"]
     if lost:
         notes.append(f"{lost} bootstrap pairs left out (a resample of either source failed or gave no frontier)")
@@ -144,10 +151,23 @@ def _why(*sides) -> str:
 ROW_QUANTITIES = ("multiplier", "loss_difference", "baseline_loss", "candidate_loss")  # a `Row`'s, in order
 
 
-def _estimate(values: dict, i: int, unidentified: str = "") -> Estimate:
+def _estimate(values: dict, i: int, unidentified: str = "", pairs: int = 0) -> Estimate:
+    """The quantity at the ``i``-th compute; an interval with a bound at ±inf (more of the ``pairs`` than its
+    tail never reach the loss: m = inf) is none, unidentified as `Estimate.from_samples` says (`UNBOUNDED`):
+    a baseline fitted on 2 budgets printed m = 0.161 [0.058, unbounded] for a true 2."""
+    value = float(values["value"][i])
     if values["lower"] is None:
-        return Estimate(float(values["value"][i]), unidentified=unidentified)
-    return Estimate(float(values["value"][i]), float(values["lower"][i]), float(values["upper"][i]), unidentified)
+        return Estimate(value, unidentified=unidentified)
+    lower, upper = float(values["lower"][i]), float(values["upper"][i])
+    if math.isinf(lower) or math.isinf(upper):
+        side = "above" if math.isinf(upper) else "below"
+        count = int(values["infinite"][i]) if "infinite" in values else 0
+        unidentified = unidentified or (
+            f"{UNBOUNDED} {side}: {count} of {pairs} bootstrap pairs are infinite (m: the baseline never reaches "
+            "the candidate's loss)"
+        )
+        return Estimate(value, unidentified=unidentified)
+    return Estimate(value, lower, upper, unidentified)
 
 
 def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float, gamma: dict) -> bool:
@@ -170,7 +190,7 @@ def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float,
 
 def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, gamma: dict, intervals: bool) -> str:
     m = ends["multiplier"]
-    at = [_estimate(m, i) for i in range(3)]
+    at = [_estimate(m, i, pairs=int(ends["pairs"])) for i in range(3)]
     lo, hi = shared
     if not scale_dependent:
         why = "its drift and the exponent difference are consistent with 0" if intervals else "no intervals"
@@ -190,7 +210,7 @@ def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, gam
 
 
 def _m(e: Estimate) -> str:
-    return _interval(e.value, e.lower, e.upper)
+    return f"unidentified ({e.unidentified})" if e.unidentified else _interval(e.value, e.lower, e.upper)
 
 
 def _interval(value: float, lower: float | None, upper: float | None) -> str:

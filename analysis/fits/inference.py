@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
-from analysis.fits.optimal import never_reached, never_reached_note, parametric_loss
+from analysis.fits.identified import never_reached, never_reached_note
+from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
 from scaling.errors import UserError
 from scaling.flops import flops_6nd, inference_flops_2nt, tokens_6nd

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 from analysis.fits import muennighoff as mf
-from analysis.fits.bootstrap import scale_identification
 from analysis.fits.muennighoff import NAMES
 from analysis.fits.optimal import Allocation, Law
 from analysis.fits.presets import REPEAT_PRESET
@@ -72,7 +71,11 @@ class DataConstrainedLaw(Law):
         return mf.lowest_loss(self.unique_tokens, **{k: p[k] for k in mf.NAMES})
 
     def budget_for_loss(self, target: float) -> Allocation:
+        """As `Law.budget_for_loss`; a target at or below the lowest loss U reaches is an error when no
+        bootstrap sample reaches it either (else the budget is unidentified, `Law._unreached`)."""
         lowest = float(self._lowest(self.params))
+        if self.samples is not None and (self._lowest(self.samples) < target).any():
+            return super().budget_for_loss(target)
         if target <= self.params["E"]:
             raise UserError(
                 f"--target-loss {target:g} is not above the law's irreducible loss E = {self.params['E']:.4g} "
@@ -93,12 +96,6 @@ class DataConstrainedLaw(Law):
         epochs = Estimate(base.d.value / u, unidentified=base.d.unidentified)
         if base.d.lower is not None:
             epochs.lower, epochs.upper = base.d.lower / u, base.d.upper / u
-        if why := not base.n.unidentified and scale_identification(base.n.lower, base.n.upper):
-            # no exponent a says whether the law pins its optimum down: N's own interval does (U in billions
-            # beside D in tokens printed N_opt = 1.73e16 [8.9e9, 6e19] parameters)
-            base.n.unidentified = why
-            for estimate in (base.d, base.tokens_per_parameter, epochs):
-                estimate.unidentified = estimate.unidentified or f"as N's: {why}"
         out = RepeatAllocation(
             **vars(base), unique_tokens=u, epochs=epochs, lowest_loss=float(self._lowest(self.params))
         )

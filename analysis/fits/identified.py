@@ -1,0 +1,61 @@
+"""How an allocation's derived values inherit the identification of what they are derived from
+(`analysis.fits.optimal.Law`): D = C/(6N) and D/N follow N's interval, or N's being unidentified
+("as N's"); N, D, D/N and the loss at a budget that the fit cannot identify are unidentified with it
+("as the budget's"), and the one wording for bootstrap samples that never reach a target loss. The
+rules of when an interval identifies a value live in `analysis.fits.bootstrap`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.fits.bootstrap import scale_identification
+from analysis.fits.results import UNBOUNDED, Estimate
+
+AS_BUDGET = "as the budget's"  # N, D, D/N, loss (epochs) at a budget the fit does not identify
+
+
+def falling(n: Estimate, fall) -> Estimate:
+    """The estimate of ``fall(N)``, a quantity that falls as N grows (D = C/(6N), D/N = C/(6N²)): N's
+    interval maps onto its reversed. Where N's reaches 0 (samples whose N_opt underflowed) it is
+    unbounded above; where N's is unbounded (`Estimate.from_samples`), so is it: no interval, unidentified."""
+    out = Estimate(float(fall(n.value)))
+    if n.interval is not None:
+        with np.errstate(divide="ignore"):
+            out.lower, out.upper = float(fall(np.float64(n.upper))), float(fall(np.float64(n.lower)))
+        if not np.isfinite(out.upper):
+            out.lower = out.upper = None
+            out.unidentified = f"{UNBOUNDED} above: N's interval reaches {n.lower:g}"
+    elif n.unidentified:
+        out.unidentified = f"as N's: {n.unidentified}"
+    return out
+
+
+def scale_rule(n: Estimate, *derived: Estimate) -> None:
+    """N_opt is a positive scale: an interval spanning more than `bootstrap.MAX_DECADES` (or reaching 0)
+    does not identify it (`scale_identification`, as `scaling fit` prints a budget's N_opt), and the
+    ``derived`` values (D, D/N, epochs) are unidentified "as N's". Their intervals stay for JSON readers."""
+    if why := not n.unidentified and scale_identification(n.lower, n.upper):
+        n.unidentified = why
+        for estimate in derived:
+            estimate.unidentified = estimate.unidentified or f"as N's: {why}"
+
+
+def as_budget(allocation) -> None:
+    """The values of an `Allocation` whose budget is unidentified: unidentified too (`AS_BUDGET`), no interval
+    (the printed N_opt 8.2e10 [1.14e10, 2.09e12] at an unidentified budget left the truth 6.72e9 outside it)."""
+    a = allocation
+    for estimate in (a.n, a.d, a.tokens_per_parameter, a.loss, getattr(a, "epochs", None)):
+        if estimate is not None:
+            estimate.lower = estimate.upper = None
+            estimate.unidentified = estimate.unidentified or AS_BUDGET
+    if getattr(a, "loss_rests_on_e", ""):  # data-constrained: no loss is printed to rest on E
+        a.loss_rests_on_e = ""
+
+
+def never_reached(count: int, size: int) -> str:
+    """The reason an interval is unbounded by samples that never reach a target loss."""
+    return f"{count} of {size} samples never reach the target loss"
+
+
+def never_reached_note(count: int) -> str:
+    return f"{count} bootstrap samples never reach the target loss"
