@@ -142,3 +142,24 @@ def test_cli_with_a_fit_gives_bootstrap_intervals_for_every_quantity(capsys, fit
 )
 def test_bad_input_is_one_line(args, named):
     assert_one_line_error(run_cli("optimal", *args), named)
+
+
+def test_beyond_the_fitted_budgets_it_is_flagged_and_a_wide_n_is_unidentified_as_in_a_plain_allocation(
+    capsys, fit_file
+):
+    # the plain allocation flags a budget beyond 10x the largest fitted run and calls an N_opt interval over a
+    # decade unidentified; the inference-aware one printed both as findings (a 2-budget fit at 1e24 FLOPs: N
+    # 4.4e10 [7.9e9, 2.1e11], no note)
+    near = optimal(capsys, "--law", fit_file, "--budget", "1e21", "--inference-tokens", "1e12")
+    assert near["extrapolation"] is False and not any("extrapolation" in n for n in near["notes"])
+    far = optimal(capsys, "--law", fit_file, "--budget", "1e30", "--inference-tokens", "1e12")
+    assert far["extrapolation"] is True
+    (note,) = [n for n in far["notes"] if n.startswith("extrapolation")]
+    assert "the largest fitted run" in note and "beyond 10x a prediction is speculation" in note
+    plain = optimal(capsys, "--law", fit_file, "--budget", "1e30")
+    assert plain["extrapolation"] is True
+    assert far["N"]["unidentified"].startswith("interval spans")  # 1e9x beyond: N spans 1.2 decades
+    for got in (near, far):
+        lo, hi = got["N"]["interval"]
+        assert bool(got["N"].get("unidentified")) == (np.log10(hi / lo) > 1), got["N"]
+        assert bool(got["D"].get("unidentified")) == bool(got["N"].get("unidentified"))

@@ -19,7 +19,7 @@ from analysis.figures.axes import (
     log_axes,
     style,
 )
-from analysis.fits.optimal import EXTRAPOLATION_FACTOR
+from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport, no_law
 from scaling.flops import flops_6nd, tokens_6nd

@@ -1,7 +1,8 @@
 """How an allocation's derived values inherit the identification of what they are derived from
 (`analysis.fits.optimal.Law`): D = C/(6N) and D/N follow N's interval, or N's being unidentified
 ("as N's"); N, D, D/N and the loss at a budget that the fit cannot identify are unidentified with it
-("as the budget's"), and the one wording for bootstrap samples that never reach a target loss. The
+("as the budget's"), and the one wording for bootstrap samples that never reach a target loss and
+for a budget beyond the fitted ones (an extrapolation). The
 rules of when an interval identifies a value live in `analysis.fits.bootstrap`."""
 
 from __future__ import annotations
@@ -12,6 +13,18 @@ from analysis.fits.bootstrap import scale_identification
 from analysis.fits.results import UNBOUNDED, Estimate
 
 AS_BUDGET = "as the budget's"  # N, D, D/N, loss (epochs) at a budget the fit does not identify
+EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
+
+
+def extrapolation_note(compute: float, fitted_compute_max: float | None) -> str:
+    """The note on a training budget beyond `EXTRAPOLATION_FACTOR` x the largest fitted run ("" within it)."""
+    high = fitted_compute_max
+    if high is None or not compute > EXTRAPOLATION_FACTOR * high:
+        return ""
+    return (
+        f"extrapolation: {compute:.3g} FLOPs is {compute / high:.3g}x the largest fitted run ({high:.3g} FLOPs); "
+        f"beyond {EXTRAPOLATION_FACTOR:g}x a prediction is speculation"
+    )
 
 
 def falling(n: Estimate, fall) -> Estimate:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
-from analysis.fits.identified import never_reached, never_reached_note
+from analysis.fits.identified import extrapolation_note, never_reached, never_reached_note, scale_rule
 from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
 from scaling.errors import UserError
@@ -157,10 +157,12 @@ class InferenceAllocation:
     budget: float | None = None
     n_kind: str = "total"
     notes: list[str] = field(default_factory=list)
+    extrapolation: bool = False  # its training FLOPs beyond `EXTRAPOLATION_FACTOR` x the largest fitted run
 
     def as_json(self) -> dict:
         out = {"law": self.law, "inference_tokens": self.inference_tokens, "level": self.level}
         out.update(target_loss=self.target_loss, total_budget_flops=self.budget, n_kind=self.n_kind)
+        out["extrapolation"] = self.extrapolation
         out.update({k: v.as_json() for k, v in self.values.items()})
         return {**out, "notes": self.notes}
 
@@ -189,6 +191,9 @@ def inference_allocation(
     values = {k: law.interval(float(v), draws[k]) if k in draws else Estimate(float(v)) for k, v in central.items()}
     notes = list(law.notes)
     _flag_unidentified(law, values, target_loss, budget, notes)
+    scale_rule(values["N"], values["D"], values["tokens_per_parameter"])  # as a plain allocation's N_opt
+    if extrapolation := extrapolation_note(values["training_flops"].value, law.fitted_compute_max):
+        notes.append(extrapolation)
     if target_loss is not None and law.samples is not None:
         notes += never_reaching(law, target_loss, inference_tokens, central, draws, values)
     return InferenceAllocation(
@@ -200,6 +205,7 @@ def inference_allocation(
         budget=budget,
         n_kind=law.n_kind,
         notes=notes,
+        extrapolation=bool(extrapolation),
     )
 
 

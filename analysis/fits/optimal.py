@@ -16,15 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.fits import identified as ident
 from analysis.fits import laws
 from analysis.fits.bootstrap import identification, reaches_zero
-from analysis.fits.identified import as_budget, falling, never_reached, never_reached_note, scale_rule
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
 from scaling.flops import flops_6nd, params_6nd, smallest_6nd, tokens_6nd
 
-EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
 LOG10_BUDGET_RANGE = (0.0, 60.0)  # where the inverse looks for a budget, in log10 FLOPs
 
 
@@ -152,13 +151,13 @@ class Law(abc.ABC):
             allocation.budget = self.interval(central, draws)
             never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
             if never:  # an unbounded budget: they bound the interval from above
-                allocation.notes.append(never_reached_note(never))
+                allocation.notes.append(ident.never_reached_note(never))
             if allocation.budget.unbounded:
-                allocation.budget.unidentified = f"{UNBOUNDED} above: {never_reached(never, size)}"
+                allocation.budget.unidentified = f"{UNBOUNDED} above: {ident.never_reached(never, size)}"
         if allocation.loss is not None and allocation.loss.unidentified == "as the fit's E":
             allocation.budget.unidentified = "as the fit's E"  # the budget that reaches a loss rests on E as well
         if allocation.budget.unidentified:  # N, D, D/N and the loss are those of a budget the fit cannot give
-            as_budget(allocation)
+            ident.as_budget(allocation)
         return allocation
 
     def _unreached(self, target: float, draws: np.ndarray, why: str) -> Allocation:
@@ -167,10 +166,10 @@ class Law(abc.ABC):
         never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
         loss = Estimate(np.nan) if self.predicts_loss else None
         allocation = self._allocation(Estimate(np.nan), Estimate(np.nan), loss)
-        allocation.budget = Estimate(np.nan, unidentified=f"{UNBOUNDED} above: {never_reached(never, size)}")
+        allocation.budget = Estimate(np.nan, unidentified=f"{UNBOUNDED} above: {ident.never_reached(never, size)}")
         allocation.target_loss = target
-        as_budget(allocation)
-        allocation.notes += [why, never_reached_note(never)]
+        ident.as_budget(allocation)
+        allocation.notes += [why, ident.never_reached_note(never)]
         return allocation
 
     def never_reaches(self, p, target: float) -> np.ndarray:
@@ -255,8 +254,11 @@ class Law(abc.ABC):
 
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
-        d, ratio = falling(n, lambda x: tokens_6nd(c, x)), falling(n, lambda x: tokens_6nd(c, x**2))  # D, D/N
-        scale_rule(n, d, ratio)
+        d, ratio = (
+            ident.falling(n, lambda x: tokens_6nd(c, x)),
+            ident.falling(n, lambda x: tokens_6nd(c, x**2)),
+        )  # D, D/N
+        ident.scale_rule(n, d, ratio)
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
@@ -265,12 +267,8 @@ class Law(abc.ABC):
                 loss.unidentified = "as the fit's a"
             notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
         self._floor_check(c, loss, notes)
-        extrapolation = self.fitted_compute_max is not None and c > EXTRAPOLATION_FACTOR * self.fitted_compute_max
-        if extrapolation:
-            notes.append(
-                f"extrapolation: {c:.3g} FLOPs is {c / self.fitted_compute_max:.3g}x the largest fitted run "
-                f"({self.fitted_compute_max:.3g} FLOPs); beyond 10x a prediction is speculation"
-            )
+        if extrapolation := ident.extrapolation_note(c, self.fitted_compute_max):
+            notes.append(extrapolation)
         return Allocation(
             law=self.name,
             budget=budget,

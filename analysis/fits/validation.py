@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.optimal import EXTRAPOLATION_FACTOR
+from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 

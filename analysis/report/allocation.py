@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from analysis.describe.allocation import allocation_cells, below_fitted, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
-from analysis.fits.optimal import EXTRAPOLATION_FACTOR, chosen_fit, law_from_fit
+from analysis.fits.identified import EXTRAPOLATION_FACTOR
+from analysis.fits.optimal import chosen_fit, law_from_fit
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
