@@ -16,6 +16,7 @@ and the widest budget, and `budget_table` says which runs went to which budget.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,13 +78,12 @@ def budgets_of_frame(
     whose values are mostly budgets of fewer than 3 sizes and that the clustering rule groups into fewer
     budgets is each run's C written as its budget (`per_run_budgets`): clustered, with a note. A column
     `WARNED_FACTOR` or more off 6·N·D is said in ``warnings`` (None: in the notes)."""
-    import pandas as pd
 
     compute = np.asarray(compute, dtype=float)
     cautions = notes if warnings is None else warnings  # where the run-together warning goes
     if column is not None:
         raw = frame[column]
-        requested = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        requested = budget_values(raw)
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
             given, written = requested, same_budgets(requested)
@@ -101,12 +101,39 @@ def budgets_of_frame(
                 f"budget; budgets must be finite numbers > 0 ({int(bad.sum())} such values), or use "
                 "--budget-column none to cluster C = 6·N·D"
             )
-        notes.append(f"column {column!r} has {int(bad.sum())} missing budget value(s): budgets are clustered from C")
+        notes.append(f"column {column!r} has {_unusable(raw, bad)}: budgets are clustered from C")
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
     if run_together := _run_together(budgets, compute):
         cautions.append(run_together)
     return budgets, True
+
+
+_FLOPS_WORD = re.compile(r"\s*flops?\s*$", re.IGNORECASE)  # "1.0e19 FLOPs": the unit a budget is in
+
+
+def budget_values(raw: pd.Series) -> np.ndarray:
+    """A budget column's values as numbers (NaN where none): text may end in the unit word FLOPs/FLOP."""
+    import pandas as pd
+
+    text = raw.map(lambda v: _FLOPS_WORD.sub("", v) if isinstance(v, str) else v)
+    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+
+
+def _unusable(raw: pd.Series, bad: np.ndarray) -> str:
+    """ "3 missing budget value(s)", or with values that are there but no budget "2 budget value(s) that are not
+    finite numbers > 0 (row 5: '1e19 flop/s')"."""
+    missing = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    said = [f"{int((bad & missing).sum())} missing budget value(s)"] if (bad & missing).any() else []
+    if (bad & ~missing).any():
+        i = int(np.flatnonzero(bad & ~missing)[0])
+        value = raw.iloc[i]
+        shown = repr(value) if isinstance(value, str) else str(value)
+        said.append(
+            f"{int((bad & ~missing).sum())} budget value(s) that are not finite numbers > 0 "
+            f"(row {int(raw.index[i]) + 1}: {shown})"
+        )
+    return " and ".join(said)
 
 
 SAME_BUDGET = 1e-6  # budget values this close (relative) are one budget written twice (6·N·D's float round-off)

@@ -75,10 +75,12 @@ def table_from_frame(
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     unique_col = unique_column_of(frame, columns.unique, source)
+    given = curves
     frame, run_ids, curves, scaled = _as_named(
         frame, run_ids, (n_col, d_col, c_col, loss_col, unique_col), curves, notes, (budget_col, columns.as_given)
     )
-    keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings)
+    what = "runs" if given is None and curves is not None else "rows"  # rows read as curves: a row per run now
+    keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings, what)
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     _warn_tokens_per_parameter(runs, warnings, scaled)
@@ -239,9 +241,17 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "
             f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
-            f"or --c-column. Columns present: {', '.join(map(str, frame.columns))}"
+            f"or --c-column{_n_alone(frame, n_col, loss_col)}. Columns present: {_present(frame)}"
         )
     return n_col, d_col, c_col, loss_col
+
+
+def _n_alone(frame: pd.DataFrame, n_col: str, loss_col: str) -> str:
+    """For a table whose only numbers are N and the loss (Kaplan's L(N)): what approaches 1-3 need; ""."""
+    others = [c for c in frame.columns if c not in (n_col, loss_col) and np.mean(numeric(frame, c)[1]) < 0.5]
+    if others:
+        return ""
+    return " (approaches 1-3 need D or C for every run: a loss by N alone, Kaplan's L(N), cannot be fitted here)"
 
 
 # A run's state: the store's ``status`` ("completed"), else a wandb runs-table export's ``State`` ("finished";
@@ -300,7 +310,7 @@ def _n_names(n_kind: str) -> tuple[str, ...]:
 def _pick_column(
     frame: pd.DataFrame, role: str, named: str | None, source: str, n_kind: str = "total", required: bool = True
 ) -> str | None:
-    present = ", ".join(map(str, frame.columns))
+    present = _present(frame)
     if named is not None:
         if named not in frame.columns:
             raise DataError(f"{OPTION_OF[role]} {named!r}: no such column in {source!r}; columns present: {present}")
@@ -324,6 +334,15 @@ def _pick_column(
             f"name it with {OPTION_OF[role]}{hint}. Columns present: {present}"
         )
     return found
+
+
+def _present(frame: pd.DataFrame) -> str:
+    """The columns, for an error line; when most are pandas' "Unnamed: k" (empty header cells), a hint that
+    the header is on a later line (a spreadsheet's title row above it)."""
+    names = list(map(str, frame.columns))
+    unnamed = sum(name.startswith("Unnamed: ") for name in names)
+    hint = " (the header may be on a later line: a title row above it?)" if unnamed > len(names) / 2 else ""
+    return ", ".join(names) + hint
 
 
 def _note_compute_mismatch(c_given: np.ndarray, compute: np.ndarray, c_col: str, notes: list[str]) -> None:

@@ -2,7 +2,8 @@
 a log scraped per evaluation). Read as runs, each evaluation would be a run of its own, trained on
 that many tokens with a schedule made for more: 35 runs with 10 evaluations each became 350 "runs" in
 47 budgets, and approach 2 put a parabola through mid-training points. Here each run's last row (the
-most tokens) is its final point and every row is a point of its curve, as a store's curves.csv is.
+most tokens) with a finite loss is its final point (an export's last row often holds the train loss only)
+and every row is a point of its curve, as a store's curves.csv is.
 
 Rows are read as curves only when they look like one: every run id holds one N, its token counts
 differ, its budget column (if any) holds one value, and in most runs the loss at the most tokens is
@@ -12,7 +13,8 @@ Without a budget column such a table looks exactly like curves (one N, growing D
 is read as curves: name the budgets in a column (or give each row its own run id).
 
 Without a ``run_id`` column, a table with a step column (``step``, ``iteration``, ``checkpoint``: a suite's
-checkpoints as rows, as Pythia publishes them) names its runs by its ``run``/``name``/``model`` column
+checkpoints as rows, as Pythia publishes them; wandb's ``_step`` where the name repeats: a history export)
+names its runs by its ``run``/``name``/``model`` column
 with its seed, experiment and group columns (`run_key`: three seeds of a model are three curves, not one);
 read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
 tell such checkpoints from approach 3's grid with each run's total steps beside it (``model,N,D,step,loss``,
@@ -36,7 +38,10 @@ RUN_ID = "run_id"
 # Without a run_id, a table with a step column is checkpoints (Pythia's: model, step, tokens, loss): the first
 # of these columns names each row's run. Without a step column a model name may repeat over separate runs
 # (one per token count: approach 3's grid), so it names none.
-STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps, _step: a run's total
+STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps: a run's total
+# wandb's own step: a history export's (rows at each logged step) or, in a runs-table export, each run's total.
+# It marks checkpoints only where the run names repeat (a runs table names each run once).
+HISTORY_STEP = "_step"
 NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
 # Beside the name, what tells one checkpointed run from another of the same model: its seed, experiment, group.
 SEED_COLUMNS = ("seed", "Seed", "data_seed")
@@ -49,10 +54,19 @@ def run_key(frame: pd.DataFrame) -> list[str]:
     if RUN_ID in frame.columns:
         return [RUN_ID]
     name = next((c for c in NAME_COLUMNS if c in frame.columns), None)
-    if name is None or not any(c in frame.columns for c in STEP_COLUMNS):
+    if name is None or not _step_column(frame, name):
         return []
     others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
     return [name, *(c for c in others if c in frame.columns)]
+
+
+def _step_column(frame: pd.DataFrame, name: str) -> str | None:
+    """The column counting each row's steps: the first of `STEP_COLUMNS`, else `HISTORY_STEP` where the ``name``
+    column repeats (a wandb history export; a runs table's names are unique); None."""
+    step = next((c for c in STEP_COLUMNS if c in frame.columns), None)
+    if step is None and HISTORY_STEP in frame.columns and frame[name].duplicated().any():
+        return HISTORY_STEP
+    return step
 
 
 def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str] | None = None) -> pd.Series:
@@ -108,10 +122,10 @@ def split_curve_rows(
     if why:
         notes.append(f"rows are runs, not training curves, though {_repeat(key)}: {why}")
         return frame, rows, curves
-    last = tokens.fillna(-np.inf).groupby(run_ids).idxmax()  # the row with the most tokens: the final point
+    last, ended = _final_rows(frame, run_ids, tokens, loss_col)
     keep = frame.index.isin(last.to_numpy())
     curve = pd.DataFrame({"run_id": run_ids.to_numpy(), "tokens": tokens.to_numpy(), loss_col: frame[loss_col]})
-    step = next((c for c in STEP_COLUMNS if c in frame.columns), None)
+    step = _step_column(frame, key[0])
     notes.append(
         f"rows are training curves: {len(frame)} rows of {len(last)} runs ({_repeat(key)} at "
         f"{int(counts.max())} token counts at most); each run's last row (most tokens) is its final point, "
@@ -123,7 +137,27 @@ def split_curve_rows(
             else ""
         )
     )
+    notes.extend(ended)
     return frame[keep], run_ids[keep], curve.reset_index(drop=True)
+
+
+def _final_rows(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str):
+    """Each run's final row: its row with the most tokens among those with a finite loss > 0 (an export's
+    last row often holds the train loss only), else (no such row) its row with the most tokens; and a note
+    (a list of 0 or 1) naming the runs whose final row is not their row with the most tokens."""
+    loss = numeric(frame, loss_col, count=False)[0]
+    measured = pd.Series(np.isfinite(loss) & (loss > 0), index=frame.index)
+    most = tokens.fillna(-np.inf)
+    last = most.groupby(run_ids).idxmax()  # the row with the most tokens
+    has = measured.groupby(run_ids).any()
+    scored = most.where(measured, -np.inf).groupby(run_ids).idxmax().where(has, last)
+    moved = scored[(scored != last) & (most[scored].to_numpy() < most[last].to_numpy())]
+    if not len(moved):
+        return scored, []
+    return scored, [
+        f"{len(moved)} of {len(last)} runs end in rows with no {loss_col!r} (e.g. run {moved.index[0]!r}, "
+        f"row {int(last[moved.index[0]]) + 1}): each such run's final point is its last row with one, at its tokens"
+    ]
 
 
 def _not_curves(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str, budget_col) -> str:

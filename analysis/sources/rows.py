@@ -66,10 +66,11 @@ def _count(value):
 
 
 def usable_rows(
-    frame: pd.DataFrame, run_ids: pd.Series, columns: dict[str, str], strict: bool, warnings: list[str]
+    frame: pd.DataFrame, run_ids: pd.Series, columns: dict[str, str], strict: bool, warnings: list[str], counted="rows"
 ) -> np.ndarray:
     """Mask of rows whose ``columns`` ({column: what it holds, e.g. "losses"}) are all finite
-    numbers > 0. Others are listed in a warning; with ``strict`` the first is a DataError."""
+    numbers > 0. Others are listed in a warning, which counts ``counted`` ("runs" where each row is a run's final
+    row of a curve table); with ``strict`` the first is a DataError."""
     bad = np.zeros(len(frame), dtype=bool)
     reasons: dict[int, list[str]] = {}
     for column, what in columns.items():
@@ -93,7 +94,7 @@ def usable_rows(
     if bad.any():
         listed = [f"{row_label(i, run_ids)}: {', '.join(reasons[i])}" for i in sorted(reasons)]
         warnings.append(
-            f"excluded {len(listed)} of {len(frame)} rows whose {'/'.join(columns)} is not a finite number > 0: "
+            f"excluded {len(listed)} of {len(frame)} {counted} whose {'/'.join(columns)} is not a finite number > 0: "
             f"{listing(listed)} (--strict refuses such a table)"
         )
     return ~bad

@@ -34,7 +34,29 @@ FALLBACK_COLUMNS = {
     },
     "d": ("tokens", "D", "d", "n_tokens", "num_tokens", "training tokens", "training_tokens"),
     "c": ("flops", "C", "c", "compute", "FLOPs", "training flop", "training flops", "training_flops"),
-    "loss": ("val_loss", "loss", "L", "eval_loss", "test_loss"),
+    # then the names loggers give an evaluation loss (wandb's eval/loss, HF Trainer's eval_loss), a loss in bits
+    # per byte (its unit from the name: `unit_of_name`) and a perplexity, found to be refused (`refuse_perplexity`)
+    "loss": (
+        "val_loss",
+        "loss",
+        "L",
+        "eval_loss",
+        "test_loss",
+        "eval/loss",
+        "val/loss",
+        "validation_loss",
+        "validation/loss",
+        "valid_loss",
+        "val_bpb",
+        "eval/bpb",
+        "val/bpb",
+        "bpb",
+        "val_ppl",
+        "eval/ppl",
+        "val/ppl",
+        "ppl",
+        "perplexity",
+    ),
 }
 OPTION_OF = {"n": "--n-column", "d": "--d-column", "c": "--c-column", "loss": "--loss-column", "as_given": "--as-given"}
 

@@ -1,0 +1,133 @@
+"""Step-level exports and the columns researchers export, read as they are meant (review "wandbrows", each test
+failed before its fix): a last row holding only the train loss, wandb's ``_step`` history export, logger loss
+names (eval/loss, bpb, val_ppl), a budget written "1.0e19 FLOPs", a spreadsheet title row, a table of N and
+loss only. Truth: Chinchilla's approach 3 (a = beta/(alpha + beta) = 0.4516)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.fits.parametric import fit_parametric
+from analysis.sources.check import table_from_frame
+from analysis.sources.files import read_table_file
+from analysis.sources.schema import ColumnMap
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+from scaling.errors import DataError
+
+LAW = dict(CHINCHILLA_LAW)
+TRUE_A = LAW["beta"] / (LAW["alpha"] + LAW["beta"])
+EXPORT = ColumnMap(loss="eval/loss", d="tokens_seen")
+
+
+def ladder() -> pd.DataFrame:
+    return isoflop_runs(LAW, [1e18, 1e19, 1e20, 1e21], 5, spread_decades=0.6, noise=0.0, seed=1)
+
+
+def history(step="step", final_train_row=True) -> pd.DataFrame:
+    """A wandb step export of the ladder: per run, steps 100..1000 at tenths of its tokens, eval/loss (exact,
+    from the law) on every second step, and (``final_train_row``) a last row at +1% tokens with the train
+    loss only, as exports end."""
+    rows = []
+    for _, run in ladder().iterrows():
+        name, size = f"run-{int(run['params'])}", f"{run['params'] / 1e6:.6f}M"
+        for k in range(1, 11):
+            loss = float(run["val_loss"]) if k == 10 else 5.0 - 0.1 * k  # the final point is the law's
+            rows.append(
+                {
+                    step: 100 * k,
+                    "run_name": name,
+                    "model_size": size,
+                    "tokens_seen": run["tokens"] * k / 10,
+                    "train/loss": loss * 1.02,
+                    "eval/loss": loss if k % 2 == 0 else np.nan,
+                }
+            )
+        if final_train_row:
+            rows.append(
+                {
+                    step: 1010,
+                    "run_name": name,
+                    "model_size": size,
+                    "tokens_seen": run["tokens"] * 1.01,
+                    "train/loss": rows[-1]["train/loss"],
+                    "eval/loss": np.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_a_last_row_without_an_eval_loss_leaves_each_run_its_last_evaluated_row():
+    # Before: 19 of 20 "rows" excluded (each run's +1% row had no eval/loss), then no approach could be fitted.
+    table = table_from_frame(history(), "lastnan2.csv", EXPORT)
+    truth = ladder()
+    assert len(table.runs) == len(truth) and not table.warnings
+    assert np.allclose(np.sort(table.runs["D"]), np.sort(truth["tokens"]), rtol=1e-12)  # the evaluated row's D
+    assert any("runs end in rows with no 'eval/loss'" in n for n in table.notes)
+    without = table_from_frame(history(final_train_row=False), "lastnan.csv", EXPORT)
+    pd.testing.assert_frame_equal(table.runs, without.runs)
+    fit = fit_parametric(table, resamples=0)
+    assert fit.estimates["a"].value == pytest.approx(TRUE_A, abs=0.01)
+    # a run with no eval loss at all is excluded, and the warning counts runs, not rows
+    broken = history()
+    broken.loc[broken["run_name"] == broken["run_name"].iloc[0], "eval/loss"] = np.nan
+    table = table_from_frame(broken, "lastnan2.csv", EXPORT)
+    assert len(table.runs) == len(truth) - 1
+    assert any(w.startswith("excluded 1 of 20 runs whose") for w in table.warnings)
+
+
+def test_a_step_history_export_is_read_as_curves_and_a_runs_table_with_step_stays_runs():
+    # Before: a _step export was one run per logged step: 100 "runs" in 20 budgets, checkpoints as budgets.
+    table = table_from_frame(history("_step", final_train_row=False), "wandb.csv", EXPORT)
+    assert len(table.runs) == 20 and len(table.budgets) == 4 and table.curves is not None
+    assert table.notes[0].startswith("rows are training curves") and "--rows-are-runs" in table.notes[0]
+    steps = table_from_frame(history("step", final_train_row=False), "wandb.csv", EXPORT)
+    pd.testing.assert_frame_equal(table.runs, steps.runs)
+    # a runs table (one row per run, names unique) with each run's total _step stays one run per row
+    runs = ladder().drop(columns=["run_id"]).assign(Name=lambda f: [f"r{i}" for i in range(len(f))], _step=1000)
+    table = table_from_frame(runs, "runs.csv", ColumnMap())
+    plain = table_from_frame(runs.drop(columns=["_step"]), "runs.csv", ColumnMap())
+    assert table.curves is None and len(table.runs) == len(runs)
+    pd.testing.assert_frame_equal(table.runs, plain.runs)
+    assert table.notes == plain.notes and not any("curves" in n for n in table.notes)
+
+
+def test_logger_loss_names_are_found_with_their_unit_or_refusal():
+    # Before: eval/loss, bpb and val_ppl were "no column for loss" unless named.
+    runs = ladder()[["params", "tokens", "val_loss"]]
+    table = table_from_frame(history(final_train_row=False), "w.csv", ColumnMap(d="tokens_seen"))
+    assert "loss = column 'eval/loss'" in " ".join(table.notes)
+    for name in ("val/loss", "validation_loss"):
+        table = table_from_frame(runs.rename(columns={"val_loss": name}), "t.csv")
+        assert np.allclose(table.runs["loss"], runs["val_loss"]) and table.loss_unit == "nats/token"
+    for name in ("bpb", "val_bpb"):
+        table = table_from_frame(runs.rename(columns={"val_loss": name}), "t.csv")
+        assert table.loss_unit == "bits/byte", name
+    for name in ("val_ppl", "ppl"):
+        with pytest.raises(DataError, match="holds perplexities"):
+            table_from_frame(runs.rename(columns={"val_loss": name}), "t.csv")
+    # the store's and the usual names still come first: a table with val_loss and val_bpb fits val_loss
+    both = runs.assign(val_bpb=runs["val_loss"] * 0.4)
+    assert table_from_frame(both, "t.csv").loss_unit == "nats/token"
+
+
+def test_a_budget_written_with_its_flops_unit_is_read():
+    # Before: "1.0e19 FLOPs" was "7 missing budget value(s)" and the budgets were clustered from C.
+    runs = ladder()
+    text = runs.assign(budget=[f"{b:.1e} FLOPs" for b in runs.pop("budget_flops")])
+    table = table_from_frame(text, "budget_str.csv")
+    assert not table.budgets_clustered and np.allclose(table.budgets, [1e18, 1e19, 1e20, 1e21])
+    odd = text.assign(budget=text["budget"].where(text.index != 4, "1e19 flop/s"))
+    table = table_from_frame(odd, "budget_str.csv")
+    assert table.budgets_clustered
+    assert any("1 budget value(s) that are not finite numbers > 0 (row 5: '1e19 flop/s')" in n for n in table.notes)
+
+
+def test_a_title_row_and_a_table_of_n_alone_say_what_is_wrong(tmp_path):
+    path = tmp_path / "excel.csv"
+    ladder()[["params", "tokens", "val_loss"]].to_csv(path, index=False)
+    path.write_text("Table 1: our ladder,,\n" + path.read_text())
+    with pytest.raises(DataError, match="header may be on a later line"):
+        table_from_frame(read_table_file(path), "excel.csv")
+    kaplan = ladder()[["params", "val_loss"]]
+    with pytest.raises(DataError, match=r"approaches 1-3 need D or C.*L\(N\)"):
+        table_from_frame(kaplan, "kaplan.csv")
