@@ -296,17 +296,8 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         convergence["note"] = "E is indistinguishable from 0: these runs show no irreducible loss"
 
     point = _named(theta)
-    boot = None
-    if resamples > 0:
-        units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
-        samples, boot, distinct = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
-        estimates = estimates_from_samples(point, samples, level)
-        resampled, notes = form.resample_reasons(samples, level, distinct)
-        form.flag_resampled(estimates, resampled)
-        boot.notes += notes
-    else:
-        estimates = {k: Estimate(v) for k, v in point.items()}
-    form.flag_floor(estimates, bool(theta_c[0] < objective.e_floor))
+    units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
+    estimates, boot = _intervals(objective, theta_c, grid, point, (resamples, seed, level), units)
     withheld = form.withhold(estimates, boot, form.best_fit_reasons(point, objective.xc, objective.yc))
     if withheld:  # no law: `FitReport.load` keeps the nulls, optimal refuses it, the figures draw none
         convergence.pop("note", None)  # about E, which has no value now
@@ -328,6 +319,26 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         fitted_compute_max=float(runs["C"].max()),
         bootstrap=boot,
     )
+
+
+def _intervals(
+    objective: HuberLogLoss, theta_c: np.ndarray, grid: np.ndarray, point: dict, how: tuple, units: np.ndarray
+) -> tuple[dict[str, Estimate], Bootstrap | None]:
+    """``point``'s estimates with bootstrap intervals (``how``: resamples, seed, level) and `form`'s rules."""
+    resamples, seed, level = how
+    at_floor = bool(theta_c[0] < objective.e_floor)
+    if resamples <= 0:
+        estimates = {k: Estimate(v) for k, v in point.items()}
+        form.flag_floor(estimates, at_floor)
+        return estimates, None
+    samples, boot, distinct = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
+    estimates = estimates_from_samples(point, samples, level)
+    resampled, notes = form.resample_reasons(samples, level, distinct)
+    form.flag_resampled(estimates, resampled)
+    form.flag_floor(estimates, at_floor)  # before the narrowness rule: E at 0 is the reason to give
+    form.flag_narrow(estimates, objective, objective.from_centered(theta_c), level)
+    boot.notes += notes
+    return estimates, boot
 
 
 def _bootstrap(

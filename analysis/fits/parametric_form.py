@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.bootstrap import narrower_than_residuals, residual_widths
 from analysis.fits.results import Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
@@ -156,3 +157,22 @@ def flag_floor(estimates: dict[str, Estimate], at_floor: bool) -> None:
     budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified before)."""
     if at_floor and "E" in estimates and not estimates["E"].unidentified:
         estimates["E"].unidentified = FLOOR_REASON
+
+
+LOG_SCALED = ("E", "A", "B")  # fitted through their logs: the Jacobian's columns measure log-widths
+
+
+def flag_narrow(estimates: dict[str, Estimate], objective, theta: np.ndarray, level: float) -> None:
+    """Mark each law parameter (the columns of ``objective.jacobian``: log E, log A, log B, α, β, at the best
+    fit ``theta``) unidentified whose interval
+    is far narrower than the runs' scatter allows (`analysis.fits.bootstrap.narrower_than_residuals`): the
+    fit does not depend on it. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D."""
+    least = residual_widths(objective.jacobian(theta), objective.residuals(theta), level)
+    if least is None:
+        return
+    for j, name in enumerate(("E", "A", "B", "alpha", "beta")):
+        e = estimates[name]
+        if e.unidentified or e.lower is None or (name in LOG_SCALED and not e.lower > 0):
+            continue
+        width = float(np.log(e.upper / e.lower)) if name in LOG_SCALED else e.upper - e.lower
+        e.unidentified = narrower_than_residuals(width, float(least[j]))

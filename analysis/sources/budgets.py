@@ -104,8 +104,9 @@ def budgets_of_frame(
         notes.append(f"column {column!r} has {_unusable(raw, bad)}: budgets are clustered from C")
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
-    if run_together := _run_together(budgets, compute):
-        cautions.append(run_together)
+    for caution in (_run_together(budgets, compute), lone_runs(budgets, compute, sizes)):
+        if caution:
+            cautions.append(caution)
     return budgets, True
 
 
@@ -246,6 +247,33 @@ def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
         f"budget(s) {'; '.join(wide)} clustered from each run's C span over {MERGED_SPAN:.0%} of C, more than a "
         "budget's rounding: two budgets run together? Approach 2 fits one parabola through each; a --budget-tolerance "
         "below the widest gap splits it, and a column of the nominal budgets (--budget-column) states them"
+    )
+
+
+LADDER_RUNS = 3  # budgets clustered from C holding this many runs (the median budget) make a ladder
+
+
+def lone_runs(budgets: np.ndarray, compute: np.ndarray, sizes=None) -> str:
+    """A warning naming each clustered budget of one run in a ladder (the median budget holds `LADDER_RUNS`
+    or more), "" when none: a run stopped at 60% of its budget has its own C, 6e18 between 3e18 and 1e19,
+    and became a budget of one size (approach 2: a budget without a parabola). Budgets of one run each (a
+    Kaplan-style table) say nothing."""
+    labels, counts = np.unique(budgets, return_counts=True)
+    if len(labels) < 2 or np.median(counts) < LADDER_RUNS or not np.any(counts == 1):
+        return ""
+    ladder = labels[counts > 1]
+    lone = []
+    for b in labels[counts == 1]:
+        i = int(np.flatnonzero(budgets == b)[0])
+        below, above = ladder[ladder < b], ladder[ladder > b]
+        where = f"below {above[0]:.3g}" if not below.size else f"above {below[-1]:.3g}" if not above.size else ""
+        where = where or f"between {below[-1]:.3g} and {above[0]:.3g}"
+        size = "" if sizes is None else f", N = {float(np.asarray(sizes)[i]):.3g}"
+        lone.append(f"C = {compute[i]:.3g}{size} ({where})")
+    return (
+        f"budget(s) of one run among budgets of {int(np.median(counts))} runs (median), clustered from C: {'; '.join(lone)}. "
+        "Stopped early? A run short of its budget forms a budget of its own (--show-budgets lists it); give a budget column "
+        "(--budget-column) or drop it (--where)"
     )
 
 
