@@ -45,14 +45,14 @@ import numpy as np
 from analysis.fits.bootstrap import MIN_SUCCESS, estimates_from_samples, scale_identification, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
+from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
 from analysis.sources.rows import listing
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
-MIN_SIZES = 3  # distinct model sizes a parabola needs
 MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
-MIN_BUDGETS = 2  # bracketed budgets the law N_opt ∝ C^a needs
 LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")
 
 

@@ -156,6 +156,7 @@ def same_budgets(budgets: np.ndarray) -> np.ndarray:
 
 
 PARABOLA_SIZES = 3  # a budget with fewer distinct sizes gives approach 2 no parabola
+PARABOLA_BUDGETS = 2  # bracketed budgets approach 2's law N_opt ∝ C^a needs
 
 
 def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, notes: list[str]) -> np.ndarray:
@@ -163,7 +164,8 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
     than `PARABOLA_SIZES` sizes and the rule merges some (6e18 printed per run as 5.8e18 to 6.2e18: 20
     "budgets" for 6 left approach 2 unidentified); else as given. Never the store's `BUDGET_COLUMN`: its
     values are the budgets requested (a WSD sweep's branch budgets may lie within 14% of the grid's), and a
-    note names the option that groups them instead."""
+    note names the option that groups them instead, where they leave approach 2 short of parabolas that
+    grouping would give (not on a WSD or repeat store whose grid budgets hold them)."""
     if sizes is None:
         return budgets
     merged = cluster_budgets(budgets, tolerance)
@@ -179,12 +181,19 @@ def per_run_budgets(column: str, budgets: np.ndarray, sizes, tolerance: float, n
         "C written as its budget?)"
     )
     if column == BUDGET_COLUMN:
-        notes.append(f"{found}; kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D")
+        if _parabolas(budgets, sizes) < PARABOLA_BUDGETS <= _parabolas(merged, sizes):
+            notes.append(f"{found}; kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D")
         return budgets
     notes.append(
         f"{found}; each run's budget is its group's geometric mean (--budget-tolerance 0 keeps the column's values)"
     )
     return merged
+
+
+def _parabolas(budgets: np.ndarray, sizes) -> int:
+    """How many of ``budgets``' values hold `PARABOLA_SIZES` or more distinct sizes."""
+    sizes = np.asarray(sizes)
+    return sum(len(np.unique(sizes[budgets == b])) >= PARABOLA_SIZES for b in np.unique(budgets))
 
 
 UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
