@@ -49,8 +49,9 @@ def test_a_target_below_the_point_floor_but_within_its_interval_is_an_unidentifi
     assert got["budget_flops"] is None and got["budget_interval"] is None
     reached = int((e_samples < 1.9).sum())
     assert got["budget_unidentified"].startswith(f"interval unbounded above: {len(e_samples) - reached} of ")
-    for key in ALLOCATED:
+    for key in ALLOCATED[:-1]:
         assert got[key] == {"estimate": None, "interval": None, "unidentified": "as the budget's"}
+    assert got["loss"] == {"estimate": 1.9, "interval": None}  # the target asked for, by construction
     assert main(["optimal", "--law", two, "--target-loss", "1.9"]) == 0
     text = capsys.readouterr().out
     assert "N_opt              unidentified (as the budget's)" in text and "never reach the target loss" in text
@@ -65,9 +66,9 @@ def test_at_an_unidentified_budget_n_d_and_the_loss_are_unidentified_too(capsys,
     assert got["budget_unidentified"].startswith("interval unbounded above:")
     truth_n = ParametricLaw("truth", dict(L)).budget_for_loss(2.1).n.value  # 6.72e9, outside the old interval
     assert truth_n == pytest.approx(6.72e9, rel=0.01)
-    for key in ALLOCATED:
+    for key in ALLOCATED[:-1]:
         assert got[key]["interval"] is None and got[key]["unidentified"], key
-    assert got["loss"]["unidentified"] == "as the budget's"
+    assert got["loss"] == {"estimate": 2.1, "interval": None}
     assert main(["optimal", "--law", two, "--target-loss", "2.1"]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith(("N_opt", "D_opt", "tokens/"))]
     assert len(lines) == 3 and all("unidentified (" in x and "[" not in x for x in lines)
@@ -99,7 +100,8 @@ def test_the_data_constrained_law_answers_a_target_its_samples_reach_with_an_uni
     lowest = float(law._lowest(law.params))
     answer = law.budget_for_loss(lowest - 0.01)  # below the point law's lowest loss, above some samples'
     assert answer.budget.unidentified.startswith("interval unbounded above:")
-    assert all(e.unidentified == "as the budget's" for e in (answer.n, answer.d, answer.epochs, answer.loss))
+    assert all(e.unidentified == "as the budget's" for e in (answer.n, answer.d, answer.epochs))
+    assert answer.loss.value == lowest - 0.01 and answer.loss.interval is None
     with pytest.raises(UserError, match="not reachable"):
         law.budget_for_loss(float(law._lowest(law.samples).min()) - 0.01)  # below every sample's too
 

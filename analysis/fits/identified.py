@@ -1,7 +1,7 @@
 """How an allocation's derived values inherit the identification of what they are derived from
 (`analysis.fits.optimal.Law`): D = C/(6N) and D/N follow N's interval, or N's being unidentified
-("as N's"); N, D, D/N and the loss at a budget that the fit cannot identify are unidentified with it
-("as the budget's"), and the one wording for bootstrap samples that never reach a target loss and
+("as N's"); N, D and D/N at a budget that the fit cannot identify are unidentified with it
+("as the budget's"; the loss there is the target asked for), and the one wording for bootstrap samples that never reach a target loss and
 for a budget beyond the fitted ones (an extrapolation). The
 rules of when an interval identifies a value live in `analysis.fits.bootstrap`."""
 
@@ -54,13 +54,16 @@ def scale_rule(n: Estimate, *derived: Estimate) -> None:
 
 
 def as_budget(allocation) -> None:
-    """The values of an `Allocation` whose budget is unidentified: unidentified too (`AS_BUDGET`), no interval
-    (the printed N_opt 8.2e10 [1.14e10, 2.09e12] at an unidentified budget left the truth 6.72e9 outside it)."""
+    """The values of an `Allocation` for a target loss whose budget is unidentified: unidentified too
+    (`AS_BUDGET`), no interval (the printed N_opt 8.2e10 [1.14e10, 2.09e12] at an unidentified budget left the
+    truth 6.72e9 outside it); its loss is the target, by construction, without an interval."""
     a = allocation
-    for estimate in (a.n, a.d, a.tokens_per_parameter, a.loss, getattr(a, "epochs", None)):
+    for estimate in (a.n, a.d, a.tokens_per_parameter, getattr(a, "epochs", None)):
         if estimate is not None:
             estimate.lower = estimate.upper = None
             estimate.unidentified = estimate.unidentified or AS_BUDGET
+    if a.loss is not None:
+        a.loss = Estimate(float(a.target_loss))
     if getattr(a, "loss_rests_on_e", ""):  # data-constrained: no loss is printed to rest on E
         a.loss_rests_on_e = ""
 
