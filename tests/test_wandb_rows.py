@@ -131,3 +131,58 @@ def test_a_title_row_and_a_table_of_n_alone_say_what_is_wrong(tmp_path):
     kaplan = ladder()[["params", "val_loss"]]
     with pytest.raises(DataError, match=r"approaches 1-3 need D or C.*L\(N\)"):
         table_from_frame(kaplan, "kaplan.csv")
+
+
+def curves_of(runs: pd.DataFrame, points: int) -> pd.DataFrame:
+    """Each run as ``points`` rows at k/points of its tokens (the last the law's loss), wandb's _step beside."""
+    rows = []
+    for i, run in runs.reset_index(drop=True).iterrows():
+        for k in range(1, points + 1):
+            loss = float(run["val_loss"]) * (1 + 0.2 * (points - k))
+            rows.append(dict(name=f"run-{i}", _step=100 * k, params=run["params"], tokens=run["tokens"] * k / points))
+            rows[-1].update(val_loss=loss, budget_flops=run["budget_flops"])
+    return pd.DataFrame(rows)
+
+
+def test_a_run_that_diverged_is_excluded_not_ended_early(tmp_path):
+    # Before (review rowsfix #1): a run whose last losses were inf, nan ended at its row at half the tokens,
+    # a finished run, with a note only; its rows must be excluded with a warning, as a store's diverged run is.
+    rows = curves_of(ladder(), 4)
+    last = rows.index[rows["name"] == "run-3"][-2:]
+    rows.loc[last, "val_loss"] = [np.inf, np.nan]
+    path = tmp_path / "diverged.csv"
+    rows.to_csv(path, index=False)
+    table = table_from_frame(read_table_file(path), "diverged.csv")
+    assert len(table.runs) == len(ladder()) - 1 and table.curves is not None
+    assert any(w.startswith("excluded 1 of 20 runs") and f"row {last[-1] + 1}" in w for w in table.warnings)
+    assert not any("end in rows with no" in n for n in table.notes)
+    # a run logged no further than half its tokens (blank after) did not finish either; a word is no blank
+    for value, at in ((np.nan, 2), ("diverged", 1)):
+        rows = curves_of(ladder(), 4).astype({"val_loss": object})
+        rows.loc[rows.index[rows["name"] == "run-3"][-at:], "val_loss"] = value
+        table = table_from_frame(rows, "diverged.csv")
+        assert len(table.runs) == len(ladder()) - 1 and any(w.startswith("excluded 1 of 20") for w in table.warnings)
+
+
+def test_step_with_repeated_names_reads_as_curves_only_where_rows_look_like_a_history():
+    # Before (review rowsfix #2): approach 3's grid named by model with _step was 6 curves, then refused with no
+    # hint; two recipes' runs sharing names (an optimizer column) were 21 curves of 2 points, not 42 runs.
+    sizes, tokens = np.geomspace(1e7, 1e9, 6), np.geomspace(1e9, 1e11, 5)  # each model at 5 token counts
+    grid = pd.DataFrame([dict(name=f"model-{i}", params=n, tokens=d) for i, n in enumerate(sizes) for d in tokens])
+    e, a, b, alpha, beta = (LAW[k] for k in ("E", "A", "B", "alpha", "beta"))
+    grid["val_loss"] = e + a / grid["params"] ** alpha + b / grid["tokens"] ** beta
+    grid["_step"] = (grid["tokens"] / 2**19).astype(int)
+    with pytest.raises(DataError, match="2 distinct token counts.*rows were read as training curves.*--rows-are-runs"):
+        fit_parametric(table_from_frame(grid, "grid.csv"), resamples=0)
+    runs = table_from_frame(grid, "grid.csv", ColumnMap(rows_are_runs=True))
+    assert len(runs.runs) == 30 and fit_parametric(runs, resamples=0).estimates["a"].value == pytest.approx(TRUE_A)
+    assert len(table_from_frame(grid.rename(columns={"name": "model"}), "grid.csv").runs) == 30  # a model name
+    base = curves_of(ladder(), 1).assign(optimizer="adamw")
+    candidate = base.assign(optimizer="lion", tokens=base["tokens"] * 1.3, val_loss=base["val_loss"] * 0.99)
+    for recipes in (
+        pd.concat([base, candidate]),
+        pd.concat([base, candidate, candidate.assign(tokens=base["tokens"] * 2)]),
+    ):
+        table = table_from_frame(recipes.reset_index(drop=True), "recipes.csv")
+        assert len(table.runs) == len(recipes) and table.curves is None  # 2 rows a name; an optimizer column varies
+    assert table_from_frame(curves_of(ladder(), 3), "history.csv").curves is not None  # 3 rows a name: curves

@@ -34,6 +34,7 @@ from analysis.fits import parametric_form as form
 from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
+from analysis.sources.curverows import curves_hint
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
@@ -237,7 +238,7 @@ def _check_runs(table: RunTable) -> None:
         if runs[column].nunique() < 2:
             raise DataError(
                 f"approach 3 needs at least 2 distinct {what} ({column}); all runs of {table.source!r} have "
-                f"{column} = {runs[column].iloc[0]:.4g}"
+                f"{column} = {runs[column].iloc[0]:.4g}{curves_hint(table.notes)}"
             )
 
 
@@ -359,8 +360,7 @@ def _bootstrap(
     to the E floor if below it), in coordinates whitened by the inverse Hessian there. The grid's
     objective for every resample is one matrix product: where a grid point beats the refit, or the
     refit did not converge, the resample is refitted again from its own best grid point, and the
-    better converged optimum is kept. Failed = no start converged.
-    """
+    better converged optimum is kept. Failed = no start converged."""
     rng = np.random.default_rng(seed)
     weights, notes = unit_draws(rng, units, resamples)
     fittable = _identifiable(objective, weights)

@@ -2,8 +2,9 @@
 a log scraped per evaluation). Read as runs, each evaluation would be a run of its own, trained on
 that many tokens with a schedule made for more: 35 runs with 10 evaluations each became 350 "runs" in
 47 budgets, and approach 2 put a parabola through mid-training points. Here each run's last row (the
-most tokens) with a finite loss is its final point (an export's last row often holds the train loss only)
-and every row is a point of its curve, as a store's curves.csv is.
+most tokens) is its final point, or its last row with a finite loss where only blank losses follow, near
+its most tokens (`_final_rows`: an export's last row often holds the train loss only; a diverged run is
+excluded, not ended early), and every row is a point of its curve, as a store's curves.csv is.
 
 Rows are read as curves only when they look like one: every run id holds one N, its token counts
 differ, its budget column (if any) holds one value, and in most runs the loss at the most tokens is
@@ -13,8 +14,8 @@ Without a budget column such a table looks exactly like curves (one N, growing D
 is read as curves: name the budgets in a column (or give each row its own run id).
 
 Without a ``run_id`` column, a table with a step column (``step``, ``iteration``, ``checkpoint``: a suite's
-checkpoints as rows, as Pythia publishes them; wandb's ``_step`` where the name repeats: a history export)
-names its runs by its ``run``/``name``/``model`` column
+checkpoints as rows, as Pythia publishes them; wandb's ``_step`` where a run name repeats in rows that look
+like a history export: `HISTORY_STEP`) names its runs by its ``run``/``name``/``model`` column
 with its seed, experiment and group columns (`run_key`: three seeds of a model are three curves, not one);
 read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
 tell such checkpoints from approach 3's grid with each run's total steps beside it (``model,N,D,step,loss``,
@@ -40,33 +41,62 @@ RUN_ID = "run_id"
 # (one per token count: approach 3's grid), so it names none.
 STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps: a run's total
 # wandb's own step: a history export's (rows at each logged step) or, in a runs-table export, each run's total.
-# It marks checkpoints only where the run names repeat (a runs table names each run once).
+# It marks checkpoints only where a run name (not a model name: one may repeat over approach 3's runs) repeats
+# in rows that look like a history: most names hold >= `HISTORY_ROWS` rows and no other text column varies
+# within a name (an optimizer column beside repeated names: a recipe's runs, one per row).
 HISTORY_STEP = "_step"
+HISTORY_NAMES = ("run", "run_name", "name", "Name", "id")
+HISTORY_ROWS = 3
 NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
 # Beside the name, what tells one checkpointed run from another of the same model: its seed, experiment, group.
 SEED_COLUMNS = ("seed", "Seed", "data_seed")
 GROUP_COLUMNS = ("group", "Group")  # a wandb export's Group
+# A run's last row with a loss is its final point when it holds this share of the run's most tokens (a trailing
+# train-only row at +1%); short of it the run did not finish (diverged, or stopped): it is excluded.
+COMPLETE = 0.9
+CURVES = "rows are training curves"  # the note's start
 
 
 def run_key(frame: pd.DataFrame) -> list[str]:
     """The columns naming each row's run: ``run_id``, else (rows with a `STEP_COLUMNS` column) the first of
-    `NAME_COLUMNS` and every seed, corpus, experiment and group column present; [] when rows name no run."""
+    `NAME_COLUMNS` (with `HISTORY_STEP` alone: of `HISTORY_NAMES`, where the rows look like a history) and
+    every seed, corpus, experiment and group column present; [] when rows name no run."""
     if RUN_ID in frame.columns:
         return [RUN_ID]
-    name = next((c for c in NAME_COLUMNS if c in frame.columns), None)
-    if name is None or not _step_column(frame, name):
-        return []
     others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
-    return [name, *(c for c in others if c in frame.columns)]
+    if any(c in frame.columns for c in STEP_COLUMNS):
+        name = next((c for c in NAME_COLUMNS if c in frame.columns), None)
+        return [name, *(c for c in others if c in frame.columns)] if name is not None else []
+    name = next((c for c in HISTORY_NAMES if c in frame.columns), None)
+    if name is None or HISTORY_STEP not in frame.columns:
+        return []
+    key = [name, *(c for c in others if c in frame.columns)]
+    return key if _history(frame, key) else []
 
 
-def _step_column(frame: pd.DataFrame, name: str) -> str | None:
-    """The column counting each row's steps: the first of `STEP_COLUMNS`, else `HISTORY_STEP` where the ``name``
-    column repeats (a wandb history export; a runs table's names are unique); None."""
-    step = next((c for c in STEP_COLUMNS if c in frame.columns), None)
-    if step is None and HISTORY_STEP in frame.columns and frame[name].duplicated().any():
-        return HISTORY_STEP
-    return step
+def _history(frame: pd.DataFrame, key: list[str]) -> bool:
+    """Whether rows keyed by ``key`` look like a wandb history export (see `HISTORY_STEP`)."""
+    runs = frame.groupby(key, dropna=False, sort=False)
+    sizes = runs.size()
+    if not (sizes > 1).any() or (sizes >= HISTORY_ROWS).mean() <= 0.5:
+        return False
+    text = [c for c in frame.columns if c not in key and _is_text(frame[c])]
+    return not text or not (runs[text].nunique() > 1).any().any()
+
+
+def _is_text(column: pd.Series) -> bool:
+    """A column of words: no value of it reads as a number."""
+    given = column.dropna()
+    return (
+        not pd.api.types.is_numeric_dtype(column)
+        and len(given) > 0
+        and pd.to_numeric(given, errors="coerce").isna().all()
+    )
+
+
+def _step_column(frame: pd.DataFrame) -> str:
+    """The column counting the steps of rows keyed by `run_key`: the first of `STEP_COLUMNS`, else `HISTORY_STEP`."""
+    return next((c for c in STEP_COLUMNS if c in frame.columns), HISTORY_STEP)
 
 
 def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str] | None = None) -> pd.Series:
@@ -81,6 +111,13 @@ def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str
     for column in key[1:]:
         ids = ids + f" {column}=" + frame[column].astype(str)
     return ids
+
+
+def curves_hint(notes: list[str]) -> str:
+    """A refusal's hint where rows named by a column were read as curves (the note says so and names
+    --rows-are-runs): each run is then its last row, which may leave too few runs or token counts; else ""."""
+    read = any(n.startswith(CURVES) and "--rows-are-runs" in n for n in notes)
+    return " (rows were read as training curves: if each row is a run of its own, --rows-are-runs reads them so)" * read
 
 
 def _row_ids(frame: pd.DataFrame) -> pd.Series:
@@ -125,9 +162,9 @@ def split_curve_rows(
     last, ended = _final_rows(frame, run_ids, tokens, loss_col)
     keep = frame.index.isin(last.to_numpy())
     curve = pd.DataFrame({"run_id": run_ids.to_numpy(), "tokens": tokens.to_numpy(), loss_col: frame[loss_col]})
-    step = _step_column(frame, key[0])
+    step = _step_column(frame)
     notes.append(
-        f"rows are training curves: {len(frame)} rows of {len(last)} runs ({_repeat(key)} at "
+        f"{CURVES}: {len(frame)} rows of {len(last)} runs ({_repeat(key)} at "
         f"{int(counts.max())} token counts at most); each run's last row (most tokens) is its final point, "
         "every row a point of its curve"
         + (
@@ -142,15 +179,22 @@ def split_curve_rows(
 
 
 def _final_rows(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str):
-    """Each run's final row: its row with the most tokens among those with a finite loss > 0 (an export's
-    last row often holds the train loss only), else (no such row) its row with the most tokens; and a note
-    (a list of 0 or 1) naming the runs whose final row is not their row with the most tokens."""
+    """Each run's final row: its row with the most tokens, or its last row with a finite loss > 0 where every
+    row after it leaves the loss blank (not logged: an export's last row often holds the train loss only)
+    and it holds at least `COMPLETE` of the run's most tokens; a run that ends past an inf or non-numeric
+    loss (diverged), or far short of its most tokens, keeps its last row, which `rows.usable_rows` excludes
+    with a warning. And a note (a list of 0 or 1) naming the runs whose final row is not their last."""
     loss = numeric(frame, loss_col, count=False)[0]
     measured = pd.Series(np.isfinite(loss) & (loss > 0), index=frame.index)
+    raw = frame[loss_col]
+    blank = raw.isna() | raw.map(lambda v: isinstance(v, str) and not v.strip())
     most = tokens.fillna(-np.inf)
     last = most.groupby(run_ids).idxmax()  # the row with the most tokens
-    has = measured.groupby(run_ids).any()
-    scored = most.where(measured, -np.inf).groupby(run_ids).idxmax().where(has, last)
+    scored = most.where(measured, -np.inf).groupby(run_ids).idxmax().where(measured.groupby(run_ids).any(), last)
+    after = most.to_numpy() > most[scored[run_ids].to_numpy()].to_numpy()  # rows past their run's scored row
+    unlogged = pd.Series(blank.to_numpy() | ~after, index=frame.index).groupby(run_ids).all()
+    near = most[scored].to_numpy() >= COMPLETE * most[last].to_numpy()
+    scored = scored.where(unlogged & near, last)
     moved = scored[(scored != last) & (most[scored].to_numpy() < most[last].to_numpy())]
     if not len(moved):
         return scored, []
