@@ -55,6 +55,7 @@ GROUP_COLUMNS = ("group", "Group")  # a wandb export's Group
 # train-only row at +1%); short of it the run did not finish (diverged, or stopped): it is excluded.
 COMPLETE = 0.9
 CURVES = "rows are training curves"  # the note's start
+RUNS = "rows are runs, not training curves"  # the note's start where a step column is read as a run's
 
 
 def run_key(frame: pd.DataFrame) -> list[str]:
@@ -157,7 +158,7 @@ def split_curve_rows(
         return frame, rows, curves
     why = _not_curves(frame, run_ids, tokens, loss_col, budget_col)
     if why:
-        notes.append(f"rows are runs, not training curves, though {_repeat(key)}: {why}")
+        notes.append(f"{RUNS}, though {_repeat(key)}: {why}")
         return frame, rows, curves
     last, ended = _final_rows(frame, run_ids, tokens, loss_col)
     keep = frame.index.isin(last.to_numpy())
