@@ -42,7 +42,8 @@ def test_a_sample_whose_coefficient_overflowed_has_no_value():
             assert np.all(np.isnan(law._frontier_loss(law.samples, 1e21)[:20]))
         a = law.budget_for_loss(2.2)
         assert a.budget.interval is None and a.loss.interval is None
-        assert a.budget.unidentified == a.loss.unidentified == LOST
+        assert a.budget.unidentified == LOST
+        assert a.loss.value == 2.2 and not a.loss.unidentified  # the loss is the target asked for
         assert law.allocate(1e21).n.unidentified == LOST
         assert not any("never reach" in note for note in a.notes)
         few = law_with(name, np.inf, 4).budget_for_loss(2.2)
