@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import median_abs_deviation, norm
 from threadpoolctl import threadpool_limits
 
 from analysis.fits.results import Bootstrap, Estimate
@@ -109,7 +109,7 @@ def residual_widths(jacobian: np.ndarray, residuals: np.ndarray, level: float) -
     docstring): 2·z·σ/‖J_j‖ per column j of ``jacobian`` (runs × parameters), in the units of the
     parameter the column differentiates; None when the residuals are ~0 (`RESIDUALS_AT_ZERO`)."""
     residuals = np.asarray(residuals, dtype=float)
-    sigma = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+    sigma = float(median_abs_deviation(residuals, scale="normal"))  # 1.4826·MAD
     if not sigma > RESIDUALS_AT_ZERO:
         return None
     with np.errstate(divide="ignore"):

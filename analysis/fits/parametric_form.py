@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.bootstrap import narrower_than_residuals, residual_widths
-from analysis.fits.results import Estimate
+from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
 ALLOCATION = ("a", "b", "G")  # a = β/(α+β), b = α/(α+β), G: each needs both terms
@@ -164,13 +164,12 @@ LOG_SCALED = ("E", "A", "B")  # fitted through their logs: the Jacobian's column
 
 def flag_narrow(estimates: dict[str, Estimate], objective, theta: np.ndarray, level: float) -> None:
     """Mark each law parameter (the columns of ``objective.jacobian``: log E, log A, log B, α, β, at the best
-    fit ``theta``) unidentified whose interval
-    is far narrower than the runs' scatter allows (`analysis.fits.bootstrap.narrower_than_residuals`): the
+    fit ``theta``) unidentified whose interval is far narrower than the runs' scatter allows (`analysis.fits.bootstrap.narrower_than_residuals`): the
     fit does not depend on it. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D."""
     least = residual_widths(objective.jacobian(theta), objective.residuals(theta), level)
     if least is None:
         return
-    for j, name in enumerate(("E", "A", "B", "alpha", "beta")):
+    for j, name in enumerate(PARAMETRIC_NAMES):  # the Jacobian's column order
         e = estimates[name]
         if e.unidentified or e.lower is None or (name in LOG_SCALED and not e.lower > 0):
             continue
