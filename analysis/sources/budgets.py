@@ -16,7 +16,6 @@ and the widest budget, and `budget_table` says which runs went to which budget.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -80,10 +79,12 @@ def budgets_of_frame(
     `WARNED_FACTOR` or more off 6·N·D is said in ``warnings`` (None: in the notes)."""
 
     compute = np.asarray(compute, dtype=float)
+    from analysis.sources.rows import numeric
+
     cautions = notes if warnings is None else warnings  # where the run-together warning goes
     if column is not None:
         raw = frame[column]
-        requested = budget_values(raw)
+        requested = numeric(frame, column)[0]  # text counts as N and D are read; "1.0e19 FLOPs" too
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
             given, written = requested, same_budgets(requested)
@@ -108,17 +109,6 @@ def budgets_of_frame(
         if caution:
             cautions.append(caution)
     return budgets, True
-
-
-_FLOPS_WORD = re.compile(r"\s*flops?\s*$", re.IGNORECASE)  # "1.0e19 FLOPs": the unit a budget is in
-
-
-def budget_values(raw: pd.Series) -> np.ndarray:
-    """A budget column's values as numbers (NaN where none): text may end in the unit word FLOPs/FLOP."""
-    import pandas as pd
-
-    text = raw.map(lambda v: _FLOPS_WORD.sub("", v) if isinstance(v, str) else v)
-    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
 
 
 def _unusable(raw: pd.Series, bad: np.ndarray) -> str:

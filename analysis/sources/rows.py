@@ -55,10 +55,13 @@ _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([kmbt])\s*$", re
 
 
 _GROUPED = re.compile(r"^\s*[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?\s*$")  # 1,300,000,000: a spreadsheet's thousands
+_FLOPS_WORD = re.compile(r"\s*flops?\s*$", re.IGNORECASE)  # "1.0e19 FLOPs": the unit a compute count is in
 
 
 def _count(value):
-    """'1.3B' -> 1.3e9, '1,300,000' -> 1.3e6; anything else unchanged."""
+    """'1.3B' -> 1.3e9, '1,300,000' -> 1.3e6, '1.0e19 FLOPs' -> '1.0e19'; anything else unchanged."""
+    if isinstance(value, str):
+        value = _FLOPS_WORD.sub("", value)
     if isinstance(value, str) and _GROUPED.match(value):
         return float(value.replace(",", ""))
     match = _COUNT.match(value) if isinstance(value, str) else None
