@@ -143,12 +143,9 @@ def check_out(args, shapes: bool) -> None:
 def table_sizes(table, params: dict, smallest: float, target: float) -> dict[str, float]:
     """Candidate sizes for a table that is not a store: the log grid over its own N and N_opt from its
     smallest budget to the target, widened by the candidate window (which then picks per budget)."""
-    from analysis.fits.laws import chinchilla_allocation
-    from analysis.fits.next_runs import WINDOW_DECADES, grid_sizes
+    from analysis.fits.next_runs import WINDOW_DECADES, grid_sizes, n_opt_at
 
-    n_opt = chinchilla_allocation(
-        np.array([smallest, target]), params["A"], params["B"], params["alpha"], params["beta"]
-    )[0]
+    n_opt = n_opt_at(params, np.array([smallest, target]))
     lo = min(float(table.runs["N"].min()), float(n_opt[0])) / 10**WINDOW_DECADES
     hi = max(float(table.runs["N"].max()), float(n_opt[1])) * 10**WINDOW_DECADES
     return grid_sizes(lo, hi)
@@ -190,9 +187,9 @@ def reading(table, rows_are_runs: bool) -> str:
 
 def reason(c, step: tuple, params: dict, budgets: list, target: float) -> str:
     """Why run ``c`` is proposed: its budget, its place against today's N_opt there, and its narrowing."""
-    from analysis.fits.laws import chinchilla_allocation
+    from analysis.fits.next_runs import n_opt_at
 
-    n_opt = float(chinchilla_allocation(c.budget, params["A"], params["B"], params["alpha"], params["beta"])[0])
+    n_opt = float(n_opt_at(params, c.budget))
     if np.isclose(c.budget, target):
         where = "the target budget"
     elif np.isclose(c.budget, budgets).any():

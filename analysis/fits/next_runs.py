@@ -122,11 +122,16 @@ class CandidateRules:
         )
 
 
+def n_opt_at(params: dict, budget):
+    """N_opt at ``budget`` (a number or an array) of the point fit's L(N, D) (``params``: A, B, alpha, beta)."""
+    return chinchilla_allocation(budget, params["A"], params["B"], params["alpha"], params["beta"])[0]
+
+
 def candidates(params: dict, done: list[tuple[float, float]], budgets: list[float], rules: CandidateRules):
     """Every allowed run at ``budgets`` not in ``done`` ((N, budget) pairs), cheapest first."""
     out = []
     for budget in sorted(budgets):
-        n_opt = float(chinchilla_allocation(budget, params["A"], params["B"], params["alpha"], params["beta"])[0])
+        n_opt = float(n_opt_at(params, budget))
         for name, n in rules.shapes.items():
             ran = any(_same(n, dn) and _same(budget, db) for dn, db in done)
             if not ran and rules.allowed(n, budget, n_opt):
@@ -141,7 +146,7 @@ def _same(a: float, b: float) -> bool:
 def ladder_extension(params: dict, done, budgets: list[float], rules: CandidateRules, runs: int) -> list[Candidate]:
     """The usual next step: the ladder's next budget with ``runs`` shapes nearest its N_opt."""
     budget = nice(max(budgets) * budget_step(budgets))
-    n_opt = float(chinchilla_allocation(budget, params["A"], params["B"], params["alpha"], params["beta"])[0])
+    n_opt = float(n_opt_at(params, budget))
     pool = [c for c in candidates(params, done, [budget], rules)]
     return sorted(sorted(pool, key=lambda c: abs(math.log(c.n / n_opt)))[:runs], key=lambda c: c.n)
 

@@ -89,12 +89,13 @@ def budgets_of_frame(
         if not bad.any():
             given, written = requested, same_budgets(requested)
             requested = per_run_budgets(column, written, sizes, tolerance, notes)
-            if run_together := _run_together(requested, given):  # "" unless clustered: each run's C written
+            clustered = not np.array_equal(written, requested)  # each run's C written as its budget
+            if clustered and (run_together := _run_together(requested, given)):
                 cautions.append(run_together)
             text, factor = _disagreement(column, requested, compute)
             warned = warnings is not None and not 1 / WARNED_FACTOR < factor < WARNED_FACTOR
             (warnings if warned else notes).append(text)
-            return requested, not np.array_equal(written, requested)
+            return requested, clustered
         if named:
             i = int(np.flatnonzero(bad)[0])
             raise DataError(
