@@ -8,6 +8,7 @@ from analysis.compare.multiplier import DIFFERENCES
 from analysis.compare.result import Comparison
 from analysis.describe.numbers import interval_text, num
 from analysis.describe.outliers import count_by_rule, flagged_line
+from analysis.fits.codec import to_jsonable
 from analysis.fits.results import Estimate
 
 LABELS = {
@@ -87,7 +88,7 @@ def _outliers_line(side) -> list[str]:
 def _outliers_json(side) -> dict:
     if not side.outliers:
         return {}
-    runs = [{"run_id": o.run_id, "rule": o.rule, "detail": o.detail} for o in side.outliers]
+    runs = [to_jsonable(o) for o in side.outliers]  # as `scaling fit --json` lists them
     return {"outliers": {"by_rule": count_by_rule(side.outliers), "excluded": side.outliers_excluded, "runs": runs}}
 
 

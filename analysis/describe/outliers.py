@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from analysis.describe.numbers import count_label, flops_label, num
 from analysis.fits.results import FitReport
 
@@ -35,10 +37,7 @@ def flagged_line(outliers: list, excluded: bool, by_rule: bool = False) -> str:
 
 def count_by_rule(outliers: list) -> dict[str, int]:
     """How many of ``outliers`` each rule flagged, rules in order of first appearance."""
-    counts: dict[str, int] = {}
-    for o in outliers:
-        counts[o.rule] = counts.get(o.rule, 0) + 1
-    return counts
+    return dict(Counter(o.rule for o in outliers))
 
 
 def outlier_rows(report: FitReport) -> list[list[str]]:
