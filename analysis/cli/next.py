@@ -70,11 +70,12 @@ def next_main(argv: list[str]) -> int:
     from analysis.fits.design import DesignSimulator
     from analysis.fits.parametric import fit_parametric
     from analysis.fits.results import no_law
-    from analysis.sources.load import load_runs
+    from analysis.sources.load import is_store, load_runs
 
     if args.draws < 8:
         raise UserError(f"--draws {args.draws} is too few to measure a spread; give at least 8 (default 48)")
-    shapes = is_store(args.source) or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
+    store = is_store(args.source)
+    shapes = store or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
     check_out(args, shapes)
     base = base_sweep(args.source)
     table = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
@@ -111,18 +112,15 @@ def next_main(argv: list[str]) -> int:
     ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder else None
     now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level)
     result = summary(args, plan, target, now, ladder, ladder_ratio)
-    if not is_store(args.source):
+    if not store:
         result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes))
     if args.out is not None:
-        data = runs_csv(result) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
+        data = (
+            runs_csv(result["runs"], plan, shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
+        )
         write_output(args.out, data.encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
     return 0
-
-
-def is_store(source: str) -> bool:
-    """A results store (a directory): its runs are this project's shapes, its sweep file can grow."""
-    return not str(source).startswith("wandb:") and Path(source).is_dir()
 
 
 def is_csv(path: Path) -> bool:
@@ -164,7 +162,7 @@ def table_terms(args, table, plan, params: dict, budgets: list, target: float, s
         {
             **run,
             "shape": run["shape"] if shapes else None,
-            "tokens_per_param": c.tokens / c.n,
+            "tokens_per_param": c.tokens_per_param,
             "reason": reason(c, plan.steps[c], params, budgets, target),
         }
         for run, c in zip(plan_rows(plan), plan.runs)
@@ -207,14 +205,14 @@ def plan_rows(plan) -> list[dict]:
     return [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs]
 
 
-def runs_csv(r: dict) -> str:
-    """The proposal, one row per run, in the table's terms (`--out RUNS.csv`)."""
+def runs_csv(rows: list[dict], plan, shapes: bool, store: bool) -> str:
+    """The proposal, one row per run (``rows``: the printed runs of ``plan``), in the table's terms
+    (`--out RUNS.csv`): a shape column for this project's shapes, a reason for a table that is not a store."""
     import pandas as pd
 
-    columns = ["shape"] * ("sizes" not in r) + ["budget_flops", "params", "tokens", "tokens_per_param"]
-    frame = pd.DataFrame(r["runs"], columns=columns + ["reason"] * ("reading" in r))  # reasons: not for a store
-    frame["tokens_per_param"] = frame["tokens"] / frame["params"]
-    return frame.to_csv(index=False)
+    columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
+    rows = [{**row, "tokens_per_param": c.tokens_per_param} for row, c in zip(rows, plan.runs)]
+    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
 
 
 def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:

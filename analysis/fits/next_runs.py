@@ -39,6 +39,10 @@ class Candidate:
         return tokens_6nd(self.budget, self.n)
 
     @property
+    def tokens_per_param(self) -> float:
+        return self.tokens / self.n
+
+    @property
     def point(self) -> tuple[float, float]:
         return (self.n, self.tokens)
 

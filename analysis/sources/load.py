@@ -58,15 +58,28 @@ def load_runs(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora
     return read_source(source, columns, allow_mixed_corpora).table
 
 
+WANDB_PREFIX = "wandb:"
+
+
+def is_wandb(source: str) -> bool:
+    """``source`` names a wandb project (wandb:ENTITY/PROJECT)."""
+    return str(source).startswith(WANDB_PREFIX)
+
+
+def is_store(source: str) -> bool:
+    """``source`` is a results store (a directory, docs/CONTRACTS.md): this project's runs and shapes."""
+    return not is_wandb(source) and Path(source).is_dir()
+
+
 def _read_raw(source: str) -> dict:
     """Every row of ``source`` as read (index: row position), its curves, skipped files and plan."""
     path = Path(source)
     raw = {"problems": [], "manifest": {}, "manifest_problem": "", "curves": None}
-    if source.startswith("wandb:"):
+    if is_wandb(source):
         from analysis.sources.wandb import read_wandb_runs
 
-        raw["frame"] = read_wandb_runs(source[len("wandb:") :])
-    elif path.is_dir():
+        raw["frame"] = read_wandb_runs(source[len(WANDB_PREFIX) :])
+    elif is_store(source):
         raw["frame"], raw["curves"], raw["problems"] = _read_store(path)
         raw["manifest"], raw["manifest_problem"] = _read_manifest(path)
     else:
