@@ -6,11 +6,13 @@ sweep file is refused in one line (--out RUNS.csv writes the rows)."""
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
 from conftest import assert_one_line_error, run_cli
 
+from analysis.fits import laws
 from analysis.fits.next_runs import GRID_PER_DECADE, ladder_shapes
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 
@@ -49,6 +51,28 @@ def test_a_foreign_tables_proposals_are_sizes_near_its_own_ladder_with_c_equal_6
         assert "today's N_opt there" in run["reason"] and "pick " in run["reason"]
     assert plan["flops"] <= FLOPS
     assert max(r["params"] for r in plan["runs"]) > max(ladder_shapes().values())  # beyond this project's d768
+
+
+def test_each_proposed_budget_gets_a_pair_bracketing_the_true_n_opt_at_sane_tokens_per_parameter(proposal):
+    """Before, the simulation's taste for leverage bought runs 3-5x off N_opt (1.7 tokens per parameter
+    against an optimum of 26-50), several at a budget all on one side of it. Now each budget's runs come
+    in pairs around the fitted N_opt's interval there, within 10^0.5 of N_opt: they bracket the truth's
+    N_opt, and their tokens per parameter lie within a factor 10 (and the fit's error) of the truth's
+    optimum; each reason gives the interval and the run's side of it."""
+    plan, _ = proposal
+    assert plan["runs"]
+    law = {k: CHINCHILLA_LAW[k] for k in ("A", "B", "alpha", "beta")}
+    for budget in {run["budget_flops"] for run in plan["runs"]}:
+        n_opt, d_opt = laws.chinchilla_allocation(budget, **law)
+        at = [run for run in plan["runs"] if run["budget_flops"] == budget]
+        assert len(at) % 2 == 0 and min(r["params"] for r in at) < n_opt < max(r["params"] for r in at), (budget, at)
+        for run in at:
+            assert 1 / 12 <= run["tokens_per_param"] / (d_opt / n_opt) <= 12, (budget, run, d_opt / n_opt)
+            why = re.search(
+                r"N_opt there \(\S+ \[(\S+), (\S+)\]\), the run (below|above) its interval in a pair", run["reason"]
+            )
+            lower, upper = float(why[1]), float(why[2])
+            assert run["params"] <= lower if why[3] == "below" else run["params"] >= upper, run
 
 
 def test_out_csv_writes_the_proposed_runs_one_row_each(proposal):

@@ -84,36 +84,23 @@ def next_main(argv: list[str]) -> int:
         raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * max(budgets)
-    rules = nr.CandidateRules(
-        shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
-        if shapes
-        else table_sizes(table, fit.params, min(budgets), target),
-        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", SWEEPER_TOKENS_PER_PARAM)),
-        max_tokens=args.max_tokens,
-    )
+    rules = candidate_rules(args, table, fit.params, budgets, target, shapes, base)
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, budgets + nr.next_budgets(budgets, target), rules)
-    if not pool:
-        what = "ladder shape" if shapes else "size"
-        raise UserError(f"no {what} fits any budget of {args.source!r} under the limits; loosen --max-tokens")
-    cheapest = min(pool, key=lambda c: c.budget)
-    if cheapest.budget > args.flops:
-        raise UserError(
-            f"--flops {short(args.flops)} is below the cheapest candidate run ({label(cheapest, shapes)} at "
-            f"{short(cheapest.budget)} FLOPs); give at least {short(cheapest.budget)}"
-        )
+    check_allowance(args, nr.units(pool, rules, nr.point_bounds(fit.params, {c.budget for c in pool})), shapes)
     fit = fit_parametric(table, resamples=max(args.bootstrap, 20), seed=args.seed)
     if fit.bootstrap is None or not fit.bootstrap.samples:
         raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
+    bounds = n_opt_bounds(fit, {c.budget for c in pool}) if rules.bracket else {}
     sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
-    plan = nr.plan_runs(sim, [c for c in pool if c.budget <= args.flops], args.flops)
+    plan = nr.plan_runs(sim, [u for u in nr.units(pool, rules, bounds) if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder else None
     now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level)
     result = summary(args, plan, target, now, ladder, ladder_ratio)
     if not store:
-        result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes))
+        result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
     if args.out is not None:
         data = (
             runs_csv(result["runs"], plan, shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
@@ -138,22 +125,62 @@ def check_out(args, shapes: bool) -> None:
     )
 
 
+def candidate_rules(args, table, params: dict, budgets: list, target: float, shapes: bool, base: dict):
+    """Which runs may be proposed (`next_runs.CandidateRules`): this project's shapes, one at a time,
+    within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval, within
+    `BRACKET_DECADES` of it."""
+    from analysis.fits import next_runs as nr
+
+    return nr.CandidateRules(
+        shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
+        if shapes
+        else table_sizes(table, params, min(budgets), target),
+        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", SWEEPER_TOKENS_PER_PARAM)),
+        max_tokens=args.max_tokens,
+        **({} if shapes else {"window_decades": nr.BRACKET_DECADES, "bracket": True}),
+    )
+
+
+def check_allowance(args, units: list[tuple], shapes: bool) -> None:
+    """Some candidate (`next_runs.units`) under the limits, and the allowance buys the cheapest one."""
+    from analysis.fits.next_runs import cost
+
+    if not units:
+        what = "ladder shape" if shapes else "pair of sizes bracketing N_opt"
+        raise UserError(f"no {what} fits any budget of {args.source!r} under the limits; loosen --max-tokens")
+    cheapest = min(units, key=cost)
+    if cost(cheapest) > args.flops:
+        names = [c.shape if shapes else f"N = {c.n:.3g}" for c in cheapest]
+        what = "run" if len(cheapest) == 1 else "pair"
+        raise UserError(
+            f"--flops {short(args.flops)} is below the cheapest candidate {what} ({' and '.join(names)} at "
+            f"{short(cheapest[0].budget)} FLOPs"
+            + (", bracketing N_opt" if what == "pair" else "")
+            + f"); give at least {short(cost(cheapest))}"
+        )
+
+
+def n_opt_bounds(fit, budgets) -> dict:
+    """N_opt's bootstrap interval at each budget (`n_opt_now`); the point N_opt where it has none."""
+    out = {}
+    for budget in budgets:
+        n_opt = n_opt_now(fit.params, fit.bootstrap.samples, budget, fit.bootstrap.level)
+        out[budget] = (n_opt.value, n_opt.value) if n_opt.interval is None else tuple(n_opt.interval)
+    return out
+
+
 def table_sizes(table, params: dict, smallest: float, target: float) -> dict[str, float]:
     """Candidate sizes for a table that is not a store: the log grid over its own N and N_opt from its
     smallest budget to the target, widened by the candidate window (which then picks per budget)."""
-    from analysis.fits.next_runs import WINDOW_DECADES, grid_sizes, n_opt_at
+    from analysis.fits.next_runs import BRACKET_DECADES, grid_sizes, n_opt_at
 
     n_opt = n_opt_at(params, np.array([smallest, target]))
-    lo = min(float(table.runs["N"].min()), float(n_opt[0])) / 10**WINDOW_DECADES
-    hi = max(float(table.runs["N"].max()), float(n_opt[1])) * 10**WINDOW_DECADES
+    lo = min(float(table.runs["N"].min()), float(n_opt[0])) / 10**BRACKET_DECADES
+    hi = max(float(table.runs["N"].max()), float(n_opt[1])) * 10**BRACKET_DECADES
     return grid_sizes(lo, hi)
 
 
-def label(c, shapes: bool) -> str:
-    return c.shape if shapes else f"N = {c.n:.3g}"
-
-
-def table_terms(args, table, plan, params: dict, budgets: list, target: float, shapes: bool) -> dict:
+def table_terms(args, table, plan, params: dict, budgets: list, target: float, shapes: bool, bounds: dict) -> dict:
     """What a table that is not a store adds: how its rows were read, and each run in its own terms
     (tokens per parameter, why it is proposed); the sizes' rule unless they are this project's shapes."""
     from analysis.fits.next_runs import GRID_PER_DECADE
@@ -163,7 +190,7 @@ def table_terms(args, table, plan, params: dict, budgets: list, target: float, s
             **run,
             "shape": run["shape"] if shapes else None,
             "tokens_per_param": c.tokens_per_param,
-            "reason": reason(c, plan.steps[c], params, budgets, target),
+            "reason": reason(c, plan.steps[c], params, budgets, target, bounds.get(c.budget)),
         }
         for run, c in zip(plan_rows(plan), plan.runs)
     ]
@@ -183,8 +210,9 @@ def reading(table, rows_are_runs: bool) -> str:
     return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
 
 
-def reason(c, step: tuple, params: dict, budgets: list, target: float) -> str:
-    """Why run ``c`` is proposed: its budget, its place against today's N_opt there, and its narrowing."""
+def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: tuple | None) -> str:
+    """Why run ``c`` is proposed: its budget, its place against today's N_opt there (and, bought in a
+    pair bracketing N_opt's interval ``bounds`` there, its side of it), and its narrowing."""
     from analysis.fits.next_runs import n_opt_at
 
     n_opt = float(n_opt_at(params, c.budget))
@@ -195,8 +223,12 @@ def reason(c, step: tuple, params: dict, budgets: list, target: float) -> str:
     else:
         where = "a new budget beyond the table's largest"
     order, before, after = step
+    pair = ""
+    if bounds is not None:
+        side = "below" if c.n <= bounds[0] else "above"
+        pair = f" ({n_opt:.3g} [{bounds[0]:.3g}, {bounds[1]:.3g}]), the run {side} its interval in a pair bracketing it"
     return (
-        f"{where}; N = {c.n / n_opt:.2g}x today's N_opt there; pick {order}: spread of ln N_opt(target) "
+        f"{where}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}: spread of ln N_opt(target) "
         f"{before:.3g} -> {after:.3g}"
     )
 

@@ -5,11 +5,19 @@ Candidates are ladder shapes (`scaling.shapes`) for a results store, or sizes on
 (`grid_sizes`) for someone else's table, at the source's budgets and at the ladder's next
 budgets up to the target (the budget step of the source, snapped to 1-2-3-5 × 10^k), each within
 `WINDOW_DECADES` of the current fit's N_opt at its budget, inside the tokens-per-parameter window
-and the token cap, and not already run. Each design is scored by the simulated spread of
+and the token cap, and not already run; a table's sizes lie within `BRACKET_DECADES` and are bought
+in pairs bracketing N_opt at their budget (`brackets`). Each design is scored by the simulated spread of
 ln N_opt(target) after refitting approach 3 (`analysis.fits.design`). The search is greedy twice
 over — by narrowing per FLOP, and by narrowing alone — and the better of the two plans is kept
 (the classic guard of cost-aware greedy selection: per-FLOP greed can spend the allowance on
 cheap runs that a single dearer run beats).
+
+Why pairs, in a narrower window, for a table: the simulation takes the law to hold at every N and
+D, so the runs with the most leverage on α and β apart are those at the window's edges (a run with
+few tokens per parameter is mostly B/D^β), and on its own the search bought them: sizes 3-5x off
+N_opt, 1.7 tokens per parameter, several at one budget all on one side of N_opt. Those are the
+runs whose losses the law fits worst and which place no IsoFLOP minimum; researchers narrow N_opt
+by runs around it at each budget, as Chinchilla's IsoFLOP profiles do.
 """
 
 from __future__ import annotations
@@ -23,6 +31,9 @@ from scaling.flops import tokens_6nd
 from scaling.shapes import CONF_DIR, param_counts, shape_for_width
 
 WINDOW_DECADES = 0.75  # candidate shapes lie within N_opt(C)·10^(±this) under the current fit
+# A table's sizes (`grid_sizes`): within N_opt(C)·10^(±this), so tokens per parameter within 10x of N_opt's
+# either way, and bought in pairs that bracket N_opt(C) (`brackets`).
+BRACKET_DECADES = 0.5
 GRID_PER_DECADE = 6  # a table that is not a results store: candidate sizes N = 10^(k/6) (`grid_sizes`)
 NICE_MANTISSAS = (1.0, 2.0, 3.0, 5.0, 10.0)
 SAME_RUN_RTOL = 0.005  # a candidate whose N and budget match a run done within this is that run
@@ -115,6 +126,7 @@ class CandidateRules:
     tokens_per_param: tuple[float, float] = (0.5, 2000.0)
     max_tokens: float | None = None
     window_decades: float = WINDOW_DECADES
+    bracket: bool = False  # runs are bought in pairs bracketing N_opt at their budget (`brackets`)
 
     def allowed(self, n: float, budget: float, n_opt: float) -> bool:
         d = tokens_6nd(budget, n)
@@ -143,6 +155,36 @@ def candidates(params: dict, done: list[tuple[float, float]], budgets: list[floa
     return out
 
 
+Bounds = dict  # budget -> (lower, upper): N_opt's interval there, or the point fit's N_opt twice
+
+
+def point_bounds(params: dict, budgets) -> Bounds:
+    """The point fit's N_opt at each budget, as a zero-width interval (before the bootstrap has run)."""
+    return {b: (float(n_opt_at(params, b)),) * 2 for b in budgets}
+
+
+def brackets(pool: list[Candidate], bounds: Bounds) -> list[tuple[Candidate, Candidate]]:
+    """Every pair of candidates at one budget, one at or below the lower end of N_opt's interval there
+    and one at or above its upper end: an IsoFLOP profile's minimum is placed only by runs on both of
+    its sides, and a pair that brackets the interval brackets the true N_opt as often as the interval
+    holds it (one that brackets the point alone, one size step either side, missed a truth 18% off)."""
+    out = []
+    for budget in sorted({c.budget for c in pool}):
+        lower, upper = bounds[budget]
+        at = [c for c in pool if c.budget == budget]
+        out += [(lo, hi) for lo in at if lo.n <= lower for hi in at if hi.n >= upper and hi.n > lo.n]
+    return out
+
+
+def units(pool: list[Candidate], rules: CandidateRules, bounds: Bounds) -> list[tuple[Candidate, ...]]:
+    """What the search buys at a time: a pair bracketing N_opt's interval (``rules.bracket``) or one run."""
+    return brackets(pool, bounds) if rules.bracket else [(c,) for c in pool]
+
+
+def cost(unit: tuple[Candidate, ...]) -> float:
+    return float(sum(c.budget for c in unit))
+
+
 def _same(a: float, b: float) -> bool:
     return abs(a - b) <= SAME_RUN_RTOL * max(abs(a), abs(b))
 
@@ -155,35 +197,38 @@ def ladder_extension(params: dict, done, budgets: list[float], rules: CandidateR
     return sorted(sorted(pool, key=lambda c: abs(math.log(c.n / n_opt)))[:runs], key=lambda c: c.n)
 
 
-def greedy(sim: DesignSimulator, pool: list[Candidate], allowance: float, per_flop: bool) -> Plan:
-    """Add the candidate with the largest narrowing (per FLOP when ``per_flop``) until nothing
-    affordable narrows the spread further. Lazy (Minoux 1978): a candidate's narrowing only
-    shrinks as runs are added, so stale scores bound fresh ones and only the leader is rescored."""
+def greedy(sim: DesignSimulator, pool: list[tuple[Candidate, ...]], allowance: float, per_flop: bool) -> Plan:
+    """Add the unit (`units`) with the largest narrowing (per FLOP when ``per_flop``) until nothing
+    affordable narrows the spread further; a unit sharing a run with the chosen ones is out. Lazy
+    (Minoux 1978): a unit's narrowing only shrinks as runs are added, so stale scores bound fresh
+    ones and only the leader is rescored."""
     start = sim.spread()
     chosen, current, trail, steps = [], start, [], {}
-    stale = {c: math.inf for c in pool}
+    stale = {u: math.inf for u in pool}
     while True:
         left = allowance - sum(c.budget for c in chosen)
-        options = {c: g for c, g in stale.items() if c not in chosen and c.budget <= left * (1 + 1e-9)}
+        options = {u: g for u, g in stale.items() if not set(u) & set(chosen) and cost(u) <= left * (1 + 1e-9)}
         best = None
         while options:
             leader = max(options, key=options.get)
-            fresh = (current - sim.spread([x.point for x in chosen + [leader]])) / (leader.budget if per_flop else 1.0)
+            fresh = (current - sim.spread([x.point for x in chosen + list(leader)])) / (
+                cost(leader) if per_flop else 1.0
+            )
             stale[leader] = options[leader] = fresh
             if fresh >= max(options.values()):
                 best = leader
                 break
         if best is None or not stale[best] > 0:
             break
-        chosen.append(best)
+        chosen += best
         before, current = current, sim.spread([x.point for x in chosen])
-        steps[best] = (len(chosen), before, current)
-        trail.append(f"+ {best.shape} at {best.budget:.3g} FLOPs: spread {current:.4g}")
+        steps.update({c: (len(trail) + 1, before, current) for c in best})
+        trail.append(f"+ {' + '.join(c.shape for c in best)} at {best[0].budget:.3g} FLOPs: spread {current:.4g}")
     rule = "narrowing per FLOP" if per_flop else "narrowing"
     return Plan(sorted(chosen, key=lambda c: (c.budget, c.n)), current, start, rule, trail, steps)
 
 
-def plan_runs(sim: DesignSimulator, pool: list[Candidate], allowance: float) -> Plan:
+def plan_runs(sim: DesignSimulator, pool: list[tuple[Candidate, ...]], allowance: float) -> Plan:
     """The better of the two greedy plans (`greedy`), by simulated spread."""
     plans = [greedy(sim, pool, allowance, per_flop) for per_flop in (True, False)]
     return min(plans, key=lambda p: (p.spread, p.flops))
