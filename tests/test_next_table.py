@@ -75,6 +75,15 @@ def test_each_proposed_budget_gets_a_pair_bracketing_the_true_n_opt_at_sane_toke
             assert run["params"] <= lower if why[3] == "below" else run["params"] >= upper, run
 
 
+def test_brackets_pair_a_run_below_the_interval_with_one_above_it_at_the_same_budget():
+    from analysis.fits.next_runs import Candidate, brackets
+
+    pool = [Candidate(f"{n:g}", budget, n) for budget in (1e18, 1e19) for n in (1e7, 3e7, 1e8, 3e8)]
+    bounds = {1e18: (2e7, 5e7), 1e19: (3e7, 3e8)}  # at 1e19 the interval's ends are sizes of the pool
+    pairs = {(lo.budget, lo.n, hi.n) for lo, hi in brackets(pool, bounds)}
+    assert pairs == {(1e18, 1e7, 1e8), (1e18, 1e7, 3e8), (1e19, 1e7, 3e8), (1e19, 3e7, 3e8)}
+
+
 def test_out_csv_writes_the_proposed_runs_one_row_each(proposal):
     plan, out = proposal
     rows = pd.read_csv(out)
