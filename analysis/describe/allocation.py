@@ -23,7 +23,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
     count = num  # the CLI: 4 significant digits
     n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
     loss = "- (this law does not predict loss)" if a.loss is None else interval_text(a.loss, unit=unit)
-    if getattr(a, "loss_rests_on_e", ""):  # data-constrained with an unidentified E: the value holds as far as E
+    if a.loss_rests_on_e:  # data-constrained with an unidentified E: the value holds as far as E
         loss += f" ({a.loss_rests_on_e})"
     items = {
         "budget": Item(

@@ -57,15 +57,12 @@ def as_budget(allocation) -> None:
     """The values of an `Allocation` for a target loss whose budget is unidentified: unidentified too
     (`AS_BUDGET`), no interval (the printed N_opt 8.2e10 [1.14e10, 2.09e12] at an unidentified budget left the
     truth 6.72e9 outside it); its loss is the target, by construction, without an interval."""
-    a = allocation
-    for estimate in (a.n, a.d, a.tokens_per_parameter, getattr(a, "epochs", None)):
-        if estimate is not None:
-            estimate.lower = estimate.upper = None
-            estimate.unidentified = estimate.unidentified or AS_BUDGET
-    if a.loss is not None:
-        a.loss = Estimate(float(a.target_loss))
-    if getattr(a, "loss_rests_on_e", ""):  # data-constrained: no loss is printed to rest on E
-        a.loss_rests_on_e = ""
+    for estimate in allocation.follows_n():
+        estimate.lower = estimate.upper = None
+        estimate.unidentified = estimate.unidentified or AS_BUDGET
+    if allocation.loss is not None:
+        allocation.loss = Estimate(float(allocation.target_loss))
+    allocation.loss_rests_on_e = ""  # the target does not rest on E
 
 
 def never_reached(count: int, size: int) -> str:
