@@ -27,6 +27,8 @@ from scipy.optimize import minimize
 from analysis.fits import muennighoff as mf
 from analysis.fits.bootstrap import (
     estimates_from_samples,
+    flag_unresponsive,
+    flag_wide_coefficients,
     one_blas_thread,
     scale_identification,
     summarize,
@@ -52,6 +54,7 @@ FD_STEP = 1e-6  # central differences in θ
 GRAD_TOL = 1e-6  # converged when max |∂F/∂θ| <= GRAD_TOL · δ · runs (approach 3's rule)
 RN_MIN_RUNS = 3  # runs with N > 2·N_opt(U) needed to fit R*_N
 BATCH_MAX_ITER = 3000
+LOGS = ("E", "A", "B", "R_D", "R_N")  # θ holds their logs (`RepeatObjective.params`)
 BOUNDS = [(-10.0, 10.0), (-10.0, 60.0), (-10.0, 60.0), (1e-3, 5.0), (1e-3, 5.0), (-8.0, 12.0), (-8.0, 12.0)]
 
 
@@ -82,6 +85,11 @@ class RepeatObjective:
         p = {k: v[:, None] for k, v in self.params(thetas).items()}
         with np.errstate(all="ignore"):
             return np.log(mf.loss(self.n, self.d, self.u, **p)) - self.log_loss
+
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """∂(predicted log-loss)/∂θ per run at one θ, (runs, dim): central differences, as the gradient's."""
+        steps = FD_STEP * np.eye(self.dim)
+        return ((self.residuals(theta + steps) - self.residuals(theta - steps)) / (2 * FD_STEP)).T
 
     def values(self, thetas: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         r = self.residuals(thetas)
@@ -183,6 +191,7 @@ def fit_muennighoff(
             notes.append(f"R_N held at the published {published_rn:.4g}: {why}")
         converged = bool(np.isfinite(value)) and grad <= objective.grad_tol()
         point = {k: float(v[0]) for k, v in objective.params(theta).items()}
+        residuals = objective.residuals(theta[None])[0]
         convergence = {
             "converged": converged,
             "message": message,
@@ -201,7 +210,9 @@ def fit_muennighoff(
             two_stages = muennighoff_stages.bootstrap_two_stages
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
             estimates = _with_intervals(point, samples, level, convergence["fixed"])
-        _flag_bounds(estimates, convergence)
+            flag_unresponsive(estimates, mf.NAMES[: objective.dim], objective.jacobian(theta), residuals, level, LOGS)
+            flag_wide_coefficients(estimates, {"N": float(n.max()), "D": float(d.max())})
+        _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -210,7 +221,7 @@ def fit_muennighoff(
         loss=loss.tolist(),
         run_id=runs["run_id"].tolist(),
         estimates=estimates,
-        residuals=objective.residuals(theta[None])[0].tolist(),
+        residuals=residuals.tolist(),
         objective=value,
         huber_delta=delta,
         convergence=convergence,
