@@ -191,7 +191,6 @@ def fit_muennighoff(
             notes.append(f"R_N held at the published {published_rn:.4g}: {why}")
         converged = bool(np.isfinite(value)) and grad <= objective.grad_tol()
         point = {k: float(v[0]) for k, v in objective.params(theta).items()}
-        residuals = objective.residuals(theta[None])[0]
         convergence = {
             "converged": converged,
             "message": message,
@@ -209,9 +208,7 @@ def fit_muennighoff(
             draw = (_units(runs), resamples, seed, level)
             two_stages = muennighoff_stages.bootstrap_two_stages
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
-            estimates = _with_intervals(point, samples, level, convergence["fixed"])
-            flag_unresponsive(estimates, mf.NAMES[: objective.dim], objective.jacobian(theta), residuals, level, LOGS)
-            flag_wide_coefficients(estimates, {"N": float(n.max()), "D": float(d.max())})
+            estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta)
         _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
     return MuennighoffFit(
         source=table.source,
@@ -221,7 +218,7 @@ def fit_muennighoff(
         loss=loss.tolist(),
         run_id=runs["run_id"].tolist(),
         estimates=estimates,
-        residuals=residuals.tolist(),
+        residuals=objective.residuals(theta[None])[0].tolist(),
         objective=value,
         huber_delta=delta,
         convergence=convergence,
@@ -230,15 +227,22 @@ def fit_muennighoff(
     )
 
 
-def _with_intervals(point: dict, samples: dict, level: float, fixed: dict) -> dict[str, Estimate]:
+def _with_intervals(
+    point: dict, samples: dict, level: float, fixed: dict, objective: RepeatObjective, theta: np.ndarray
+) -> dict[str, Estimate]:
     """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval
-    spans too many decades, a held R_N without an interval."""
+    spans too many decades, a held R_N without an interval; then any far narrower than the runs' scatter
+    allows (at the best fit ``theta`` of ``objective``), and A, B too wide for the runs' N, D to pin
+    (`analysis.fits.bootstrap.flag_unresponsive`, `flag_wide_coefficients`)."""
     estimates = estimates_from_samples(point, samples, level)
     for name in ("R_D", "R_N"):
         e = estimates[name]
         e.unidentified = "" if name in fixed else e.unidentified or scale_identification(e.lower, e.upper)
     if "R_N" in fixed:
         estimates["R_N"] = Estimate(fixed["R_N"])
+    residuals = objective.residuals(theta[None])[0]
+    flag_unresponsive(estimates, mf.NAMES[: objective.dim], objective.jacobian(theta), residuals, level, LOGS)
+    flag_wide_coefficients(estimates, {"N": float(objective.n.max()), "D": float(objective.d.max())})
     return estimates
 
 
