@@ -13,6 +13,7 @@ from analysis.fits.bootstrap import scale_identification
 from analysis.fits.results import UNBOUNDED, Estimate
 
 AS_BUDGET = "as the budget's"  # N, D, D/N, loss (epochs) at a budget the fit does not identify
+AS_N = "as N's"  # how the reason of D, D/N (epochs) unidentified with N begins: "as N's: <N's reason>"
 EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
 
 
@@ -39,7 +40,7 @@ def falling(n: Estimate, fall) -> Estimate:
             out.lower = out.upper = None
             out.unidentified = f"{UNBOUNDED} above: N's interval reaches {n.lower:g}"
     elif n.unidentified:
-        out.unidentified = f"as N's: {n.unidentified}"
+        out.unidentified = f"{AS_N}: {n.unidentified}"
     return out
 
 
@@ -50,7 +51,7 @@ def scale_rule(n: Estimate, *derived: Estimate) -> None:
     if why := not n.unidentified and scale_identification(n.lower, n.upper):
         n.unidentified = why
         for estimate in derived:
-            estimate.unidentified = estimate.unidentified or f"as N's: {why}"
+            estimate.unidentified = estimate.unidentified or f"{AS_N}: {why}"
 
 
 def as_budget(allocation) -> None:
