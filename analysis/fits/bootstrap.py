@@ -45,7 +45,6 @@ TOO_NARROW = 0.1  # an interval narrower than this fraction of the residuals' le
 RESIDUALS_AT_ZERO = 1e-6  # residual scale (log-loss) at or below which the runs lie on the law: no narrowness rule
 EXPONENTS = ("a", "b")  # the allocation exponents, checked by width
 MAX_TERM_EXPONENT = 1.0  # a loss term's coefficient whose interval implies an exponent wider than this: unidentified
-TERMS = {"A": "N", "B": "D"}  # the loss terms' coefficients (A/N^α, B/D^β) and their variables
 
 
 def one_blas_thread():
@@ -175,15 +174,6 @@ def coefficient_identification(lower: float | None, upper: float | None, largest
         f"interval spans {decades:.3g} orders of magnitude, an exponent uncertain by {decades / lever:.3g} over the "
         f"{lever:.3g} decades from {variable} = 1 to the largest fitted {variable}"
     )
-
-
-def flag_wide_coefficients(estimates: dict[str, Estimate], largest: dict[str, float]) -> None:
-    """`coefficient_identification` on each identified coefficient of `TERMS` in ``estimates``; ``largest``: the
-    largest fitted value of each variable (N, D)."""
-    for name, variable in TERMS.items():
-        e = estimates.get(name)
-        if e is not None and not e.unidentified:
-            e.unidentified = coefficient_identification(e.lower, e.upper, largest[variable], variable)
 
 
 def reaches_zero(lower: float | None, upper: float | None) -> str:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import flag_unresponsive, flag_wide_coefficients
+from analysis.fits.bootstrap import coefficient_identification, flag_unresponsive
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
@@ -169,7 +169,7 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
     narrower than the runs' scatter allows. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D.
     a, b and G computed from one that did not respond are unidentified as it is (a = 0.90 [0.78, 0.96] printed
     beside that β, left at its start). Then A and B whose intervals are too wide for the runs' sizes and token counts
-    to pin (`analysis.fits.bootstrap.flag_wide_coefficients`)."""
+    to pin (`flag_wide_coefficients`)."""
     jacobian, residuals = objective.jacobian(theta), objective.residuals(theta)
     stuck = flag_unresponsive(estimates, PARAMETRIC_NAMES, jacobian, residuals, level, LOG_SCALED)
     for name, inputs in DERIVED.items():
@@ -178,3 +178,12 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
             estimates[name].unidentified = f"as {source}'s: {stuck[source]}"
     largest = {"N": objective.x_mean + objective.xc.max(), "D": objective.y_mean + objective.yc.max()}  # logs
     flag_wide_coefficients(estimates, {k: float(np.exp(v)) for k, v in largest.items()})
+
+
+def flag_wide_coefficients(estimates: dict[str, Estimate], largest: dict[str, float]) -> None:
+    """`analysis.fits.bootstrap.coefficient_identification` on A and B (`TERMS`; this law's and the data-constrained
+    one's), each identified one; ``largest``: the largest fitted N and D."""
+    for coefficient, variable in TERMS.values():
+        e = estimates.get(coefficient)
+        if e is not None and not e.unidentified:
+            e.unidentified = coefficient_identification(e.lower, e.upper, largest[variable], variable)
