@@ -8,14 +8,17 @@ import json
 import numpy as np
 import pytest
 
-from analysis.describe.allocation import allocation_cells, n_opt_cell
+from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cells, n_opt_cell
 from analysis.fits import muennighoff as mf
 from analysis.fits.fit import fit_all
 from analysis.fits.muennighoff_optimal import repeat_law
 from analysis.fits.optimal import ParametricLaw, law_from_fit
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport
+from analysis.report.allocation import allocation_blocks
+from analysis.report.blocks import Paragraph, Table
 from analysis.sources.check import table_from_frame
+from analysis.sources.load import read_source
 from analysis.synthetic import CHINCHILLA_LAW as L
 from analysis.synthetic import isoflop_runs
 from scaling.cli import main
@@ -25,12 +28,17 @@ BUDGETS = [1e18, 3e18, 1e19, 3e19, 1e20]
 ALLOCATED = ("N", "D", "tokens_per_parameter", "loss")
 
 
+def two_runs():
+    """The runs of `two`: 2 of 5 budgets (1e18 and 1e19)."""
+    runs = isoflop_runs(L, BUDGETS, 7, spread_decades=0.6, seed=2)
+    return runs[runs.budget_flops.isin([1e18, 1e19])]
+
+
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    """A fit on 2 of 5 budgets (1e18 and 1e19): its E = 2.01 [7e-13, 2.49] reaches down to the truth's 1.69."""
-    runs = isoflop_runs(L, BUDGETS, 7, spread_decades=0.6, seed=2)
+    """A fit on `two_runs`: its E = 2.01 [7e-13, 2.49] reaches down to the truth's 1.69."""
     path = tmp_path_factory.mktemp("two") / "two.json"
-    fit_all(table_from_frame(runs[runs.budget_flops.isin([1e18, 1e19])], "two"), (2, 3), resamples=200).save(path)
+    fit_all(table_from_frame(two_runs(), "two"), (2, 3), resamples=200).save(path)
     return str(path)
 
 
@@ -88,8 +96,22 @@ def test_an_n_opt_interval_over_a_decade_is_unidentified_and_d_follows_it(capsys
     # the report's allocation table and its N_opt-by-approach table, by the same allocation
     law, reference = law_from_fit(FitReport.load(two), "this fit", 3), PRESETS["chinchilla"]()
     cells = allocation_cells(law.allocate(1e24), reference.allocate(1e24), law.fitted_compute_max)
-    assert cells[1].startswith("unidentified (interval spans") and cells[2].startswith("unidentified (as N's")
+    assert cells[1].startswith("unidentified (interval spans") and cells[2] == cells[3] == AS_N_OPT
     assert n_opt_cell(law.allocate(1e24)).startswith("unidentified (interval spans")
+
+
+def test_the_reports_allocation_table_says_once_why_d_follows_an_unidentified_n_opt(two, tmp_path):
+    # Before: "unidentified (as N's: interval spans 2.3 orders of magnitude)" in the D and D/N cells of each such
+    # row, beside N_opt's own "unidentified (interval spans 2.3 orders of magnitude)".
+    two_runs().to_csv(tmp_path / "two.csv", index=False)
+    blocks = allocation_blocks(FitReport.load(two), read_source(str(tmp_path / "two.csv")))
+    ladder = next(b for b in blocks if isinstance(b, Table))
+    unidentified = [row for row in ladder.rows if row[1].startswith("unidentified (interval spans")]
+    assert unidentified and all(row[2] == row[3] == AS_N_OPT for row in unidentified)
+    assert not any("as N's" in cell for row in ladder.rows for cell in row)
+    notes = [b.text for b in blocks if isinstance(b, Paragraph) and b.text.startswith(AS_N_OPT)]
+    assert notes == [AS_N_OPT_NOTE + "."], notes
+    assert blocks[blocks.index(ladder) + 1].text == notes[0]  # right below the table
 
 
 def test_the_data_constrained_law_answers_a_target_its_samples_reach_with_an_unidentified_budget():

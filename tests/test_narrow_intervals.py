@@ -1,4 +1,5 @@
-"""Approach 3's intervals far narrower than the runs' scatter allows are unidentified (`analysis.fits.bootstrap`)."""
+"""Intervals far narrower than the runs' scatter allows are unidentified (`analysis.fits.bootstrap`): approach 3's
+law parameters, the a, b and G computed from them, and the data-constrained fit's parameters."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import numpy as np
 import pandas as pd
 
 from analysis.fits import laws
+from analysis.fits import muennighoff as mf
+from analysis.fits.muennighoff_fit import fit_muennighoff
 from analysis.fits.parametric import fit_parametric
 from analysis.sources.check import table_from_frame
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW as L
-from analysis.synthetic import isoflop_runs
+from analysis.synthetic import isoflop_runs, repeated_runs
 
 BUDGETS = [1e18, 3e18, 1e19, 3e19, 1e20]
+TRUTH = mf.published_params()  # the data-constrained law's
 
 
 def test_a_term_negligible_at_every_run_is_unidentified_not_a_zero_width_interval():
@@ -31,6 +35,9 @@ def test_a_term_negligible_at_every_run_is_unidentified_not_a_zero_width_interva
     fit = fit_parametric(table_from_frame(runs, "t.csv", ColumnMap()), resamples=100, seed=0)
     assert "the runs' scatter allows no less than" in fit.estimates["B"].unidentified
     assert fit.estimates["beta"].unidentified  # here within 1e-6 of one value: the rule "every resample gave"
+    # a, b and G are computed from that beta and B, left at their start: a printed 0.90 [0.78, 0.96] (truth 0.45)
+    for name in ("a", "b", "G"):
+        assert fit.estimates[name].unidentified.startswith(("as beta's: ", "as B's: ")), (name, fit.estimates[name])
 
 
 def test_clean_and_noise_free_ladders_keep_their_intervals():
@@ -40,9 +47,28 @@ def test_clean_and_noise_free_ladders_keep_their_intervals():
         for name in ("E", "A", "B", "alpha", "beta"):
             e = fit.estimates[name]
             assert not e.unidentified and e.lower <= L[name] <= e.upper, (noise, name, e)
+        assert not any(fit.estimates[name].unidentified for name in ("a", "b", "G")), (noise, fit.estimates)
     # Noise-free: the runs lie on the law; no narrowness rule (residuals ~0), the values are the truth.
     runs = isoflop_runs(L, BUDGETS, 7, spread_decades=0.8, noise=0.0, seed=1)
     fit = fit_parametric(table_from_frame(runs, "t.csv", ColumnMap()), resamples=20, seed=0)
     for name in ("E", "A", "B", "alpha", "beta"):
         assert "scatter" not in fit.estimates[name].unidentified
         np.testing.assert_allclose(fit.estimates[name].value, L[name], rtol=1e-4)
+
+
+def test_a_data_constrained_half_life_the_runs_cannot_see_is_unidentified():
+    # Runs that repeat their data by at most 0.1% (epochs up to 1.001): D' = D whatever R*_D is, so no
+    # resample moves it from its start. Before: R_D 1 [1, 1] printed as numbers; the truth is 15.39.
+    sizes, unique = np.geomspace(1e8, 3e9, 5), [1e9, 1e10]
+    runs = repeated_runs(TRUTH, sizes, unique, [0.125, 0.25, 0.5, 1, 1.0005, 1.001], noise=0.005)
+    fit = fit_muennighoff(table_from_frame(runs, "t.csv", ColumnMap()), resamples=60, seed=0)
+    assert "the runs' scatter allows no less than" in fit.estimates["R_D"].unidentified, fit.estimates["R_D"]
+    for name in ("E", "alpha", "beta", "R_N"):  # the rest is identified, and holds the truth
+        e = fit.estimates[name]
+        assert not e.unidentified and e.lower <= TRUTH[name] <= e.upper, (name, e)
+    # runs that repeat up to 128 epochs show R*_D: nothing is flagged (nor on a noise-free table)
+    for noise in (0.005, 0.0):
+        runs = repeated_runs(TRUTH, sizes[:4], unique, [0.5, 1, 2, 4, 8, 16, 32, 64, 128], noise=noise)
+        fit = fit_muennighoff(table_from_frame(runs, "t.csv", ColumnMap()), resamples=60, seed=0, stages="1")
+        assert not any("scatter" in e.unidentified for e in fit.estimates.values()), (noise, fit.estimates)
+        assert noise == 0 or not any(e.unidentified for e in fit.estimates.values()), fit.estimates

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
+from analysis.fits.identified import AS_N
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.flops import flops_6nd
 
@@ -23,7 +24,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
     count = num  # the CLI: 4 significant digits
     n_kind = "non-embedding parameters" if a.n_kind == "non_embedding" else "parameters (total)"
     loss = "- (this law does not predict loss)" if a.loss is None else interval_text(a.loss, unit=unit)
-    if getattr(a, "loss_rests_on_e", ""):  # data-constrained with an unidentified E: the value holds as far as E
+    if a.loss_rests_on_e:  # data-constrained with an unidentified E: the value holds as far as E
         loss += f" ({a.loss_rests_on_e})"
     items = {
         "budget": Item(
@@ -61,10 +62,23 @@ def below_fitted(c: float, smallest_fitted_budget: float | None) -> bool:
     return smallest_fitted_budget is not None and c < smallest_fitted_budget * (1.0 - 1e-9)
 
 
+AS_N_OPT = "unidentified (as N_opt)"  # the report's cell of a D or D/N unidentified with N_opt (`AS_N_OPT_NOTE`)
+AS_N_OPT_NOTE = (
+    f"{AS_N_OPT}: D_opt = C/(6·N_opt) and D/N = C/(6·N_opt²) follow N_opt, which is unidentified at that budget; "
+    "its cell says why"
+)
+
+
+def follows_n_cell(e, fmt=count_label) -> str:
+    """A report cell of a value that follows N_opt (D, D/N): `AS_N_OPT` when it is unidentified with N_opt (the
+    reason is N_opt's cell, said once beside the table), else `interval_text`."""
+    return AS_N_OPT if e.unidentified.startswith(AS_N) else interval_text(e, fmt)
+
+
 def allocation_cells(a, reference, fitted_compute_max: float, smallest_fitted_budget: float | None = None) -> list[str]:
     """One row of the report's ladder: budget, N_opt, D_opt, tokens/parameter, loss (with intervals),
     the reference law's N and D, and the note: an extrapolation beyond the largest fitted run, or a
-    budget below the smallest fitted budget."""
+    budget below the smallest fitted budget. D and D/N unidentified with N_opt read `AS_N_OPT`."""
     c = a.budget.value
     note = ""
     if a.extrapolation:
@@ -77,8 +91,8 @@ def allocation_cells(a, reference, fitted_compute_max: float, smallest_fitted_bu
     return [
         flops_label(c),
         interval_text(a.n, count_label),
-        interval_text(a.d, count_label),
-        interval_text(a.tokens_per_parameter, count_label),
+        follows_n_cell(a.d),
+        follows_n_cell(a.tokens_per_parameter),
         interval_text(a.loss),
         count_label(reference.n.value),
         count_label(reference.d.value),

@@ -10,18 +10,22 @@ more than `MAX_DECADES` orders of magnitude (upper/lower > 10), or an allocation
 N_opt ∝ C^a, D_opt ∝ C^b, which lie in (0, 1)) whose interval is wider than `MAX_EXPONENT_WIDTH`,
 or any estimate whose interval has no width at all (every resample gave the same value: the fit
 does not respond to the data, as when two experiments' runs at the same points are pooled and the
-robust objective is flat between them: E, A, B, alpha and beta too, not only a and b). Every estimate is unidentified when too few resamples could be refitted to give intervals
-(`summarize`).
+robust objective is flat between them: E, A, B, alpha and beta too, not only a and b), or a loss term's
+coefficient (A, B) whose interval spans more decades than log10 of its variable's largest fitted value: an
+exponent uncertain by more than `MAX_TERM_EXPONENT` (`coefficient_identification`). Every estimate is
+unidentified when too few resamples could be refitted to give intervals (`summarize`).
 
-Too narrow for the scatter (`residual_widths`, `narrower_than_residuals`; approach 3's law parameters):
+Too narrow for the scatter (`flag_unresponsive`; approach 3's law parameters, the data-constrained fit's):
 a parameter's interval narrower than `TOO_NARROW` of the narrowest the runs' scatter allows. For least
 squares, Var(θ_j) = σ²·[(JᵀJ)⁻¹]_jj >= σ²/‖J_j‖² (J: ∂ predicted log-loss/∂θ per run), so a 95%
 interval is at least 2·1.96·σ/‖J_j‖ wide; clean synthetic ladders (35 runs, noise 0.1% or 1%) give
 5 to 110 times that, whatever the noise, since both scale as σ/√runs. Far below it the optimiser did
 not move that parameter: its term is negligible at every run (B/D^β of 1e-14 against a loss of 0.06),
 so each resample leaves it at its start, 35 distinct β within 0.03% ([1.564, 1.564], 1e-15 of that
-floor). σ = 1.4826·MAD of the residuals; when σ <= `RESIDUALS_AT_ZERO` (a noise-free table: the law
-passes through the runs) a tiny interval is what the data give, and the rule says nothing.
+floor); runs that repeat their data by at most 0.1% left the data-constrained R*_D at its start, 1 [1, 1]
+(truth 15.4): D' = D whatever it is. A value computed from such a parameter (approach 3's a, b, G) is
+unidentified with it. σ = 1.4826·MAD of the residuals; when σ <= `RESIDUALS_AT_ZERO` (a noise-free table:
+the law passes through the runs) a tiny interval is what the data give, and the rule says nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ ZERO_WIDTH = 1e-6  # an exponent's interval narrower than this, relative, has no
 TOO_NARROW = 0.1  # an interval narrower than this fraction of the residuals' least width is unidentified
 RESIDUALS_AT_ZERO = 1e-6  # residual scale (log-loss) at or below which the runs lie on the law: no narrowness rule
 EXPONENTS = ("a", "b")  # the allocation exponents, checked by width
+MAX_TERM_EXPONENT = 1.0  # a loss term's coefficient whose interval implies an exponent wider than this: unidentified
 
 
 def one_blas_thread():
@@ -94,7 +99,7 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
     positive scale only when asked through `scale_identification`)."""
     if lower is None or upper is None:
         return ""
-    if upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper)):
+    if no_width(lower, upper):
         return (
             f"every resample gave {lower:.4g}: the resamples do not move the fit (one run per budget, resampled "
             "within its budget; or a flat objective from pooling two experiments' runs at the same (N, D))"
@@ -102,6 +107,11 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
     if name in EXPONENTS and upper - lower > MAX_EXPONENT_WIDTH:
         return f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_EXPONENT_WIDTH:g}"
     return ""
+
+
+def no_width(lower: float, upper: float) -> bool:
+    """Whether [lower, upper] has no width (`ZERO_WIDTH`, relative): every resample gave one value."""
+    return upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper))
 
 
 def residual_widths(jacobian: np.ndarray, residuals: np.ndarray, level: float) -> np.ndarray | None:
@@ -124,6 +134,45 @@ def narrower_than_residuals(width: float, least: float) -> str:
     return (
         f"interval {width:.2g} wide, the runs' scatter allows no less than {least:.2g}: the fit does not "
         "respond to it, resamples leave it at its start"
+    )
+
+
+def flag_unresponsive(
+    estimates: dict[str, Estimate], names, jacobian: np.ndarray, residuals, level: float, log_scaled
+) -> dict[str, str]:
+    """The narrowness rule (module docstring) on the parameters ``names``, ``jacobian``'s columns (∂ predicted
+    log-loss/∂θ_j per run, θ_j the log of a name in ``log_scaled``, else the value): each identified one whose
+    interval is far narrower than the runs' scatter allows is marked unidentified. Returns why each of ``names``
+    did not respond to the data (so marked, or its interval has no width: resamples left it at its start); {}
+    when the runs lie on the law (`residual_widths` is None)."""
+    least = residual_widths(jacobian, residuals, level)
+    stuck = {}
+    for j, name in enumerate(names if least is not None else ()):
+        e = estimates[name]
+        if e.lower is None or (name in log_scaled and not e.lower > 0):
+            continue
+        width = float(np.log(e.upper / e.lower)) if name in log_scaled else e.upper - e.lower
+        why = "" if e.unidentified else narrower_than_residuals(width, float(least[j]))
+        e.unidentified = e.unidentified or why
+        if why or no_width(e.lower, e.upper):
+            stuck[name] = e.unidentified
+    return stuck
+
+
+def coefficient_identification(lower: float | None, upper: float | None, largest: float, variable: str) -> str:
+    """Why the interval of a loss term's coefficient (A of A/N^α; ``variable`` N, its ``largest`` fitted value) does
+    not identify it ("" when it does). A is the term at N = 1, carried there from the runs' sizes by the exponent:
+    ln A = ln(A/N^α) + α·ln N, and the runs pin the term at their sizes. So an interval k decades wide is an exponent
+    uncertain by k/log10 N at least (at the largest N, the longest lever): beyond `MAX_TERM_EXPONENT` (a term falling
+    as N^-0.3 or as N^-1.3) it is no coefficient to use (A [0.32, 3e242]: an exponent uncertain by ~27)."""
+    if lower is None or upper is None or not lower > 0 or not largest > 1:
+        return ""
+    decades, lever = float(np.log10(upper / lower)), float(np.log10(largest))
+    if not decades > MAX_TERM_EXPONENT * lever:
+        return ""
+    return (
+        f"interval spans {decades:.3g} orders of magnitude, an exponent uncertain by {decades / lever:.3g} over the "
+        f"{lever:.3g} decades from {variable} = 1 to the largest fitted {variable}"
     )
 
 

@@ -13,6 +13,7 @@ from analysis.fits.bootstrap import scale_identification
 from analysis.fits.results import UNBOUNDED, Estimate
 
 AS_BUDGET = "as the budget's"  # N, D, D/N, loss (epochs) at a budget the fit does not identify
+AS_N = "as N's"  # how the reason of D, D/N (epochs) unidentified with N begins: "as N's: <N's reason>"
 EXTRAPOLATION_FACTOR = 10.0  # budgets more than 10x the largest fitted run are flagged (docs/NOTES.md, Fitting rules)
 
 
@@ -39,7 +40,7 @@ def falling(n: Estimate, fall) -> Estimate:
             out.lower = out.upper = None
             out.unidentified = f"{UNBOUNDED} above: N's interval reaches {n.lower:g}"
     elif n.unidentified:
-        out.unidentified = f"as N's: {n.unidentified}"
+        out.unidentified = f"{AS_N}: {n.unidentified}"
     return out
 
 
@@ -50,22 +51,19 @@ def scale_rule(n: Estimate, *derived: Estimate) -> None:
     if why := not n.unidentified and scale_identification(n.lower, n.upper):
         n.unidentified = why
         for estimate in derived:
-            estimate.unidentified = estimate.unidentified or f"as N's: {why}"
+            estimate.unidentified = estimate.unidentified or f"{AS_N}: {why}"
 
 
 def as_budget(allocation) -> None:
     """The values of an `Allocation` for a target loss whose budget is unidentified: unidentified too
     (`AS_BUDGET`), no interval (the printed N_opt 8.2e10 [1.14e10, 2.09e12] at an unidentified budget left the
     truth 6.72e9 outside it); its loss is the target, by construction, without an interval."""
-    a = allocation
-    for estimate in (a.n, a.d, a.tokens_per_parameter, getattr(a, "epochs", None)):
-        if estimate is not None:
-            estimate.lower = estimate.upper = None
-            estimate.unidentified = estimate.unidentified or AS_BUDGET
-    if a.loss is not None:
-        a.loss = Estimate(float(a.target_loss))
-    if getattr(a, "loss_rests_on_e", ""):  # data-constrained: no loss is printed to rest on E
-        a.loss_rests_on_e = ""
+    for estimate in allocation.follows_n():
+        estimate.lower = estimate.upper = None
+        estimate.unidentified = estimate.unidentified or AS_BUDGET
+    if allocation.loss is not None:
+        allocation.loss = Estimate(float(allocation.target_loss))
+    allocation.loss_rests_on_e = ""  # the target does not rest on E
 
 
 def never_reached(count: int, size: int) -> str:

@@ -25,8 +25,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from analysis.fits import muennighoff as mf
+from analysis.fits import parametric_form as form
 from analysis.fits.bootstrap import (
     estimates_from_samples,
+    flag_unresponsive,
     one_blas_thread,
     scale_identification,
     summarize,
@@ -52,6 +54,7 @@ FD_STEP = 1e-6  # central differences in θ
 GRAD_TOL = 1e-6  # converged when max |∂F/∂θ| <= GRAD_TOL · δ · runs (approach 3's rule)
 RN_MIN_RUNS = 3  # runs with N > 2·N_opt(U) needed to fit R*_N
 BATCH_MAX_ITER = 3000
+LOGS = ("E", "A", "B", "R_D", "R_N")  # θ holds their logs (`RepeatObjective.params`)
 BOUNDS = [(-10.0, 10.0), (-10.0, 60.0), (-10.0, 60.0), (1e-3, 5.0), (1e-3, 5.0), (-8.0, 12.0), (-8.0, 12.0)]
 
 
@@ -82,6 +85,11 @@ class RepeatObjective:
         p = {k: v[:, None] for k, v in self.params(thetas).items()}
         with np.errstate(all="ignore"):
             return np.log(mf.loss(self.n, self.d, self.u, **p)) - self.log_loss
+
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """∂(predicted log-loss)/∂θ per run at one θ, (runs, dim): central differences, as the gradient's."""
+        steps = FD_STEP * np.eye(self.dim)
+        return ((self.residuals(theta + steps) - self.residuals(theta - steps)) / (2 * FD_STEP)).T
 
     def values(self, thetas: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         r = self.residuals(thetas)
@@ -200,8 +208,8 @@ def fit_muennighoff(
             draw = (_units(runs), resamples, seed, level)
             two_stages = muennighoff_stages.bootstrap_two_stages
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
-            estimates = _with_intervals(point, samples, level, convergence["fixed"])
-        _flag_bounds(estimates, convergence)
+            estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta)
+        _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -219,15 +227,22 @@ def fit_muennighoff(
     )
 
 
-def _with_intervals(point: dict, samples: dict, level: float, fixed: dict) -> dict[str, Estimate]:
+def _with_intervals(
+    point: dict, samples: dict, level: float, fixed: dict, objective: RepeatObjective, theta: np.ndarray
+) -> dict[str, Estimate]:
     """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval
-    spans too many decades, a held R_N without an interval."""
+    spans too many decades, a held R_N without an interval; then any far narrower than the runs' scatter
+    allows (at the best fit ``theta`` of ``objective``), and A, B too wide for the runs' N, D to pin
+    (`analysis.fits.bootstrap.flag_unresponsive`, `parametric_form.flag_wide_coefficients`)."""
     estimates = estimates_from_samples(point, samples, level)
     for name in ("R_D", "R_N"):
         e = estimates[name]
         e.unidentified = "" if name in fixed else e.unidentified or scale_identification(e.lower, e.upper)
     if "R_N" in fixed:
         estimates["R_N"] = Estimate(fixed["R_N"])
+    residuals = objective.residuals(theta[None])[0]
+    flag_unresponsive(estimates, mf.NAMES[: objective.dim], objective.jacobian(theta), residuals, level, LOGS)
+    form.flag_wide_coefficients(estimates, {"N": float(objective.n.max()), "D": float(objective.d.max())})
     return estimates
 
 

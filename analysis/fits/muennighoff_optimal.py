@@ -31,7 +31,9 @@ class RepeatAllocation(Allocation):
     epochs: Estimate | None = None
     lowest_loss: float = math.nan
     lowest_loss_unidentified: str = ""  # why the lowest loss is not a finding (it rests on an unidentified E)
-    loss_rests_on_e: str = ""  # `rests_on_e`: the predicted loss with its interval holds only if E does
+
+    def follows_n(self) -> list[Estimate]:
+        return [*super().follows_n(), self.epochs]
 
     def as_json(self) -> dict:
         out = super().as_json()
@@ -42,8 +44,6 @@ class RepeatAllocation(Allocation):
         )
         if self.lowest_loss_unidentified:
             out["lowest_loss_unidentified"] = self.lowest_loss_unidentified
-        if self.loss_rests_on_e:
-            out["loss_rests_on_e"] = self.loss_rests_on_e
         return out
 
 

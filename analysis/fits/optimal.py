@@ -43,6 +43,11 @@ class Allocation:
     target_loss: float | None = None
     max_tokens: float | None = None
     notes: list[str] = field(default_factory=list)
+    loss_rests_on_e: str = ""  # said beside the loss: it holds only as far as an unidentified E (data-constrained)
+
+    def follows_n(self) -> list[Estimate]:
+        """The estimates N sets at this budget: N, D = C/(6N), D/N (and the epochs D/U, `RepeatAllocation`)."""
+        return [self.n, self.d, self.tokens_per_parameter]
 
     def as_json(self) -> dict:
         out = {
@@ -63,7 +68,7 @@ class Allocation:
             out.update({"budget_unidentified": self.budget.unidentified} if self.budget.unidentified else {})
         if self.max_tokens is not None:
             out["max_tokens"] = self.max_tokens
-        return out
+        return out | ({"loss_rests_on_e": self.loss_rests_on_e} if self.loss_rests_on_e else {})
 
 
 class Law(abc.ABC):
@@ -88,9 +93,7 @@ class Law(abc.ABC):
         fitted_compute_min: float | None = None,
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
-        self.loss_unit = (
-            loss_unit  # of every loss it predicts: a fit's (`FitReport.loss_unit`); the presets' nats/token
-        )
+        self.loss_unit = loss_unit  # of every loss it predicts: a fit's (`FitReport.loss_unit`); presets' nats/token
         self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         # why it does not pin down its irreducible loss E ("" if it does): its loss beyond the fitted budgets is unknown
         self.floor_unidentified = floor_unidentified
@@ -136,20 +139,20 @@ class Law(abc.ABC):
         draws = (
             None if self.samples is None else self._solve_budget(self.samples, np.full(self._sample_count(), target))
         )
+        never, size = (0, 0) if draws is None else (int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws))))
         if not np.isfinite(central):
             lowest = float(self._frontier_loss(self.params, 10.0 ** LOG10_BUDGET_RANGE[1]))
             reach = f"its loss only falls to {lowest:.4g} {self.loss_unit} at 1e{LOG10_BUDGET_RANGE[1]:.0f} FLOPs"
-            if draws is None or not np.isfinite(draws).any():  # no sample reaches it either
+            if never == size:  # no sample reaches it either (or there are none)
                 raise UserError(
                     f"--target-loss {target:g} is not reachable with law {self.name!r}: {reach} (the irreducible "
                     "loss bounds it); give a higher target"
                 )
-            return self._unreached(target, draws, f"the fit's own law never reaches the target: {reach}")
+            return self._unreached(target, never, size, f"the fit's own law never reaches the target: {reach}")
         allocation = self.allocate(central)
         allocation.budget, allocation.target_loss = Estimate(central), target
         if draws is not None:
             allocation.budget = self.interval(central, draws)
-            never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
             if never:  # an unbounded budget: they bound the interval from above
                 allocation.notes.append(ident.never_reached_note(never))
             if allocation.budget.unbounded:
@@ -160,10 +163,9 @@ class Law(abc.ABC):
             ident.as_budget(allocation)
         return allocation
 
-    def _unreached(self, target: float, draws: np.ndarray, why: str) -> Allocation:
-        """A ``target`` the fit's own law never reaches but some samples (their budgets: ``draws``) do (its E is above
+    def _unreached(self, target: float, never: int, size: int, why: str) -> Allocation:
+        """A ``target`` the fit's own law never reaches but some samples do (``never`` of ``size`` do not; its E is above
         it, E's interval is not): the budget is unidentified, and all at it (78 of 200 samples of a 2-budget fit did)."""
-        never, size = int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws)))
         loss = Estimate(np.nan) if self.predicts_loss else None
         allocation = self._allocation(Estimate(np.nan), Estimate(np.nan), loss)
         allocation.budget = Estimate(np.nan, unidentified=f"{UNBOUNDED} above: {ident.never_reached(never, size)}")
@@ -186,11 +188,8 @@ class Law(abc.ABC):
             free.notes.append(f"the token cap {max_tokens:.4g} does not bind: D_opt = {free.d.value:.4g} is below it")
             return free
         n = params_6nd(budget, max_tokens)
-        loss = None
-        if self._loss(self.params, n, max_tokens) is not None:
-            loss = self.interval(
-                float(self._loss(self.params, n, max_tokens)), self._on_samples(self._loss, n, max_tokens)
-            )
+        point = self._loss(self.params, n, max_tokens)
+        loss = None if point is None else self.interval(float(point), self._on_samples(self._loss, n, max_tokens))
         allocation = self._allocation(Estimate(budget), Estimate(n), loss)
         allocation.max_tokens = max_tokens
         optimum = f"D_opt = {free.d.value:.4g}" if np.isfinite(free.d.value) else "D_opt unidentified: it may not bind"
@@ -254,10 +253,8 @@ class Law(abc.ABC):
 
     def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
         c = budget.value
-        d, ratio = (
-            ident.falling(n, lambda x: tokens_6nd(c, x)),
-            ident.falling(n, lambda x: tokens_6nd(c, x**2)),
-        )  # D, D/N
+        d = ident.falling(n, lambda x: tokens_6nd(c, x))  # D = C/(6N)
+        ratio = ident.falling(n, lambda x: tokens_6nd(c, x**2))  # D/N
         ident.scale_rule(n, d, ratio)
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes

@@ -337,7 +337,7 @@ def _intervals(
     resampled, notes = form.resample_reasons(samples, level, distinct)
     form.flag_resampled(estimates, resampled)
     form.flag_floor(estimates, at_floor)  # before the narrowness rule: E at 0 is the reason to give
-    form.flag_narrow(estimates, objective, objective.from_centered(theta_c), level)
+    form.flag_interval_widths(estimates, objective, objective.from_centered(theta_c), level)
     boot.notes += notes
     return estimates, boot
 

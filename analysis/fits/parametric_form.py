@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import narrower_than_residuals, residual_widths
+from analysis.fits.bootstrap import coefficient_identification, flag_unresponsive
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
@@ -160,18 +160,30 @@ def flag_floor(estimates: dict[str, Estimate], at_floor: bool) -> None:
 
 
 LOG_SCALED = ("E", "A", "B")  # fitted through their logs: the Jacobian's columns measure log-widths
+DERIVED = {"a": ("alpha", "beta"), "b": ("alpha", "beta"), "G": ("A", "B", "alpha", "beta")}  # each from these
 
 
-def flag_narrow(estimates: dict[str, Estimate], objective, theta: np.ndarray, level: float) -> None:
-    """Mark each law parameter (the columns of ``objective.jacobian``: log E, log A, log B, α, β, at the best
-    fit ``theta``) unidentified whose interval is far narrower than the runs' scatter allows (`analysis.fits.bootstrap.narrower_than_residuals`): the
-    fit does not depend on it. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D."""
-    least = residual_widths(objective.jacobian(theta), objective.residuals(theta), level)
-    if least is None:
-        return
-    for j, name in enumerate(PARAMETRIC_NAMES):  # the Jacobian's column order
-        e = estimates[name]
-        if e.unidentified or e.lower is None or (name in LOG_SCALED and not e.lower > 0):
-            continue
-        width = float(np.log(e.upper / e.lower)) if name in LOG_SCALED else e.upper - e.lower
-        e.unidentified = narrower_than_residuals(width, float(least[j]))
+def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.ndarray, level: float) -> None:
+    """The narrowness rule (`analysis.fits.bootstrap.flag_unresponsive`) on the law parameters, the columns of
+    ``objective.jacobian`` (log E, log A, log B, α, β) at the best fit ``theta``: the fit does not depend on one far
+    narrower than the runs' scatter allows. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D.
+    a, b and G computed from one that did not respond are unidentified as it is (a = 0.90 [0.78, 0.96] printed
+    beside that β, left at its start). Then A and B whose intervals are too wide for the runs' sizes and token counts
+    to pin (`flag_wide_coefficients`)."""
+    jacobian, residuals = objective.jacobian(theta), objective.residuals(theta)
+    stuck = flag_unresponsive(estimates, PARAMETRIC_NAMES, jacobian, residuals, level, LOG_SCALED)
+    for name, inputs in DERIVED.items():
+        source = next((k for k in inputs if k in stuck), "")
+        if source and name in estimates and not estimates[name].unidentified:
+            estimates[name].unidentified = f"as {source}'s: {stuck[source]}"
+    largest = {"N": objective.x_mean + objective.xc.max(), "D": objective.y_mean + objective.yc.max()}  # logs
+    flag_wide_coefficients(estimates, {k: float(np.exp(v)) for k, v in largest.items()})
+
+
+def flag_wide_coefficients(estimates: dict[str, Estimate], largest: dict[str, float]) -> None:
+    """`analysis.fits.bootstrap.coefficient_identification` on A and B (`TERMS`; this law's and the data-constrained
+    one's), each identified one; ``largest``: the largest fitted N and D."""
+    for coefficient, variable in TERMS.values():
+        e = estimates.get(coefficient)
+        if e is not None and not e.unidentified:
+            e.unidentified = coefficient_identification(e.lower, e.upper, largest[variable], variable)

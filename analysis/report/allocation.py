@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.describe.allocation import allocation_cells, below_fitted, n_opt_cell
+from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cells, below_fitted, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.fits.optimal import chosen_fit, law_from_fit
@@ -74,6 +74,8 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
             flagged,
         ),
     ]
+    if any(AS_N_OPT in row for row in rows):  # the reason of those cells, once
+        blocks.append(Paragraph(AS_N_OPT_NOTE + "."))
     if len(fit.fits) > 1:
         blocks += _approaches_side_by_side(fit, ladder, reference, source.table)
     return blocks

@@ -1,0 +1,40 @@
+"""A loss term's coefficient (A of A/N^α, B of B/D^β) whose interval spans more decades than the runs' sizes (token
+counts) can carry it is unidentified (`analysis.fits.bootstrap.coefficient_identification`): approach 3 and the
+data-constrained fit. Clean fits keep theirs (tests/test_narrow_intervals.py checks those too)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.fits.bootstrap import coefficient_identification
+from analysis.fits.parametric import fit_parametric
+from analysis.sources.check import table_from_frame
+from analysis.sources.schema import ColumnMap
+from analysis.synthetic import CHINCHILLA_LAW as L
+from analysis.synthetic import isoflop_runs
+
+
+def test_the_rule_reads_a_coefficients_decades_as_the_exponent_they_imply():
+    why = coefficient_identification(0.32, 3e242, 1e9, "N")  # an interval that printed as numbers
+    assert why.startswith("interval spans 243 orders of magnitude, an exponent uncertain by 27 over the 9 decades")
+    assert coefficient_identification(191.0, 604.0, 1.15e10, "N") == ""  # a clean ladder's A: 0.5 decades
+    assert coefficient_identification(26.9, 2.4e10, 1e10, "N") == ""  # 8.95 decades over 10: an exponent ± 0.9
+    assert coefficient_identification(None, None, 1e9, "N") == coefficient_identification(0.0, 5.0, 1e9, "N") == ""
+
+
+def test_two_budgets_3x_apart_leave_a_and_b_unidentified_and_a_clean_ladder_keeps_them():
+    # 2 budgets 3x apart, 5 sizes each, 2% noise: some resamples put the D term's exponent near 3.5, and B's
+    # interval spans 30 decades, [5.86, 1.24e31] (A's 12), printed as numbers before; the truth is B = 410.7.
+    runs = isoflop_runs(L, [1e18, 3e18], 5, spread_decades=0.5, noise=0.02, seed=2)
+    fit = fit_parametric(table_from_frame(runs, "t.csv", ColumnMap()), resamples=100, seed=0)
+    b = fit.estimates["B"]
+    assert b.unidentified.startswith("interval spans 30.") and np.log10(b.upper / b.lower) > 30, b
+    assert "from D = 1 to the largest fitted D" in b.unidentified
+    assert fit.estimates["A"].unidentified.startswith("interval spans 12."), fit.estimates["A"]
+    assert not fit.estimates["alpha"].unidentified and not fit.estimates["beta"].unidentified  # their own intervals
+    # seven budgets over three decades pin both: their intervals print
+    runs = isoflop_runs(L, np.logspace(18, 21, 7), 9, noise=0.005, seed=3)
+    fit = fit_parametric(table_from_frame(runs, "t.csv", ColumnMap()), resamples=50, seed=0)
+    for name in ("A", "B"):
+        e = fit.estimates[name]
+        assert not e.unidentified and e.lower < L[name] < e.upper, (name, e)
