@@ -1,5 +1,5 @@
-"""Outliers: one documented rule that flags runs. `scaling fit` always lists the flagged runs;
-``--exclude-outliers`` refits every approach without them.
+"""Outliers: one documented rule that flags runs. `scaling fit` and `scaling compare` always list the
+flagged runs; ``--exclude-outliers`` fits without them (`fit_flagged`, the sequence both run).
 
 Two tests, each naming the run it flags:
   * residual: approach 3's own fit (Huber δ = 1e-3 on log-loss) is nearly a least-absolute-deviations
@@ -40,8 +40,9 @@ Two tests, each naming the run it flags:
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
@@ -200,11 +201,46 @@ def _trend(log_sizes: np.ndarray, log_r: np.ndarray, at: float) -> float | None:
     return float(intercept + slope * at)
 
 
-def without_outliers(table: RunTable, outliers: list[Outlier]) -> RunTable:
-    """``table`` less the flagged runs (and their curves), with a note saying so."""
+T = TypeVar("T")  # what the fit given to `fit_flagged` returns
+
+
+@dataclass
+class Flagged(Generic[T]):
+    """`fit_flagged`'s answer: what its ``fit`` returned, the table fitted (the input, or the input less
+    ``outliers`` when they were excluded), the runs the rule flagged, and the notes on them that
+    `scaling fit` prints: which runs the fit left out, and where the rule could not run."""
+
+    fit: T
+    table: RunTable
+    outliers: list[Outlier]
+    notes: list[str]
+
+
+def fit_flagged(
+    table: RunTable,
+    fit: Callable[[RunTable], T],
+    exclude: bool,
+    parametric: Callable[[T], ParametricFit | None] = lambda fitted: fitted,
+) -> Flagged[T]:
+    """``fit(table)`` with the runs of ``table`` the rule flags: `scaling fit`'s and `scaling compare`'s
+    one sequence. With ``exclude`` (--exclude-outliers) the runs are flagged first (approach 3 fitted
+    here, without bootstrap) and ``fit`` is given ``table`` less them; else they are flagged after,
+    on the approach-3 fit ``parametric(fit(table))`` (None: one is fitted here). A DataError of
+    ``fit`` propagates."""
+    if not exclude:
+        fitted = fit(table)
+        return Flagged(fitted, table, *flag_outliers(table, parametric(fitted)))
+    outliers, notes = flag_outliers(table)
     if not outliers:
-        return table
+        return Flagged(fit(table), table, outliers, notes)
     drop = {o.run_id for o in outliers}
+    kept = _without(table, drop)
+    left_out = f"--exclude-outliers: fitted without the {len(drop)} flagged run(s): {', '.join(sorted(drop))}"
+    return Flagged(fit(kept), kept, outliers, [left_out, *notes])
+
+
+def _without(table: RunTable, drop: set[str]) -> RunTable:
+    """``table`` less the runs (and their curves) named in ``drop``."""
     keep = ~table.runs["run_id"].astype(str).isin(drop)
     runs = table.runs[keep].reset_index(drop=True)
     curves = (
@@ -212,5 +248,4 @@ def without_outliers(table: RunTable, outliers: list[Outlier]) -> RunTable:
         if table.curves is None
         else table.curves[table.curves["run_id"].astype(str).isin(set(runs["run_id"].astype(str)))]
     )
-    note = f"--exclude-outliers: fitted without the {len(drop)} flagged run(s): {', '.join(sorted(drop))}"
-    return replace(table, runs=runs, curves=curves, notes=[*table.notes, note])
+    return replace(table, runs=runs, curves=curves)
