@@ -21,10 +21,12 @@ import pandas as pd
 import pytest
 from conftest import assert_one_line_error, run_cli
 from scipy.optimize import brentq
+from test_outliers import lone_run_ladder
 
-from analysis.compare import compare_inputs, read_groups, read_inputs
+from analysis.compare import Input, compare_inputs, fit_side, read_groups, read_inputs
 from analysis.compare.frontier import Frontier
 from analysis.fits import laws
+from analysis.fits.fit import fit_all
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 
@@ -276,3 +278,24 @@ def test_labels_that_differ_only_in_case_are_refused_unless_the_baseline_is_name
     assert result[1]["candidate"]["runs"] == len(new)  # ' new ' and 'new': one group
     same = [b["multiplier"]["interval"] for b in result[0]["budgets"] if not b["beyond_fitted_range"]]
     assert all(low <= 1.0 <= high for low, high in same), same  # two halves of one sweep: m contains 1
+
+
+def test_a_sides_notes_on_the_outlier_rule_are_scaling_fits(pair, tmp_path):
+    """One flag-then-refit sequence (`fit_flagged`): compare tells a side's notes on the outlier rule as
+    `scaling fit` tells them for the same table (before, compare dropped them): the run approach 3
+    passes through whatever its loss (leverage 1: not tested) and, with --exclude-outliers, the runs
+    left out (r06, its loss planted 10% high)."""
+    frame = lone_run_ladder(1, 1.02, 1.1, middle=4)
+    path = tmp_path / "lone.csv"
+    frame.to_csv(path, index=False)
+    table = read_inputs([str(path)], ColumnMap())[0].table
+    untested = "outlier residual test: run(s) lone alone fix the refitted law (leverage 1): not tested"
+    for exclude, notes in (
+        (False, [untested]),
+        (True, ["--exclude-outliers: fitted without the 1 flagged run(s): r06", untested]),
+    ):
+        fitted = fit_all(table, (3,), resamples=0, exclude_outliers=exclude)
+        side = fit_side(Input(str(path), table, frame), 0, 0, 0.95, exclude)
+        assert fitted.notes[len(table.notes) :] == side.outlier_notes == notes
+    told = run_cli("compare", pair["base"], path, "--bootstrap", 0, "--exclude-outliers", check=True).stderr
+    assert all(f"note [{path}]: {note}\n" in told for note in notes), told

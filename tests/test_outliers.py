@@ -175,3 +175,21 @@ def test_a_budget_approach_2_drops_because_of_a_diverged_run_names_it():
     excluded = fit_all(table, approaches=[2], resamples=20, exclude_outliers=True)
     assert 1e18 in {p.budget for p in excluded.isoflop.profiles}
     assert not any("dropped budget" in n for n in excluded.notes)
+
+
+def test_one_robust_scale_the_library_s_normal_mad():
+    """σ̂ of the outlier rule, the narrow-interval rule and the design simulator is scipy's normal-scaled MAD,
+    MAD/Φ⁻¹(3/4) = 1.482602...·MAD (`analysis.fits.robust`); before, two of them wrote 1.4826 by hand.
+    The design simulator winsorizes at `WINSOR`·σ̂: an error between 1.4826 and 1.482602 times that is kept whole."""
+    from scipy.stats import norm
+
+    from analysis.fits.design import WINSOR, DesignSimulator
+    from analysis.fits.outliers import _scale
+    from analysis.fits.robust import robust_sigma
+
+    r = np.random.default_rng(0).normal(size=41)
+    mad = np.median(np.abs(r - np.median(r)))
+    assert robust_sigma(r) == pytest.approx(mad / norm.ppf(0.75), rel=1e-12)
+    assert _scale(np.append(r, np.nan)) == robust_sigma(r)  # NaNs (leverage 1) left out
+    errors = np.array([-2.0, -1.0, -1.0, 0.0, 1.0, 1.0, WINSOR * 1.4826011])  # median 0, MAD 1 whatever the last
+    assert DesignSimulator._spread(errors) == np.std(errors, ddof=1)

@@ -18,6 +18,7 @@ from conftest import run_cli
 from matplotlib import image as mpimg
 from synthetic_store import write_store
 
+from analysis.describe.outliers import flagged_line
 from analysis.figures import FIGURES
 from analysis.fits.fit import fit_all
 from analysis.report import budget_ladder, fit_matches_source
@@ -183,7 +184,10 @@ def test_flagged_outliers_are_listed_with_rule_detail_and_whether_excluded(tmp_p
             assert f"| **{o.run_id}** | {o.rule.replace('_', ' ')} | {o.detail} |" in markdown
             assert markdown.count(f"| {state} |") == len(fit.outliers)
         assert f"{len(fit.outliers)} run(s) flagged as outliers (the rule: {fit.outlier_rule})" in markdown
-        assert ("ran without them" in markdown) == exclude
+        # in the words of `scaling fit`'s and `scaling compare`'s line: "kept (...)", "fitted without them (...)"
+        done = flagged_line(fit.outliers, exclude).split(", ", 1)[1]
+        assert f"(the rule: {fit.outlier_rule}); {done}." in markdown
+        assert ("fitted without them" in markdown) == exclude
     isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.0).to_csv(csv, index=False)
     clean = render_markdown(outlier_blocks(fit_all(read_source(str(csv)).table, resamples=0)), "figures")
     assert "No run was flagged as an outlier" in clean and "| run |" not in clean

@@ -133,6 +133,8 @@ def compare_main(argv: list[str]) -> int:
     comparisons = compare_inputs(
         inputs, resamples=args.bootstrap, seed=args.seed, level=args.level, exclude_outliers=args.exclude_outliers
     )
+    for side in [comparisons[0].baseline, *(c.candidate for c in comparisons)]:
+        tell(side.outlier_notes, f"note [{side.source}]")  # as `scaling fit` tells them
     payload = {"comparisons": [comparison_json(c) for c in comparisons]}
     if args.out_figure or args.out:
         _write_outputs(args, comparisons, payload)

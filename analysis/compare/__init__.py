@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.compare.inputs import Input, check_same_eval, read_groups, read_inputs
 from analysis.compare.result import Comparison, Side, compare
-from analysis.fits.outliers import flag_outliers, without_outliers
+from analysis.fits.outliers import fit_flagged
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import no_law
 
@@ -27,25 +27,25 @@ __all__ = ["Comparison", "Input", "Side", "check_same_eval", "compare_inputs", "
 
 def fit_side(item: Input, resamples: int, seed: int, level: float, exclude_outliers: bool = False) -> Side:
     """Fit approach 3 to one input (DataError, naming the source, when it cannot be fitted), its runs
-    flagged by the outlier rule as `scaling fit` flags them (`analysis.fits.outliers`): kept in the
-    fit, or left out with ``exclude_outliers``."""
+    flagged by the outlier rule as `scaling fit` flags them (`analysis.fits.outliers.fit_flagged`):
+    kept in the fit, or left out with ``exclude_outliers``."""
     from scaling.errors import DataError
 
-    table, outliers = item.table, []
+    def approach_3(table):
+        return fit_parametric(table, resamples=resamples, seed=seed, level=level)
+
     try:
         with np.errstate(all="ignore"):  # wild resamples overflow on purpose; the fit checks its results
-            if exclude_outliers:
-                outliers = flag_outliers(table)[0]
-                table = without_outliers(table, outliers)
-            fit = fit_parametric(table, resamples=resamples, seed=seed, level=level)
-            if not exclude_outliers and not no_law(fit):
-                outliers = flag_outliers(table, fit)[0]
+            flagged = fit_flagged(item.table, approach_3, exclude_outliers)
     except DataError as err:
         raise DataError(f"cannot compare {item.label!r}: {err}") from None
+    fit, table = flagged.fit, flagged.table
     if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: no frontier to compare
         raise DataError(f"cannot compare {item.label!r}: approach 3's law is unidentified ({no_law(fit)})")
     budgets = [float(b) for b in table.budgets]
-    return Side(item.label, len(table), budgets, fit, seed, table.loss_unit, outliers, exclude_outliers)
+    return Side(
+        item.label, len(table), budgets, fit, seed, table.loss_unit, flagged.outliers, exclude_outliers, flagged.notes
+    )
 
 
 def compare_inputs(

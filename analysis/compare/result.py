@@ -51,6 +51,7 @@ class Side:
     loss_unit: str = DEFAULT_LOSS_UNIT  # its table's (`RunTable.loss_unit`): every side of a comparison shares it
     outliers: list[Outlier] = field(default_factory=list, repr=False)  # flagged as `scaling fit` flags them
     outliers_excluded: bool = False  # fitted without ``outliers`` (--exclude-outliers), else kept in the fit
+    outlier_notes: list[str] = field(default_factory=list)  # on them, as `scaling fit` prints them (`fit_flagged`)
 
     @property
     def fitted_range(self) -> tuple[float, float]:

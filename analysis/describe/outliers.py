@@ -17,12 +17,7 @@ def outliers_summary(report: FitReport) -> str:
     rule = f" (the rule: {report.outlier_rule})" if report.outlier_rule else ""
     if not report.outliers:
         return f"No run was flagged as an outlier{rule}."
-    done = (
-        "the fits above ran without them (--exclude-outliers)"
-        if report.outliers_excluded
-        else "they are kept in the fits above (--exclude-outliers refits without them)"
-    )
-    return f"{len(report.outliers)} run(s) flagged as outliers{rule}; {done}."
+    return f"{len(report.outliers)} run(s) flagged as outliers{rule}; {_done(report.outliers_excluded)}."
 
 
 def flagged_line(outliers: list, excluded: bool, by_rule: bool = False) -> str:
@@ -30,9 +25,13 @@ def flagged_line(outliers: list, excluded: bool, by_rule: bool = False) -> str:
     which rule, "(residual 2, off budget 1)"), and whether the fits kept them; "none flagged" when none."""
     if not outliers:
         return "none flagged"
-    done = "fitted without them (--exclude-outliers)" if excluded else "kept (--exclude-outliers drops them)"
     rules = ", ".join(f"{rule.replace('_', ' ')} {k}" for rule, k in count_by_rule(outliers).items())
-    return f"{len(outliers)} run(s) flagged{f' ({rules})' if by_rule else ''}, {done}"
+    return f"{len(outliers)} run(s) flagged{f' ({rules})' if by_rule else ''}, {_done(excluded)}"
+
+
+def _done(excluded: bool) -> str:
+    """What the fits did with the flagged runs, in `outliers_summary`'s and `flagged_line`'s words."""
+    return "fitted without them (--exclude-outliers)" if excluded else "kept (--exclude-outliers drops them)"
 
 
 def count_by_rule(outliers: list) -> dict[str, int]:

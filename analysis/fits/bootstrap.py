@@ -24,18 +24,20 @@ not move that parameter: its term is negligible at every run (B/D^β of 1e-14 ag
 so each resample leaves it at its start, 35 distinct β within 0.03% ([1.564, 1.564], 1e-15 of that
 floor); runs that repeat their data by at most 0.1% left the data-constrained R*_D at its start, 1 [1, 1]
 (truth 15.4): D' = D whatever it is. A value computed from such a parameter (approach 3's a, b, G) is
-unidentified with it. σ = 1.4826·MAD of the residuals; when σ <= `RESIDUALS_AT_ZERO` (a noise-free table:
-the law passes through the runs) a tiny interval is what the data give, and the rule says nothing.
+unidentified with it. σ = 1.4826·MAD of the residuals (`analysis.fits.robust`); when σ <= `RESIDUALS_AT_ZERO`
+(a noise-free table: the law passes through the runs) a tiny interval is what the data give, and the rule
+says nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import median_abs_deviation, norm
+from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
 from analysis.fits.results import Bootstrap, Estimate
+from analysis.fits.robust import robust_sigma
 
 MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
 MAX_DECADES = 1.0  # a scale's interval spanning more orders of magnitude than this is unidentified
@@ -118,8 +120,7 @@ def residual_widths(jacobian: np.ndarray, residuals: np.ndarray, level: float) -
     """The least width at ``level`` of each parameter's interval that the runs' scatter allows (module
     docstring): 2·z·σ/‖J_j‖ per column j of ``jacobian`` (runs × parameters), in the units of the
     parameter the column differentiates; None when the residuals are ~0 (`RESIDUALS_AT_ZERO`)."""
-    residuals = np.asarray(residuals, dtype=float)
-    sigma = float(median_abs_deviation(residuals, scale="normal"))  # 1.4826·MAD
+    sigma = robust_sigma(residuals)
     if not sigma > RESIDUALS_AT_ZERO:
         return None
     with np.errstate(divide="ignore"):

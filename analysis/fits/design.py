@@ -5,7 +5,7 @@ spread that a refit of approach 3 would leave in ln N_opt at a target budget C*:
 
   1. draw M parameter samples θ_m from the current fit's bootstrap (the plausible truths);
   2. simulate every run of the design at θ_m: L_i = L(N_i, D_i; θ_m)·exp(σ·ε_im), with σ the
-     fit's residual scale in log-loss (a robust one: 1.4826·MAD of the residuals);
+     fit's residual scale in log-loss (a robust one: 1.4826·MAD of the residuals, `analysis.fits.robust`);
   3. refit approach 3 to each simulated set (the same Huber objective, all M at once, from θ_m),
      then refit it again on a bootstrap resample of its runs (Poisson weights, from that optimum);
   4. the bootstrap deviation e_m = ln N_opt(C*; resample refit) − ln N_opt(C*; full refit), and
@@ -33,6 +33,7 @@ from analysis.fits import laws
 from analysis.fits.bootstrap import one_blas_thread
 from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.parametric import BATCH_MAX_ITER, GRAD_TOL, HUBER_DELTA, HuberLogLoss
+from analysis.fits.robust import robust_sigma
 from scaling.errors import DataError
 
 WINSOR = 3.0  # errors beyond this many robust deviations from the median count as that far
@@ -116,8 +117,7 @@ class DesignSimulator:
             raise DataError("the fit has fewer than 2 usable bootstrap samples to simulate from; fit more runs first")
         rng = np.random.default_rng(seed)
         pick = rng.choice(len(thetas), size=draws, replace=len(thetas) < draws)
-        residuals = np.asarray(fit.residuals, float)
-        sigma = float(1.4826 * np.median(np.abs(residuals - np.median(residuals))))
+        sigma = robust_sigma(fit.residuals)
         return cls(np.asarray(fit.n, float), np.asarray(fit.d, float), thetas[pick], sigma, target, seed)
 
     def _extra_noise(self, points: list[tuple[float, float]]) -> np.ndarray:
@@ -156,13 +156,13 @@ class DesignSimulator:
 
     @staticmethod
     def _spread(errors: np.ndarray) -> float:
-        """The standard deviation of the errors winsorized at `WINSOR` robust deviations (1.4826·MAD)
+        """The standard deviation of the errors winsorized at `WINSOR` robust deviations (`robust_sigma`)
         from their median: as efficient as a standard deviation for normal errors (percentiles of a
         few dozen draws are noisier), and a wild refit moves it by a bounded amount."""
         errors = errors[np.isfinite(errors)]
         if errors.size < 2:
             return float("inf")
         center = np.median(errors)
-        scale = 1.4826 * np.median(np.abs(errors - center))
+        scale = robust_sigma(errors)
         clipped = np.clip(errors, center - WINSOR * scale, center + WINSOR * scale)
         return float(np.std(clipped, ddof=1))

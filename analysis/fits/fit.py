@@ -19,7 +19,7 @@ import numpy as np
 from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.isoflop import fit_isoflop
-from analysis.fits.outliers import RULE, flag_outliers, without_outliers
+from analysis.fits.outliers import RULE, fit_flagged
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import FitReport
 from analysis.fits.validation import validate_envelope, validate_isoflop, validate_parametric
@@ -44,30 +44,33 @@ def fit_all(
     with several, an approach the data cannot support is skipped and the reason recorded in
     ``report.skipped`` (and all failing is an error). Outliers (`analysis.fits.outliers`) are
     always flagged in ``report.outliers``; with ``exclude_outliers`` the fits run without them."""
-    with np.errstate(all="ignore"):  # wild resamples overflow on purpose; every fit checks its own results
-        outliers, outlier_notes = flag_outliers(table) if exclude_outliers else ([], [])
-        fitted = without_outliers(table, outliers) if exclude_outliers else table
+
+    def fit(fitted: RunTable) -> FitReport:
         report = FitReport(
             source=table.source,
             n_kind=table.n_kind,
             loss_unit=table.loss_unit,
             runs=len(fitted),
             warnings=list(table.warnings),
-            notes=list(fitted.notes) + outlier_notes,
+            notes=list(table.notes),
             outlier_rule=RULE,
             outliers_excluded=exclude_outliers,
         )
         _fit_each(fitted, approaches, report, resamples, seed, level, bins_per_decade, validate)
+        return report
+
+    with np.errstate(all="ignore"):  # wild resamples overflow on purpose; every fit checks its own results
+        flagged = fit_flagged(table, fit, exclude_outliers, lambda report: report.parametric)
+        report = flagged.fit
+        report.outliers = flagged.outliers
+        report.notes += flagged.notes
+        if not exclude_outliers:
+            report.notes += outliers_in_dropped_budgets(report, table)
         if table.hparams is not None:
             report.hyperparameter_fit = fit_hyperparameter_laws(
                 table.hparams, resamples=resamples, seed=seed, level=level
             )
             report.hyperparameter_laws = report.hyperparameter_fit["laws"]
-        if not exclude_outliers:
-            report.outliers, more_notes = flag_outliers(table, report.parametric)
-            report.notes += more_notes + outliers_in_dropped_budgets(report, table)
-        else:
-            report.outliers = outliers
     if not report.fits:
         raise DataError(
             "no approach could be fitted: "

@@ -1,5 +1,5 @@
-"""Outliers: one documented rule that flags runs. `scaling fit` always lists the flagged runs;
-``--exclude-outliers`` refits every approach without them.
+"""Outliers: one documented rule that flags runs. `scaling fit` and `scaling compare` always list the
+flagged runs; ``--exclude-outliers`` fits without them (`fit_flagged`, the sequence both run).
 
 Two tests, each naming the run it flags:
   * residual: approach 3's own fit (Huber δ = 1e-3 on log-loss) is nearly a least-absolute-deviations
@@ -10,8 +10,8 @@ Two tests, each naming the run it flags:
     h its leverage ∂(fitted)/∂(observed) in the tangent-plane linearisation (St. Laurent & Cook 1992;
     the generalised leverage of Wei, Hu & Fung 1998): a run beyond δ pulls the fit with a fixed force,
     so its own noise does not move the fit (h = 0); for the others h is the diagonal of J(JᵀJ)⁻¹Jᵀ
-    over them, J the Jacobian of ln L̂. σ̂ = 1.4826·MAD of these standardised residuals s, re-estimated
-    until δ moves by less than `STEP_RTOL`, starting from least squares (δ = ∞, the start of Huber's
+    over them, J the Jacobian of ln L̂. σ̂ = 1.4826·MAD of these standardised residuals s (`analysis.fits.robust`),
+    re-estimated until δ moves by less than `STEP_RTOL`, starting from least squares (δ = ∞, the start of Huber's
     IRLS in MASS::rlm) so that δ comes down to its largest fixed point. A run is flagged when
     |s − median s| > `K`·σ̂, K = 3.5: the modified z-score of Iglewicz & Hoaglin (1993). σ̂ is never
     taken below `MIN_SCALE` (0.1% of the loss), so noise-free data flag nothing. Nominal rate: on n
@@ -40,12 +40,14 @@ Two tests, each naming the run it flags:
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
 from analysis.fits.results import Outlier, ParametricFit, no_law
+from analysis.fits.robust import SIGMA_TEXT, robust_sigma
 from scaling.errors import DataError
 
 if TYPE_CHECKING:  # not imported at run time: `scaling fit --help` reads RULE without loading pandas
@@ -54,15 +56,14 @@ if TYPE_CHECKING:  # not imported at run time: `scaling fit --help` reads RULE w
 K = 3.5  # modified z-score beyond which a residual is an outlier (Iglewicz & Hoaglin 1993)
 HUBER_K = 1.345  # the refit's δ = HUBER_K·σ̂: Huber's 95%-efficiency tuning under normal noise (Holland & Welsch 1977)
 MAX_STEPS, STEP_RTOL = 10, 1e-3  # the refit's δ is re-estimated until it moves by < 0.1% (a few steps)
-MAD_TO_SIGMA = 1.4826  # σ ≈ 1.4826·MAD for normal noise
 MIN_SCALE = 1e-3  # the residual scale never goes below this (log-loss): approach 3's Huber δ
 NEAR = 0.01  # sizes within 1% of each other in one budget are near-duplicates
 OFF_BUDGET = 1.5  # a run's C/budget this many times off that of its size is not on the budget's profile
 TREND_SIZES = 4  # the trend of C/budget against N is a line over this many nearest sizes (it follows a bend)
 RULE = (
     f"residual: observed minus predicted log-loss of approach 3's law refitted with Huber δ = {HUBER_K:g}·σ̂, "
-    "each divided by √(1 − leverage); σ̂ = 1.4826·MAD of these (iterated from least squares); flagged beyond "
-    f"{K:g}·1.4826·MAD of them (modified z-score > {K:g}); near-duplicate size: a later run of a budget with N "
+    f"each divided by √(1 − leverage); σ̂ = {SIGMA_TEXT} of these (iterated from least squares); flagged beyond "
+    f"{K:g}·{SIGMA_TEXT} of them (modified z-score > {K:g}); near-duplicate size: a later run of a budget with N "
     f"within {NEAR:.0%} of another's (not the same (N, D) point); off budget: C/budget over {OFF_BUDGET:g}x off "
     "the median of its size's runs in other budgets (2 or more), else off the line of C/budget against N over "
     f"the {TREND_SIZES} nearest sizes (log-log, Theil-Sen); not where budgets were clustered from C"
@@ -152,8 +153,8 @@ def residual_outliers(residuals: np.ndarray) -> list[tuple[int, float]]:
 
 
 def _scale(r: np.ndarray) -> float:
-    """σ̂ = 1.4826·MAD of ``r`` (NaNs left out), never below `MIN_SCALE`."""
-    return max(MAD_TO_SIGMA * float(np.nanmedian(np.abs(r - np.nanmedian(r)))), MIN_SCALE)
+    """σ̂ = `robust_sigma` of ``r`` (NaNs left out), never below `MIN_SCALE`."""
+    return max(robust_sigma(r[~np.isnan(r)]), MIN_SCALE)
 
 
 def near_duplicate_sizes(table: RunTable) -> list[tuple[int, int]]:
@@ -200,11 +201,46 @@ def _trend(log_sizes: np.ndarray, log_r: np.ndarray, at: float) -> float | None:
     return float(intercept + slope * at)
 
 
-def without_outliers(table: RunTable, outliers: list[Outlier]) -> RunTable:
-    """``table`` less the flagged runs (and their curves), with a note saying so."""
+T = TypeVar("T")  # what the fit given to `fit_flagged` returns
+
+
+@dataclass
+class Flagged(Generic[T]):
+    """`fit_flagged`'s answer: what its ``fit`` returned, the table fitted (the input, or the input less
+    ``outliers`` when they were excluded), the runs the rule flagged, and the notes on them that
+    `scaling fit` prints: which runs the fit left out, and where the rule could not run."""
+
+    fit: T
+    table: RunTable
+    outliers: list[Outlier]
+    notes: list[str]
+
+
+def fit_flagged(
+    table: RunTable,
+    fit: Callable[[RunTable], T],
+    exclude: bool,
+    parametric: Callable[[T], ParametricFit | None] = lambda fitted: fitted,
+) -> Flagged[T]:
+    """``fit(table)`` with the runs of ``table`` the rule flags: `scaling fit`'s and `scaling compare`'s
+    one sequence. With ``exclude`` (--exclude-outliers) the runs are flagged first (approach 3 fitted
+    here, without bootstrap) and ``fit`` is given ``table`` less them; else they are flagged after,
+    on the approach-3 fit ``parametric(fit(table))`` (None: one is fitted here). A DataError of
+    ``fit`` propagates."""
+    if not exclude:
+        fitted = fit(table)
+        return Flagged(fitted, table, *flag_outliers(table, parametric(fitted)))
+    outliers, notes = flag_outliers(table)
     if not outliers:
-        return table
+        return Flagged(fit(table), table, outliers, notes)
     drop = {o.run_id for o in outliers}
+    kept = _without(table, drop)
+    left_out = f"--exclude-outliers: fitted without the {len(drop)} flagged run(s): {', '.join(sorted(drop))}"
+    return Flagged(fit(kept), kept, outliers, [left_out, *notes])
+
+
+def _without(table: RunTable, drop: set[str]) -> RunTable:
+    """``table`` less the runs (and their curves) named in ``drop``."""
     keep = ~table.runs["run_id"].astype(str).isin(drop)
     runs = table.runs[keep].reset_index(drop=True)
     curves = (
@@ -212,5 +248,4 @@ def without_outliers(table: RunTable, outliers: list[Outlier]) -> RunTable:
         if table.curves is None
         else table.curves[table.curves["run_id"].astype(str).isin(set(runs["run_id"].astype(str)))]
     )
-    note = f"--exclude-outliers: fitted without the {len(drop)} flagged run(s): {', '.join(sorted(drop))}"
-    return replace(table, runs=runs, curves=curves, notes=[*table.notes, note])
+    return replace(table, runs=runs, curves=curves)
