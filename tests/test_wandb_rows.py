@@ -186,3 +186,23 @@ def test_step_with_repeated_names_reads_as_curves_only_where_rows_look_like_a_hi
         table = table_from_frame(recipes.reset_index(drop=True), "recipes.csv")
         assert len(table.runs) == len(recipes) and table.curves is None  # 2 rows a name; an optimizer column varies
     assert table_from_frame(curves_of(ladder(), 3), "history.csv").curves is not None  # 3 rows a name: curves
+
+
+def test_how_rows_were_read_is_a_fact_of_the_table_kept_where_its_notes_are_not():
+    # Before (review tables10 #1): the refusal's --rows-are-runs hint searched the notes' text, which a held-out
+    # table (`RunTable.without_budget`, hold-out validation's) no longer has: the hint was lost there.
+    sizes = np.geomspace(1e7, 1e9, 8)
+    grid = pd.DataFrame(
+        [dict(name=f"model-{i}", params=n, tokens=1e10 * k) for i, n in enumerate(sizes) for k in (1, 2, 4)]
+    )
+    e, a, b, alpha, beta = (LAW[k] for k in ("E", "A", "B", "alpha", "beta"))
+    grid["val_loss"] = e + a / grid["params"] ** alpha + b / grid["tokens"] ** beta
+    grid["_step"] = (grid["tokens"] / 2**19).astype(int)
+    table = table_from_frame(grid, "grid.csv")
+    assert table.reading.curves and table.reading.by_name and table.reading.note in table.notes
+    held = table.without_budget(table.budgets[-1])
+    assert held.notes == [] and held.reading == table.reading
+    with pytest.raises(DataError, match="2 distinct token counts.*read as training curves.*--rows-are-runs"):
+        fit_parametric(held, resamples=0)
+    runs = table_from_frame(grid, "grid.csv", ColumnMap(rows_are_runs=True))
+    assert runs.reading is None and len(runs.runs) == 24

@@ -75,11 +75,10 @@ def table_from_frame(
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     unique_col = unique_column_of(frame, columns.unique, source)
-    given = curves
-    frame, run_ids, curves, scaled = _as_named(
+    frame, run_ids, curves, reading, scaled = _as_named(
         frame, run_ids, (n_col, d_col, c_col, loss_col, unique_col), curves, notes, (budget_col, columns.as_given)
     )
-    what = "runs" if given is None and curves is not None else "rows"  # rows read as curves: a row per run now
+    what = "runs" if reading is not None and reading.curves else "rows"  # rows read as curves: a row per run now
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings, what)
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
@@ -104,6 +103,7 @@ def table_from_frame(
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
         budgets_clustered=clustered,
+        reading=reading,
     )
 
 

@@ -33,6 +33,7 @@ import pandas as pd
 from analysis.sources.groups import CORPUS_COLUMNS, EXPERIMENT_COLUMNS
 from analysis.sources.hparams import HP_COLUMNS
 from analysis.sources.rows import numeric
+from analysis.sources.schema import RowsReading
 from scaling.flops import tokens_6nd
 
 RUN_ID = "run_id"
@@ -114,10 +115,10 @@ def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str
     return ids
 
 
-def curves_hint(notes: list[str]) -> str:
-    """A refusal's hint where rows named by a column were read as curves (the note says so and names
-    --rows-are-runs): each run is then its last row, which may leave too few runs or token counts; else ""."""
-    read = any(n.startswith(CURVES) and "--rows-are-runs" in n for n in notes)
+def curves_hint(reading: RowsReading | None) -> str:
+    """A refusal's hint where rows named by a column other than run_id were read as curves (``reading``, a
+    `RunTable.reading`): each run is then its last row, which may leave too few runs or token counts; else ""."""
+    read = reading is not None and reading.curves and reading.by_name
     return " (rows were read as training curves: if each row is a run of its own, --rows-are-runs reads them so)" * read
 
 
@@ -137,16 +138,17 @@ def split_curve_rows(
     curves: pd.DataFrame | None,
     notes: list[str],
     budget_col: str | None = None,
-) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame | None]:
+) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame | None, RowsReading | None]:
     """``frame`` (and its ``run_ids``) cut to each run's last row, and the curves (run_id, tokens and
     the loss column) of every row, when a run id repeats at more than one token count, the source has
     no curves of its own and the rows look like curves (the module docstring); else everything as given
     (run ids named by a checkpoint table's model column that repeat become "rowK": each row is a run).
+    And how the rows were read (`RowsReading`, its note added to ``notes``; None where no run repeats).
     ``picked``: the N, D, C and loss columns (D None: tokens = C/(6N)); ``budget_col``: the budget column."""
     n_col, d_col, c_col, loss_col = picked
     key = run_key(frame)
     if curves is not None or not key or not run_ids.duplicated().any():
-        return frame, run_ids, curves
+        return frame, run_ids, curves, None
     rows = run_ids if key == [RUN_ID] else _row_ids(frame)  # not curves: each row its own run
     n = pd.Series(numeric(frame, n_col)[0], index=frame.index)
     if d_col is not None:
@@ -155,28 +157,30 @@ def split_curve_rows(
         tokens = pd.Series(tokens_6nd(numeric(frame, c_col)[0], n.to_numpy()), index=frame.index)
     counts = tokens.groupby(run_ids).nunique()
     if not (counts > 1).any() or (n.groupby(run_ids).nunique() > 1).any():  # seeds, or several N: not one run
-        return frame, rows, curves
+        return frame, rows, curves, None
+    by_name = key != [RUN_ID]
     why = _not_curves(frame, run_ids, tokens, loss_col, budget_col)
     if why:
-        notes.append(f"{RUNS}, though {_repeat(key)}: {why}")
-        return frame, rows, curves
+        reading = RowsReading(curves=False, by_name=by_name, note=f"{RUNS}, though {_repeat(key)}: {why}")
+        notes.append(reading.note)
+        return frame, rows, curves, reading
     last, ended = _final_rows(frame, run_ids, tokens, loss_col)
     keep = frame.index.isin(last.to_numpy())
     curve = pd.DataFrame({"run_id": run_ids.to_numpy(), "tokens": tokens.to_numpy(), loss_col: frame[loss_col]})
-    step = _step_column(frame)
-    notes.append(
+    note = (
         f"{CURVES}: {len(frame)} rows of {len(last)} runs ({_repeat(key)} at "
         f"{int(counts.max())} token counts at most); each run's last row (most tokens) is its final point, "
         "every row a point of its curve"
-        + (
-            f"; if each row is a run of its own (column {step!r} its total steps: approach 3's grid), "
-            "--rows-are-runs reads them so"
-            if key != [RUN_ID]
-            else ""
-        )
     )
+    if by_name:
+        note += (
+            f"; if each row is a run of its own (column {_step_column(frame)!r} its total steps: approach 3's grid), "
+            "--rows-are-runs reads them so"
+        )
+    reading = RowsReading(curves=True, by_name=by_name, note=note)
+    notes.append(note)
     notes.extend(ended)
-    return frame[keep], run_ids[keep], curve.reset_index(drop=True)
+    return frame[keep], run_ids[keep], curve.reset_index(drop=True), reading
 
 
 def _final_rows(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str):

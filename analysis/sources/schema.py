@@ -175,6 +175,18 @@ def unit_in_name(column: str) -> str:
     return "nats/token" if words & {"nats", "nat"} else ""
 
 
+@dataclass(frozen=True)
+class RowsReading:
+    """How the rows of a run that repeats were read (`analysis.sources.curverows.split_curve_rows`), said once
+    here: ``curves`` True when each run is its final row and every row a point of its curve, False when the rows
+    stay runs; ``by_name`` when the runs were named by a column other than run_id (a checkpoint table's model),
+    so --rows-are-runs reads each row as a run instead; ``note``: the line that says so (among the notes)."""
+
+    curves: bool
+    by_name: bool
+    note: str
+
+
 @dataclass
 class RunTable:
     """Checked runs, ready to fit.
@@ -193,6 +205,8 @@ class RunTable:
     counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
     hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
     budgets_clustered: whether the budgets were clustered from C (`analysis.sources.budgets`), not read.
+    reading: how rows repeating a run were read (`RowsReading`: as training curves or as runs); None when no
+             run repeats (each row a run, or the source's own curves).
     """
 
     runs: pd.DataFrame
@@ -205,6 +219,7 @@ class RunTable:
     hparams: HyperSweep | None = None
     loss_unit: str = DEFAULT_LOSS_UNIT
     budgets_clustered: bool = False
+    reading: RowsReading | None = None
 
     def __len__(self) -> int:
         return len(self.runs)
