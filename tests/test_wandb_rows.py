@@ -206,3 +206,17 @@ def test_how_rows_were_read_is_a_fact_of_the_table_kept_where_its_notes_are_not(
         fit_parametric(held, resamples=0)
     runs = table_from_frame(grid, "grid.csv", ColumnMap(rows_are_runs=True))
     assert runs.reading is None and len(runs.runs) == 24
+
+
+def test_a_history_export_with_token_counts_in_thousands_is_read_as_curves():
+    # Before (review tables10 #2): the text-column test of a _step export read "82,339,987" as a word, one varying
+    # within each run name, so the export was 80 runs of one row; `numeric` reads such counts, and so does it now.
+    rows = curves_of(ladder(), 4)
+    spreadsheet = rows.assign(tokens=rows["tokens"].map(lambda x: f"{int(x):,}"))
+    table = table_from_frame(spreadsheet, "history.csv")
+    plain = table_from_frame(rows.assign(tokens=rows["tokens"].astype(int)), "history.csv")
+    assert table.reading.curves and len(table.runs) == len(ladder())
+    pd.testing.assert_frame_equal(table.runs, plain.runs)
+    # a word varying within a name (two recipes' runs under one name) still keeps the rows runs
+    recipes = spreadsheet.assign(optimizer=np.resize(["adamw", "lion"], len(rows)))
+    assert len(table_from_frame(recipes, "recipes.csv").runs) == len(rows)

@@ -115,7 +115,9 @@ def budgets_of_frame(
 def _unusable(raw: pd.Series, bad: np.ndarray) -> str:
     """ "3 missing budget value(s)", or with values that are there but no budget "2 budget value(s) that are not
     finite numbers > 0 (row 5: '1e19 flop/s')"."""
-    missing = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    from analysis.sources.rows import blank_cells
+
+    missing = blank_cells(raw)
     said = [f"{int((bad & missing).sum())} missing budget value(s)"] if (bad & missing).any() else []
     if (bad & ~missing).any():
         i = int(np.flatnonzero(bad & ~missing)[0])

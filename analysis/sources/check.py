@@ -31,7 +31,7 @@ from analysis.sources.colunits import apply_column_units, refuse_perplexity, spl
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
-from analysis.sources.rows import LOSSES, first_of_duplicates, listing, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSSES, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -265,7 +265,7 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
         return frame
     text = frame[status].astype(str).str.strip()
-    unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
+    unmarked = blank_cells(frame[status])  # a file joined from exports with and without the column
     if unmarked.any():
         ids = listing(list(map(str, run_ids[unmarked])))
         warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")

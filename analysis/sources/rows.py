@@ -50,6 +50,14 @@ def numeric(frame: pd.DataFrame, column: str, count: bool = True) -> tuple[np.nd
     return values, ~np.isfinite(values) | (values <= 0)
 
 
+def blank_cells(column: pd.Series) -> np.ndarray:
+    """Mask of the cells left empty: missing, or text of spaces only (a spreadsheet's " ")."""
+    blank = column.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(column):
+        return blank
+    return blank | column.map(lambda v: isinstance(v, str) and not v.strip()).to_numpy(dtype=bool)
+
+
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}  # thousand, million, billion, trillion
 _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([kmbt])\s*$", re.IGNORECASE)
 
