@@ -220,3 +220,20 @@ def test_a_history_export_with_token_counts_in_thousands_is_read_as_curves():
     # a word varying within a name (two recipes' runs under one name) still keeps the rows runs
     recipes = spreadsheet.assign(optimizer=np.resize(["adamw", "lion"], len(rows)))
     assert len(table_from_frame(recipes, "recipes.csv").runs) == len(rows)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["tokens_seen", "train/tokens_seen", "tokens_processed", "train/num_input_tokens_seen", "throughput/total_tokens"],
+)
+def test_a_loggers_token_count_is_the_d_column_without_naming_it(name):
+    # Before (review tables10 #3): a wandb export's tokens_seen (HF's train/num_input_tokens_seen, Levanter's
+    # throughput/total_tokens) was "neither a token count D nor a compute C column" unless --d-column named it.
+    export = history().rename(columns={"tokens_seen": name})
+    table = table_from_frame(export, "wandb.csv", ColumnMap(loss="eval/loss"))
+    named = table_from_frame(history(), "wandb.csv", EXPORT)
+    pd.testing.assert_frame_equal(table.runs, named.runs)
+    assert fit_parametric(table, resamples=0).estimates["a"].value == pytest.approx(TRUE_A, abs=0.01)
+    # a table's own tokens column still comes first
+    both = ladder().assign(tokens_seen=lambda f: f["tokens"] * 1.01)
+    assert np.allclose(table_from_frame(both, "t.csv").runs["D"], both["tokens"])

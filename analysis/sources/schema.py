@@ -32,7 +32,23 @@ FALLBACK_COLUMNS = {
         ),
         "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
     },
-    "d": ("tokens", "D", "d", "n_tokens", "num_tokens", "training tokens", "training_tokens"),
+    # the usual names, then the cumulative counts loggers write (a history export's per row, a runs table's per run):
+    # HF Trainer's num_input_tokens_seen (train/ in wandb), Levanter's and OLMo's throughput/total_tokens
+    "d": (
+        "tokens",
+        "D",
+        "d",
+        "n_tokens",
+        "num_tokens",
+        "training tokens",
+        "training_tokens",
+        "tokens_seen",
+        "train/tokens_seen",
+        "tokens_processed",
+        "num_input_tokens_seen",
+        "train/num_input_tokens_seen",
+        "throughput/total_tokens",
+    ),
     "c": ("flops", "C", "c", "compute", "FLOPs", "training flop", "training flops", "training_flops"),
     # then the names loggers give an evaluation loss (wandb's eval/loss, HF Trainer's eval_loss), a loss in bits
     # per byte (its unit from the name: `unit_of_name`) and a perplexity, found to be refused (`refuse_perplexity`)
