@@ -91,6 +91,17 @@ def test_a_step_history_export_is_read_as_curves_and_a_runs_table_with_step_stay
     assert table.notes == plain.notes and not any("curves" in n for n in table.notes)
 
 
+def test_a_list_valued_config_column_is_read_past():
+    # Before: a wandb config's list (betas), which read_wandb_runs keeps as a list, was a TypeError ("only
+    # 0-dimensional arrays can be converted to Python scalars") from the duplicate check's cell reading.
+    runs = ladder()
+    table = table_from_frame(runs.assign(betas=[[0.9, 0.95]] * len(runs)), "wandb:e/p")
+    pd.testing.assert_frame_equal(table.runs, table_from_frame(runs, "wandb:e/p").runs)
+    twice = pd.concat([runs, runs.assign(val_loss=runs["val_loss"].round(4))], ignore_index=True)
+    listed = table_from_frame(twice.assign(betas=[[0.9, 0.95]] * len(twice)), "wandb:e/p")
+    assert len(listed.runs) == len(runs) and any("the same run listed twice" in w for w in listed.warnings)
+
+
 def test_logger_loss_names_are_found_with_their_unit_or_refusal():
     # Before: eval/loss, bpb and val_ppl were "no column for loss" unless named.
     runs = ladder()[["params", "tokens", "val_loss"]]
@@ -237,3 +248,4 @@ def test_a_loggers_token_count_is_the_d_column_without_naming_it(name):
     # a table's own tokens column still comes first
     both = ladder().assign(tokens_seen=lambda f: f["tokens"] * 1.01)
     assert np.allclose(table_from_frame(both, "t.csv").runs["D"], both["tokens"])
+
