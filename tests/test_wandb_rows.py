@@ -86,8 +86,9 @@ def test_a_step_history_export_is_read_as_curves_and_a_runs_table_with_step_stay
     runs = ladder().drop(columns=["run_id"]).assign(Name=lambda f: [f"r{i}" for i in range(len(f))], _step=1000)
     table = table_from_frame(runs, "runs.csv", ColumnMap())
     plain = table_from_frame(runs.drop(columns=["_step"]), "runs.csv", ColumnMap())
-    assert table.curves is None and len(table.runs) == len(runs)
-    pd.testing.assert_frame_equal(table.runs, plain.runs)
+    assert table.curves is None and len(table.runs) == len(runs) and table.reading is None
+    pd.testing.assert_frame_equal(table.runs.drop(columns="run_id"), plain.runs.drop(columns="run_id"))
+    assert list(table.runs["run_id"]) == list(runs["Name"])  # named by the run's name, as with any step column
     assert table.notes == plain.notes and not any("curves" in n for n in table.notes)
 
 
@@ -249,3 +250,21 @@ def test_a_loggers_token_count_is_the_d_column_without_naming_it(name):
     both = ladder().assign(tokens_seen=lambda f: f["tokens"] * 1.01)
     assert np.allclose(table_from_frame(both, "t.csv").runs["D"], both["tokens"])
 
+
+@pytest.mark.parametrize("step", ["_step", "step", "iteration", "iter", "global_step", "trainer/global_step"])
+def test_every_step_column_reads_rows_as_curves_by_one_rule(step):
+    # Before (review tables10 #3): `step`, `iteration` and `global_step` made curves of any repeated name, so two
+    # recipes' runs sharing names (an optimizer column) were 20 curves of 2 points, not 40 runs; Lightning's
+    # trainer/global_step was no step column at all: 20 runs logged at 4 steps were 80 "runs".
+    history = curves_of(ladder(), 4).rename(columns={"_step": step})
+    history["betas"] = [[0.9, 0.95]] * len(history)  # a list from a wandb config, as read_wandb_runs keeps it
+    table = table_from_frame(history, "history.csv")
+    assert table.reading.curves and len(table.runs) == len(ladder()) and len(table.curves) == len(history)
+    base = curves_of(ladder(), 1).rename(columns={"_step": step}).assign(optimizer="adamw")
+    candidate = base.assign(optimizer="lion", tokens=base["tokens"] * 1.3, val_loss=base["val_loss"] * 0.99)
+    for recipes in (
+        pd.concat([base, candidate]),  # 2 rows a name
+        pd.concat([base, candidate, candidate.assign(tokens=base["tokens"] * 2)]),  # an optimizer column varies
+    ):
+        table = table_from_frame(recipes.reset_index(drop=True), "recipes.csv")
+        assert len(table.runs) == len(recipes) and table.curves is None and table.reading is None

@@ -13,11 +13,12 @@ repeats a run id at growing token counts too, but each row is a run: it stays ro
 Without a budget column such a table looks exactly like curves (one N, growing D, falling loss) and
 is read as curves: name the budgets in a column (or give each row its own run id).
 
-Without a ``run_id`` column, a table with a step column (``step``, ``iteration``, ``checkpoint``: a suite's
-checkpoints as rows, as Pythia publishes them; wandb's ``_step`` where a run name repeats in rows that look
-like a history export: `HISTORY_STEP`) names its runs by its ``run``/``name``/``model`` column
-with its seed, experiment and group columns (`run_key`: three seeds of a model are three curves, not one);
-read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
+Without a ``run_id`` column, a table with a step column (`STEP_COLUMNS`: ``step``, ``iteration``,
+``checkpoint``: a suite's checkpoints as rows, as Pythia publishes them; wandb's ``_step``, Lightning's
+``trainer/global_step``) names its runs by its ``run``/``name``/``model`` column with its seed, experiment and
+group columns (`run_key`: three seeds of a model are three curves, not one) where its rows look like a history
+(`_history`: a name repeats, most names hold `HISTORY_ROWS` rows or more, and no text column varies within a
+name); read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
 tell such checkpoints from approach 3's grid with each run's total steps beside it (``model,N,D,step,loss``,
 one run per row: D/step is constant in both), so it is read as curves where nothing says otherwise, and the
 note names ``--rows-are-runs`` (`ColumnMap.rows_are_runs`), which reads each row as a run of its own. A
@@ -37,18 +38,16 @@ from analysis.sources.schema import RowsReading
 from scaling.flops import tokens_6nd
 
 RUN_ID = "run_id"
-# Without a run_id, a table with a step column is checkpoints (Pythia's: model, step, tokens, loss): the first
-# of these columns names each row's run. Without a step column a model name may repeat over separate runs
-# (one per token count: approach 3's grid), so it names none.
-STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps: a run's total
-# wandb's own step: a history export's (rows at each logged step) or, in a runs-table export, each run's total.
-# It marks checkpoints only where a run name (not a model name: one may repeat over approach 3's runs) repeats
-# in rows that look like a history: most names hold >= `HISTORY_ROWS` rows and no other text column varies
-# within a name (an optimizer column beside repeated names: a recipe's runs, one per row).
-HISTORY_STEP = "_step"
-HISTORY_NAMES = ("run", "run_name", "name", "Name", "id")
-HISTORY_ROWS = 3
-NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
+# The columns counting a run's steps, one row per checkpoint or logged step (a suite's checkpoints, a history
+# export); in a table of one row per run they hold each run's total, which `_history` tells apart. The last are
+# the ones loggers write into every export (wandb's own _step, Lightning's, HF Trainer's global step): a runs
+# table's summary holds them too, and beside them only a run's name names a run, not a model's (`MODEL_NAMES`:
+# one model name repeats over approach 3's runs), where the writer of a step column names checkpoints by model.
+LOGGED_STEPS = ("_step", "trainer/global_step", "train/global_step")
+STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint", *LOGGED_STEPS)
+NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name", "id")  # the first present names the run
+MODEL_NAMES = ("model", "model_name")
+HISTORY_ROWS = 3  # most names hold this many rows or more in a history (2 rows a name: a recipe's 2 runs?)
 # Beside the name, what tells one checkpointed run from another of the same model: its seed, experiment, group.
 SEED_COLUMNS = ("seed", "Seed", "data_seed")
 GROUP_COLUMNS = ("group", "Group")  # a wandb export's Group
@@ -60,30 +59,30 @@ RUNS = "rows are runs, not training curves"  # the note's start where a step col
 
 
 def run_key(frame: pd.DataFrame) -> list[str]:
-    """The columns naming each row's run: ``run_id``, else (rows with a `STEP_COLUMNS` column) the first of
-    `NAME_COLUMNS` (with `HISTORY_STEP` alone: of `HISTORY_NAMES`, where the rows look like a history) and
-    every seed, corpus, experiment and group column present; [] when rows name no run."""
+    """The columns naming each row's run: ``run_id``, else (rows with one of `STEP_COLUMNS`) the first of
+    `NAME_COLUMNS` (beside one of `LOGGED_STEPS`, not of `MODEL_NAMES`) and every seed, corpus, experiment and
+    group column present; [] when rows name no run. Rows whose names repeat are one run's only where they
+    look like a history (`_history`, asked by `split_curve_rows`)."""
     if RUN_ID in frame.columns:
         return [RUN_ID]
-    others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
-    if any(c in frame.columns for c in STEP_COLUMNS):
-        name = next((c for c in NAME_COLUMNS if c in frame.columns), None)
-        return [name, *(c for c in others if c in frame.columns)] if name is not None else []
-    name = next((c for c in HISTORY_NAMES if c in frame.columns), None)
-    if name is None or HISTORY_STEP not in frame.columns:
+    step = _step_column(frame)
+    if step is None:
         return []
-    key = [name, *(c for c in others if c in frame.columns)]
-    return key if _history(frame, key) else []
+    names = (c for c in NAME_COLUMNS if c in frame.columns and not (step in LOGGED_STEPS and c in MODEL_NAMES))
+    name = next(names, None)
+    if name is None:
+        return []
+    others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
+    return [name, *(c for c in others if c in frame.columns)]
 
 
-def _history(frame: pd.DataFrame, key: list[str]) -> bool:
-    """Whether rows keyed by ``key`` look like a wandb history export (see `HISTORY_STEP`)."""
-    ids = _joined(frame, key)
-    sizes = ids.value_counts()
-    if not (sizes > 1).any() or (sizes >= HISTORY_ROWS).mean() <= 0.5:
+def _history(frame: pd.DataFrame, run_ids: pd.Series, key: list[str]) -> bool:
+    """Whether rows named by the ``key`` columns (``run_ids``) look like a history, one row per step of each
+    run: most names hold `HISTORY_ROWS` rows or more and no text column varies within a name."""
+    if (run_ids.value_counts() >= HISTORY_ROWS).mean() <= 0.5:
         return False
     text = (c for c in frame.columns if c not in key and _is_text(frame, c))
-    return not any((_values_per_run(frame, ids, c) > 1).any() for c in text)
+    return not any((_values_per_run(frame, run_ids, c) > 1).any() for c in text)
 
 
 def _is_text(frame: pd.DataFrame, column: str) -> bool:
@@ -92,9 +91,9 @@ def _is_text(frame: pd.DataFrame, column: str) -> bool:
     return not pd.api.types.is_numeric_dtype(raw) and raw.notna().any() and np.isnan(numeric(frame, column)[0]).all()
 
 
-def _step_column(frame: pd.DataFrame) -> str:
-    """The column counting the steps of rows keyed by `run_key`: the first of `STEP_COLUMNS`, else `HISTORY_STEP`."""
-    return next((c for c in STEP_COLUMNS if c in frame.columns), HISTORY_STEP)
+def _step_column(frame: pd.DataFrame) -> str | None:
+    """The column counting each run's steps: the first of `STEP_COLUMNS` present, None without one."""
+    return next((c for c in STEP_COLUMNS if c in frame.columns), None)
 
 
 def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str] | None = None) -> pd.Series:
@@ -149,6 +148,8 @@ def split_curve_rows(
     if curves is not None or not key or not run_ids.duplicated().any():
         return frame, run_ids, curves, None
     rows = run_ids if key == [RUN_ID] else _row_ids(frame)  # not curves: each row its own run
+    if key != [RUN_ID] and not _history(frame, run_ids, key):
+        return frame, rows, curves, None
     n = pd.Series(numeric(frame, n_col)[0], index=frame.index)
     if d_col is not None:
         tokens = pd.Series(numeric(frame, d_col)[0], index=frame.index)
@@ -245,5 +246,5 @@ def _values_per_run(frame: pd.DataFrame, run_ids: pd.Series, column: str) -> pd.
     (3e-4 and "0.0003", 1e19 and "1.0e19 FLOPs" are one value), words as written ("adamw", "lion")."""
     number = pd.Series(numeric(frame, column)[0], index=frame.index)
     words = number.isna().to_numpy() & ~blank_cells(frame[column])
-    values = number.astype(object).where(~words, frame[column]) if words.any() else number
+    values = number.astype(object).where(~words, frame[column].astype(str)) if words.any() else number
     return values.groupby(run_ids).nunique()
