@@ -121,6 +121,7 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
         named=columns.budget is not None,
         sizes=runs["N"].to_numpy(),
         warnings=warnings,
+        run_ids=pd.Series(runs["run_id"].to_numpy(), index=frame.index),  # by the source's row: `row_label`
     )
 
 
