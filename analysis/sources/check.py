@@ -135,7 +135,7 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
 def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
     """Units from the N, D, C and unique-tokens columns' names (`colunits`; ``picked``: those and the loss
     column; ``budget``: the budget column and the columns read as given), then training curves given as rows
-    (`curverows`); the columns scaled last."""
+    (`curverows.split_curve_rows`: frame, run ids, curves and how the rows were read); the columns scaled last."""
     budget_col, as_given = budget
     n_col, d_col, c_col, loss_col, unique_col = picked
     roles = {"n": n_col, "d": d_col, "c": c_col, "u": unique_col}
