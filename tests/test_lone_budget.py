@@ -34,3 +34,14 @@ def test_a_run_stopped_at_60_percent_of_its_budget_is_named():
 def test_a_clean_ladder_and_one_run_per_budget_say_nothing():
     assert lone(runs()) == []
     assert lone(runs().iloc[[0, 5, 10, 15]]) == []  # Kaplan-style: every budget one run
+
+
+def test_the_lone_run_is_named_by_its_row_and_its_run_id():
+    # Before (review tables10 #3): the warning gave the run's C and N only; in a table of 20 runs the user had
+    # to find which row that was.
+    crashed = runs()
+    crashed.loc[12, "tokens"] *= 0.6
+    (warning,) = lone(crashed)
+    assert f"row 13 (run {crashed.loc[12, 'run_id']}): C = 6e+19, N = " in warning
+    (warning,) = lone(crashed.drop(columns="run_id"))  # no run id: the row alone
+    assert "row 13: C = 6e+19, N = " in warning

@@ -86,9 +86,21 @@ def test_a_step_history_export_is_read_as_curves_and_a_runs_table_with_step_stay
     runs = ladder().drop(columns=["run_id"]).assign(Name=lambda f: [f"r{i}" for i in range(len(f))], _step=1000)
     table = table_from_frame(runs, "runs.csv", ColumnMap())
     plain = table_from_frame(runs.drop(columns=["_step"]), "runs.csv", ColumnMap())
-    assert table.curves is None and len(table.runs) == len(runs)
-    pd.testing.assert_frame_equal(table.runs, plain.runs)
+    assert table.curves is None and len(table.runs) == len(runs) and table.reading is None
+    pd.testing.assert_frame_equal(table.runs.drop(columns="run_id"), plain.runs.drop(columns="run_id"))
+    assert list(table.runs["run_id"]) == list(runs["Name"])  # named by the run's name, as with any step column
     assert table.notes == plain.notes and not any("curves" in n for n in table.notes)
+
+
+def test_a_list_valued_config_column_is_read_past():
+    # Before: a wandb config's list (betas), which read_wandb_runs keeps as a list, was a TypeError ("only
+    # 0-dimensional arrays can be converted to Python scalars") from the duplicate check's cell reading.
+    runs = ladder()
+    table = table_from_frame(runs.assign(betas=[[0.9, 0.95]] * len(runs)), "wandb:e/p")
+    pd.testing.assert_frame_equal(table.runs, table_from_frame(runs, "wandb:e/p").runs)
+    twice = pd.concat([runs, runs.assign(val_loss=runs["val_loss"].round(4))], ignore_index=True)
+    listed = table_from_frame(twice.assign(betas=[[0.9, 0.95]] * len(twice)), "wandb:e/p")
+    assert len(listed.runs) == len(runs) and any("the same run listed twice" in w for w in listed.warnings)
 
 
 def test_logger_loss_names_are_found_with_their_unit_or_refusal():
@@ -186,3 +198,73 @@ def test_step_with_repeated_names_reads_as_curves_only_where_rows_look_like_a_hi
         table = table_from_frame(recipes.reset_index(drop=True), "recipes.csv")
         assert len(table.runs) == len(recipes) and table.curves is None  # 2 rows a name; an optimizer column varies
     assert table_from_frame(curves_of(ladder(), 3), "history.csv").curves is not None  # 3 rows a name: curves
+
+
+def test_how_rows_were_read_is_a_fact_of_the_table_kept_where_its_notes_are_not():
+    # Before (review tables10 #1): the refusal's --rows-are-runs hint searched the notes' text, which a held-out
+    # table (`RunTable.without_budget`, hold-out validation's) no longer has: the hint was lost there.
+    sizes = np.geomspace(1e7, 1e9, 8)
+    grid = pd.DataFrame(
+        [dict(name=f"model-{i}", params=n, tokens=1e10 * k) for i, n in enumerate(sizes) for k in (1, 2, 4)]
+    )
+    e, a, b, alpha, beta = (LAW[k] for k in ("E", "A", "B", "alpha", "beta"))
+    grid["val_loss"] = e + a / grid["params"] ** alpha + b / grid["tokens"] ** beta
+    grid["_step"] = (grid["tokens"] / 2**19).astype(int)
+    table = table_from_frame(grid, "grid.csv")
+    assert table.reading.curves and table.reading.by_name and table.reading.note in table.notes
+    held = table.without_budget(table.budgets[-1])
+    assert held.notes == [] and held.reading == table.reading
+    with pytest.raises(DataError, match="2 distinct token counts.*read as training curves.*--rows-are-runs"):
+        fit_parametric(held, resamples=0)
+    runs = table_from_frame(grid, "grid.csv", ColumnMap(rows_are_runs=True))
+    assert runs.reading is None and len(runs.runs) == 24
+
+
+def test_a_history_export_with_token_counts_in_thousands_is_read_as_curves():
+    # Before (review tables10 #2): the text-column test of a _step export read "82,339,987" as a word, one varying
+    # within each run name, so the export was 80 runs of one row; `numeric` reads such counts, and so does it now.
+    rows = curves_of(ladder(), 4)
+    spreadsheet = rows.assign(tokens=rows["tokens"].map(lambda x: f"{int(x):,}"))
+    table = table_from_frame(spreadsheet, "history.csv")
+    plain = table_from_frame(rows.assign(tokens=rows["tokens"].astype(int)), "history.csv")
+    assert table.reading.curves and len(table.runs) == len(ladder())
+    pd.testing.assert_frame_equal(table.runs, plain.runs)
+    # a word varying within a name (two recipes' runs under one name) still keeps the rows runs
+    recipes = spreadsheet.assign(optimizer=np.resize(["adamw", "lion"], len(rows)))
+    assert len(table_from_frame(recipes, "recipes.csv").runs) == len(rows)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["tokens_seen", "train/tokens_seen", "tokens_processed", "train/num_input_tokens_seen", "throughput/total_tokens"],
+)
+def test_a_loggers_token_count_is_the_d_column_without_naming_it(name):
+    # Before (review tables10 #3): a wandb export's tokens_seen (HF's train/num_input_tokens_seen, Levanter's
+    # throughput/total_tokens) was "neither a token count D nor a compute C column" unless --d-column named it.
+    export = history().rename(columns={"tokens_seen": name})
+    table = table_from_frame(export, "wandb.csv", ColumnMap(loss="eval/loss"))
+    named = table_from_frame(history(), "wandb.csv", EXPORT)
+    pd.testing.assert_frame_equal(table.runs, named.runs)
+    assert fit_parametric(table, resamples=0).estimates["a"].value == pytest.approx(TRUE_A, abs=0.01)
+    # a table's own tokens column still comes first
+    both = ladder().assign(tokens_seen=lambda f: f["tokens"] * 1.01)
+    assert np.allclose(table_from_frame(both, "t.csv").runs["D"], both["tokens"])
+
+
+@pytest.mark.parametrize("step", ["_step", "step", "iteration", "iter", "global_step", "trainer/global_step"])
+def test_every_step_column_reads_rows_as_curves_by_one_rule(step):
+    # Before (review tables10 #3): `step`, `iteration` and `global_step` made curves of any repeated name, so two
+    # recipes' runs sharing names (an optimizer column) were 20 curves of 2 points, not 40 runs; Lightning's
+    # trainer/global_step was no step column at all: 20 runs logged at 4 steps were 80 "runs".
+    history = curves_of(ladder(), 4).rename(columns={"_step": step})
+    history["betas"] = [[0.9, 0.95]] * len(history)  # a list from a wandb config, as read_wandb_runs keeps it
+    table = table_from_frame(history, "history.csv")
+    assert table.reading.curves and len(table.runs) == len(ladder()) and len(table.curves) == len(history)
+    base = curves_of(ladder(), 1).rename(columns={"_step": step}).assign(optimizer="adamw")
+    candidate = base.assign(optimizer="lion", tokens=base["tokens"] * 1.3, val_loss=base["val_loss"] * 0.99)
+    for recipes in (
+        pd.concat([base, candidate]),  # 2 rows a name
+        pd.concat([base, candidate, candidate.assign(tokens=base["tokens"] * 2)]),  # an optimizer column varies
+    ):
+        table = table_from_frame(recipes.reset_index(drop=True), "recipes.csv")
+        assert len(table.runs) == len(recipes) and table.curves is None and table.reading is None

@@ -201,12 +201,9 @@ def table_terms(args, table, plan, params: dict, budgets: list, target: float, s
 
 
 def reading(table, rows_are_runs: bool) -> str:
-    """How the table's rows were read (`analysis.sources.curverows`): as training curves or as runs."""
-    from analysis.sources.curverows import CURVES, RUNS
-
-    note = next((n for n in table.notes if n.startswith((CURVES, RUNS))), None)
-    if note:
-        return note
+    """How the table's rows were read (`RunTable.reading`): as training curves or as runs."""
+    if table.reading is not None:
+        return table.reading.note
     return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
 
 

@@ -238,7 +238,7 @@ def _check_runs(table: RunTable) -> None:
         if runs[column].nunique() < 2:
             raise DataError(
                 f"approach 3 needs at least 2 distinct {what} ({column}); all runs of {table.source!r} have "
-                f"{column} = {runs[column].iloc[0]:.4g}{curves_hint(table.notes)}"
+                f"{column} = {runs[column].iloc[0]:.4g}{curves_hint(table.reading)}"
             )
 
 

@@ -70,13 +70,15 @@ def budgets_of_frame(
     named: bool = False,
     sizes=None,
     warnings: list[str] | None = None,
+    run_ids: pd.Series | None = None,
 ) -> tuple[np.ndarray, bool]:
     """`assign_budgets` for a source's rows (the rule of the module docstring), with a note on the
     rule used, and whether the budgets were clustered from C. ``column`` is the budget column (None: cluster); ``named``: the user named it, so a
     value that is not a finite number > 0 is an error instead of a note. ``sizes`` (each run's N): a column
     whose values are mostly budgets of fewer than 3 sizes and that the clustering rule groups into fewer
     budgets is each run's C written as its budget (`per_run_budgets`): clustered, with a note. A column
-    `WARNED_FACTOR` or more off 6·N·D is said in ``warnings`` (None: in the notes)."""
+    `WARNED_FACTOR` or more off 6·N·D is said in ``warnings`` (None: in the notes). ``run_ids`` (each run's id,
+    indexed by its row of the source: `rows.row_label`) name the runs a warning is about."""
 
     compute = np.asarray(compute, dtype=float)
     from analysis.sources.rows import numeric
@@ -106,7 +108,7 @@ def budgets_of_frame(
         notes.append(f"column {column!r} has {_unusable(raw, bad)}: budgets are clustered from C")
     budgets = cluster_budgets(compute, tolerance)
     notes.append(_clustered(budgets, compute, tolerance))
-    for caution in (_run_together(budgets, compute), lone_runs(budgets, compute, sizes)):
+    for caution in (_run_together(budgets, compute), lone_runs(budgets, compute, sizes, run_ids)):
         if caution:
             cautions.append(caution)
     return budgets, True
@@ -115,7 +117,9 @@ def budgets_of_frame(
 def _unusable(raw: pd.Series, bad: np.ndarray) -> str:
     """ "3 missing budget value(s)", or with values that are there but no budget "2 budget value(s) that are not
     finite numbers > 0 (row 5: '1e19 flop/s')"."""
-    missing = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    from analysis.sources.rows import blank_cells
+
+    missing = blank_cells(raw)
     said = [f"{int((bad & missing).sum())} missing budget value(s)"] if (bad & missing).any() else []
     if (bad & ~missing).any():
         i = int(np.flatnonzero(bad & ~missing)[0])
@@ -253,14 +257,16 @@ def _run_together(budgets: np.ndarray, compute: np.ndarray) -> str:
 LADDER_RUNS = 3  # budgets clustered from C holding this many runs (the median budget) make a ladder
 
 
-def lone_runs(budgets: np.ndarray, compute: np.ndarray, sizes=None) -> str:
+def lone_runs(budgets: np.ndarray, compute: np.ndarray, sizes=None, run_ids=None) -> str:
     """A warning naming each clustered budget of one run in a ladder (the median budget holds `LADDER_RUNS`
     or more), "" when none: a run stopped at 60% of its budget has its own C, 6e18 between 3e18 and 1e19,
     and became a budget of one size (approach 2: a budget without a parabola). Budgets of one run each (a
-    Kaplan-style table) say nothing."""
+    Kaplan-style table) say nothing. ``sizes``: each run's N, ``run_ids``: its id by its row (`rows.row_label`), said with its C."""
     labels, counts = np.unique(budgets, return_counts=True)
     if len(labels) < 2 or np.median(counts) < LADDER_RUNS or not np.any(counts == 1):
         return ""
+    from analysis.sources.rows import row_label
+
     ladder = labels[counts > 1]
     lone = []
     for b in labels[counts == 1]:
@@ -269,7 +275,8 @@ def lone_runs(budgets: np.ndarray, compute: np.ndarray, sizes=None) -> str:
         where = f"below {above[0]:.3g}" if not below.size else f"above {below[-1]:.3g}" if not above.size else ""
         where = where or f"between {below[-1]:.3g} and {above[0]:.3g}"
         size = "" if sizes is None else f", N = {float(np.asarray(sizes)[i]):.3g}"
-        lone.append(f"C = {compute[i]:.3g}{size} ({where})")
+        run = "" if run_ids is None else f"{row_label(i, run_ids)}: "
+        lone.append(f"{run}C = {compute[i]:.3g}{size} ({where})")
     return (
         f"budget(s) of one run among budgets of {int(np.median(counts))} runs (median), clustered from C: {'; '.join(lone)}. "
         "Stopped early? A run short of its budget forms a budget of its own (--show-budgets lists it); give a budget column "

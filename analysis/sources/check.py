@@ -31,7 +31,7 @@ from analysis.sources.colunits import apply_column_units, refuse_perplexity, spl
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
-from analysis.sources.rows import LOSSES, first_of_duplicates, listing, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSSES, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -75,11 +75,10 @@ def table_from_frame(
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     unique_col = unique_column_of(frame, columns.unique, source)
-    given = curves
-    frame, run_ids, curves, scaled = _as_named(
+    frame, run_ids, curves, reading, scaled = _as_named(
         frame, run_ids, (n_col, d_col, c_col, loss_col, unique_col), curves, notes, (budget_col, columns.as_given)
     )
-    what = "runs" if given is None and curves is not None else "rows"  # rows read as curves: a row per run now
+    what = "runs" if reading is not None and reading.curves else "rows"  # rows read as curves: a row per run now
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings, what)
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
@@ -104,6 +103,7 @@ def table_from_frame(
         hparams=hparams,
         loss_unit=columns.unit_of_loss(loss_col),
         budgets_clustered=clustered,
+        reading=reading,
     )
 
 
@@ -121,6 +121,7 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
         named=columns.budget is not None,
         sizes=runs["N"].to_numpy(),
         warnings=warnings,
+        run_ids=pd.Series(runs["run_id"].to_numpy(), index=frame.index),  # by the source's row: `row_label`
     )
 
 
@@ -134,7 +135,7 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
 def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
     """Units from the N, D, C and unique-tokens columns' names (`colunits`; ``picked``: those and the loss
     column; ``budget``: the budget column and the columns read as given), then training curves given as rows
-    (`curverows`); the columns scaled last."""
+    (`curverows.split_curve_rows`: frame, run ids, curves and how the rows were read); the columns scaled last."""
     budget_col, as_given = budget
     n_col, d_col, c_col, loss_col, unique_col = picked
     roles = {"n": n_col, "d": d_col, "c": c_col, "u": unique_col}
@@ -265,7 +266,7 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
     if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
         return frame
     text = frame[status].astype(str).str.strip()
-    unmarked = frame[status].isna() | (text == "")  # a file joined from exports with and without the column
+    unmarked = blank_cells(frame[status])  # a file joined from exports with and without the column
     if unmarked.any():
         ids = listing(list(map(str, run_ids[unmarked])))
         warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")

@@ -13,11 +13,12 @@ repeats a run id at growing token counts too, but each row is a run: it stays ro
 Without a budget column such a table looks exactly like curves (one N, growing D, falling loss) and
 is read as curves: name the budgets in a column (or give each row its own run id).
 
-Without a ``run_id`` column, a table with a step column (``step``, ``iteration``, ``checkpoint``: a suite's
-checkpoints as rows, as Pythia publishes them; wandb's ``_step`` where a run name repeats in rows that look
-like a history export: `HISTORY_STEP`) names its runs by its ``run``/``name``/``model`` column
-with its seed, experiment and group columns (`run_key`: three seeds of a model are three curves, not one);
-read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
+Without a ``run_id`` column, a table with a step column (`STEP_COLUMNS`: ``step``, ``iteration``,
+``checkpoint``: a suite's checkpoints as rows, as Pythia publishes them; wandb's ``_step``, Lightning's
+``trainer/global_step``) names its runs by its ``run``/``name``/``model`` column with its seed, experiment and
+group columns (`run_key`: three seeds of a model are three curves, not one) where its rows look like a history
+(`_history`: a name repeats, most names hold `HISTORY_ROWS` rows or more, and no text column varies within a
+name); read as runs, 8 models x 8 checkpoints were 64 "runs" in 19 budgets spanning up to 2x in C. The data cannot
 tell such checkpoints from approach 3's grid with each run's total steps beside it (``model,N,D,step,loss``,
 one run per row: D/step is constant in both), so it is read as curves where nothing says otherwise, and the
 note names ``--rows-are-runs`` (`ColumnMap.rows_are_runs`), which reads each row as a run of its own. A
@@ -32,22 +33,21 @@ import pandas as pd
 
 from analysis.sources.groups import CORPUS_COLUMNS, EXPERIMENT_COLUMNS
 from analysis.sources.hparams import HP_COLUMNS
-from analysis.sources.rows import numeric
+from analysis.sources.rows import blank_cells, numeric
+from analysis.sources.schema import RowsReading
 from scaling.flops import tokens_6nd
 
 RUN_ID = "run_id"
-# Without a run_id, a table with a step column is checkpoints (Pythia's: model, step, tokens, loss): the first
-# of these columns names each row's run. Without a step column a model name may repeat over separate runs
-# (one per token count: approach 3's grid), so it names none.
-STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint")  # not steps: a run's total
-# wandb's own step: a history export's (rows at each logged step) or, in a runs-table export, each run's total.
-# It marks checkpoints only where a run name (not a model name: one may repeat over approach 3's runs) repeats
-# in rows that look like a history: most names hold >= `HISTORY_ROWS` rows and no other text column varies
-# within a name (an optimizer column beside repeated names: a recipe's runs, one per row).
-HISTORY_STEP = "_step"
-HISTORY_NAMES = ("run", "run_name", "name", "Name", "id")
-HISTORY_ROWS = 3
-NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name")
+# The columns counting a run's steps, one row per checkpoint or logged step (a suite's checkpoints, a history
+# export); in a table of one row per run they hold each run's total, which `_history` tells apart. The last are
+# the ones loggers write into every export (wandb's own _step, Lightning's, HF Trainer's global step): a runs
+# table's summary holds them too, and beside them only a run's name names a run, not a model's (`MODEL_NAMES`:
+# one model name repeats over approach 3's runs), where the writer of a step column names checkpoints by model.
+LOGGED_STEPS = ("_step", "trainer/global_step", "train/global_step")
+STEP_COLUMNS = ("step", "Step", "global_step", "iteration", "iter", "checkpoint", *LOGGED_STEPS)
+NAME_COLUMNS = ("run", "run_name", "name", "Name", "model", "model_name", "id")  # the first present names the run
+MODEL_NAMES = ("model", "model_name")
+HISTORY_ROWS = 3  # most names hold this many rows or more in a history (2 rows a name: a recipe's 2 runs?)
 # Beside the name, what tells one checkpointed run from another of the same model: its seed, experiment, group.
 SEED_COLUMNS = ("seed", "Seed", "data_seed")
 GROUP_COLUMNS = ("group", "Group")  # a wandb export's Group
@@ -59,45 +59,41 @@ RUNS = "rows are runs, not training curves"  # the note's start where a step col
 
 
 def run_key(frame: pd.DataFrame) -> list[str]:
-    """The columns naming each row's run: ``run_id``, else (rows with a `STEP_COLUMNS` column) the first of
-    `NAME_COLUMNS` (with `HISTORY_STEP` alone: of `HISTORY_NAMES`, where the rows look like a history) and
-    every seed, corpus, experiment and group column present; [] when rows name no run."""
+    """The columns naming each row's run: ``run_id``, else (rows with one of `STEP_COLUMNS`) the first of
+    `NAME_COLUMNS` (beside one of `LOGGED_STEPS`, not of `MODEL_NAMES`) and every seed, corpus, experiment and
+    group column present; [] when rows name no run. Rows whose names repeat are one run's only where they
+    look like a history (`_history`, asked by `split_curve_rows`)."""
     if RUN_ID in frame.columns:
         return [RUN_ID]
-    others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
-    if any(c in frame.columns for c in STEP_COLUMNS):
-        name = next((c for c in NAME_COLUMNS if c in frame.columns), None)
-        return [name, *(c for c in others if c in frame.columns)] if name is not None else []
-    name = next((c for c in HISTORY_NAMES if c in frame.columns), None)
-    if name is None or HISTORY_STEP not in frame.columns:
+    step = _step_column(frame)
+    if step is None:
         return []
-    key = [name, *(c for c in others if c in frame.columns)]
-    return key if _history(frame, key) else []
+    names = (c for c in NAME_COLUMNS if c in frame.columns and not (step in LOGGED_STEPS and c in MODEL_NAMES))
+    name = next(names, None)
+    if name is None:
+        return []
+    others = (*SEED_COLUMNS, *CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *GROUP_COLUMNS)
+    return [name, *(c for c in others if c in frame.columns)]
 
 
-def _history(frame: pd.DataFrame, key: list[str]) -> bool:
-    """Whether rows keyed by ``key`` look like a wandb history export (see `HISTORY_STEP`)."""
-    runs = frame.groupby(key, dropna=False, sort=False)
-    sizes = runs.size()
-    if not (sizes > 1).any() or (sizes >= HISTORY_ROWS).mean() <= 0.5:
+def _history(frame: pd.DataFrame, run_ids: pd.Series, key: list[str]) -> bool:
+    """Whether rows named by the ``key`` columns (``run_ids``) look like a history, one row per step of each
+    run: most names hold `HISTORY_ROWS` rows or more and no text column varies within a name."""
+    if (run_ids.value_counts() >= HISTORY_ROWS).mean() <= 0.5:
         return False
-    text = [c for c in frame.columns if c not in key and _is_text(frame[c])]
-    return not text or not (runs[text].nunique() > 1).any().any()
+    text = (c for c in frame.columns if c not in key and _is_text(frame, c))
+    return not any((_values_per_run(frame, run_ids, c) > 1).any() for c in text)
 
 
-def _is_text(column: pd.Series) -> bool:
-    """A column of words: no value of it reads as a number."""
-    given = column.dropna()
-    return (
-        not pd.api.types.is_numeric_dtype(column)
-        and len(given) > 0
-        and pd.to_numeric(given, errors="coerce").isna().all()
-    )
+def _is_text(frame: pd.DataFrame, column: str) -> bool:
+    """A column of words: no value of it reads as a number (as `rows.numeric` reads counts: "82,339,987")."""
+    raw = frame[column]
+    return not pd.api.types.is_numeric_dtype(raw) and raw.notna().any() and np.isnan(numeric(frame, column)[0]).all()
 
 
-def _step_column(frame: pd.DataFrame) -> str:
-    """The column counting the steps of rows keyed by `run_key`: the first of `STEP_COLUMNS`, else `HISTORY_STEP`."""
-    return next((c for c in STEP_COLUMNS if c in frame.columns), HISTORY_STEP)
+def _step_column(frame: pd.DataFrame) -> str | None:
+    """The column counting each run's steps: the first of `STEP_COLUMNS` present, None without one."""
+    return next((c for c in STEP_COLUMNS if c in frame.columns), None)
 
 
 def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str] | None = None) -> pd.Series:
@@ -106,18 +102,21 @@ def run_ids_of(frame: pd.DataFrame, rows_are_runs: bool = False, notes: list[str
     if rows_are_runs and RUN_ID in frame.columns and notes is not None:
         notes.append(f"--rows-are-runs: not applied, the table has a {RUN_ID!r} column (each of its values is a run)")
     key = [] if rows_are_runs and RUN_ID not in frame.columns else run_key(frame)
-    if not key:
-        return _row_ids(frame)
+    return _joined(frame, key) if key else _row_ids(frame)
+
+
+def _joined(frame: pd.DataFrame, key: list[str]) -> pd.Series:
+    """Each row's values of the ``key`` columns as one text: "pythia-70m seed=1"."""
     ids = frame[key[0]].astype(str)
     for column in key[1:]:
         ids = ids + f" {column}=" + frame[column].astype(str)
     return ids
 
 
-def curves_hint(notes: list[str]) -> str:
-    """A refusal's hint where rows named by a column were read as curves (the note says so and names
-    --rows-are-runs): each run is then its last row, which may leave too few runs or token counts; else ""."""
-    read = any(n.startswith(CURVES) and "--rows-are-runs" in n for n in notes)
+def curves_hint(reading: RowsReading | None) -> str:
+    """A refusal's hint where rows named by a column other than run_id were read as curves (``reading``, a
+    `RunTable.reading`): each run is then its last row, which may leave too few runs or token counts; else ""."""
+    read = reading is not None and reading.curves and reading.by_name
     return " (rows were read as training curves: if each row is a run of its own, --rows-are-runs reads them so)" * read
 
 
@@ -137,17 +136,20 @@ def split_curve_rows(
     curves: pd.DataFrame | None,
     notes: list[str],
     budget_col: str | None = None,
-) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame | None]:
+) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame | None, RowsReading | None]:
     """``frame`` (and its ``run_ids``) cut to each run's last row, and the curves (run_id, tokens and
     the loss column) of every row, when a run id repeats at more than one token count, the source has
     no curves of its own and the rows look like curves (the module docstring); else everything as given
     (run ids named by a checkpoint table's model column that repeat become "rowK": each row is a run).
+    And how the rows were read (`RowsReading`, its note added to ``notes``; None where no run repeats).
     ``picked``: the N, D, C and loss columns (D None: tokens = C/(6N)); ``budget_col``: the budget column."""
     n_col, d_col, c_col, loss_col = picked
     key = run_key(frame)
     if curves is not None or not key or not run_ids.duplicated().any():
-        return frame, run_ids, curves
+        return frame, run_ids, curves, None
     rows = run_ids if key == [RUN_ID] else _row_ids(frame)  # not curves: each row its own run
+    if key != [RUN_ID] and not _history(frame, run_ids, key):
+        return frame, rows, curves, None
     n = pd.Series(numeric(frame, n_col)[0], index=frame.index)
     if d_col is not None:
         tokens = pd.Series(numeric(frame, d_col)[0], index=frame.index)
@@ -155,28 +157,30 @@ def split_curve_rows(
         tokens = pd.Series(tokens_6nd(numeric(frame, c_col)[0], n.to_numpy()), index=frame.index)
     counts = tokens.groupby(run_ids).nunique()
     if not (counts > 1).any() or (n.groupby(run_ids).nunique() > 1).any():  # seeds, or several N: not one run
-        return frame, rows, curves
+        return frame, rows, curves, None
+    by_name = key != [RUN_ID]
     why = _not_curves(frame, run_ids, tokens, loss_col, budget_col)
     if why:
-        notes.append(f"{RUNS}, though {_repeat(key)}: {why}")
-        return frame, rows, curves
+        reading = RowsReading(curves=False, by_name=by_name, note=f"{RUNS}, though {_repeat(key)}: {why}")
+        notes.append(reading.note)
+        return frame, rows, curves, reading
     last, ended = _final_rows(frame, run_ids, tokens, loss_col)
     keep = frame.index.isin(last.to_numpy())
     curve = pd.DataFrame({"run_id": run_ids.to_numpy(), "tokens": tokens.to_numpy(), loss_col: frame[loss_col]})
-    step = _step_column(frame)
-    notes.append(
+    note = (
         f"{CURVES}: {len(frame)} rows of {len(last)} runs ({_repeat(key)} at "
         f"{int(counts.max())} token counts at most); each run's last row (most tokens) is its final point, "
         "every row a point of its curve"
-        + (
-            f"; if each row is a run of its own (column {step!r} its total steps: approach 3's grid), "
-            "--rows-are-runs reads them so"
-            if key != [RUN_ID]
-            else ""
-        )
     )
+    if by_name:
+        note += (
+            f"; if each row is a run of its own (column {_step_column(frame)!r} its total steps: approach 3's grid), "
+            "--rows-are-runs reads them so"
+        )
+    reading = RowsReading(curves=True, by_name=by_name, note=note)
+    notes.append(note)
     notes.extend(ended)
-    return frame[keep], run_ids[keep], curve.reset_index(drop=True)
+    return frame[keep], run_ids[keep], curve.reset_index(drop=True), reading
 
 
 def _final_rows(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str):
@@ -184,24 +188,32 @@ def _final_rows(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss
     row after it leaves the loss blank (not logged: an export's last row often holds the train loss only)
     and it holds at least `COMPLETE` of the run's most tokens; a run that ends past an inf or non-numeric
     loss (diverged), or far short of its most tokens, keeps its last row, which `rows.usable_rows` excludes
-    with a warning. And a note (a list of 0 or 1) naming the runs whose final row is not their last."""
+    with a warning. And a note (a list of 0 or 1) naming the runs whose final row is not their last.
+    (One groupby over the runs: a loop over them took 4x as long on an export of 20,000 runs x 5 rows.)"""
     loss = numeric(frame, loss_col, count=False)[0]
-    measured = pd.Series(np.isfinite(loss) & (loss > 0), index=frame.index)
-    raw = frame[loss_col]
-    blank = raw.isna() | raw.map(lambda v: isinstance(v, str) and not v.strip())
-    most = tokens.fillna(-np.inf)
-    last = most.groupby(run_ids).idxmax()  # the row with the most tokens
-    scored = most.where(measured, -np.inf).groupby(run_ids).idxmax().where(measured.groupby(run_ids).any(), last)
-    after = most.to_numpy() > most[scored[run_ids].to_numpy()].to_numpy()  # rows past their run's scored row
-    unlogged = pd.Series(blank.to_numpy() | ~after, index=frame.index).groupby(run_ids).all()
-    near = most[scored].to_numpy() >= COMPLETE * most[last].to_numpy()
-    scored = scored.where(unlogged & near, last)
-    moved = scored[(scored != last) & (most[scored].to_numpy() < most[last].to_numpy())]
+    tokens = tokens.fillna(-np.inf).to_numpy()
+    scored = np.where(np.isfinite(loss) & (loss > 0), tokens, -np.inf)  # the tokens of rows with a loss
+    run, names = pd.factorize(run_ids, sort=True)  # each row's run, numbered
+    at = pd.Series(scored).groupby(run).transform("max").to_numpy()  # its run's most tokens with a loss
+    rows = pd.DataFrame({"run": run, "tokens": tokens, "scored": scored, "unlogged": blank_cells(frame[loss_col])})
+    rows["unlogged"] |= tokens <= at  # every row after the scored one leaves the loss blank
+    rows.index = frame.index
+    runs = rows.groupby("run").agg(
+        last=("tokens", "idxmax"),  # the row with the most tokens
+        scored=("scored", "idxmax"),  # the row with the most tokens and a loss (none: `at` is -inf)
+        most=("tokens", "max"),
+        at=("scored", "max"),
+        unlogged=("unlogged", "all"),
+    )
+    runs.index = names
+    ends = runs["unlogged"] & (runs["at"] >= COMPLETE * runs["most"])  # the scored row ends the run
+    final = runs["scored"].where(ends, runs["last"])
+    moved = runs.index[ends & (runs["at"] < runs["most"])]
     if not len(moved):
-        return scored, []
-    return scored, [
-        f"{len(moved)} of {len(last)} runs end in rows with no {loss_col!r} (e.g. run {moved.index[0]!r}, "
-        f"row {int(last[moved.index[0]]) + 1}): each such run's final point is its last row with one, at its tokens"
+        return final, []
+    return final, [
+        f"{len(moved)} of {len(runs)} runs end in rows with no {loss_col!r} (e.g. run {moved[0]!r}, "
+        f"row {int(runs['last'][moved[0]]) + 1}): each such run's final point is its last row with one, at its tokens"
     ]
 
 
@@ -222,8 +234,17 @@ def _not_curves(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss
 
 def _varies(frame: pd.DataFrame, run_ids: pd.Series, column: str, what: str) -> str:
     """'run 'm0' has 3 values of column 'lr' (a curve has one)' for the first run whose ``column`` varies; ""."""
-    values = pd.Series(numeric(frame, column)[0], index=frame.index).groupby(run_ids).nunique()
+    values = _values_per_run(frame, run_ids, column)
     if not (values > 1).any():
         return ""
     run = values.index[int(np.argmax(values.to_numpy() > 1))]
     return f"run {run!r} has {int(values[run])} values of {what} {column!r} (a curve has one)"
+
+
+def _values_per_run(frame: pd.DataFrame, run_ids: pd.Series, column: str) -> pd.Series:
+    """How many values ``column`` holds within each run (blanks none): numbers as `rows.numeric` reads them
+    (3e-4 and "0.0003", 1e19 and "1.0e19 FLOPs" are one value), words as written ("adamw", "lion")."""
+    number = pd.Series(numeric(frame, column)[0], index=frame.index)
+    words = number.isna().to_numpy() & ~blank_cells(frame[column])
+    values = number.astype(object).where(~words, frame[column].astype(str)) if words.any() else number
+    return values.groupby(run_ids).nunique()

@@ -45,9 +45,27 @@ def numeric(frame: pd.DataFrame, column: str, count: bool = True) -> tuple[np.nd
     ("1,300,000") are read as numbers."""
     raw = frame[column]
     if count and not pd.api.types.is_numeric_dtype(raw):
-        raw = raw.map(_count)
+        raw = _each_distinct(raw, _count)
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     return values, ~np.isfinite(values) | (values <= 0)
+
+
+def blank_cells(column: pd.Series) -> np.ndarray:
+    """Mask of the cells left empty: missing, or text of spaces only (a spreadsheet's " ")."""
+    blank = column.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(column):
+        return blank
+    return blank | _each_distinct(column, lambda v: isinstance(v, str) and not v.strip()).to_numpy(dtype=bool)
+
+
+def _each_distinct(column: pd.Series, read) -> pd.Series:
+    """``read`` of each cell, called once per distinct value (a 100k-row export repeats its words and counts);
+    per cell where a value is unhashable (a list from a wandb config)."""
+    try:
+        values = column.dropna().unique()
+    except TypeError:
+        return column.map(read)
+    return column.map(dict(zip(values, map(read, values), strict=True)))
 
 
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}  # thousand, million, billion, trillion
@@ -172,8 +190,11 @@ def _as_number(column: pd.Series) -> np.ndarray:
 
 
 def _cell_number(value) -> float:
-    """One cell as a number (counts as `numeric` reads them, "1.3B"); NaN for text, a boolean or a gap."""
-    return np.nan if isinstance(value, bool) else float(pd.to_numeric(_count(value), errors="coerce"))
+    """One cell as a number (counts as `numeric` reads them, "1.3B"); NaN for text, a boolean, a gap or a list
+    (a wandb config's, as `analysis.sources.wandb` keeps it)."""
+    if isinstance(value, bool) or not pd.api.types.is_scalar(value):
+        return np.nan
+    return float(pd.to_numeric(_count(value), errors="coerce"))
 
 
 def _same_row(runs: pd.DataFrame, frame: pd.DataFrame, i: int, j: int) -> bool:
@@ -190,7 +211,7 @@ def same_as_shown(a, b) -> bool:
     if np.isfinite(x) and np.isfinite(y):
         digits = min(_digits(x), _digits(y))
         return bool(np.isclose(float(f"{x:.{digits - 1}e}"), float(f"{y:.{digits - 1}e}"), rtol=1e-12, atol=0.0))
-    if pd.isna(a) and pd.isna(b):
+    if all(pd.api.types.is_scalar(v) and pd.isna(v) for v in (a, b)):
         return True
     return str(a).strip() == str(b).strip()
 

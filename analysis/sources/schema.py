@@ -32,7 +32,23 @@ FALLBACK_COLUMNS = {
         ),
         "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
     },
-    "d": ("tokens", "D", "d", "n_tokens", "num_tokens", "training tokens", "training_tokens"),
+    # the usual names, then the cumulative counts loggers write (a history export's per row, a runs table's per run):
+    # HF Trainer's num_input_tokens_seen (train/ in wandb), Levanter's and OLMo's throughput/total_tokens
+    "d": (
+        "tokens",
+        "D",
+        "d",
+        "n_tokens",
+        "num_tokens",
+        "training tokens",
+        "training_tokens",
+        "tokens_seen",
+        "train/tokens_seen",
+        "tokens_processed",
+        "num_input_tokens_seen",
+        "train/num_input_tokens_seen",
+        "throughput/total_tokens",
+    ),
     "c": ("flops", "C", "c", "compute", "FLOPs", "training flop", "training flops", "training_flops"),
     # then the names loggers give an evaluation loss (wandb's eval/loss, HF Trainer's eval_loss), a loss in bits
     # per byte (its unit from the name: `unit_of_name`) and a perplexity, found to be refused (`refuse_perplexity`)
@@ -175,6 +191,18 @@ def unit_in_name(column: str) -> str:
     return "nats/token" if words & {"nats", "nat"} else ""
 
 
+@dataclass(frozen=True)
+class RowsReading:
+    """How the rows of a run that repeats were read (`analysis.sources.curverows.split_curve_rows`), said once
+    here: ``curves`` True when each run is its final row and every row a point of its curve, False when the rows
+    stay runs; ``by_name`` when the runs were named by a column other than run_id (a checkpoint table's model),
+    so --rows-are-runs reads each row as a run instead; ``note``: the line that says so (among the notes)."""
+
+    curves: bool
+    by_name: bool
+    note: str
+
+
 @dataclass
 class RunTable:
     """Checked runs, ready to fit.
@@ -193,6 +221,8 @@ class RunTable:
     counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
     hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
     budgets_clustered: whether the budgets were clustered from C (`analysis.sources.budgets`), not read.
+    reading: how rows repeating a run were read (`RowsReading`: as training curves or as runs); None when no
+             run repeats (each row a run, or the source's own curves).
     """
 
     runs: pd.DataFrame
@@ -205,6 +235,7 @@ class RunTable:
     hparams: HyperSweep | None = None
     loss_unit: str = DEFAULT_LOSS_UNIT
     budgets_clustered: bool = False
+    reading: RowsReading | None = None
 
     def __len__(self) -> int:
         return len(self.runs)
