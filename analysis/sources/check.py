@@ -103,9 +103,9 @@ def table_from_frame(
         notes=notes,
         counts=counts,
         hparams=hparams,
+        plain_fit_lines=budget_lines + plain,
         loss_unit=columns.unit_of_loss(loss_col),
         budgets_clustered=clustered,
-        plain_fit_lines=budget_lines + plain,
     )
 
 
