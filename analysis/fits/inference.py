@@ -189,8 +189,9 @@ def inference_allocation(
     central = solve({k: np.float64(v) for k, v in law.params.items()})
     draws = solve(law.samples) if law.samples is not None else {}
     values = {k: law.interval(float(v), draws[k]) if k in draws else Estimate(float(v)) for k, v in central.items()}
-    # first: it rebuilds every value from its draws, which would drop the flags set below
-    never = never_reaching(law, target_loss, inference_tokens, central, draws, values) if target_loss is not None and draws else []
+    never = []
+    if target_loss is not None and draws:  # first: it rebuilds every value from its draws, dropping the flags set below
+        never = never_reaching(law, target_loss, inference_tokens, central, draws, values)
     given = "loss" if target_loss is not None else "total_flops"
     values[given] = Estimate(float(target_loss if target_loss is not None else budget))  # asked for: no interval
     notes = list(law.notes)
