@@ -91,6 +91,10 @@ def test_target_loss_gives_the_budget_whose_optimal_loss_is_the_target(capsys, f
     again = optimal(capsys, "--budget", repr(got["budget_flops"]), "--law", law)
     assert again["loss"]["estimate"] == pytest.approx(2.5, rel=1e-9)
     assert got["six_N_D"] == pytest.approx(got["budget_flops"], rel=1e-12)
+    # the loss is the target asked for, without an interval (a fit printed "predicted loss 2.5 [2.44, 2.57]": the
+    # samples' losses at the central budget); the budget's interval carries the uncertainty
+    assert got["loss"] == {"estimate": 2.5, "interval": None}
+    assert (got["budget_interval"] is not None) == (law == fit_file)
 
 
 def test_capped_tokens_spend_the_budget_on_a_bigger_model_at_a_higher_loss(capsys):

@@ -10,6 +10,7 @@ import pytest
 from analysis.fits import laws
 from analysis.fits.fit import fit_all
 from analysis.fits.inference import for_budget, for_loss, inference_allocation
+from analysis.fits.optimal import ParametricLaw
 from analysis.fits.presets import PRESETS
 from analysis.published import CHINCHILLA_APPROACH3 as LAW
 from analysis.sources.check import table_from_frame
@@ -163,3 +164,30 @@ def test_beyond_the_fitted_budgets_it_is_flagged_and_a_wide_n_is_unidentified_as
         lo, hi = got["N"]["interval"]
         assert bool(got["N"].get("unidentified")) == (np.log10(hi / lo) > 1), got["N"]
         assert bool(got["D"].get("unidentified")) == bool(got["N"].get("unidentified"))
+
+
+def test_a_target_some_samples_never_reach_keeps_an_unidentified_a_and_the_asked_quantity_has_no_interval(capsys):
+    # a fit whose a is unidentified, 3 of 200 samples above the target (under the 2.5% tail: N keeps a bounded
+    # interval): the allocation printed N 6.75e8 [2.99e8, 3.07e11] and saving 0.52 [0.33, 0.57] after calling it
+    # unidentified (rebuilding the values from the samples dropped the flags), and loss 2.3 [2.3, 2.3]
+    rng = np.random.default_rng(0)
+    samples = {k: np.float64(v) * np.exp(0.02 * rng.standard_normal(200)) for k, v in LAW.items()}
+    samples["E"][:3] = 2.5
+    law = ParametricLaw("x", dict(LAW), samples, unidentified="interval 0.25 to 0.83 is wider than 0.5")
+    answer = inference_allocation(law, 2e12, target_loss=2.3)
+    assert any("3 bootstrap samples never reach" in n for n in answer.notes)
+    for key, e in answer.values.items():
+        if key != "loss":
+            assert e.unidentified == "as the fit's a", (key, e)  # printed "unidentified (as the fit's a)"
+    assert (answer.values["loss"].value, answer.values["loss"].interval) == (2.3, None)
+    budget = inference_allocation(law, 2e12, budget=1e22)
+    assert (budget.values["total_flops"].value, budget.values["total_flops"].interval) == (1e22, None)
+    assert budget.values["loss"].interval is not None and not budget.values["loss"].unidentified
+
+
+def test_the_training_optimal_model_is_printed_with_its_intervals(fit_file):
+    text = run_cli("optimal", "--law", fit_file, "--budget", "1e21", "--inference-tokens", "1e12").stdout
+    (line,) = [x for x in text.splitlines() if x.strip().startswith("training-optimal")]
+    assert line.count("[") == 2 and "(same loss, T = 0)" in line, line  # N and D each with an interval
+    (total,) = [x for x in text.splitlines() if x.strip().startswith("total FLOPs")]
+    assert total.split() == ["total", "FLOPs", "1e+21"], total  # the budget asked for: no [1e+21, 1e+21]

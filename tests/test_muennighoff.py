@@ -146,6 +146,11 @@ def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
     assert out["unique_tokens"] == 5e9 and out["epochs"]["estimate"] == pytest.approx(out["D"]["estimate"] / 5e9)
     low, high = out["N"]["interval"]
     assert low < out["N"]["estimate"] < high
+    # the lowest loss U reaches has its interval too, each sample's own (a bare 2.455 sat above the predicted loss's
+    # lower end, 2.443, before): a sample's loss at any budget is above its lowest, so are the percentiles
+    low, high = out["lowest_loss_interval"]
+    assert low < out["lowest_loss"] < high and low < mf.lowest_loss(5e9, **TRUTH) < high, out
+    assert low <= out["loss"]["interval"][0] and high <= out["loss"]["interval"][1], out
     text = run_cli("optimal", "--unique-tokens", "5e9", "--target-loss", "2.5", "--law", fit, check=True).stdout
     assert "epochs D/U" in text and "target loss" in text
     (line,) = [x for x in text.splitlines() if "lowest loss" in x]  # E identified: the number itself

@@ -62,10 +62,7 @@ def render(a, unit: str) -> str:
         ("training FLOPs", f"{interval_text(v['training_flops'])}  (6·N·D)"),
         ("inference FLOPs", f"{interval_text(v['inference_flops'])}  (2·N·T)"),
         ("total FLOPs", interval_text(v["total_flops"])),
-        (
-            "training-optimal",
-            f"N = {_value(v['reference_N'])}, D = {_value(v['reference_D'])} (same loss, T = 0)",
-        ),
+        ("training-optimal", f"{_reference(v['reference_N'], v['reference_D'])} (same loss, T = 0)"),
         ("  its total FLOPs", interval_text(v["reference_total_flops"])),
         ("saving", interval_text(v["saving_flops"], unit="FLOPs")),
         ("saving (fraction)", interval_text(v["saving_fraction"], unit="of the training-optimal model's total")),
@@ -78,5 +75,8 @@ def render(a, unit: str) -> str:
     return "\n".join(lines)
 
 
-def _value(e) -> str:
-    return "unidentified" if e.unidentified else num(e.value)
+def _reference(n, d) -> str:
+    """The training-optimal model's N and D with their intervals; "unidentified (why)" once when both are, alike."""
+    if n.unidentified and n.unidentified == d.unidentified:
+        return f"N, D unidentified ({n.unidentified})"
+    return f"N = {interval_text(n, num)}, D = {interval_text(d, num)}"

@@ -140,6 +140,11 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of "
             f"runs, `scaling fit {name} --out FIT.json` first"
         ) from None
+    if report.muennighoff is not None and not report.fits:
+        raise UserError(
+            f"--law {name!r} holds a data-constrained fit (`scaling fit --approach muennighoff`), which allocates "
+            "only under a number of unique tokens: give --unique-tokens U (the unique tokens available, e.g. 4e9)"
+        )
     law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)
     if no_law(fit):  # approach 2 with too few bracketed budgets, or 3 contradicted (`no_law`)
         others = [str(f.approach) for f in report.fits if f is not fit and not no_law(f)]

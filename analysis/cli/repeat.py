@@ -40,7 +40,9 @@ def fit_repeat(args) -> int:
             "of one corpus: pick one with --where corpus==NAME, or pass --allow-mixed-corpora"
         )
     table = source.table
-    tell(table.warnings, "warning")
+    # not the lines of the fits of L(N, D): how runs were grouped into budgets, runs repeating data they count as fresh
+    warnings, notes = ([x for x in lines if x not in table.plain_fit_lines] for lines in (table.warnings, table.notes))
+    tell(warnings, "warning")
     fit = fit_muennighoff(
         table, resamples=args.bootstrap, seed=args.seed, level=args.level, stages=args.muennighoff_stages
     )
@@ -50,8 +52,8 @@ def fit_repeat(args) -> int:
         n_kind=table.n_kind,
         loss_unit=table.loss_unit,
         runs=len(fit.n),
-        warnings=list(table.warnings),
-        notes=list(table.notes) + fit.convergence["notes"],
+        warnings=warnings,
+        notes=notes + fit.convergence["notes"],
         muennighoff=fit,
     )
     if args.out:

@@ -44,7 +44,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
     }
     if getattr(a, "epochs", None) is not None:  # data-constrained (analysis.fits.muennighoff_optimal)
         items["epochs"] = Item("epochs D/U", f"{interval_text(a.epochs)} of {num(a.unique_tokens)} unique tokens")
-        lowest = f"{num(a.lowest_loss)} {unit} with unbounded compute on U"
+        lowest = f"{interval_text(a.lowest_loss, unit=unit)} with unbounded compute on U"
         if a.lowest_loss_unidentified:  # as the fit prints an unidentified E: no number that reads as a finding
             lowest = f"unidentified ({a.lowest_loss_unidentified})"
         items["lowest_loss"] = Item("lowest loss", lowest)

@@ -189,13 +189,16 @@ def inference_allocation(
     central = solve({k: np.float64(v) for k, v in law.params.items()})
     draws = solve(law.samples) if law.samples is not None else {}
     values = {k: law.interval(float(v), draws[k]) if k in draws else Estimate(float(v)) for k, v in central.items()}
+    never = []
+    if target_loss is not None and draws:  # first: it rebuilds every value from its draws, dropping the flags set below
+        never = never_reaching(law, target_loss, inference_tokens, central, draws, values)
+    given = "loss" if target_loss is not None else "total_flops"
+    values[given] = Estimate(float(target_loss if target_loss is not None else budget))  # asked for: no interval
     notes = list(law.notes)
-    _flag_unidentified(law, values, target_loss, budget, notes)
+    _flag_unidentified(law, values, given, budget, notes)
     scale_rule(values["N"], values["D"], values["tokens_per_parameter"])  # as a plain allocation's N_opt
     if extrapolation := extrapolation_note(values["training_flops"].value, law.fitted_compute_max):
         notes.append(extrapolation)
-    if target_loss is not None and law.samples is not None:
-        notes += never_reaching(law, target_loss, inference_tokens, central, draws, values)
     return InferenceAllocation(
         law=law.name,
         inference_tokens=inference_tokens,
@@ -204,16 +207,16 @@ def inference_allocation(
         target_loss=target_loss,
         budget=budget,
         n_kind=law.n_kind,
-        notes=notes,
+        notes=notes + never,
         extrapolation=bool(extrapolation),
     )
 
 
-def _flag_unidentified(law, values: dict[str, Estimate], target_loss, budget, notes: list[str]) -> None:
+def _flag_unidentified(law, values: dict[str, Estimate], given: str, budget, notes: list[str]) -> None:
     """The plain allocation's rules (`analysis.fits.optimal.Law`): a fit whose a is unidentified makes
     the allocation unidentified (not the loss); one whose E is unidentified, the loss outside its fitted
-    budgets (for a target loss: every answer, since they all rest on where the loss levels off)."""
-    given = "loss" if target_loss is not None else "total_flops"
+    budgets (for a target loss: every answer, since they all rest on where the loss levels off). ``given``:
+    the quantity asked for ("loss" for a target, "total_flops" for a budget), never unidentified."""
     if getattr(law, "unidentified", ""):
         notes.append(f"the fit's exponent a is unidentified ({law.unidentified}): so is this allocation")
         for name in set(values) - {given, "loss"}:
@@ -224,5 +227,5 @@ def _flag_unidentified(law, values: dict[str, Estimate], target_loss, budget, no
             f"the fit's irreducible loss E is unidentified ({law.floor_unidentified}): so is what it predicts "
             "outside its fitted budgets"
         )
-        for name in {"loss"} if target_loss is None else set(values) - {given}:
+        for name in {"loss"} if given == "total_flops" else set(values) - {given}:
             values[name].unidentified = values[name].unidentified or "as the fit's E"

@@ -29,7 +29,7 @@ class RepeatAllocation(Allocation):
 
     unique_tokens: float = math.nan
     epochs: Estimate | None = None
-    lowest_loss: float = math.nan
+    lowest_loss: Estimate | None = None  # what U reaches with unbounded compute, with its interval over samples
     lowest_loss_unidentified: str = ""  # why the lowest loss is not a finding (it rests on an unidentified E)
 
     def follows_n(self) -> list[Estimate]:
@@ -40,7 +40,8 @@ class RepeatAllocation(Allocation):
         out.update(
             unique_tokens=self.unique_tokens,
             epochs=None if self.epochs is None else self.epochs.as_json(),
-            lowest_loss=self.lowest_loss,
+            lowest_loss=self.lowest_loss.value,
+            lowest_loss_interval=self.lowest_loss.interval,
         )
         if self.lowest_loss_unidentified:
             out["lowest_loss_unidentified"] = self.lowest_loss_unidentified
@@ -96,19 +97,19 @@ class DataConstrainedLaw(Law):
         epochs = Estimate(base.d.value / u, unidentified=base.d.unidentified)
         if base.d.lower is not None:
             epochs.lower, epochs.upper = base.d.lower / u, base.d.upper / u
-        out = RepeatAllocation(
-            **vars(base), unique_tokens=u, epochs=epochs, lowest_loss=float(self._lowest(self.params))
-        )
+        # per sample, as the predicted loss: each sample's loss at a budget lies above its own lowest loss
+        lowest = self._estimate(self._lowest)
+        out = RepeatAllocation(**vars(base), unique_tokens=u, epochs=epochs, lowest_loss=lowest)
         if why := self.floor_unidentified:
             out.lowest_loss_unidentified = f"as the fit's E: {why}"
             out.loss_rests_on_e = rests_on_e(why) if loss is not None and not loss.unidentified else ""
-        if loss is not None and loss.value <= out.lowest_loss * (1 + FLAT):
+        if loss is not None and loss.value <= lowest.value * (1 + FLAT):
             out.notes.append(
                 f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ("
                 + (
                     f"unidentified, {out.lowest_loss_unidentified}"
                     if self.floor_unidentified
-                    else f"{out.lowest_loss:.4g} {self.loss_unit}"
+                    else f"{lowest.value:.4g} {self.loss_unit}"
                 )
                 + "): "
                 "more compute buys almost nothing here, and N is poorly determined; more unique data is needed"

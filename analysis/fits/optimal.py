@@ -161,6 +161,8 @@ class Law(abc.ABC):
             allocation.budget.unidentified = "as the fit's E"  # the budget that reaches a loss rests on E as well
         if allocation.budget.unidentified:  # N, D, D/N and the loss are those of a budget the fit cannot give
             ident.as_budget(allocation)
+        elif allocation.loss is not None:  # the target asked for: no interval (the budget's carries the spread)
+            allocation.loss = Estimate(float(target))
         return allocation
 
     def _unreached(self, target: float, never: int, size: int, why: str) -> Allocation:

@@ -42,7 +42,7 @@ from analysis.sources.schema import (
     parse_loss_unit,
     unit_of_name,
 )
-from analysis.sources.unique import unique_column_of, unique_tokens_of
+from analysis.sources.unique import repeats_warning, unique_column_of, unique_tokens_of
 from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
@@ -88,7 +88,8 @@ def table_from_frame(
     runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)
     picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
     warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
-    runs["budget"], clustered = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
+    warnings += (plain := repeats_warning(runs["D"], runs["U"], source))  # for approaches 1-3 only
+    runs["budget"], clustered, budget_lines = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
@@ -101,6 +102,7 @@ def table_from_frame(
         notes=notes,
         counts=counts,
         hparams=hparams,
+        plain_fit_lines=budget_lines + plain,
         loss_unit=columns.unit_of_loss(loss_col),
         budgets_clustered=clustered,
         reading=reading,
@@ -108,10 +110,10 @@ def table_from_frame(
 
 
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
-    """Each run's budget and whether they were clustered from C (`budgets_of_frame`); ``lines``: the (notes,
-    warnings) it adds to."""
-    notes, warnings = lines
-    return budgets_of_frame(
+    """Each run's budget, whether they were clustered from C (`budgets_of_frame`) and the lines that says; ``lines``:
+    the (notes, warnings) it adds them to."""
+    notes, warnings = [], []
+    budgets, clustered = budgets_of_frame(
         frame,
         runs["C"].to_numpy(),
         notes,
@@ -123,6 +125,9 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
         warnings=warnings,
         run_ids=pd.Series(runs["run_id"].to_numpy(), index=frame.index),  # by the source's row: `row_label`
     )
+    lines[0].extend(notes)
+    lines[1].extend(warnings)
+    return budgets, clustered, notes + warnings
 
 
 def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> dict[str, str]:

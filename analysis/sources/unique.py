@@ -6,7 +6,8 @@ unusable values are NaN: only that law needs them.
 The column is read as D's is: text counts ("25B", "1,300,000") are numbers, and a unit in its name is
 applied with D's (`analysis.sources.colunits`, role "u"; not to a column named with ``--as-given``). Read as given,
 ``unique_tokens_B`` beside ``tokens_B`` gave 5e8 to 1.3e11 epochs, and "25B" no unique tokens at all.
-A median D/U outside `EPOCHS` is warned about: U and D in different units."""
+A median D/U outside `EPOCHS` is warned about: U and D in different units. Runs that repeat their data
+beyond `COSTLY_EPOCHS` are warned about for the fits that count every token as fresh (`repeats_warning`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from scaling.errors import DataError
 
 UNIQUE_COLUMNS = ("unique_tokens", "U", "unique")  # tried in order when --unique-column names none
 EPOCHS = (1e-6, 1e5)  # a median D/U outside this is a unit mix-up (U in billions beside D in tokens)
+# Muennighoff et al. 2023 (abstract, Fig. 3): up to 4 epochs of repeated data change the loss negligibly against
+# fresh data; by their law 4 epochs are worth 3.7 fresh ones (R*_D = 15.4), 32 epochs worth 14
+COSTLY_EPOCHS = 4.0
 
 
 def unique_column_of(frame: pd.DataFrame, column: str | None, source: str) -> str | None:
@@ -51,3 +55,20 @@ def unique_tokens_of(frame: pd.DataFrame, column: str | None, tokens, warnings: 
             "different units (one in billions?)? The data-constrained fit uses them as read"
         )
     return values
+
+
+def repeats_warning(tokens, unique, source: str) -> list[str]:
+    """The warning for approaches 1-3 (which count every token as fresh) on runs that repeat their unique tokens
+    more than `COSTLY_EPOCHS` times, as a list of that line ([] when none does, or U is unknown): how many runs
+    repeat (D > U), how many beyond that, and the command that fits the data-constrained law instead."""
+    epochs = np.asarray(tokens, dtype=float) / np.asarray(unique, dtype=float)  # NaN where U is unknown
+    costly = int(np.sum(epochs > COSTLY_EPOCHS))
+    if not costly:
+        return []
+    return [
+        f"{int(np.sum(epochs > 1.0))} of {len(epochs)} runs repeat their unique tokens (D > U), {costly} of them for "
+        f"more than {COSTLY_EPOCHS:g} epochs (up to {np.nanmax(epochs):.3g}), where repetition costs loss "
+        "measurably (Muennighoff et al. 2023): approaches 1-3 count every token as fresh, so their law and N_opt "
+        f"are biased; `scaling fit {source} --approach muennighoff` fits the data-constrained law L(N, D, U) "
+        '(README "Repeated data")'
+    ]

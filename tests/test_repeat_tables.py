@@ -1,0 +1,61 @@
+"""A table of runs that repeat their data (a `unique_tokens` column, D > U), as a user brings it: the fits of
+L(N, D) warn that they count every token as fresh and name the data-constrained fit; that fit, which uses no
+budgets, says nothing of how runs were grouped into them; and `optimal` with its FIT.json but no
+--unique-tokens says what is missing. Truth: Muennighoff et al. 2023's law. (~20 s: two small fits.)"""
+
+import numpy as np
+import pytest
+from conftest import assert_one_line_error, run_cli
+
+from analysis.fits import muennighoff as mf
+from analysis.sources.check import table_from_frame
+from analysis.synthetic import repeated_runs
+
+TRUTH = mf.published_params()
+SIZES, UNIQUE = np.geomspace(1e8, 3e9, 5), [1e9, 4e9, 1.6e10]
+BUDGET_LINES = ("two budgets run together", "Stopped early", "clustered from C", "budget(s)", "budgets:")
+
+
+def table(epochs):
+    """A user's table: N, D, U, epochs and the loss, no budget column (runs at many epochs form no budgets)."""
+    runs = repeated_runs(TRUTH, SIZES, UNIQUE, epochs, noise=0.01, seed=1)
+    return runs[["params", "tokens", "unique_tokens", "epochs", "val_loss"]]
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("repeated")
+    table([0.5, 1, 2, 4, 8, 16, 32]).to_csv(tmp / "repeated.csv", index=False)
+    return tmp
+
+
+def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data_constrained_fit(repeated):
+    # before: approach 3 gave alpha 0.58 [0.43, 0.73] (truth 0.353) and nothing said D > U
+    path = repeated / "repeated.csv"
+    proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True)
+    (line,) = [x for x in proc.stderr.splitlines() if "repeat their unique tokens" in x]
+    assert line.startswith("warning: 75 of 105 runs repeat their unique tokens (D > U), 45 of them for more than 4 ")
+    assert "(up to 32)" in line and f"`scaling fit {path} --approach muennighoff`" in line, line
+    # a table's warnings, as `report`, `plot`, `compare` and `next` read it too
+    (first, *_) = table_from_frame(table([0.5, 1, 8]), "t.csv").warnings
+    assert first.startswith(
+        "15 of 45 runs repeat their unique tokens (D > U), 15 of them for more than 4 epochs (up to 8)"
+    )
+    # up to 4 epochs (negligible, Muennighoff et al.), or without unique tokens: nothing said
+    for quiet in (table([0.5, 1, 2, 4]), table([0.5, 1, 8, 32]).drop(columns="unique_tokens")):
+        assert not any("repeat their unique tokens" in w for w in table_from_frame(quiet, "q.csv").warnings)
+
+
+def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_says_it_needs_u(repeated):
+    path, fit = repeated / "repeated.csv", repeated / "fit.json"
+    plain = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True).stderr
+    assert "two budgets run together" in plain and "Stopped early" in plain  # the outlier rule uses budgets
+    args = ("--approach", "muennighoff", "--bootstrap", "10", "--out", fit)
+    proc = run_cli("fit", path, *args, check=True)
+    said = proc.stderr + proc.stdout
+    assert not [x for x in said.splitlines() if any(k in x for k in BUDGET_LINES)], said  # nor "repeat": it fits it
+    assert "repeat their unique tokens" not in said
+    # its FIT.json without --unique-tokens: before, "error: fit.json holds no fit"
+    error = assert_one_line_error(run_cli("optimal", "--budget", "1e21", "--law", fit), "data-constrained fit")
+    assert "--unique-tokens U" in error, error
+    run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", check=True)
