@@ -151,8 +151,7 @@ def _fit_one(table, approaches, args, group):
             raise
         tell([f"not fitted: {err}"], f"warning{where}")
         return str(err)
-    tell(report.notes, f"note{where}")
-    tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], f"warning{where}")
+    tell(report.notes, f"note{where}")  # a skipped approach is said once: in the text (or --json's "skipped")
     return report
 
 

@@ -51,19 +51,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import estimates_from_samples, scale_identification, summarize, unit_weights
+from analysis.fits.bootstrap import (
+    estimates_from_samples,
+    follows_exponent,
+    scale_identification,
+    summarize,
+    unit_weights,
+)
 from analysis.fits.percentiles import percentile_bounds
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
+from analysis.sources.budgets import cluster_budgets
 from analysis.sources.rows import listing
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
 MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
-LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")
+LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")  # the coefficients last: unidentified with a
 
 
 def usable_minimum(c2, u_opt, lo, hi):
@@ -124,6 +131,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         boot.notes += [note] if (note := _n_opt_intervals(profiles, resamples, seed, level)) else []
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
+    follows_exponent(estimates, LAW_KEYS[2:])
     if law_unidentified:  # no law: no value, no interval, no samples to propagate
         estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}
         if boot is not None:
@@ -154,16 +162,35 @@ def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[s
             profiles.append(profile)
             groups.append(idx)
     if len(profiles) < 2:
-        found = [f"{b:.3g} FLOPs ({runs.loc[runs['budget'] == b, 'N'].nunique()} sizes)" for b in table.budgets]
-        raise DataError(
-            f"approach 2 needs at least 2 budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
-            f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
-            f"{listing(found, LISTED)}" + (f" ({listing(dropped, LISTED, '; ')})" if dropped else "")
-        )
+        raise DataError(_refusal(table, dropped))
     return groups, profiles, dropped
 
 
 LISTED = 10  # a refusal lists this many budgets (35 per-run budgets made a line of 4,000 characters, twice)
+
+
+def _refusal(table: RunTable, dropped: list[str]) -> str:
+    """Why approach 2 cannot be fitted, in one line: the budgets with their size counts (`LISTED`), the
+    reasons those counts do not say (no upward curve, a minimum beyond reach), and, for a budget column
+    that gives runs budgets of their own, that grouping them by C = 6·N·D gives parabolas."""
+    runs = table.runs
+    sizes = runs.groupby("budget")["N"].nunique()
+    found = [f"{b:.3g} FLOPs ({sizes[b]} sizes)" for b in table.budgets]
+    other = [why for why in dropped if "distinct model size" not in why]
+    grouped = runs["N"].groupby(cluster_budgets(runs["C"].to_numpy())).nunique()
+    advice = not table.budgets_clustered and (grouped >= MIN_SIZES).sum() >= MIN_BUDGETS
+    return (
+        f"approach 2 needs at least {MIN_BUDGETS} budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
+        f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
+        f"{listing(found, LISTED)}"
+        + (f" ({listing(other, LISTED, '; ')})" if other else "")
+        + (
+            f"; grouped by C = 6·N·D, {(grouped >= MIN_SIZES).sum()} budgets have {MIN_SIZES}+ sizes: "
+            "--budget-column none groups them so"
+            if advice
+            else ""
+        )
+    )
 
 
 def _law_unidentified(profiles: list[Parabola]) -> str:
