@@ -41,7 +41,9 @@ def one_run_per_budget() -> pd.DataFrame:
     """t05: each budget trained once, at its optimum."""
     c = np.geomspace(1e17, 1e21, 9)
     n = _n_opt(c)
-    return pd.DataFrame({"params": n, "tokens": c / (6 * n), "val_loss": _loss(n, c / (6 * n), np.random.default_rng(5))})
+    return pd.DataFrame(
+        {"params": n, "tokens": c / (6 * n), "val_loss": _loss(n, c / (6 * n), np.random.default_rng(5))}
+    )
 
 
 def _cli(capsys, *argv):
@@ -79,7 +81,9 @@ def test_no_approach_to_headline_exits_as_no_approach_fitted(tmp_path, capsys):
     for name, frame in (("tiny", tiny), ("kaplan", one_run_per_budget())):
         path = tmp_path / f"{name}.csv"
         frame.to_csv(path, index=False)
-        with pytest.raises(DataError, match="^no approach could be fitted with a law to headline: approach 1 had final"):
+        with pytest.raises(
+            DataError, match="^no approach could be fitted with a law to headline: approach 1 had final"
+        ):
             fit_all(table_from_frame(frame, str(path)), resamples=30, seed=0)
         code, out, err = _cli(capsys, "fit", path, "--bootstrap", "30", "--out", tmp_path / f"{name}.json")
         assert code == 2 and out == "" and err.count("error:") == 1, err
@@ -87,6 +91,14 @@ def test_no_approach_to_headline_exits_as_no_approach_fitted(tmp_path, capsys):
     assert "; approach 3 has no law (" in err  # one reason per approach
     code, _, err = _cli(capsys, "fit", tmp_path / "tiny.csv", "--approach", "3", "--bootstrap", "30")
     assert code == 2 and err.count("needs at least 6 runs") == 1  # said once
+    # asked for alone, approach 1 is described (no headline line: "headline: approach none" before), and
+    # `optimal` refuses its law, saying what a law needs (before: loss 2.143 [2.143, 2.149], truth 2.329)
+    one = tmp_path / "one.json"
+    code, out, _ = _cli(capsys, "fit", tmp_path / "tiny.csv", "--approach", "1", "--bootstrap", "30", "--out", one)
+    assert code == 0 and "headline:" not in out and "(not headlined)" in out
+    code, out, err = _cli(capsys, "optimal", "--budget", "1e21", "--law", one)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "not headlined: approach 1 had final" in err
+    assert "a law needs approach 2" in err
 
 
 def test_approach_2_coefficients_are_unidentified_with_a():
