@@ -19,6 +19,7 @@ from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.optimal import law_from_fit
+from analysis.fits.parametric import fit_parametric
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import FitReport
 from analysis.synthetic import QUICK_LAW, no_floor_ladder, quick_design
@@ -242,10 +243,17 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     both.envelope = fit_envelope(table, resamples=20, seed=0)
     both.save(tmp_path / "both.json")
     refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
-    assert_one_line_error(refused, "approach 2's law is unidentified", "give --approach 1 (the file has a law there)")
-    # not asked for one, `optimal` (as the report) takes the highest approach with a law, and says why
+    assert_one_line_error(refused, "approach 2's law is unidentified", "fit more runs")
+    # approach 1 from final points only is not headlined, so not allocated with either (helper appr12)
+    refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "1")
+    assert_one_line_error(refused, "not headlined: approach 1 had final points only", "fit more runs")
+    both.parametric = fit_parametric(table, resamples=20, seed=0)
+    both.save(tmp_path / "both.json")
+    refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
+    assert_one_line_error(refused, "approach 2's law is unidentified", "give --approach 3 (the file has a law there)")
+    # not asked for one, `optimal` (as the report) takes the highest headlined approach, and says why
     chosen = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", check=True).stdout
-    assert "both.json (approach 1)" in chosen and "note: approach 2 has no law (1 of 3 budgets" in chosen, chosen
+    assert "both.json (approach 3)" in chosen and "note: approach 2 has no law (1 of 3 budgets" in chosen, chosen
 
     figure = optimal_allocation(loaded)
     assert "approach 2: no law N_opt ∝ C^a (a unidentified)" in figure.axes[0].get_legend_handles_labels()[1]

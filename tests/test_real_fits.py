@@ -186,7 +186,7 @@ def test_unidentified_intervals_are_words_not_numbers(tmp_path):
     a = fit.estimates["a"]
     assert a.unidentified.startswith("interval") and interval_text(a) == f"unidentified ({a.unidentified})"
     unidentified = [p for p in fit.profiles if p.n_opt_unidentified]
-    assert unidentified and unidentified[0].n_opt_unidentified.startswith("interval spans")
+    assert unidentified and unidentified[0].n_opt_unidentified.startswith(("interval spans", "interval unbounded"))
     report = FitReport(source="x", n_kind="total", runs=15, warnings=[], notes=[], isoflop=fit)
     text = render_fit(report)
     assert any(

@@ -151,8 +151,7 @@ def _fit_one(table, approaches, args, group):
             raise
         tell([f"not fitted: {err}"], f"warning{where}")
         return str(err)
-    tell(report.notes, f"note{where}")
-    tell([f"approach {k} skipped: {why}" for k, why in report.skipped.items()], f"warning{where}")
+    tell(report.notes, f"note{where}")  # a skipped approach is said once: in the text (or --json's "skipped")
     return report
 
 
@@ -282,8 +281,11 @@ def render_fit(report: FitReport) -> str:
 
 
 def _render_headline(report: FitReport) -> list[str]:
+    """Which approaches a summary leads with, when some are left out (`FitReport.headline_left_out`); none for
+    one approach asked for (`--approach k`): its own lines say what it lacks, and a fit of several with none
+    to headline is an error (`fit_all`)."""
     left_out = report.headline_left_out()
-    if not left_out:
+    if not left_out or len(report.fits) + len(report.skipped) == 1:
         return []
     lead = ", ".join(str(f.approach) for f in report.headline) or "none"
     return ["", f"headline: approach {lead}"] + [f"  approach {k} left out: {why}" for k, why in left_out.items()]

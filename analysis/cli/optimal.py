@@ -146,15 +146,21 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             "only under a number of unique tokens: give --unique-tokens U (the unique tokens available, e.g. 4e9)"
         )
     law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)
-    if no_law(fit):  # approach 2 with too few bracketed budgets, or 3 contradicted (`no_law`)
-        others = [str(f.approach) for f in report.fits if f is not fit and not no_law(f)]
-        hint = f"give --approach {' or '.join(others)} (the file has a law there)" if others else "fit more runs"
-        raise UserError(
-            f"--law {name!r}: approach {fit.approach}'s law is unidentified ({no_law(fit)}), so it cannot "
-            f"allocate compute; {hint}"
+    if why := report.headline_left_out().get(fit.approach):  # no law (`no_law`), or approach 1 from final points
+        others = [str(f.approach) for f in report.headline]
+        hint = f"give --approach {' or '.join(others)} (the file has a law there)" if others else NEEDS
+        what = (
+            f"approach {fit.approach}'s law is unidentified ({no_law(fit)})" if no_law(fit) else f"not headlined: {why}"
         )
+        raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
     law.notes += [f"approach {f.approach} has no law ({no_law(f)})" for f in report.fits if no_law(f)]
     return law
+
+
+NEEDS = (
+    "a law needs approach 2 (2+ budgets of 3+ sizes each, the minimum inside them), 3 (6+ runs over N and D) or 1 "
+    "(training curves, not final losses alone): fit more runs"
+)
 
 
 def render_allocation(a, unit: str) -> str:

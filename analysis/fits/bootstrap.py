@@ -47,6 +47,7 @@ TOO_NARROW = 0.1  # an interval narrower than this fraction of the residuals' le
 RESIDUALS_AT_ZERO = 1e-6  # residual scale (log-loss) at or below which the runs lie on the law: no narrowness rule
 EXPONENTS = ("a", "b")  # the allocation exponents, checked by width
 MAX_TERM_EXPONENT = 1.0  # a loss term's coefficient whose interval implies an exponent wider than this: unidentified
+ZERO_WIDTH_REASON = "every resample gave"  # how the reason for an interval without width starts (`identification`)
 
 
 def one_blas_thread():
@@ -103,7 +104,7 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
         return ""
     if no_width(lower, upper):
         return (
-            f"every resample gave {lower:.4g}: the resamples do not move the fit (one run per budget, resampled "
+            f"{ZERO_WIDTH_REASON} {lower:.4g}: the resamples do not move the fit (one run per budget, resampled "
             "within its budget; or a flat objective from pooling two experiments' runs at the same (N, D))"
         )
     if name in EXPONENTS and upper - lower > MAX_EXPONENT_WIDTH:
@@ -114,6 +115,18 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
 def no_width(lower: float, upper: float) -> bool:
     """Whether [lower, upper] has no width (`ZERO_WIDTH`, relative): every resample gave one value."""
     return upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper))
+
+
+AS_A = "as the fit's a"  # a coefficient k of a law k·C^a whose exponent a is unidentified (`follows_exponent`)
+
+
+def follows_exponent(estimates: dict[str, Estimate], names: tuple[str, ...], exponent: str = "a") -> None:
+    """A power law's coefficients are unidentified with its exponent (`AS_A`): k of N_opt = k·C^a is the
+    value at C = 1, decades away from the budgets fitted, so it moves with a (t06's approach 1 printed
+    k_N = 11.01 [7.927, 44.2] beside an unidentified a; t01's approach 2 k_N 7.163 [0.001371, 6.084e+09])."""
+    if estimates[exponent].unidentified:
+        for name in names:
+            estimates[name].unidentified = AS_A
 
 
 def residual_widths(jacobian: np.ndarray, residuals: np.ndarray, level: float) -> np.ndarray | None:

@@ -43,13 +43,17 @@ import numpy as np
 import pandas as pd
 
 from analysis.fits.bootstrap import (
+    AS_A,
     MIN_SUCCESS,
+    ZERO_WIDTH_REASON,
     estimates_from_samples,
+    follows_exponent,
     one_blas_thread,
     summarize,
     unit_draws,
     unit_weights,
 )
+from analysis.fits.parametric import E_FLOOR_FRACTION
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.sources.schema import RunTable
@@ -60,6 +64,8 @@ BINS_PER_DECADE = 10
 MIN_POINTS = 3  # envelope points for the two-parameter laws (the law with a floor needs 4)
 CHUNK = 64  # resamples processed at once (bounds memory: CHUNK × runs × bins)
 FLOOR_NAMES = ("floor_E", "floor_A", "floor_alpha")
+LOSS_NAMES = ("loss_A", "loss_alpha")
+COEFFICIENTS = ("N_coefficient", "D_coefficient")  # of N_opt = k_N·C^a, D_opt = k_D·C^b: unidentified with a
 
 
 def fit_envelope(
@@ -102,8 +108,10 @@ def fit_envelope(
             estimates[name].unidentified = floor_why
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
+    _floor_on_boundary(estimates, with_floor, float(loss.min()))
     if not grid.from_curves:
         _unidentified_unless_bracketed(estimates, bracketed, len(compute))
+    follows_exponent(estimates, COEFFICIENTS)
     return EnvelopeFit(
         compute=compute.tolist(),
         loss=loss.tolist(),
@@ -134,7 +142,9 @@ def _residuals(laws: dict[str, PowerLaw], with_floor: PowerLaw | None, compute, 
 
 def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int) -> None:
     """From final points only: a and b are unidentified unless `MIN_POINTS` envelope points are
-    bracketed (module docstring)."""
+    bracketed (module docstring), and so are the loss laws: the envelope is then the loss of the sizes
+    trained at each budget, above the lowest loss there (t06, a 5x5 grid: 2.347 [2.341, 2.347] at 1e21
+    FLOPs, truth 2.329; t10, 4 runs: 1.301 at 1e24, below the true floor 1.69)."""
     if bracketed >= MIN_POINTS:
         return
     for name in ("a", "b"):
@@ -142,6 +152,26 @@ def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: in
             f"final points only, and N_opt is bracketed by a smaller and a larger size at the same compute at "
             f"{bracketed} of {points} envelope points: N_opt(C) follows the sizes trained, not the loss"
         )
+    for name in LOSS_NAMES + FLOOR_NAMES:
+        if name in estimates:
+            estimates[name].unidentified = (
+                f"{AS_A}: N_opt is not bracketed, so the envelope is the loss of the sizes trained, not the lowest "
+                "loss at each compute"
+            )
+
+
+def _floor_on_boundary(estimates: dict[str, Estimate], with_floor: PowerLaw | None, lowest: float) -> None:
+    """The law with a floor whose E lies on its boundary 0 (below `E_FLOOR_FRACTION` of the lowest loss, as
+    approach 3's E ≈ 0): the refits start there, where ln E has no slope, and none moves, so its estimates'
+    zero-width reason names that, not one run per budget or pooled experiments (t01: E = 1.5e-14)."""
+    if with_floor is None or not with_floor.floor < E_FLOOR_FRACTION * lowest:
+        return
+    for name in FLOOR_NAMES:
+        if estimates.get(name) and estimates[name].unidentified.startswith(ZERO_WIDTH_REASON):
+            estimates[name].unidentified = (
+                f"{ZERO_WIDTH_REASON} {estimates[name].lower:.4g}: the fit puts E at {with_floor.floor:.3g}, on its "
+                "boundary 0 (the envelope shows no floor), and the refits, started there, do not move"
+            )
 
 
 def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:

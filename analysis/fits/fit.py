@@ -42,7 +42,8 @@ def fit_all(
 ) -> FitReport:
     """Fit each approach in ``approaches``. With one approach asked for, its DataError propagates;
     with several, an approach the data cannot support is skipped and the reason recorded in
-    ``report.skipped`` (and all failing is an error). Outliers (`analysis.fits.outliers`) are
+    ``report.skipped``; all failing is an error, and so is no approach to headline (`FitReport.headline`:
+    none with a law, approach 1 from final points only). Outliers (`analysis.fits.outliers`) are
     always flagged in ``report.outliers``; with ``exclude_outliers`` the fits run without them."""
 
     def fit(fitted: RunTable) -> FitReport:
@@ -71,10 +72,11 @@ def fit_all(
                 table.hparams, resamples=resamples, seed=seed, level=level
             )
             report.hyperparameter_laws = report.hyperparameter_fit["laws"]
-    if not report.fits:
+    if not report.fits or len(approaches) > 1 and not report.headline:  # the headline names one, or none: no fit
+        why = {**{str(k): v for k, v in report.headline_left_out().items()}, **report.skipped}
         raise DataError(
-            "no approach could be fitted: "
-            + "; ".join(v if v.startswith(f"approach {k}") else f"approach {k}: {v}" for k, v in report.skipped.items())
+            f"no approach could be fitted{' with a law to headline' if report.fits else ''}: "
+            + "; ".join(v if v.startswith(f"approach {k}") else f"approach {k}: {v}" for k, v in sorted(why.items()))
         )
     return report
 

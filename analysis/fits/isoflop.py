@@ -34,26 +34,43 @@ of that resample's law (`bracketed`, counted in the notes). The trained sizes ar
 design, the same in every resample, so a resample is judged as a repeat of the experiment would be:
 a resample that happens not to draw the largest size does not turn a bracketed budget into an
 unbracketed one. A resample fails only when fewer than `MIN_BUDGETS` budgets remain in its law.
-N_opt intervals spanning orders of magnitude are flagged unidentified
-(`analysis.fits.bootstrap.scale_identification`), and so is the N_opt of a budget outside its sizes.
+The law's a and b come from these resamples; a budget's own N_opt does not (`_n_opt_intervals`):
+with 4 or 5 runs a budget, most resamples draw 3 distinct sizes, whose parabola passes through them
+exactly, so the minima of the resamples showed how the runs disagree, not the noise (40 ladders of 4
+sizes, 1% noise: 70 of 139 intervals missed the true N_opt). Each parabola's coefficients are instead
+drawn from their least-squares distribution, the residual variance pooled over the budgets (the runs of
+one sweep share a noise level; 4 runs a budget leave 1 degree of freedom each) with its chi-square
+spread (Student t), and the vertex taken of each draw (a ratio: its draws keep the skew). On those
+ladders 94 of 103 intervals cover the truth and 55 are unidentified (tests/test_isoflop_coverage.py);
+at 7 sizes 117 of 124. N_opt intervals spanning orders of magnitude, or reaching past `MINIMUM_REACH`
+(draws without a minimum), are flagged unidentified (`analysis.fits.bootstrap.scale_identification`),
+and so is the N_opt of a budget outside its sizes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import MIN_SUCCESS, estimates_from_samples, scale_identification, summarize, unit_weights
+from analysis.fits.bootstrap import (
+    estimates_from_samples,
+    follows_exponent,
+    scale_identification,
+    summarize,
+    unit_weights,
+)
+from analysis.fits.percentiles import percentile_bounds
 from analysis.fits.powerlaws import log_linear_fit
-from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
+from analysis.sources.budgets import cluster_budgets
 from analysis.sources.rows import listing
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
 MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
-LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")
+LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")  # the coefficients last: unidentified with a
 
 
 def usable_minimum(c2, u_opt, lo, hi):
@@ -107,13 +124,14 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     if resamples > 0:
         log_n, loss = np.log(runs["N"].to_numpy()), runs["loss"].to_numpy()
         units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
-        samples, n_opt_samples, boot = _bootstrap(
+        samples, boot = _bootstrap(
             log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
         )
         estimates = estimates_from_samples(point, samples, level)
-        _n_opt_intervals(profiles, n_opt_samples, level)
+        boot.notes += [note] if (note := _n_opt_intervals(profiles, resamples, seed, level)) else []
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
+    follows_exponent(estimates, LAW_KEYS[2:])
     if law_unidentified:  # no law: no value, no interval, no samples to propagate
         estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}
         if boot is not None:
@@ -144,16 +162,35 @@ def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[s
             profiles.append(profile)
             groups.append(idx)
     if len(profiles) < 2:
-        found = [f"{b:.3g} FLOPs ({runs.loc[runs['budget'] == b, 'N'].nunique()} sizes)" for b in table.budgets]
-        raise DataError(
-            f"approach 2 needs at least 2 budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
-            f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
-            f"{listing(found, LISTED)}" + (f" ({listing(dropped, LISTED, '; ')})" if dropped else "")
-        )
+        raise DataError(_refusal(table, dropped))
     return groups, profiles, dropped
 
 
 LISTED = 10  # a refusal lists this many budgets (35 per-run budgets made a line of 4,000 characters, twice)
+
+
+def _refusal(table: RunTable, dropped: list[str]) -> str:
+    """Why approach 2 cannot be fitted, in one line: the budgets with their size counts (`LISTED`), the
+    reasons those counts do not say (no upward curve, a minimum beyond reach), and, for a budget column
+    that gives runs budgets of their own, that grouping them by C = 6·N·D gives parabolas."""
+    runs = table.runs
+    sizes = runs.groupby("budget")["N"].nunique()
+    found = [f"{b:.3g} FLOPs ({sizes[b]} sizes)" for b in table.budgets]
+    other = [why for why in dropped if "distinct model size" not in why]
+    grouped = runs["N"].groupby(cluster_budgets(runs["C"].to_numpy())).nunique()
+    advice = not table.budgets_clustered and (grouped >= MIN_SIZES).sum() >= MIN_BUDGETS
+    return (
+        f"approach 2 needs at least {MIN_BUDGETS} budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
+        f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
+        f"{listing(found, LISTED)}"
+        + (f" ({listing(other, LISTED, '; ')})" if other else "")
+        + (
+            f"; grouped by C = 6·N·D, {(grouped >= MIN_SIZES).sum()} budgets have {MIN_SIZES}+ sizes: "
+            "--budget-column none groups them so"
+            if advice
+            else ""
+        )
+    )
 
 
 def _law_unidentified(profiles: list[Parabola]) -> str:
@@ -167,29 +204,65 @@ def _law_unidentified(profiles: list[Parabola]) -> str:
     )
 
 
-def _n_opt_intervals(profiles: list[Parabola], n_opt_samples: np.ndarray | None, level: float) -> None:
-    """Each budget's N_opt interval from its resamples (NaN where left out; inf: unbounded), flagged
-    unidentified; none, and unidentified, when fewer than `MIN_SUCCESS` of the resamples gave the budget
-    a minimum (or the bootstrap as a whole failed): 3 sizes per budget printed N_opt 1.92e8 alone, 84 of
-    100 resamples failing."""
-    for j, profile in enumerate(profiles):
-        column = None if n_opt_samples is None else n_opt_samples[:, j]
-        drawn = 0 if column is None else int((~np.isnan(column)).sum())
-        if column is None or drawn < MIN_SUCCESS * len(column):
+def _n_opt_intervals(profiles: list[Parabola], resamples: int, seed: int, level: float) -> str:
+    """Each budget's N_opt interval from its parabola's least-squares fit (`_vertex_draws`), flagged
+    unidentified (it spans over a decade, or reaches past `MINIMUM_REACH`: `_vertex_interval`); none
+    when no budget has more runs than a parabola's 3 coefficients. Returns the note on how they were made."""
+    dof = sum(len(p.n) - 3 for p in profiles)
+    if dof < 1:
+        for profile in profiles:
             profile.n_opt_interval = None
-            why = "no interval: too few resamples could be refitted" + (
-                "" if column is None else f" ({len(column) - drawn} of {len(column)} gave this budget no minimum)"
+            profile.n_opt_unidentified = (
+                "no interval: every budget has 3 runs, which its parabola passes through, so no scatter is left to "
+                "measure the noise by"
             )
-        else:
-            estimate = Estimate.from_samples(profile.n_opt, column, level)
-            profile.n_opt_interval = estimate.interval
-            why = estimate.unidentified or scale_identification(*(profile.n_opt_interval or (None, None)))
+        return ""
+    variance = sum(float(np.sum(np.square(p.residuals))) for p in profiles) / dof
+    rng = np.random.default_rng([seed, 2])  # a stream of its own: the run resamples stay as they were
+    scale = np.sqrt(dof / rng.chisquare(dof, resamples))  # σ/σ̂ per draw, shared by the budgets (pooled σ̂)
+    for profile in profiles:
+        why = _vertex_interval(profile, _vertex_draws(profile, variance, scale, rng), level)
         if not profile.inside_range and (not why or why.startswith("no interval")):  # the more telling reason
             why = (
                 f"its minimum lies outside the trained sizes ({min(profile.n):.3g} to {max(profile.n):.3g}): the "
                 "interval of an extrapolated vertex shows the noise, not where the loss turns"
             )
         profile.n_opt_unidentified = why
+    return (
+        f"N_opt per budget: {resamples} draws of each parabola from its least-squares fit, the residual variance "
+        f"pooled over the budgets ({dof} degrees of freedom)"
+    )
+
+
+def _vertex_draws(profile: Parabola, variance: float, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """ln N_opt of draws of the parabola's coefficients from their least-squares distribution:
+    c ~ ĉ + t·L·z (L·Lᵀ = σ̂²·(XᵀX)⁻¹; ``scale`` = σ/σ̂ = sqrt(dof/χ²_dof), making each coefficient
+    Student-t, as a regression's interval is); the vertex is a ratio, so its draws show the skew a
+    standard error would hide (Fieller). A draw without a usable minimum (`usable_minimum`) has its
+    N_opt beyond the sizes: ±inf on the side the loss falls towards."""
+    u = np.log(profile.n) - profile.center
+    design = np.stack([np.ones_like(u), u, u * u], axis=1)
+    root = np.linalg.cholesky(variance * np.linalg.inv(design.T @ design) + 1e-300 * np.eye(3))
+    c = np.asarray(profile.coefficients) + scale[:, None] * (rng.standard_normal((len(scale), 3)) @ root.T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u_opt = -c[:, 1] / (2 * c[:, 2])
+    downhill = np.where(c[:, 2] > 0, np.sign(u_opt), -np.sign(c[:, 1]))
+    usable = usable_minimum(c[:, 2], u_opt, u.min(), u.max())
+    return np.where(usable, profile.center + u_opt, np.where(downhill >= 0, np.inf, -np.inf))
+
+
+def _vertex_interval(profile: Parabola, log_n_opt: np.ndarray, level: float) -> str:
+    """Set ``profile.n_opt_interval`` from the draws of ln N_opt; why it does not identify N_opt ("" when it does)."""
+    lower, upper = percentile_bounds(log_n_opt, level)
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        profile.n_opt_interval = None
+        beyond = int(np.isinf(log_n_opt).sum())
+        return (
+            f"{UNBOUNDED}: {beyond} of {len(log_n_opt)} draws of its parabola have no minimum within "
+            f"{MINIMUM_REACH:g}x of its sizes"
+        )
+    profile.n_opt_interval = [float(np.exp(lower)), float(np.exp(upper))]
+    return scale_identification(*profile.n_opt_interval)
 
 
 def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -254,8 +327,7 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
 def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     """Resample units within each budget (``groups``: (run indices, unit labels) per budget); a
     budget without a usable minimum in a resample is left out of it, and one whose minimum lies
-    outside its trained sizes (`bracketed`) out of its law. Returns samples by name, N_opt samples
-    (resamples, budgets; NaN where unusable) and the summary."""
+    outside its trained sizes (`bracketed`) out of its law. Returns the law's samples by name and the summary."""
     rng = np.random.default_rng(seed)
     weights = unit_weights(rng, [labels for _, labels in groups], resamples)
     log_n_opt = np.empty((resamples, len(profiles)))
@@ -286,7 +358,7 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
         if k
     ]
     samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, notes)
-    return samples, (np.exp(log_n_opt) if samples else None), boot
+    return samples, boot
 
 
 def _minima(u: np.ndarray, loss: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from analysis.fits import identified as ident
 from analysis.fits import laws
 from analysis.fits.bootstrap import identification, reaches_zero
-from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit, no_law
+from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
 from scaling.flops import flops_6nd, params_6nd, smallest_6nd, tokens_6nd
@@ -349,9 +349,8 @@ class PowerLawAllocation(Law):
 
 
 def chosen_fit(report: FitReport, label: str, approach: int | None = None):
-    """The fit of ``report`` a law is taken from: the one asked for, else the highest approach with a
-    law (3 also predicts loss at any N, D; then 2, then 1), else the highest (`no_law` says why it
-    has none)."""
+    """The fit of ``report`` a law is taken from: the one asked for, else the highest headlined approach
+    (3 also predicts loss at any N, D; then 2, then 1), else the highest (`FitReport.headline_left_out` says why)."""
     fits = {f.approach: f for f in report.fits}
     if approach is not None and approach not in fits:
         raise UserError(
@@ -359,7 +358,7 @@ def chosen_fit(report: FitReport, label: str, approach: int | None = None):
         )
     if not fits:
         raise UserError(f"{label} holds no fit")
-    with_law = [k for k, f in fits.items() if not no_law(f)] or list(fits)
+    with_law = [f.approach for f in report.headline] or list(fits)
     return fits[approach if approach is not None else max(with_law)]
 
 

@@ -323,16 +323,16 @@ class FitReport:
         return [f for f in (self.envelope, self.isoflop, self.parametric) if f is not None]
 
     def headline_left_out(self) -> dict[int, str]:
-        """Approaches fitted but not to be headlined (summary, "which approach to trust"), with the
-        reason. Approach 1 on final points only (no training curves) is left out: its envelope is
-        just each budget's lowest-loss run, so N_opt(C) moves in steps of the sizes trained."""
-        out = {}
+        """Approaches fitted but not to be headlined (a summary leads with none; `optimal` and the report allocate
+        with none), and why: one without a law (`no_law`), and approach 1 on final points only (no training curves):
+        its envelope is just each budget's lowest-loss run, so N_opt(C) moves in steps of the sizes trained."""
+        out = {f.approach: f"approach {f.approach} has no law ({no_law(f)})" for f in self.fits if no_law(f)}
         if self.envelope is not None and not self.envelope.diagnostics.get("from_curves", True):
             out[1] = (
                 "approach 1 had final points only (no training curves), so it reduces to the per-budget "
                 "minimum run: N_opt(C) only takes the sizes trained; approaches 2 and 3 interpolate between them"
             )
-        return out
+        return dict(sorted(out.items()))
 
     @property
     def headline(self) -> list:

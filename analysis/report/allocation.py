@@ -31,6 +31,9 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     blocks: list = [Heading("Compute-optimal allocation")]
     if fit is None:
         return blocks + [Paragraph("No law was fitted, so no allocation can be given.")]
+    if not fit.headline:  # a saved fit of approaches not to allocate with (`FitReport.headline_left_out`)
+        why = "; ".join(fit.headline_left_out().values())
+        return blocks + [Paragraph(f"No fitted approach has a law to allocate with ({why}), so none is given.")]
     approach = chosen_fit(fit, "this fit").approach
     law = law_from_fit(fit, "this fit", approach)
     reference = PRESETS["chinchilla"]()
