@@ -15,6 +15,9 @@ import math
 from scaling.errors import ConfigError
 
 PF_DAY_FLOPS = 1e15 * 86_400
+# The sweeper's default window of tokens per parameter D/N (hydra.sweeper.tokens_per_param), which
+# `scaling next` also keeps its proposals inside unless the source's sweep file sets another.
+TOKENS_PER_PARAM = (0.5, 2000.0)
 
 
 # The one home of C = 6·N·D: every other module calls these (they broadcast over numpy arrays).

@@ -37,7 +37,7 @@ def source(tmp_path_factory):
 def proposal(source):
     out = source.with_name("next.yaml")
     # a CSV is not a results store: --ladder-shapes plans this project's shapes for it, as a store's own runs get
-    args = ("--out", out, "--ladder-shapes", "--json", "--draws", 48, "--bootstrap", 100)
+    args = ("--out", out, "--ladder-shapes", "--json", "--draws", 192, "--bootstrap", 100)
     proc = run_cli("next", source, "--flops", ALLOWANCE, *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), out

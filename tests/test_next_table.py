@@ -18,7 +18,7 @@ from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
 
 BUDGETS = [1e18, 1e19, 1e20, 1e21]
 FLOPS = 1e22  # the allowance; the target is the default, 10x the largest budget (1e22)
-QUICK = ("--bootstrap", 40, "--draws", 16)
+QUICK = ("--bootstrap", 100, "--draws", 192)
 
 
 @pytest.fixture(scope="module")

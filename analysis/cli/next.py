@@ -13,11 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from analysis.cli.common import add_table_options, column_map, count, parse, positive_float, write_output
+from analysis.cli.next_out import is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
+from analysis.describe.outliers import flagged_line
 from analysis.fits.results import Estimate
 from scaling.errors import Parser, UserError
 
-DEFAULT_TARGET_FACTOR = 10.0  # the target budget: 10x the source's largest, unless --target-budget names one
-SWEEPER_TOKENS_PER_PARAM = (0.5, 2000.0)  # the sweeper's default window (hydra_plugins/scaling_sweeper)
+DEFAULT_TARGET_FACTOR = 10.0  # the target: 10x the largest budget (`next_runs.nominal`), unless --target-budget
+# Simulated truths per design: at 48 a pair's narrowing of a 4-budget ladder's spread (0.136 -> 0.11) was
+# within 2 standard errors of the simulation's noise, so nothing could be picked (`next_runs.NOISE_Z`).
+DEFAULT_DRAWS = 192
 
 
 def next_parser() -> argparse.ArgumentParser:
@@ -55,8 +59,20 @@ def next_parser() -> argparse.ArgumentParser:
         help="propose no run needing more tokens than D (e.g. the corpus's training split, unless data repeat)",
     )
     p.add_argument("--bootstrap", type=count, default=200, metavar="K", help="resamples of the fit (default 200)")
-    p.add_argument("--draws", type=count, default=48, metavar="M", help="simulated truths per design (default 48)")
+    p.add_argument(
+        "--draws",
+        type=count,
+        default=DEFAULT_DRAWS,
+        metavar="M",
+        help=f"simulated truths per design (default {DEFAULT_DRAWS}; fewer resolve only larger narrowings)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the simulations (default 0)")
+    p.add_argument(
+        "--exclude-outliers",
+        action="store_true",
+        help="plan from a fit without the runs the outlier rule flags (as `scaling fit --exclude-outliers`); "
+        "without it they are kept, and a line says how many were flagged, by rule",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_table_options(p)
     return p
@@ -67,23 +83,21 @@ def next_main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     from analysis.fits import next_runs as nr
-    from analysis.fits.design import DesignSimulator
+    from analysis.fits.design import DesignSimulator, bootstrap_spread
     from analysis.fits.parametric import fit_parametric
-    from analysis.fits.results import no_law
     from analysis.sources.load import is_store, load_runs
 
     if args.draws < 8:
-        raise UserError(f"--draws {args.draws} is too few to measure a spread; give at least 8 (default 48)")
+        raise UserError(
+            f"--draws {args.draws} is too few to measure a spread; give at least 8 (default {DEFAULT_DRAWS})"
+        )
     store = is_store(args.source)
     shapes = store or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
     check_out(args, shapes)
     base = base_sweep(args.source)
-    table = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
-    fit = fit_parametric(table, resamples=0)  # the point fit places the candidates; the bootstrap waits
-    if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
-        raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
+    table, fit, outliers = point_fit(args, load_runs(args.source, column_map(args), args.allow_mixed_corpora))
     budgets = sorted(table.runs["budget"].unique().tolist())
-    target = args.target_budget or DEFAULT_TARGET_FACTOR * max(budgets)
+    target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
     rules = candidate_rules(args, table, fit.params, budgets, target, shapes, base)
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, budgets + nr.next_budgets(budgets, target), rules)
@@ -93,12 +107,14 @@ def next_main(argv: list[str]) -> int:
         raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
     bounds = n_opt_bounds(fit, {c.budget for c in pool}) if rules.bracket else {}
     sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
-    plan = nr.plan_runs(sim, [u for u in nr.units(pool, rules, bounds) if nr.cost(u) <= args.flops], args.flops)
+    buyable = nr.units(pool, rules, bounds)
+    plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
-    ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder else None
-    now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level)
-    result = summary(args, plan, target, now, ladder, ladder_ratio)
+    now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level, fit.estimates["a"].unidentified)
+    result = summary(args, plan, target, now, ladder, sim, bootstrap_spread(fit, target))
+    result["why_none"] = "" if buyable or not rules.bracket else nr.no_pair(bounds)
+    result["outliers"] = flagged_line(outliers, args.exclude_outliers, by_rule=True) if outliers else None
     if not store:
         result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
     if args.out is not None:
@@ -110,8 +126,22 @@ def next_main(argv: list[str]) -> int:
     return 0
 
 
-def is_csv(path: Path) -> bool:
-    return path.suffix.lower() == ".csv"
+def point_fit(args, table):
+    """The table to plan from, approach 3's point fit of it (which places the candidates; the bootstrap
+    waits) and the runs the outlier rule flags (`analysis.fits.outliers`, as `scaling fit` flags them):
+    kept, or left out with --exclude-outliers."""
+    from analysis.fits.outliers import flag_outliers, without_outliers
+    from analysis.fits.parametric import fit_parametric
+    from analysis.fits.results import no_law
+
+    fit = fit_parametric(table, resamples=0)
+    outliers = flag_outliers(table, fit)[0]
+    if args.exclude_outliers and outliers:
+        table = without_outliers(table, outliers)
+        fit = fit_parametric(table, resamples=0)
+    if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
+        raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
+    return table, fit, outliers
 
 
 def check_out(args, shapes: bool) -> None:
@@ -130,12 +160,13 @@ def candidate_rules(args, table, params: dict, budgets: list, target: float, sha
     within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval, within
     `BRACKET_DECADES` of it."""
     from analysis.fits import next_runs as nr
+    from scaling.flops import TOKENS_PER_PARAM
 
     return nr.CandidateRules(
         shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
         if shapes
         else table_sizes(table, params, min(budgets), target),
-        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", SWEEPER_TOKENS_PER_PARAM)),
+        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM)),
         max_tokens=args.max_tokens,
         **({} if shapes else {"window_decades": nr.BRACKET_DECADES, "bracket": True}),
     )
@@ -223,34 +254,31 @@ def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: t
     pair = ""
     if bounds is not None:
         side = "below" if c.n <= bounds[0] else "above"
-        pair = f" ({n_opt:.3g} [{bounds[0]:.3g}, {bounds[1]:.3g}]), the run {side} its interval in a pair bracketing it"
+        pair = (
+            f" ({n_opt:.3g} [{bounds[0]:.3g}, {bounds[1]:.3g}]), the run {side} its interval in a pair bracketing it"
+            if bounds[0] < bounds[1]  # else N_opt has no interval there: the pair brackets the point fit's
+            else f" ({n_opt:.3g}, no interval), the run {side} it in a pair bracketing it"
+        )
     return (
         f"{where}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}: spread of ln N_opt(target) "
         f"{before:.3g} -> {after:.3g}"
     )
 
 
-def plan_rows(plan) -> list[dict]:
-    return [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs]
-
-
-def runs_csv(rows: list[dict], plan, shapes: bool, store: bool) -> str:
-    """The proposal, one row per run (``rows``: the printed runs of ``plan``), in the table's terms
-    (`--out RUNS.csv`): a shape column for this project's shapes, a reason for a table that is not a store."""
-    import pandas as pd
-
-    columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
-    rows = [{**row, "tokens_per_param": c.tokens_per_param} for row, c in zip(rows, plan.runs)]
-    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
-
-
-def n_opt_now(params: dict, samples: dict, target: float, level: float) -> Estimate:
-    """N_opt at ``target`` with its bootstrap interval, by `scaling optimal`'s rules (`Law.n_opt`:
-    resamples whose A or B overflowed have no value, an interval reaching 0 is none); no interval where
-    it is unidentified."""
+def n_opt_now(params: dict, samples: dict, budget: float, level: float, a_why: str | None = None) -> Estimate:
+    """N_opt at ``budget`` with its bootstrap interval (`Law.n_opt`: resamples whose A or B overflowed
+    have no value, an interval reaching 0 is none; no interval where it is unidentified). With ``a_why``
+    (why the fit's exponent a is unidentified, "" if it is not), unidentified wherever `scaling optimal`
+    calls it so: also "as the fit's a", or where the interval spans more than `bootstrap.MAX_DECADES`
+    (`identified.scale_rule`); without, the interval is kept however wide (the pairs bracket it)."""
+    from analysis.fits.identified import scale_rule
     from analysis.fits.optimal import ParametricLaw
 
-    now = ParametricLaw("fit", dict(params), samples, level=level).n_opt(target)
+    now = ParametricLaw("fit", dict(params), samples, level=level).n_opt(budget)
+    if a_why:
+        now.unidentified = f"as the fit's a: {a_why}"
+    if a_why is not None:
+        scale_rule(now)
     return Estimate(now.value, unidentified=now.unidentified) if now.unidentified else now
 
 
@@ -282,114 +310,3 @@ def model_dims(source: str) -> tuple[int, int]:
         if {"vocab_size", "seq_len"} <= set(frame) and len(frame):
             return int(frame["vocab_size"].mode()[0]), int(frame["seq_len"].mode()[0])
     return 256, 128
-
-
-def summary(args, plan, target: float, now: Estimate, ladder: list, ladder_ratio: float | None) -> dict:
-    """The proposal as one JSON-able dict (what `render` prints)."""
-    expected = None if now.interval is None else list(_expected(now, plan.ratio))
-    return {
-        "source": args.source,
-        "target_budget": target,
-        "flops_allowance": args.flops,
-        "n_opt_now": now.as_json(),  # {estimate, interval[, unidentified]}: no interval when unbounded
-        "runs": plan_rows(plan),
-        "flops": plan.flops,
-        "spread_now": plan.spread_done,
-        "spread_after": plan.spread,
-        "width_ratio": plan.ratio,
-        "n_opt_expected_interval": expected,
-        "search": plan.rule,
-        "ladder_extension": {
-            "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
-            "flops": float(sum(c.budget for c in ladder)),
-            "width_ratio": ladder_ratio,
-        },
-        "draws": args.draws,
-        "out": None if args.out is None else str(args.out),
-    }
-
-
-def _expected(now: Estimate, ratio: float) -> tuple[float, float]:
-    from analysis.fits.next_runs import expected_interval
-
-    return expected_interval(now.value, now.lower, now.upper, ratio)
-
-
-def render(r: dict) -> str:
-    now = r["n_opt_now"]
-    shown = f"{now['estimate']:.4g}" + ("" if now["interval"] is None else " [{:.4g}, {:.4g}]".format(*now["interval"]))
-    shown += " parameters" + (f" (no interval: {now['unidentified']})" if now.get("unidentified") else "")
-    lines = [
-        f"next runs for {r['source']}: at most {r['flops_allowance']:.4g} FLOPs, to narrow N_opt at "
-        f"{r['target_budget']:.4g} FLOPs",
-    ]
-    lines += [f"  reading              {r['reading']}"] if "reading" in r else []
-    lines += [f"  proposed sizes       {r['sizes']}"] if "sizes" in r else []
-    lines.append(f"  N_opt now            {shown}")
-    if not r["runs"]:
-        lines.append("  no affordable run narrows the interval (simulated): buy nothing, or allow more FLOPs")
-    for run in r["runs"]:
-        lines += run_lines(run)
-    lines.append(f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']})")
-    lines.append(
-        f"  expected width       x{r['width_ratio']:.3f} of today's (log scale; spread of ln N_opt "
-        f"{r['spread_now']:.3g} -> {r['spread_after']:.3g}, {r['draws']} simulated refits)"
-    )
-    if r["n_opt_expected_interval"] is not None:
-        lines.append("  expected interval    [{:.4g}, {:.4g}]".format(*r["n_opt_expected_interval"]))
-    ladder = r["ladder_extension"]
-    if ladder["width_ratio"] is not None:
-        lines.append(
-            f"  for comparison       one more ladder budget ({runs(len(ladder['runs']))} at "
-            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): x{ladder['width_ratio']:.3f}"
-        )
-    if r["out"] and is_csv(Path(r["out"])):
-        lines.append(f"  runs file            {r['out']} (one row per run)")
-    elif r["out"]:
-        lines.append(f"  sweep file           {r['out']} (launch: scaling sweep {r['out']})")
-    return "\n".join(lines)
-
-
-def run_lines(run: dict) -> list[str]:
-    """One proposed run: a store's shape line, or (C, N, D) in the table's terms, with its reason."""
-    if run["shape"] is None:
-        lines = [
-            f"  + C = {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, D = {run['tokens']:.4g} tokens "
-            f"({run['tokens_per_param']:.3g} per parameter)"
-        ]
-    else:
-        lines = [
-            f"  + {run['shape']:<6} at {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, "
-            f"D = {run['tokens']:.4g} tokens"
-        ]
-    return lines + ([f"      why: {run['reason']}"] if "reason" in run else [])
-
-
-def sweep_yaml(base: dict, plan, args, target: float) -> str:
-    """The source's sweep file with its grid replaced by the proposal (budget -> shapes)."""
-    import yaml
-
-    grid: dict[str, list[str]] = {}
-    for c in plan.runs:
-        grid.setdefault(short(c.budget), []).append(c.shape)
-    sweep = dict(base)
-    sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
-    header = (
-        f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "
-        f"FLOPs,\n# chosen to narrow N_opt at {target:.4g} FLOPs (expected width x{plan.ratio:.3f} of today's).\n"
-        f"# The same sweep name and settings as the source, so the runs join its store: scaling sweep FILE\n"
-    )
-    return header + yaml.safe_dump(sweep, sort_keys=False)
-
-
-def short(x: float) -> str:
-    """3e12, not 3e+12 (as the sweep files write budgets); 1e9, not 1e+09."""
-    text = f"{x:.3g}"
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def runs(k: int) -> str:
-    return f"{k} run" + ("" if k == 1 else "s")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from analysis.fits.design import DesignSimulator
 from analysis.fits.laws import chinchilla_allocation
-from scaling.flops import tokens_6nd
+from scaling.flops import TOKENS_PER_PARAM, tokens_6nd
 from scaling.shapes import CONF_DIR, param_counts, shape_for_width
 
 WINDOW_DECADES = 0.75  # candidate shapes lie within N_opt(C)·10^(±this) under the current fit
@@ -36,6 +36,13 @@ WINDOW_DECADES = 0.75  # candidate shapes lie within N_opt(C)·10^(±this) under
 BRACKET_DECADES = 0.5
 GRID_PER_DECADE = 6  # a table that is not a results store: candidate sizes N = 10^(k/6) (`grid_sizes`)
 NICE_MANTISSAS = (1.0, 2.0, 3.0, 5.0, 10.0)
+# A pick must narrow the simulated spread by more than this many standard errors of its simulation
+# noise (`DesignSimulator.gain_noise`): a smaller gain (2% of the spread was seen) may be noise alone.
+NOISE_Z = 2.0
+# The simulated spread of the runs done stands for the fit's own bootstrap spread within this factor
+# (1.25 on seeded synthetic ladders, `tests/test_next.py`); beyond it no width ratio is printed.
+AGREEMENT = 2.0
+NOMINAL_RTOL = 0.01  # a budget's nominal value (`nominal`) is the shortest decimal this close to it
 SAME_RUN_RTOL = 0.005  # a candidate whose N and budget match a run done within this is that run
 
 
@@ -86,6 +93,16 @@ def nice(value: float) -> float:
     return float(f"{mantissa * 10.0**exponent:.3g}")
 
 
+def nominal(budget: float) -> float:
+    """The budget as a label writes it: the shortest decimal (1 to 3 significant figures) within
+    `NOMINAL_RTOL` of it: 1e22 for a budget clustered from C at 9.919e21; a given 3e19 unchanged."""
+    for digits in range(3):
+        value = float(f"{budget:.{digits}e}")
+        if abs(value / budget - 1) <= NOMINAL_RTOL:
+            return value
+    return budget
+
+
 def budget_step(budgets: list[float]) -> float:
     """The source's budget ladder step: the geometric mean ratio of its budgets (√10 for one)."""
     budgets = sorted(set(budgets))
@@ -123,7 +140,7 @@ class CandidateRules:
     """Which (shape, budget) runs may be proposed."""
 
     shapes: dict[str, float]
-    tokens_per_param: tuple[float, float] = (0.5, 2000.0)
+    tokens_per_param: tuple[float, float] = TOKENS_PER_PARAM  # the sweeper's window, unless its file sets one
     max_tokens: float | None = None
     window_decades: float = WINDOW_DECADES
     bracket: bool = False  # runs are bought in pairs bracketing N_opt at their budget (`brackets`)
@@ -199,9 +216,10 @@ def ladder_extension(params: dict, done, budgets: list[float], rules: CandidateR
 
 def greedy(sim: DesignSimulator, pool: list[tuple[Candidate, ...]], allowance: float, per_flop: bool) -> Plan:
     """Add the unit (`units`) with the largest narrowing (per FLOP when ``per_flop``) until nothing
-    affordable narrows the spread further; a unit sharing a run with the chosen ones is out. Lazy
-    (Minoux 1978): a unit's narrowing only shrinks as runs are added, so stale scores bound fresh
-    ones and only the leader is rescored."""
+    affordable narrows the spread further by more than `NOISE_Z` standard errors of simulation noise
+    (`DesignSimulator.gain_noise`; a narrower gain scores 0); a unit sharing a run with the chosen
+    ones is out. Lazy (Minoux 1978): a unit's narrowing only shrinks as runs are added, so stale
+    scores bound fresh ones and only the leader is rescored."""
     start = sim.spread()
     chosen, current, trail, steps = [], start, [], {}
     stale = {u: math.inf for u in pool}
@@ -211,8 +229,10 @@ def greedy(sim: DesignSimulator, pool: list[tuple[Candidate, ...]], allowance: f
         best = None
         while options:
             leader = max(options, key=options.get)
-            fresh = (current - sim.spread([x.point for x in chosen + list(leader)])) / (
-                cost(leader) if per_flop else 1.0
+            before, after = [x.point for x in chosen], [x.point for x in chosen + list(leader)]
+            gain = current - sim.spread(after)
+            fresh = (
+                gain / (cost(leader) if per_flop else 1.0) if gain > NOISE_Z * sim.gain_noise(before, after) else 0.0
             )
             stale[leader] = options[leader] = fresh
             if fresh >= max(options.values()):
@@ -232,6 +252,33 @@ def plan_runs(sim: DesignSimulator, pool: list[tuple[Candidate, ...]], allowance
     """The better of the two greedy plans (`greedy`), by simulated spread."""
     plans = [greedy(sim, pool, allowance, per_flop) for per_flop in (True, False)]
     return min(plans, key=lambda p: (p.spread, p.flops))
+
+
+def unknown_ratio(now, spread_done: float, fit_spread: float) -> str:
+    """Why no width ratio can be known ("" when one can): N_opt at the target is unidentified today
+    (``now``, an `Estimate` with `scaling optimal`'s verdict), or the simulated spread of the runs
+    done (``spread_done``) is more than `AGREEMENT`x off the fit's own bootstrap spread
+    (``fit_spread``): the simulation then does not stand for today's interval."""
+    if now.unidentified:
+        return f"N_opt at the target is unidentified today ({now.unidentified}): a narrowing of it cannot be known"
+    if not 1 / AGREEMENT <= spread_done / fit_spread <= AGREEMENT:
+        return (
+            f"the simulated spread of ln N_opt for the runs done ({spread_done:.3g}) is over {AGREEMENT:g}x off the "
+            f"fit's own bootstrap spread ({fit_spread:.3g}): the simulation does not stand for today's interval"
+        )
+    return ""
+
+
+def no_pair(bounds: Bounds) -> str:
+    """Why no pair of sizes was proposed where N_opt's interval is the cause: at every budget it is
+    wider than the sizes allowed there (`CandidateRules`), so no pair brackets it."""
+    budget, (lower, upper) = min(bounds.items(), key=lambda item: item[1][1] / item[1][0])
+    return (
+        f"no pair of sizes brackets N_opt's interval at any budget: even the narrowest, [{lower:.3g}, {upper:.3g}] "
+        f"at {budget:.3g} FLOPs ({math.log10(upper / lower):.2g} decades), is wider than the sizes allowed there "
+        f"(N_opt·10^±{BRACKET_DECADES:g}, inside the tokens-per-parameter window and --max-tokens): fit more runs "
+        "near N_opt first"
+    )
 
 
 def expected_interval(value: float, lower: float, upper: float, ratio: float) -> tuple[float, float]:

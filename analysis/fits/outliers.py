@@ -134,6 +134,13 @@ def standardized_residuals(parametric: ParametricFit, notes: list[str]) -> np.nd
     return standardized
 
 
+def noise_scale(parametric: ParametricFit) -> float:
+    """σ̂ of the residual test: the robust scale of the leverage-standardised residuals of the Huber
+    refit (module docstring), the noise of the runs in log-loss. Approach 3's own residuals understate
+    it: its fit passes through about as many runs as it has parameters."""
+    return _scale(standardized_residuals(parametric, []))
+
+
 def leverages(jacobian: np.ndarray, inside: np.ndarray) -> np.ndarray:
     """h_i = ∂(fitted_i)/∂(observed_i) of a Huber fit with Jacobian ``jacobian`` (runs, parameters):
     the diagonal of J_I (J_Iᵀ J_I)⁺ J_Iᵀ over the runs ``inside`` δ, 0 for the others."""

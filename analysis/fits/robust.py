@@ -16,3 +16,8 @@ SIGMA_TEXT = "1.4826·MAD"  # how the rules' texts write σ̂ (`analysis.fits.ou
 def robust_sigma(values) -> float:
     """σ̂ = 1.4826·MAD of ``values`` (module docstring); NaN when one of them is NaN."""
     return float(median_abs_deviation(np.asarray(values, dtype=float), scale="normal"))
+
+
+def robust_sigmas(values: np.ndarray) -> np.ndarray:
+    """σ̂ along the last axis of ``values``, NaNs left out, kept as a length-1 last axis."""
+    return np.expand_dims(median_abs_deviation(values, axis=-1, scale="normal", nan_policy="omit"), -1)

@@ -51,6 +51,7 @@ from hydra_plugins.scaling_sweeper import branching, outcome, pack, processes, s
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import check_launcher, is_local_launcher, launch_chunk_size, plan_layout
 from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
+from scaling.flops import TOKENS_PER_PARAM
 
 
 @dataclass
@@ -59,7 +60,7 @@ class ScalingSweeperConf:
     budgets: list[float] = field(default_factory=list)  # FLOP budgets C
     models: list[str] = field(default_factory=list)  # ladder names (conf/model/*.yaml), tried at every budget
     grid: Any = field(default_factory=dict)  # optional per-budget shapes: {1e12: [d32, d64], 3e12: [...]}
-    tokens_per_param: list[float] = field(default_factory=lambda: [0.5, 2000.0])  # keep D/N inside [lo, hi]
+    tokens_per_param: list[float] = field(default_factory=lambda: list(TOKENS_PER_PARAM))  # keep D/N inside [lo, hi]
     params: dict[str, str] = field(default_factory=dict)  # extra swept keys, as the basic sweeper: {seed: "0,1"}
     max_batch_size: int | None = None  # launch in chunks of this many jobs (None: all at once)
     dry_run: bool = False  # plan, list the runs, write STORE/sweep.dry-run.json; launch nothing

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from hydra_plugins.scaling_sweeper import pack
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from scaling import devices
+from scaling.flops import TOKENS_PER_PARAM
 
 MAX_EXTRA_PER_DECADE = 100  # branch budgets 2.3% apart; each is a run of its own cooldown
 
@@ -60,9 +61,10 @@ def check(sweeper) -> None:
     except (TypeError, ValueError):
         lo = hi = math.nan
     if not 0 <= lo < hi:
+        low, high = TOKENS_PER_PARAM
         raise ConfigError(
             f"hydra.sweeper.tokens_per_param: {list(sweeper.tokens_per_param)!r} is not a range; "
-            "give [low, high] tokens per parameter with 0 <= low < high, e.g. [0.5, 2000]"
+            f"give [low, high] tokens per parameter with 0 <= low < high, e.g. [{low:g}, {high:g}] (the default)"
         )
     sweeper.tokens_per_param = (lo, hi)
     _check_counts(sweeper)

@@ -1,0 +1,166 @@
+"""What `scaling next` writes (`analysis.cli.next`): the proposal as one JSON-able dict, its text, the
+sweep file of this project's shapes and the runs CSV in the table's own terms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.fits.results import Estimate
+
+
+def summary(args, plan, target: float, now, ladder: list, sim, fit_spread: float) -> dict:
+    """The proposal as one JSON-able dict (what `render` prints). ``sim``: the `DesignSimulator` that
+    scored it; ``fit_spread``: the spread of ln N_opt(target) in the fit's own bootstrap. No width
+    ratio where it cannot be known (`next_runs.unknown_ratio`)."""
+    from analysis.fits.next_runs import NOISE_Z, unknown_ratio
+
+    why_unknown = unknown_ratio(now, plan.spread_done, fit_spread)
+    known = not why_unknown
+    ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder and known else None
+    return {
+        "source": args.source,
+        "target_budget": target,
+        "flops_allowance": args.flops,
+        "n_opt_now": now.as_json(),  # {estimate, interval[, unidentified]}: no interval when unbounded
+        "runs": plan_rows(plan),
+        "flops": plan.flops,
+        "spread_now": plan.spread_done,
+        "spread_fit_bootstrap": fit_spread,  # what spread_now stands for
+        "spread_after": plan.spread,
+        "width_ratio": plan.ratio if known else None,
+        "why_unknown": why_unknown,  # why there is no width ratio ("" when there is)
+        "n_opt_expected_interval": list(_expected(now, plan.ratio)) if known and now.interval else None,
+        "search": plan.rule,
+        "noise_z": NOISE_Z,  # each pick narrows the spread by more than this many standard errors of simulation noise
+        "ladder_extension": {
+            "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
+            "flops": float(sum(c.budget for c in ladder)),
+            "width_ratio": ladder_ratio,
+        },
+        "draws": args.draws,
+        "out": None if args.out is None else str(args.out),
+    }
+
+
+def _expected(now: Estimate, ratio: float) -> tuple[float, float]:
+    from analysis.fits.next_runs import expected_interval
+
+    return expected_interval(now.value, now.lower, now.upper, ratio)
+
+
+def render(r: dict) -> str:
+    lines = [
+        f"next runs for {r['source']}: at most {r['flops_allowance']:.4g} FLOPs, to narrow N_opt at "
+        f"{r['target_budget']:.4g} FLOPs",
+    ]
+    lines += [f"  reading              {r['reading']}"] if "reading" in r else []
+    lines += [f"  proposed sizes       {r['sizes']}"] if "sizes" in r else []
+    lines += [f"  outliers             {r['outliers']}"] if r.get("outliers") else []
+    lines.append(f"  N_opt now            {n_opt_shown(r['n_opt_now'])}")
+    if not r["runs"]:
+        lines.append(
+            "  "
+            + (
+                r.get("why_none")
+                or f"no affordable run narrows the simulated spread by more than {r['noise_z']:g} standard errors of "
+                "its simulation noise: buy nothing, allow more FLOPs, or raise --draws"
+            )
+        )
+    for run in r["runs"]:
+        lines += run_lines(run)
+    lines.append(
+        f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']}; each pick "
+        f"narrows by over {r['noise_z']:g} standard errors of simulation noise)"
+    )
+    if r["width_ratio"] is None:
+        lines.append(f"  expected width       unknown: {r['why_unknown']}")
+    else:
+        lines.append(
+            f"  expected width       x{r['width_ratio']:.3f} of today's (log scale; spread of ln N_opt "
+            f"{r['spread_now']:.3g} -> {r['spread_after']:.3g}, {r['draws']} simulated refits; the fit's own "
+            f"bootstrap: {r['spread_fit_bootstrap']:.3g})"
+        )
+    if r["n_opt_expected_interval"] is not None:
+        lines.append("  expected interval    [{:.4g}, {:.4g}]".format(*r["n_opt_expected_interval"]))
+    ladder = r["ladder_extension"]
+    if ladder["width_ratio"] is not None:
+        lines.append(
+            f"  for comparison       one more ladder budget ({runs(len(ladder['runs']))} at "
+            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): x{ladder['width_ratio']:.3f}"
+        )
+    if r["out"] and is_csv(Path(r["out"])):
+        lines.append(f"  runs file            {r['out']} (one row per run)")
+    elif r["out"]:
+        lines.append(f"  sweep file           {r['out']} (launch: scaling sweep {r['out']})")
+    return "\n".join(lines)
+
+
+def n_opt_shown(now: dict) -> str:
+    """Today's N_opt: its value and interval, or unidentified (why), as `scaling optimal` says it."""
+    if now.get("unidentified"):
+        return f"unidentified ({now['unidentified']}); the point fit's {now['estimate']:.4g} places the candidates"
+    interval = "" if now["interval"] is None else " [{:.4g}, {:.4g}]".format(*now["interval"])
+    return f"{now['estimate']:.4g}{interval} parameters"
+
+
+def run_lines(run: dict) -> list[str]:
+    """One proposed run: a store's shape line, or (C, N, D) in the table's terms, with its reason."""
+    if run["shape"] is None:
+        lines = [
+            f"  + C = {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, D = {run['tokens']:.4g} tokens "
+            f"({run['tokens_per_param']:.3g} per parameter)"
+        ]
+    else:
+        lines = [
+            f"  + {run['shape']:<6} at {run['budget_flops']:<8.3g} FLOPs  N = {run['params']:.4g}, "
+            f"D = {run['tokens']:.4g} tokens"
+        ]
+    return lines + ([f"      why: {run['reason']}"] if "reason" in run else [])
+
+
+def plan_rows(plan) -> list[dict]:
+    return [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs]
+
+
+def runs_csv(rows: list[dict], plan, shapes: bool, store: bool) -> str:
+    """The proposal, one row per run (``rows``: the printed runs of ``plan``), in the table's terms
+    (`--out RUNS.csv`): a shape column for this project's shapes, a reason for a table that is not a store."""
+    import pandas as pd
+
+    columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
+    rows = [{**row, "tokens_per_param": c.tokens_per_param} for row, c in zip(rows, plan.runs)]
+    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
+
+
+def sweep_yaml(base: dict, plan, args, target: float) -> str:
+    """The source's sweep file with its grid replaced by the proposal (budget -> shapes)."""
+    import yaml
+
+    grid: dict[str, list[str]] = {}
+    for c in plan.runs:
+        grid.setdefault(short(c.budget), []).append(c.shape)
+    sweep = dict(base)
+    sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
+    header = (
+        f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "
+        f"FLOPs,\n# chosen to narrow N_opt at {target:.4g} FLOPs (expected width x{plan.ratio:.3f} of today's).\n"
+        f"# The same sweep name and settings as the source, so the runs join its store: scaling sweep FILE\n"
+    )
+    return header + yaml.safe_dump(sweep, sort_keys=False)
+
+
+def short(x: float) -> str:
+    """3e12, not 3e+12 (as the sweep files write budgets); 1e9, not 1e+09."""
+    text = f"{x:.3g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def runs(k: int) -> str:
+    return f"{k} run" + ("" if k == 1 else "s")
+
+
+def is_csv(path: Path) -> bool:
+    return path.suffix.lower() == ".csv"
