@@ -183,7 +183,7 @@ def test_one_robust_scale_the_library_s_normal_mad():
     The design simulator winsorizes at `WINSOR`·σ̂: an error between 1.4826 and 1.482602 times that is kept whole."""
     from scipy.stats import norm
 
-    from analysis.fits.design import WINSOR, DesignSimulator
+    from analysis.fits.design import WINSOR, spread_of
     from analysis.fits.outliers import _scale
     from analysis.fits.robust import robust_sigma
 
@@ -192,4 +192,4 @@ def test_one_robust_scale_the_library_s_normal_mad():
     assert robust_sigma(r) == pytest.approx(mad / norm.ppf(0.75), rel=1e-12)
     assert _scale(np.append(r, np.nan)) == robust_sigma(r)  # NaNs (leverage 1) left out
     errors = np.array([-2.0, -1.0, -1.0, 0.0, 1.0, 1.0, WINSOR * 1.4826011])  # median 0, MAD 1 whatever the last
-    assert DesignSimulator._spread(errors) == np.std(errors, ddof=1)
+    assert float(spread_of(errors)) == pytest.approx(np.std(errors, ddof=1), rel=1e-12)

@@ -130,15 +130,12 @@ def point_fit(args, table):
     """The table to plan from, approach 3's point fit of it (which places the candidates; the bootstrap
     waits) and the runs the outlier rule flags (`analysis.fits.outliers`, as `scaling fit` flags them):
     kept, or left out with --exclude-outliers."""
-    from analysis.fits.outliers import flag_outliers, without_outliers
+    from analysis.fits.outliers import fit_flagged
     from analysis.fits.parametric import fit_parametric
     from analysis.fits.results import no_law
 
-    fit = fit_parametric(table, resamples=0)
-    outliers = flag_outliers(table, fit)[0]
-    if args.exclude_outliers and outliers:
-        table = without_outliers(table, outliers)
-        fit = fit_parametric(table, resamples=0)
+    flagged = fit_flagged(table, lambda runs: fit_parametric(runs, resamples=0), args.exclude_outliers)
+    table, fit, outliers = flagged.table, flagged.fit, flagged.outliers
     if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
         raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
     return table, fit, outliers
