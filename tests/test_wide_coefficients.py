@@ -32,9 +32,12 @@ def test_two_budgets_3x_apart_leave_a_and_b_unidentified_and_a_clean_ladder_keep
     assert "from D = 1 to the largest fitted D" in b.unidentified
     assert fit.estimates["A"].unidentified.startswith("interval spans 12."), fit.estimates["A"]
     assert not fit.estimates["alpha"].unidentified and not fit.estimates["beta"].unidentified  # their own intervals
+    # G of N_opt = G·(C/6)^a comes from A and B: it printed 0.00266 [4.8e-09, 5.0e+07] as identified beside them
+    assert fit.estimates["G"].unidentified.startswith("as A's: interval spans 12."), fit.estimates["G"]
     # seven budgets over three decades pin both: their intervals print
     runs = isoflop_runs(L, np.logspace(18, 21, 7), 9, noise=0.005, seed=3)
     fit = fit_parametric(table_from_frame(runs, "t.csv", ColumnMap()), resamples=50, seed=0)
     for name in ("A", "B"):
         e = fit.estimates[name]
         assert not e.unidentified and e.lower < L[name] < e.upper, (name, e)
+    assert not fit.estimates["G"].unidentified and not fit.estimates["a"].unidentified

@@ -126,7 +126,7 @@ def follows_exponent(estimates: dict[str, Estimate], names: tuple[str, ...], exp
     k_N = 11.01 [7.927, 44.2] beside an unidentified a; t01's approach 2 k_N 7.163 [0.001371, 6.084e+09])."""
     if estimates[exponent].unidentified:
         for name in names:
-            estimates[name].unidentified = AS_A
+            estimates[name].unidentified = estimates[name].unidentified or AS_A
 
 
 def residual_widths(jacobian: np.ndarray, residuals: np.ndarray, level: float) -> np.ndarray | None:

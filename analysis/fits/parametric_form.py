@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import coefficient_identification, flag_unresponsive
+from analysis.fits.bootstrap import coefficient_identification, flag_unresponsive, follows_exponent
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
@@ -169,15 +169,19 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
     narrower than the runs' scatter allows. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D.
     a, b and G computed from one that did not respond are unidentified as it is (a = 0.90 [0.78, 0.96] printed
     beside that β, left at its start). Then A and B whose intervals are too wide for the runs' sizes and token counts
-    to pin (`flag_wide_coefficients`)."""
+    to pin (`flag_wide_coefficients`). A value derived from an unidentified parameter is unidentified as it is,
+    and G (N_opt = G·(C/6)^a) as a is too (`follows_exponent`): G printed 0.00266 [4.8e-09, 5.0e+07] beside an
+    unidentified a, A and B."""
     jacobian, residuals = objective.jacobian(theta), objective.residuals(theta)
-    stuck = flag_unresponsive(estimates, PARAMETRIC_NAMES, jacobian, residuals, level, LOG_SCALED)
-    for name, inputs in DERIVED.items():
-        source = next((k for k in inputs if k in stuck), "")
-        if source and name in estimates and not estimates[name].unidentified:
-            estimates[name].unidentified = f"as {source}'s: {stuck[source]}"
+    flag_unresponsive(estimates, PARAMETRIC_NAMES, jacobian, residuals, level, LOG_SCALED)
     largest = {"N": objective.x_mean + objective.xc.max(), "D": objective.y_mean + objective.yc.max()}  # logs
     flag_wide_coefficients(estimates, {k: float(np.exp(v)) for k, v in largest.items()})
+    for name, inputs in DERIVED.items():
+        source = next((k for k in inputs if k in estimates and estimates[k].unidentified), "")
+        if source and name in estimates and not estimates[name].unidentified:
+            estimates[name].unidentified = f"as {source}'s: {estimates[source].unidentified}"
+    if "G" in estimates:
+        follows_exponent(estimates, ("G",))
 
 
 def flag_wide_coefficients(estimates: dict[str, Estimate], largest: dict[str, float]) -> None:
