@@ -13,7 +13,7 @@ import pytest
 from analysis.fits import laws
 from analysis.fits.bootstrap import AS_A
 from analysis.fits.envelope import FLOOR_NAMES, LOSS_NAMES, fit_envelope
-from analysis.fits.fit import fit_all
+from analysis.fits.fit import fit_all, require_headline
 from analysis.fits.isoflop import fit_isoflop
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW as LAW
@@ -81,10 +81,9 @@ def test_no_approach_to_headline_exits_as_no_approach_fitted(tmp_path, capsys):
     for name, frame in (("tiny", tiny), ("kaplan", one_run_per_budget())):
         path = tmp_path / f"{name}.csv"
         frame.to_csv(path, index=False)
-        with pytest.raises(
-            DataError, match="^no approach could be fitted with a law to headline: approach 1 had final"
-        ):
-            fit_all(table_from_frame(frame, str(path)), resamples=30, seed=0)
+        report = fit_all(table_from_frame(frame, str(path)), resamples=30, seed=0)  # report and plot show it
+        with pytest.raises(DataError, match="^no approach has a law to headline: approach 1 had final"):
+            require_headline(report, (1, 2, 3))
         code, out, err = _cli(capsys, "fit", path, "--bootstrap", "30", "--out", tmp_path / f"{name}.json")
         assert code == 2 and out == "" and err.count("error:") == 1, err
         assert not (tmp_path / f"{name}.json").exists()
@@ -142,3 +141,16 @@ def test_a_floor_on_its_boundary_is_named_in_the_zero_width_reason():
     assert fit.loss_law_with_floor.floor < 1e-6
     for name in FLOOR_NAMES:
         assert "on its boundary 0 (the envelope shows no floor)" in fit.estimates[name].unidentified, name
+
+
+def test_a_table_with_nothing_to_headline_still_gets_its_report(tmp_path, capsys):
+    # Before (this session's first rule, in fit_all): `scaling report` of 4 runs said "No scaling law could be
+    # fitted" and captioned "approach 1 (not fitted: no fit)" though approach 1 was fitted, not headlined.
+    tiny = pd.DataFrame({"params": [1e8, 3e8, 1e8, 3e8], "tokens": [2e9, 6e9, 6e9, 2e9]})
+    tiny["val_loss"] = _loss(tiny["params"], tiny["tokens"])
+    tiny.to_csv(tmp_path / "tiny.csv", index=False)
+    code, _, err = _cli(capsys, "report", tmp_path / "tiny.csv", "--bootstrap", "30", "--out", tmp_path / "r.html")
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert "no approach could be fitted" not in html and "not fitted: no fit" not in html
+    assert "approach 1 had final points only" in html  # why it is not headlined, said in the report

@@ -131,7 +131,7 @@ def _tables(args) -> list:
 
 def _fit_one(table, approaches, args, group):
     """The FitReport of one table, its lines on stderr; with groups, why it failed (a string)."""
-    from analysis.fits.fit import fit_all
+    from analysis.fits.fit import fit_all, require_headline
     from scaling.errors import DataError
 
     where = "" if group is None else f" [{args.group_by}={group}]"
@@ -146,6 +146,7 @@ def _fit_one(table, approaches, args, group):
             bins_per_decade=args.bins_per_decade,
             exclude_outliers=args.exclude_outliers,
         )
+        require_headline(report, approaches)
     except DataError as err:
         if group is None:
             raise
@@ -283,7 +284,7 @@ def render_fit(report: FitReport) -> str:
 def _render_headline(report: FitReport) -> list[str]:
     """Which approaches a summary leads with, when some are left out (`FitReport.headline_left_out`); none for
     one approach asked for (`--approach k`): its own lines say what it lacks, and a fit of several with none
-    to headline is an error (`fit_all`)."""
+    to headline is an error (`require_headline`)."""
     left_out = report.headline_left_out()
     if not left_out or len(report.fits) + len(report.skipped) == 1:
         return []

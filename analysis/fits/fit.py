@@ -42,8 +42,8 @@ def fit_all(
 ) -> FitReport:
     """Fit each approach in ``approaches``. With one approach asked for, its DataError propagates;
     with several, an approach the data cannot support is skipped and the reason recorded in
-    ``report.skipped``; all failing is an error, and so is no approach to headline (`FitReport.headline`:
-    none with a law, approach 1 from final points only). Outliers (`analysis.fits.outliers`) are
+    ``report.skipped``; all failing is an error (`scaling fit` also refuses none to headline: `require_headline`).
+    Outliers (`analysis.fits.outliers`) are
     always flagged in ``report.outliers``; with ``exclude_outliers`` the fits run without them."""
 
     def fit(fitted: RunTable) -> FitReport:
@@ -72,13 +72,24 @@ def fit_all(
                 table.hparams, resamples=resamples, seed=seed, level=level
             )
             report.hyperparameter_laws = report.hyperparameter_fit["laws"]
-    if not report.fits or len(approaches) > 1 and not report.headline:  # the headline names one, or none: no fit
-        why = {**{str(k): v for k, v in report.headline_left_out().items()}, **report.skipped}
-        raise DataError(
-            f"no approach could be fitted{' with a law to headline' if report.fits else ''}: "
-            + "; ".join(v if v.startswith(f"approach {k}") else f"approach {k}: {v}" for k, v in sorted(why.items()))
-        )
+    if not report.fits:
+        _refuse(report, "no approach could be fitted")
     return report
+
+
+def require_headline(report: FitReport, approaches) -> None:
+    """`scaling fit` of several approaches with none to headline (`FitReport.headline`) is an error: some were fitted
+    but none has a law a summary can lead with. The report and figures still show each approach's own lines."""
+    if len(approaches) > 1 and not report.headline:
+        _refuse(report, "no approach has a law to headline")
+
+
+def _refuse(report: FitReport, what: str) -> None:
+    why = {**{str(k): v for k, v in report.headline_left_out().items()}, **report.skipped}
+    raise DataError(
+        f"{what}: "
+        + "; ".join(v if v.startswith(f"approach {k}") else f"approach {k}: {v}" for k, v in sorted(why.items()))
+    )
 
 
 def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade, validate) -> None:
