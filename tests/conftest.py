@@ -54,6 +54,19 @@ def run_cli(*args, cwd=None, timeout=600, env=None, check=False):
     return proc
 
 
+def run_main(capsys, *args, check=False):
+    """`scaling ARGS...` in this process (`scaling.cli.main`, no interpreter start-up or imports to
+    pay): a CompletedProcess as `run_cli` returns, its output read from ``capsys``."""
+    from scaling.cli import main
+
+    capsys.readouterr()
+    code = main(list(map(str, args)))
+    out, err = capsys.readouterr()
+    if check and code != 0:
+        raise AssertionError(f"scaling {' '.join(map(str, args))} failed ({code}):\n{out}\n{err}")
+    return subprocess.CompletedProcess(["scaling", *map(str, args)], code, out, err)
+
+
 def assert_one_line_error(proc, *must_contain, status: int = 2):
     """Bad input: exit ``status`` (2), one `error:` line naming what is wrong, no traceback."""
     assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
