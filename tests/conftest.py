@@ -75,7 +75,10 @@ def run_main(capsys, *args, check=False):
     from scaling.cli import main
 
     capsys.readouterr()
-    code = main(list(map(str, args)))
+    try:
+        code = main(list(map(str, args)))
+    except SystemExit as stop:  # argparse's usage errors, as the console script would exit
+        code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
     out, err = capsys.readouterr()
     if check and code != 0:
         raise AssertionError(f"scaling {' '.join(map(str, args))} failed ({code}):\n{out}\n{err}")
