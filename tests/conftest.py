@@ -33,12 +33,27 @@ SECONDS_RUNS = [
 ]
 
 
+def _test_env(tmp_path_factory) -> dict[str, str]:
+    """No network for wandb, a private corpus cache shared by the session's tests."""
+    cache = str(tmp_path_factory.getbasetemp() / "corpus-cache")
+    return {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "SCALING_CACHE": cache}
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, tmp_path_factory):
-    """No network for wandb, a private corpus cache shared by the session's tests."""
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setenv("SCALING_CACHE", str(tmp_path_factory.getbasetemp() / "corpus-cache"))
+    for key, value in _test_env(tmp_path_factory).items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(scope="session")
+def packed_sweep_store(tmp_path_factory):
+    """The store of tests/test_packed_faults.py's packed sweep run once, uninterrupted: the reference
+    that the kill-and-relaunch tests compare against, built once per worker. Read it, never write it."""
+    from test_packed_faults import SWEEP
+
+    store = tmp_path_factory.mktemp("packed-sweep") / "store"
+    run_cli(*SWEEP, f"store={store}", env=_test_env(tmp_path_factory), check=True)  # set up before _isolated_env
+    return store
 
 
 def run_cli(*args, cwd=None, timeout=600, env=None, check=False):
@@ -52,6 +67,22 @@ def run_cli(*args, cwd=None, timeout=600, env=None, check=False):
             f"scaling {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
         )
     return proc
+
+
+def run_main(capsys, *args, check=False):
+    """`scaling ARGS...` in this process (`scaling.cli.main`, no interpreter start-up or imports to
+    pay): a CompletedProcess as `run_cli` returns, its output read from ``capsys``."""
+    from scaling.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(map(str, args)))
+    except SystemExit as stop:  # argparse's usage errors, as the console script would exit
+        code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    out, err = capsys.readouterr()
+    if check and code != 0:
+        raise AssertionError(f"scaling {' '.join(map(str, args))} failed ({code}):\n{out}\n{err}")
+    return subprocess.CompletedProcess(["scaling", *map(str, args)], code, out, err)
 
 
 def assert_one_line_error(proc, *must_contain, status: int = 2):

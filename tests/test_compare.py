@@ -19,7 +19,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 from scipy.optimize import brentq
 from test_outliers import lone_run_ladder
 
@@ -116,13 +116,14 @@ def test_doubled_compute_gives_two(pair):
         assert r.loss_difference.value == pytest.approx(r.candidate_loss.value - r.baseline_loss.value)
 
 
-def test_group_by_compare_cli_json_and_figure(pair, tmp_path):
+def test_group_by_compare_cli_json_and_figure(pair, tmp_path, capsys):
     """One table with a `recipe` column: the CLI compares the groups; `compare X X` contains 1."""
     table = tmp_path / "both.csv"
     frames = [pd.read_csv(pair["base"]).assign(recipe="A"), pd.read_csv(pair["constant"]).assign(recipe="B")]
     pd.concat(frames).to_csv(table, index=False)
     out = tmp_path / "out"
-    proc = run_cli(
+    proc = run_main(
+        capsys,
         "compare",
         table,
         "--group-by",
@@ -144,7 +145,9 @@ def test_group_by_compare_cli_json_and_figure(pair, tmp_path):
     assert all(b["multiplier"]["interval"][0] <= 1.5 <= b["multiplier"]["interval"][1] for b in fitted)
     assert (out / "compare.png").stat().st_size > 10_000 and json.loads((out / "compare.json").read_text())
 
-    same = run_cli("compare", pair["base"], pair["base"], "--bootstrap", RESAMPLES, "--out-figure", tmp_path / "x.svg")
+    same = run_main(
+        capsys, "compare", pair["base"], pair["base"], "--bootstrap", RESAMPLES, "--out-figure", tmp_path / "x.svg"
+    )
     assert same.returncode == 0, same.stderr
     assert "per budget" in same.stdout and (tmp_path / "x.svg").exists()
     in_groups = read_groups(str(table), "recipe", ColumnMap(), "A", ["A"])
@@ -173,16 +176,18 @@ def test_group_by_reads_the_table_as_fit_does_with_where_budget_and_experiment_o
     assert mixed.returncode == 0 and "pooling runs from 2 experiments" in mixed.stderr, mixed.stderr
 
 
-def test_different_evaluation_data_are_refused(pair, tmp_path):
+def test_different_evaluation_data_are_refused(pair, tmp_path, capsys):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     _sweep(BASE, 1, a, corpus_fingerprint="aaaa1111", eval_set="held-out-1")
     _sweep(CONSTANT, 2, b, corpus_fingerprint="bbbb2222", eval_set="held-out-2")
-    assert_one_line_error(run_cli("compare", a, b, "--bootstrap", 0), "corpus_fingerprint", "--allow-different-eval")
-    allowed = run_cli("compare", a, b, "--bootstrap", 0, "--allow-different-eval")
-    assert allowed.returncode == 0 and "different evaluation data" in allowed.stderr, allowed.stderr
-    assert_one_line_error(run_cli("compare", a, b, "--bootstrap", 0, "--eval-column", "eval_set"), "eval_set")
     assert_one_line_error(
-        run_cli("compare", pair["base"], b, "--eval-column", "eval_set"), "eval_set", "no such column"
+        run_main(capsys, "compare", a, b, "--bootstrap", 0), "corpus_fingerprint", "--allow-different-eval"
+    )
+    allowed = run_main(capsys, "compare", a, b, "--bootstrap", 0, "--allow-different-eval")
+    assert allowed.returncode == 0 and "different evaluation data" in allowed.stderr, allowed.stderr
+    assert_one_line_error(run_main(capsys, "compare", a, b, "--bootstrap", 0, "--eval-column", "eval_set"), "eval_set")
+    assert_one_line_error(
+        run_main(capsys, "compare", pair["base"], b, "--eval-column", "eval_set"), "eval_set", "no such column"
     )
 
 
@@ -198,15 +203,15 @@ def test_different_evaluation_data_are_refused(pair, tmp_path):
         (["{base}", "{constant}", "--level", "2"], "--level"),
     ],
 )
-def test_bad_input_is_one_line(pair, tmp_path, args, must):
+def test_bad_input_is_one_line(pair, tmp_path, args, must, capsys):
     filled = [a.format(base=pair["base"], constant=pair["constant"], tmp=tmp_path) for a in args]
-    assert_one_line_error(run_cli("compare", *filled, "--bootstrap", 0), must)
+    assert_one_line_error(run_main(capsys, "compare", *filled, "--bootstrap", 0), must)
     assert not (tmp_path / "fig.gif").exists()
 
 
-def test_report_with_two_sources_has_a_comparison(pair, tmp_path):
+def test_report_with_two_sources_has_a_comparison(pair, tmp_path, capsys):
     out = tmp_path / "r.html"
-    run_cli("report", pair["base"], pair["constant"], "--out", out, "--bootstrap", 50, check=True)
+    run_main(capsys, "report", pair["base"], pair["constant"], "--out", out, "--bootstrap", 50, check=True)
     html = out.read_text()
     assert "Comparison of recipes" in html and 'id="compare"' in html
     assert (tmp_path / "r-figures" / "compare.png").exists()
@@ -230,7 +235,7 @@ def test_compare_intervals_are_the_fits_percentiles_with_their_infinity_rule():
     assert percentile_interval(samples[:, 0][:, None], 0.95)[0].shape == (1,)
 
 
-def test_each_sides_flagged_outliers_are_said_and_can_be_left_out(pair, tmp_path):
+def test_each_sides_flagged_outliers_are_said_and_can_be_left_out(pair, tmp_path, capsys):
     """A diverged candidate run (loss x1.3) moves the candidate's law: compare says so on its side, as
     `scaling fit` does (how many, by rule, kept), and --exclude-outliers fits without it (m = 1.5 again)."""
     diverged = pd.read_csv(pair["constant"])
@@ -240,7 +245,7 @@ def test_each_sides_flagged_outliers_are_said_and_can_be_left_out(pair, tmp_path
     asked = ("compare", pair["base"], tmp_path / "diverged.csv", "--bootstrap", 50)
     lines = run_cli(*asked, check=True).stdout.splitlines()
     # the baseline's one chance flag is the one `scaling fit` makes: the same rule, the same words
-    fit = run_cli("fit", pair["base"], "--approach", "3", "--bootstrap", 0, check=True).stdout
+    fit = run_main(capsys, "fit", pair["base"], "--approach", "3", "--bootstrap", 0, check=True).stdout
     assert "outliers: 1 run(s) flagged, kept (--exclude-outliers drops them)" in fit
     assert lines[0].startswith("baseline:") and lines[2].startswith("candidate:"), lines[:4]
     assert (
@@ -261,7 +266,7 @@ def test_each_sides_flagged_outliers_are_said_and_can_be_left_out(pair, tmp_path
     )
 
 
-def test_labels_that_differ_only_in_case_are_refused_unless_the_baseline_is_named(pair, tmp_path):
+def test_labels_that_differ_only_in_case_are_refused_unless_the_baseline_is_named(pair, tmp_path, capsys):
     """'base' and 'Base' are one recipe spelled two ways far more often than two recipes: grouping
     refuses them (compare's default baseline would be whichever comes first); surrounding whitespace
     is no difference at all (' new ' is 'new')."""
@@ -273,7 +278,7 @@ def test_labels_that_differ_only_in_case_are_refused_unless_the_baseline_is_name
         proc = run_cli(command, tmp_path / "twins.csv", "--group-by", "recipe", "--bootstrap", 0)
         assert_one_line_error(proc, "labels 'base' and 'Base', which differ only in case", "--where recipe!=Base")
     asked = ("--group-by", "recipe", "--baseline", "base", "--bootstrap", 50, "--json")
-    result = json.loads(run_cli("compare", tmp_path / "twins.csv", *asked, check=True).stdout)["comparisons"]
+    result = json.loads(run_main(capsys, "compare", tmp_path / "twins.csv", *asked, check=True).stdout)["comparisons"]
     assert [c["candidate"]["source"].split("=")[1] for c in result] == ["Base]", "new]"]
     assert result[1]["candidate"]["runs"] == len(new)  # ' new ' and 'new': one group
     same = [b["multiplier"]["interval"] for b in result[0]["budgets"] if not b["beyond_fitted_range"]]

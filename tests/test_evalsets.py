@@ -19,7 +19,7 @@ from scaling.errors import DataError, UserError
 from scaling.manifest import bin_dir_split
 from scaling.plan import job_config, plan_run
 from scaling.train_app import compose_config
-from tests.conftest import TINY_TRAIN, assert_one_line_error, run_cli
+from tests.conftest import TINY_TRAIN, assert_one_line_error, run_cli, run_main
 
 VOCAB = 64
 TINY = [
@@ -115,34 +115,40 @@ def test_runs_without_evaluation_sets_keep_their_config_and_run_id(sweeps):
 
 
 # ---------------------------------------------------------------- analysis: --eval NAME
-def test_fit_and_plot_read_the_named_sets_losses(sweeps, tmp_path):
-    fit = run_cli("fit", sweeps["a"], "--eval", "shared", "--approach", "3", "--bootstrap", "0", "--json", check=True)
+def test_fit_and_plot_read_the_named_sets_losses(sweeps, tmp_path, capsys):
+    fit = run_main(
+        capsys, "fit", sweeps["a"], "--eval", "shared", "--approach", "3", "--bootstrap", "0", "--json", check=True
+    )
     assert "loss = column 'val_loss.shared'" in fit.stderr
     shared = {r["run_id"]: r["eval_losses"]["shared"] for r in records(sweeps["a"])}
     assert {r["run_id"]: r["loss"] for r in json.loads(fit.stdout)["table"]["rows"]} == pytest.approx(shared)
-    plot = run_cli("plot", sweeps["b"], "--eval", "shared", "--bootstrap", "0", "--out", tmp_path, check=True)
+    plot = run_main(capsys, "plot", sweeps["b"], "--eval", "shared", "--bootstrap", "0", "--out", tmp_path, check=True)
     assert any(tmp_path.glob("*.png")), plot.stderr
 
 
-def test_compare_on_a_shared_set_and_the_guard(sweeps, tmp_path):
+def test_compare_on_a_shared_set_and_the_guard(sweeps, tmp_path, capsys):
     a, b = sweeps["a"], sweeps["b"]
     # different training corpora: their own held-out splits are different data
-    assert_one_line_error(run_cli("compare", a, b, "--bootstrap", "0"), "corpus_fingerprint", "--allow-different-eval")
-    assert_one_line_error(run_cli("compare", a, b, "--eval", "val", "--bootstrap", "0"), "evaluated on different data")
+    assert_one_line_error(
+        run_main(capsys, "compare", a, b, "--bootstrap", "0"), "corpus_fingerprint", "--allow-different-eval"
+    )
+    assert_one_line_error(
+        run_main(capsys, "compare", a, b, "--eval", "val", "--bootstrap", "0"), "evaluated on different data"
+    )
     # ... but on one evaluation set the data guard lets them through: with two shapes (2 distinct N)
     # approach 3 cannot identify alpha together with E, so the comparison is refused for that instead
-    shared = run_cli("compare", a, b, "--eval", "shared", "--bootstrap", "0", "--json")
+    shared = run_main(capsys, "compare", a, b, "--eval", "shared", "--bootstrap", "0", "--json")
     assert_one_line_error(shared, "approach 3's law is unidentified", "only 2 distinct N values")
     # another set under the same name is refused
     other = pd.read_csv(b / "table.csv").assign(**{"eval_fingerprint.shared": "0123456789abcdef"})
     other.to_csv(tmp_path / "other.csv", index=False)
-    refused = run_cli("compare", a, tmp_path / "other.csv", "--eval", "shared", "--bootstrap", "0")
+    refused = run_main(capsys, "compare", a, tmp_path / "other.csv", "--eval", "shared", "--bootstrap", "0")
     assert_one_line_error(refused, "eval_fingerprint.shared", "different data")
 
 
-def test_an_unknown_set_name_lists_the_sets(sweeps):
-    assert_one_line_error(run_cli("fit", sweeps["a"], "--eval", "nosuch"), "'nosuch'", "val, shared")
-    assert_one_line_error(run_cli("compare", sweeps["a"], sweeps["b"], "--eval", "nosuch"), "val, shared")
+def test_an_unknown_set_name_lists_the_sets(sweeps, capsys):
+    assert_one_line_error(run_main(capsys, "fit", sweeps["a"], "--eval", "nosuch"), "'nosuch'", "val, shared")
+    assert_one_line_error(run_main(capsys, "compare", sweeps["a"], sweeps["b"], "--eval", "nosuch"), "val, shared")
 
 
 def test_eval_val_on_runs_without_sets_is_their_val_loss_and_corpus():

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits.fit import fit_all
 from analysis.fits.hplaws import fit_hyperparameter_laws
@@ -105,25 +105,25 @@ def test_single_d_per_n_leaves_the_d_exponent_unidentified(tmp_path):
     assert "points, fewer than" in fit["step_law"]["lr"]["unidentified"] and "lr" not in fit["laws"]
 
 
-def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path):
+def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path, capsys):
     """`scaling fit --out` writes hyperparameter_laws in `scaling.hplaws`' schema and prints them;
     `scaling optimal` prints LR and batch size from them or from a preset; `scaling plot` draws the
     LR sweep; the report states the laws."""
     out = tmp_path / "fit.json"
-    proc = run_cli("fit", small, "--approach", "2", "--bootstrap", "20", "--out", out, check=True)
+    proc = run_main(capsys, "fit", small, "--approach", "2", "--bootstrap", "20", "--out", out, check=True)
     assert "hyperparameter laws (95% intervals)" in proc.stdout and "η* = c·N^a·D^b" in proc.stdout
     assert "120 runs reduced to 12 runs" in proc.stderr
     laws = hplaws.load(str(out))
     assert laws["lr"]["form"] == "step_law" and len(laws["lr"]["n_exponent"]["interval"]) == 2
     assert laws["batch_tokens"]["form"] == "step_law"
-    proc = run_cli("optimal", "--budget", "1e20", "--law", out, "--json", check=True)
+    proc = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--json", check=True)
     hp = json.loads(proc.stdout)["hyperparameters"]
     assert hp["lr"] > 0 and hp["batch_tokens"] > 0 and "fitted" in hp["source"]
-    proc = run_cli("optimal", "--budget", "1e20", "--hp-law", "deepseek", check=True)
+    proc = run_main(capsys, "optimal", "--budget", "1e20", "--hp-law", "deepseek", check=True)
     assert "DeepSeek LLM 2024" in proc.stdout and "lr" in proc.stdout
-    assert "hyperparameters" not in run_cli("optimal", "--budget", "1e20", check=True).stdout
-    assert_one_line_error(run_cli("optimal", "--budget", "1e20", "--hp-law", "fit"), "--hp-law fit")
-    proc = run_cli("plot", small, "--fit", out, "--out", tmp_path / "fig", check=True)
+    assert "hyperparameters" not in run_main(capsys, "optimal", "--budget", "1e20", check=True).stdout
+    assert_one_line_error(run_main(capsys, "optimal", "--budget", "1e20", "--hp-law", "fit"), "--hp-law fit")
+    proc = run_main(capsys, "plot", small, "--fit", out, "--out", tmp_path / "fig", check=True)
     assert (tmp_path / "fig" / "lr_sweep.png").stat().st_size > 10_000
     assert "Loss against learning rate" in (tmp_path / "fig" / "captions.md").read_text()
     summary = summary_blocks(read_source(str(small)), None, [])[1].items

@@ -216,7 +216,7 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     through every minimum flagged unidentified, still load and read as before."""
     import json
 
-    from conftest import assert_one_line_error, run_cli
+    from conftest import assert_one_line_error, run_main
     from matplotlib.collections import PolyCollection
 
     from analysis.cli.optimal import optimal_main
@@ -236,23 +236,23 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     assert np.isnan(loaded.isoflop.estimates["a"].value) and loaded.isoflop.estimates["a"].unidentified
 
     for extra in (), ("--hp-law", "step_law"), ("--max-tokens", "1e9"), ("--json",):  # no law: no allocation
-        refused = run_cli("optimal", "--law", fit_json, "--budget", "1e21", *extra)
+        refused = run_main(capsys, "optimal", "--law", fit_json, "--budget", "1e21", *extra)
         assert_one_line_error(refused, "approach 2's law is unidentified (1 of 3 budgets", "fit more runs")
     # as approach 3's (tests/test_parametric_form.py); a file with a law elsewhere says where
     both = FitReport(source="x", n_kind="total", runs=27, warnings=[], notes=[], isoflop=report.isoflop)
     both.envelope = fit_envelope(table, resamples=20, seed=0)
     both.save(tmp_path / "both.json")
-    refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
+    refused = run_main(capsys, "optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
     assert_one_line_error(refused, "approach 2's law is unidentified", "fit more runs")
     # approach 1 from final points only is not headlined, so not allocated with either (helper appr12)
-    refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "1")
+    refused = run_main(capsys, "optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "1")
     assert_one_line_error(refused, "not headlined: approach 1 had final points only", "fit more runs")
     both.parametric = fit_parametric(table, resamples=20, seed=0)
     both.save(tmp_path / "both.json")
-    refused = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
+    refused = run_main(capsys, "optimal", "--law", tmp_path / "both.json", "--budget", "1e21", "--approach", "2")
     assert_one_line_error(refused, "approach 2's law is unidentified", "give --approach 3 (the file has a law there)")
     # not asked for one, `optimal` (as the report) takes the highest headlined approach, and says why
-    chosen = run_cli("optimal", "--law", tmp_path / "both.json", "--budget", "1e21", check=True).stdout
+    chosen = run_main(capsys, "optimal", "--law", tmp_path / "both.json", "--budget", "1e21", check=True).stdout
     assert "both.json (approach 3)" in chosen and "note: approach 2 has no law (1 of 3 budgets" in chosen, chosen
 
     figure = optimal_allocation(loaded)
@@ -261,11 +261,11 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     assert drawn and all(np.isnan(line.get_ydata()).all() for line in drawn)
     assert not [c for c in figure.axes[0].collections if isinstance(c, PolyCollection)]  # no band
     source = tmp_path / "runs.csv"
-    run_cli("report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
+    run_main(capsys, "report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
     markdown = (tmp_path / "r" / "r.md").read_text()
     assert "| a | unidentified (1 of 3 budgets" in markdown and "not drawn: no law, a unidentified" in markdown
     assert "95% percentile intervals" in markdown and "nan" not in markdown.lower().replace("nanmedian", "")
-    run_cli("plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
+    run_main(capsys, "plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
     assert "not drawn: no law, a unidentified" in (tmp_path / "figures" / "captions.md").read_text()
 
     # An old file: the law through every minimum, flagged unidentified, loads and reads unidentified.
@@ -280,7 +280,7 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
     # null only where the fit says why: a hand-edited null without the reason is one error line
     old["isoflop"]["estimates"]["a"].update(value=None, unidentified="")
     (tmp_path / "bad.json").write_text(json.dumps(old))
-    proc = run_cli("optimal", "--law", tmp_path / "bad.json", "--budget", "1e21")
+    proc = run_main(capsys, "optimal", "--law", tmp_path / "bad.json", "--budget", "1e21")
     assert_one_line_error(proc, "bad.json", "approach 2", "'a' = nan is not a finite number")
 
 

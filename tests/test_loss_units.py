@@ -4,7 +4,7 @@ report, the fit's text, `optimal` and its inference-aware answer. Numbers are ne
 (~15 s: one fit with 20 resamples in process, a few CLI processes.)"""
 
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_main
 from synthetic_store import write_store
 
 from analysis.cli.fit import fit_summary
@@ -75,19 +75,19 @@ def test_a_bpb_table_is_labelled_bpb_in_every_figure_and_the_fit_text():
     assert table_from_frame(bpb_frame(), "t.csv", ColumnMap(loss="bpb")).loss_unit == "bits/byte"
 
 
-def test_a_bpb_table_through_fit_optimal_and_report_says_bpb_and_never_nats(bpb_csv, tmp_path):
+def test_a_bpb_table_through_fit_optimal_and_report_says_bpb_and_never_nats(bpb_csv, tmp_path, capsys):
     fit_json = tmp_path / "fit.json"
     source = [bpb_csv, "--loss-column", "bpb", "--loss-unit", "bpb"]
-    fitted = run_cli("fit", *source, "--bootstrap", "20", "--out", fit_json, check=True).stdout
+    fitted = run_main(capsys, "fit", *source, "--bootstrap", "20", "--out", fit_json, check=True).stdout
     assert "irreducible loss (bits/byte)" in fitted and "nats" not in fitted
-    answer = run_cli("optimal", "--law", fit_json, "--budget", "1e21", check=True).stdout
+    answer = run_main(capsys, "optimal", "--law", fit_json, "--budget", "1e21", check=True).stdout
     assert "predicted loss" in answer and answer.count("bits/byte") == 1 and "nats" not in answer
-    inference = run_cli(
-        "optimal", "--law", fit_json, "--target-loss", "2.5", "--inference-tokens", "1e12", check=True
+    inference = run_main(
+        capsys, "optimal", "--law", fit_json, "--target-loss", "2.5", "--inference-tokens", "1e12", check=True
     ).stdout
     assert "target loss 2.5 bits/byte" in inference and "nats" not in inference
     out = tmp_path / "report" / "r.html"
-    proc = run_cli("report", *source, "--fit", fit_json, "--out", out, check=True)
+    proc = run_main(capsys, "report", *source, "--fit", fit_json, "--out", out, check=True)
     assert "is of losses in" not in proc.stderr  # the fit and its source agree on the unit
     markdown = out.with_suffix(".md").read_text()
     assert "final validation loss in bits/byte" in markdown and "predicted loss (bits/byte)" in markdown
@@ -95,9 +95,9 @@ def test_a_bpb_table_through_fit_optimal_and_report_says_bpb_and_never_nats(bpb_
     assert "nats" not in markdown and "nats" not in out.read_text()
 
 
-def test_a_bad_loss_unit_is_one_error_line_and_writes_nothing(bpb_csv, tmp_path):
+def test_a_bad_loss_unit_is_one_error_line_and_writes_nothing(bpb_csv, tmp_path, capsys):
     fit_json = tmp_path / "fit.json"
-    proc = run_cli("fit", bpb_csv, "--loss-column", "bpb", "--loss-unit", "bits|byte", "--out", fit_json)
+    proc = run_main(capsys, "fit", bpb_csv, "--loss-column", "bpb", "--loss-unit", "bits|byte", "--out", fit_json)
     assert_one_line_error(proc, "--loss-unit", "'bits|byte'", "bits/byte (bpb)")
     assert not fit_json.exists()
 

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_cli
+from conftest import run_main
 
 from analysis.describe.fit import describe_minimum, minimum_legend
 from analysis.fits.envelope import fit_envelope
@@ -43,14 +43,14 @@ def write(frame: pd.DataFrame, tmp_path, name="runs.csv") -> str:
     return str(path)
 
 
-def test_two_recipes_in_one_file_are_refused_unless_grouped(tmp_path):
+def test_two_recipes_in_one_file_are_refused_unless_grouped(tmp_path, capsys):
     # Before: pooled silently, and approach 3 printed a = 0.556 [0.556, 0.556] (truth 0.45).
     path = write(two_recipes("recipe"), tmp_path)
-    proc = run_cli("fit", path, "--bootstrap", "20", check=False)
+    proc = run_main(capsys, "fit", path, "--bootstrap", "20", check=False)
     assert proc.returncode == 2
     assert "recipe: 'baseline' (35 runs), 'new' (35 runs)" in proc.stderr
     assert "--group-by recipe" in proc.stderr
-    proc = run_cli("compare", path, "--group-by", "recipe", "--bootstrap", "50", "--json", check=True)
+    proc = run_main(capsys, "compare", path, "--group-by", "recipe", "--bootstrap", "50", "--json", check=True)
     diff = json.loads(proc.stdout)["comparisons"][0]["differences"]
     # L_new = 0.95·L: the same exponents, E lower by 0.05·1.69.
     assert abs(diff["alpha"]["estimate"]) < 0.01 and abs(diff["beta"]["estimate"]) < 0.01
@@ -80,15 +80,15 @@ def test_pooled_recipes_give_approach_3_no_zero_width_interval():
     assert not clean.unidentified and clean.lower < 0.4516 < clean.upper
 
 
-def test_one_budget_leaves_approach_3_allocation_unidentified(tmp_path):
+def test_one_budget_leaves_approach_3_allocation_unidentified(tmp_path, capsys):
     # Before: a = 0.6466 printed as a number (truth 0.45) with no interval, E = 2.6e-09.
     runs = ladder()
     path = write(runs[runs["budget_flops"] == 1e19], tmp_path)
-    proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "100", "--json", check=True)
+    proc = run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "100", "--json", check=True)
     out = json.loads(proc.stdout)
     for name in ("E", "A", "B", "alpha", "beta", "a", "b", "G"):  # before: E = 2.6e-09, a = 0.6466, ...
         assert out[name]["unidentified"].startswith("no interval")
-    assert "unidentified (no interval" in run_cli("fit", path, "--approach", "3", "--bootstrap", "100").stdout
+    assert "unidentified (no interval" in run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "100").stdout
 
 
 def test_approach_1_on_one_run_per_budget_is_unidentified():
@@ -105,22 +105,33 @@ def test_approach_1_on_one_run_per_budget_is_unidentified():
     assert np.isfinite(full.estimates["a"].value)
 
 
-def test_optimal_from_a_fit_whose_a_is_unidentified_prints_no_allocation(tmp_path):
+def test_optimal_from_a_fit_whose_a_is_unidentified_prints_no_allocation(tmp_path, capsys):
     # Before: `scaling optimal --law FIT.json` of the one-budget fit printed N_opt 4.888e+09 (6.97
     # tokens per parameter) as a plain number.
     runs = ladder()
     path = write(runs[runs["budget_flops"] == 1e19], tmp_path)
     fit = str(tmp_path / "fit.json")
-    run_cli("fit", path, "--approach", "3", "--bootstrap", "100", "--out", fit, check=True)
-    out = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
+    run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "100", "--out", fit, check=True)
+    out = json.loads(run_main(capsys, "optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
     for key in ("N", "D", "tokens_per_parameter"):
         assert out[key]["unidentified"] == "as the fit's a"
     assert any(note.startswith("the fit's exponent a is unidentified (no interval") for note in out["notes"])
     assert 6 * out["N"]["estimate"] * out["D"]["estimate"] == pytest.approx(1e21)
     # An identified fit still allocates with intervals.
     good = str(tmp_path / "good.json")
-    run_cli("fit", write(runs, tmp_path, "all.csv"), "--approach", "3", "--bootstrap", "50", "--out", good, check=True)
-    out = json.loads(run_cli("optimal", "--budget", "1e21", "--law", good, "--json", check=True).stdout)
+    run_main(
+        capsys,
+        "fit",
+        write(runs, tmp_path, "all.csv"),
+        "--approach",
+        "3",
+        "--bootstrap",
+        "50",
+        "--out",
+        good,
+        check=True,
+    )
+    out = json.loads(run_main(capsys, "optimal", "--budget", "1e21", "--law", good, "--json", check=True).stdout)
     assert "unidentified" not in out["N"] and out["N"]["interval"][0] < out["N"]["estimate"] < out["N"]["interval"][1]
 
 
@@ -194,31 +205,31 @@ def test_approach_2_validation_predicts_at_the_held_out_budget_not_at_its_6nd():
     assert errors[0] == pytest.approx(errors[1], abs=1e-9) and abs(errors[0]) < 0.1
 
 
-def test_compare_against_a_one_budget_candidate_says_its_differences_are_unidentified(tmp_path):
+def test_compare_against_a_one_budget_candidate_says_its_differences_are_unidentified(tmp_path, capsys):
     # Before: "a (N_opt ~ C^a)  +0.1939  (0.4527 -> 0.6466)", a number for a difference whose truth is 0.
     runs = ladder()
     one = runs[runs["budget_flops"] == 1e19].assign(val_loss=lambda f: f["val_loss"] * 0.95)
     base, cand = write(runs, tmp_path, "base.csv"), write(one, tmp_path, "cand.csv")
-    out = json.loads(run_cli("compare", base, cand, "--bootstrap", "100", "--json", check=True).stdout)
+    out = json.loads(run_main(capsys, "compare", base, cand, "--bootstrap", "100", "--json", check=True).stdout)
     diffs = out["comparisons"][0]["differences"]
     assert diffs["a"]["unidentified"] == "the candidate's a is unidentified"
     assert all(d["unidentified"].startswith("no interval") for name, d in diffs.items() if name != "a")
-    same = json.loads(run_cli("compare", base, base, "--bootstrap", "50", "--json", check=True).stdout)
+    same = json.loads(run_main(capsys, "compare", base, base, "--bootstrap", "50", "--json", check=True).stdout)
     assert not any("unidentified" in d for d in same["comparisons"][0]["differences"].values())
 
 
-def test_compute_in_pf_days_without_tokens_is_refused_not_fitted(tmp_path):
+def test_compute_in_pf_days_without_tokens_is_refused_not_fitted(tmp_path, capsys):
     # Before: fitted, printing budgets "C = 1.16e-2" and D_opt 2.3e-11 tokens.
     runs = ladder()
     frame = pd.DataFrame({"N": runs["params"], "compute": runs["flops"] / 8.64e19, "loss": runs["val_loss"]})
-    proc = run_cli("fit", write(frame, tmp_path), "--bootstrap", "0", check=False)
+    proc = run_main(capsys, "fit", write(frame, tmp_path), "--bootstrap", "0", check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "column 'compute'" in proc.stderr and "PF-day is 8.64e19 FLOPs" in proc.stderr
     assert "rename it 'compute_pfdays'" in proc.stderr
     in_pf_days = write(frame.rename(columns={"compute": "compute_pfdays"}), tmp_path, "pf.csv")
-    renamed = run_cli("fit", in_pf_days, "--bootstrap", "0", "--json", check=False)
+    renamed = run_main(capsys, "fit", in_pf_days, "--bootstrap", "0", "--json", check=False)
     frame["compute"] = runs["flops"]  # in FLOPs: fitted, as the renamed column in PF-days is
-    fitted = run_cli("fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", "--json", check=False)
+    fitted = run_main(capsys, "fit", write(frame, tmp_path, "flops.csv"), "--bootstrap", "0", "--json", check=False)
     assert fitted.returncode == renamed.returncode == 0
     a_pf, a_flops = (json.loads(p.stdout)["a"]["estimate"] for p in (renamed, fitted))
     assert a_pf == pytest.approx(a_flops, rel=1e-9), (a_pf, a_flops)

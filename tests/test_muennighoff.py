@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits import laws
 from analysis.fits import muennighoff as mf
@@ -80,14 +80,14 @@ def test_the_fit_recovers_r_star_d_within_its_interval(fitted):
     assert summary["bootstrap"]["failed"] < 30
 
 
-def test_the_two_stage_fit_recovers_r_star_d_and_resamples_both_stages(tmp_path):
+def test_the_two_stage_fit_recovers_r_star_d_and_resamples_both_stages(tmp_path, capsys):
     # Muennighoff et al.'s procedure: E, A, B, alpha, beta from the 40 runs with D <= U (epochs 1/8 to
     # 1 at 5 sizes), then R*_D and R*_N from all 100 with those held; auto picks it for these runs
     sizes, unique = np.geomspace(1e8, 3e9, 5), [1e9, 1e10]
     runs = repeated_runs(TRUTH, sizes, unique, [0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64], noise=0.005)
     runs.to_csv(tmp_path / "runs.csv", index=False)
     args = ("--approach", "muennighoff", "--bootstrap", "60")
-    summary = json.loads(run_cli("fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
+    summary = json.loads(run_main(capsys, "fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
     assert summary["stages"] == 2 and "from the 40 runs that repeat nothing" in summary["convergence"]["method"]
     for name in ("R_D", "E", "alpha", "beta"):
         low, high = summary[name]["interval"]
@@ -97,13 +97,15 @@ def test_the_two_stage_fit_recovers_r_star_d_and_resamples_both_stages(tmp_path)
     # too few runs that repeat nothing: auto fits one stage and says why; asking for two is one error line
     thin = repeated_runs(TRUTH, [1e8, 3e8, 1e9], [1e9, 1e10], [1, 2, 4, 8])
     thin.to_csv(tmp_path / "thin.csv", index=False)
-    text = run_cli("fit", tmp_path / "thin.csv", "--approach", "muennighoff", "--bootstrap", "0", check=True).stdout
+    text = run_main(
+        capsys, "fit", tmp_path / "thin.csv", "--approach", "muennighoff", "--bootstrap", "0", check=True
+    ).stdout
     assert "one-stage fit: all parameters at once (6 runs repeat nothing (D <= U), at 3 distinct N and 2" in text
-    proc = run_cli("fit", tmp_path / "thin.csv", "--approach", "muennighoff", "--muennighoff-stages", "2")
+    proc = run_main(capsys, "fit", tmp_path / "thin.csv", "--approach", "muennighoff", "--muennighoff-stages", "2")
     assert_one_line_error(proc, "--muennighoff-stages 2: 6 runs repeat nothing")
 
 
-def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
+def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path, capsys):
     # a truth whose best floor is below zero (E = -0.3; A and B x3 keep every loss above 0.98): E
     # lands on its search bound e^-10, and the fit must say so, and that the other estimates are
     # conditional, not print E with a degenerate interval (as it did on the built-in repeat sweep)
@@ -111,21 +113,25 @@ def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
     runs = repeated_runs(truth, sizes, [1e9, 1e10], [0.125, 0.25, 0.5, 1, 4, 16, 64], noise=0.005)
     runs.to_csv(tmp_path / "runs.csv", index=False)
     args = ("--approach", "muennighoff", "--bootstrap", "20")
-    summary = json.loads(run_cli("fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
+    summary = json.loads(run_main(capsys, "fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
     assert summary["E"]["unidentified"].startswith("at its search bound"), summary["E"]
     assert "conditional on that value" in summary["convergence"]["warning"]
-    text = run_cli("fit", tmp_path / "runs.csv", *args, "--out", tmp_path / "fit.json", check=True).stdout
+    text = run_main(capsys, "fit", tmp_path / "runs.csv", *args, "--out", tmp_path / "fit.json", check=True).stdout
     assert "E      unidentified (at its search bound" in text and "warning: E at a search bound" in text
     # the lowest loss U can reach is E + ...: it says so too (before: "lowest loss 1.292 nats/token", no flag)
     asked = ("--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--target-loss", "2.5")
-    (line,) = [x for x in run_cli("optimal", *asked, check=True).stdout.splitlines() if "lowest loss" in x]
+    (line,) = [x for x in run_main(capsys, "optimal", *asked, check=True).stdout.splitlines() if "lowest loss" in x]
     assert "lowest loss" in line and "unidentified (as the fit's E: at its search bound" in line, line
-    answer = json.loads(run_cli("optimal", *asked, "--json", check=True).stdout)
+    answer = json.loads(run_main(capsys, "optimal", *asked, "--json", check=True).stdout)
     assert answer["lowest_loss_unidentified"].startswith("as the fit's E: at its search bound"), answer
     # nor as the floor of a target it cannot reach, nor in the note of a budget that reaches it: no bare number
-    unreachable = run_cli("optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--target-loss", "0.5")
+    unreachable = run_main(
+        capsys, "optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--target-loss", "0.5"
+    )
     assert_one_line_error(unreachable, "that floor rests on E, which is unidentified: at its search bound")
-    flat = run_cli("optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--budget", "1e30", check=True)
+    flat = run_main(
+        capsys, "optimal", "--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--budget", "1e30", check=True
+    )
     (note,) = [x for x in flat.stdout.splitlines() if "within 1e-04 of the lowest" in x]
     assert "reach (unidentified, as the fit's E: at its search bound" in note, note
     # nor the predicted loss: beyond the fitted budgets it is unidentified, as approach 3's is ...
@@ -133,15 +139,15 @@ def test_a_parameter_on_its_search_bound_is_unidentified_not_a_number(tmp_path):
     assert "unidentified (as the fit's E)" in loss, loss
     # ... and inside them a number with an interval that says nothing of E's: it says it rests on E
     asked = ("--law", tmp_path / "fit.json", "--unique-tokens", "5e9", "--budget", "1e20")
-    (loss,) = [x for x in run_cli("optimal", *asked, check=True).stdout.splitlines() if "predicted loss" in x]
+    (loss,) = [x for x in run_main(capsys, "optimal", *asked, check=True).stdout.splitlines() if "predicted loss" in x]
     assert "nats/token (rests on E, which is unidentified: at its search bound" in loss, loss
-    answer = json.loads(run_cli("optimal", *asked, "--json", check=True).stdout)
+    answer = json.loads(run_main(capsys, "optimal", *asked, "--json", check=True).stdout)
     assert answer["loss_rests_on_e"].startswith("rests on E, which is unidentified: at its search bound"), answer
 
 
-def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
+def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted, capsys):
     _, fit = fitted
-    proc = run_cli("optimal", "--unique-tokens", "5e9", "--budget", "1e21", "--law", fit, "--json", check=True)
+    proc = run_main(capsys, "optimal", "--unique-tokens", "5e9", "--budget", "1e21", "--law", fit, "--json", check=True)
     out = json.loads(proc.stdout)
     assert out["unique_tokens"] == 5e9 and out["epochs"]["estimate"] == pytest.approx(out["D"]["estimate"] / 5e9)
     low, high = out["N"]["interval"]
@@ -151,14 +157,18 @@ def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted):
     low, high = out["lowest_loss_interval"]
     assert low < out["lowest_loss"] < high and low < mf.lowest_loss(5e9, **TRUTH) < high, out
     assert low <= out["loss"]["interval"][0] and high <= out["loss"]["interval"][1], out
-    text = run_cli("optimal", "--unique-tokens", "5e9", "--target-loss", "2.5", "--law", fit, check=True).stdout
+    text = run_main(
+        capsys, "optimal", "--unique-tokens", "5e9", "--target-loss", "2.5", "--law", fit, check=True
+    ).stdout
     assert "epochs D/U" in text and "target loss" in text
     (line,) = [x for x in text.splitlines() if "lowest loss" in x]  # E identified: the number itself
     assert "unidentified" not in line and float(line.split()[2]) > TRUTH["E"] * 0.9, line
 
 
-def test_optimal_with_the_published_preset():
-    proc = run_cli("optimal", "--law", "muennighoff", "--unique-tokens", "25e9", "--budget", "1e22", check=True)
+def test_optimal_with_the_published_preset(capsys):
+    proc = run_main(
+        capsys, "optimal", "--law", "muennighoff", "--unique-tokens", "25e9", "--budget", "1e22", check=True
+    )
     assert "epochs D/U" in proc.stdout and "Muennighoff et al. 2023" in proc.stdout
 
 
@@ -172,16 +182,20 @@ def test_optimal_with_the_published_preset():
         (["--budget", "1e22"], "needs --unique-tokens"),
     ],
 )
-def test_bad_input_is_one_line(args, names):
-    assert_one_line_error(run_cli("optimal", "--law", "muennighoff", *args), names)
+def test_bad_input_is_one_line(args, names, capsys):
+    assert_one_line_error(run_main(capsys, "optimal", "--law", "muennighoff", *args), names)
 
 
-def test_fit_refuses_runs_that_never_repeat(tmp_path):
+def test_fit_refuses_runs_that_never_repeat(tmp_path, capsys):
     runs = repeated_runs(TRUTH, [1e8, 1e9], [1e10], [0.1, 0.3, 0.5, 1.0])
     runs.to_csv(tmp_path / "fresh.csv", index=False)
-    assert_one_line_error(run_cli("fit", tmp_path / "fresh.csv", "--approach", "muennighoff"), "epochs D/U > 1")
+    assert_one_line_error(
+        run_main(capsys, "fit", tmp_path / "fresh.csv", "--approach", "muennighoff"), "epochs D/U > 1"
+    )
     runs.drop(columns="unique_tokens").to_csv(tmp_path / "none.csv", index=False)
-    assert_one_line_error(run_cli("fit", tmp_path / "none.csv", "--approach", "muennighoff"), "--unique-column")
+    assert_one_line_error(
+        run_main(capsys, "fit", tmp_path / "none.csv", "--approach", "muennighoff"), "--unique-column"
+    )
 
 
 def test_max_train_tokens_cuts_the_training_split_and_is_another_corpus():

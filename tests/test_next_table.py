@@ -10,7 +10,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits import laws
 from analysis.fits.next_runs import GRID_PER_DECADE, ladder_shapes
@@ -92,40 +92,40 @@ def test_out_csv_writes_the_proposed_runs_one_row_each(proposal):
     pd.testing.assert_frame_equal(rows, want, check_exact=False, rtol=1e-12)
 
 
-def test_a_sweep_file_for_a_foreign_table_is_refused_in_one_line_and_nothing_is_written(table):
+def test_a_sweep_file_for_a_foreign_table_is_refused_in_one_line_and_nothing_is_written(table, capsys):
     out = table.with_name("next.yaml")
-    proc = run_cli("next", table, "--flops", FLOPS, "--out", out, *QUICK)
+    proc = run_main(capsys, "next", table, "--flops", FLOPS, "--out", out, *QUICK)
     assert_one_line_error(proc, "not a results store", "no sweep file is written", "--out RUNS.csv", "--ladder-shapes")
     assert not out.exists() and proc.stdout == ""
 
 
-def test_the_first_lines_say_how_the_rows_were_read_and_what_sizes_are_proposed(table):
-    lines = run_cli("next", table, "--flops", FLOPS, *QUICK).stdout.splitlines()
+def test_the_first_lines_say_how_the_rows_were_read_and_what_sizes_are_proposed(table, capsys):
+    lines = run_main(capsys, "next", table, "--flops", FLOPS, *QUICK).stdout.splitlines()
     assert lines[1] == "  reading              each row a run: 20 runs"
     assert lines[2].startswith("  proposed sizes       N on a log grid, 6 per decade")
     assert any(line.startswith("  + C = ") and "per parameter)" in line for line in lines)
     assert any(line.startswith("      why: ") for line in lines)
 
 
-def test_a_table_of_checkpoints_keyed_by_model_and_step_says_it_was_read_as_curves(tmp_path):
+def test_a_table_of_checkpoints_keyed_by_model_and_step_says_it_was_read_as_curves(tmp_path, capsys):
     runs = isoflop_runs(CHINCHILLA_LAW, BUDGETS, 5, spread_decades=0.6, noise=0.01, seed=1)
     curves = loss_curves(runs, CHINCHILLA_LAW, points_per_run=6, noise=0.01, seed=1)
     curves = curves.merge(runs[["run_id", "params"]], on="run_id").rename(columns={"run_id": "model"})
     path = tmp_path / "checkpoints.csv"
     curves[["model", "step", "params", "tokens", "val_loss"]].to_csv(path, index=False)
-    proc = run_cli("next", path, "--flops", FLOPS, *QUICK)
+    proc = run_main(capsys, "next", path, "--flops", FLOPS, *QUICK)
     assert proc.returncode == 0, proc.stderr
     reading = proc.stdout.splitlines()[1]
     assert reading.startswith("  reading              rows are training curves: 120 rows of 20 runs")
     assert "--rows-are-runs reads them so" in reading
 
 
-def test_a_store_still_gets_this_projects_shapes_and_out_csv_writes_them_as_rows(tmp_path):
+def test_a_store_still_gets_this_projects_shapes_and_out_csv_writes_them_as_rows(tmp_path, capsys):
     from synthetic_store import write_store
 
     write_store(tmp_path / "store", with_failures=False)
     out = tmp_path / "next.csv"
-    proc = run_cli("next", tmp_path / "store", "--flops", 3e13, "--out", out, "--json", *QUICK)
+    proc = run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, "--json", *QUICK)
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["runs"] and "reading" not in plan and "sizes" not in plan  # a store's output is as it was

@@ -49,7 +49,7 @@ def _close(ours: dict, theirs: dict) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row(tmp_path):
+def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row(tmp_path, packed_sweep_store):
     """Relaunched without pack=true, each run says its checkpoint is the packed job's, resumes at the
     job's step, trains on alone, and ends within tolerance of the uninterrupted packed sweep's and
     the unpacked sweep's records; nothing is set aside as corrupt."""
@@ -61,9 +61,8 @@ def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row
         assert f"[{run_id}] {store}/runs/{run_id}/ckpt.pt is packed job " in out, out
         assert f"'s checkpoint (step {step}); relaunched unpacked, the run resumes from its row" in out
     assert "cannot be read" not in out and not list(store.glob("runs/*/ckpt.pt*")), out
-    run_cli(*SWEEP, f"store={tmp_path / 'packed'}", check=True)
     run_cli(*UNPACKED, f"store={tmp_path / 'unpacked'}", check=True)
-    for reference in (records(tmp_path / "packed"), records(tmp_path / "unpacked")):
+    for reference in (records(packed_sweep_store), records(tmp_path / "unpacked")):
         assert reference.keys() == ours.keys()
         for run_id, record in ours.items():
             _close(record, reference[run_id])
@@ -71,7 +70,7 @@ def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row
 
 
 @pytest.mark.slow
-def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_checkpoint(tmp_path):
+def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_checkpoint(tmp_path, packed_sweep_store):
     """Killed packed, relaunched unpacked and killed once the first run has its own checkpoint, then
     relaunched packed: that run resumes alone from its own checkpoint, the other from its row of the
     packed one (a pack of one); both end within tolerance of the uninterrupted packed sweep."""
@@ -89,8 +88,7 @@ def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_check
     assert f"is this run's own checkpoint (step {steps[own]}): it resumes unpacked, alone" in out, out
     assert {k: int(v) for k, v in RESUMED.findall(out)} == steps, out
     assert not checkpoint_steps(store)
-    run_cli(*SWEEP, f"store={tmp_path / 'packed'}", check=True)
-    reference = records(tmp_path / "packed")
+    reference = records(packed_sweep_store)
     for run_id, record in records(store).items():
         _close(record, reference[run_id])
     assert "pack_job" not in records(store)[own]
@@ -98,7 +96,7 @@ def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_check
 
 
 @pytest.mark.slow
-def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_new_one(tmp_path):
+def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_new_one(tmp_path, packed_sweep_store):
     """The LR grid grows from 2 to 3 multipliers after the kill: the 2 checkpointed runs resume at
     their step as their pack (bit for bit the uninterrupted 2-run sweep's records), the new run
     alone trains from step 0, and all 3 are within tolerance of an uninterrupted 3-run packed sweep."""
@@ -110,8 +108,7 @@ def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_
     assert {k: int(v) for k, v in RESUMED.findall(out)} == dict.fromkeys(old, step), out
     assert f"packed: 2 of these 3 runs resume from 1 packed checkpoint(s), one pack each; {new}, in none, train" in out
     assert not checkpoint_steps(store)
-    run_cli(*SWEEP, f"store={tmp_path / 'two'}", check=True)
-    two = records(tmp_path / "two")
+    two = records(packed_sweep_store)
     for run_id in old:
         _same_outcome(ours[run_id], two[run_id])
         assert ours[run_id]["packed_with"] == two[run_id]["packed_with"]

@@ -15,7 +15,7 @@ from analysis.fits.laws import chinchilla_loss
 from analysis.fits.parametric import fit_parametric
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_main
 from tests.test_outliers import lone_run_ladder, quick_ladder
 
 D_TERM = ("E", "B", "beta", "a", "b", "G")  # what an unidentified data term leaves without a value
@@ -151,31 +151,33 @@ def test_clean_tables_keep_their_numbers(name):
     assert fit.bootstrap.notes == [] and "warning" not in fit.convergence
 
 
-def test_fit_json_optimal_report_and_plot_say_unidentified(tmp_path):
+def test_fit_json_optimal_report_and_plot_say_unidentified(tmp_path, capsys):
     """Two distinct D: `fit --json` and FIT.json hold null for the data term (with the reason); `optimal` (and with
     --inference-tokens) and `compare` refuse the law in one error line; `report` and `plot` draw no
     approach-3 law and print no nan."""
     source = tmp_path / "lone.csv"
     lone_run_ladder(1, 1.08, 1.0).to_csv(source, index=False)  # 2 distinct D
     fit_json = tmp_path / "fit.json"
-    proc = run_cli("fit", source, "--approach", "3", "--bootstrap", "100", "--json", "--out", fit_json, check=True)
+    proc = run_main(
+        capsys, "fit", source, "--approach", "3", "--bootstrap", "100", "--json", "--out", fit_json, check=True
+    )
     answer = json.loads(proc.stdout)
     assert answer["beta"] == {"estimate": None, "interval": None, "unidentified": TWO_D}
     assert answer["alpha"]["estimate"] > 0
     saved = json.loads(fit_json.read_text())["parametric"]["estimates"]
     assert all(saved[k]["value"] is None and saved[k]["unidentified"] == TWO_D for k in D_TERM)
     for extra in ((), ("--inference-tokens", "1e12")):
-        refused = run_cli("optimal", "--law", fit_json, "--budget", "1e21", *extra)
+        refused = run_main(capsys, "optimal", "--law", fit_json, "--budget", "1e21", *extra)
         assert_one_line_error(refused, "approach 3's law is unidentified", TWO_D)
     clean = tmp_path / "clean.csv"
     quick_ladder(0).to_csv(clean, index=False)
-    compared = run_cli("compare", clean, source, "--bootstrap", "0")
+    compared = run_main(capsys, "compare", clean, source, "--bootstrap", "0")
     assert_one_line_error(compared, "cannot compare", "approach 3's law is unidentified", TWO_D)
-    run_cli("report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
+    run_main(capsys, "report", source, "--fit", fit_json, "--out", tmp_path / "r" / "r.html", check=True)
     markdown = (tmp_path / "r" / "r.md").read_text()
     assert f"| beta | unidentified ({TWO_D})" in markdown and "L(N, D): approach 3's law is unidentified" in markdown
     assert "nan" not in markdown.lower().replace("nanmedian", "")
-    run_cli("plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
+    run_main(capsys, "plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
     captions = (tmp_path / "figures" / "captions.md").read_text()
     assert "approach 3 (not drawn: no law, a unidentified)" in captions and "nan" not in captions.lower()
 

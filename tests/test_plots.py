@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_main
 from matplotlib import image as mpimg
 from matplotlib.colors import to_rgba
 from synthetic_store import QUICK_BUDGETS, SMALL_LAW, write_store
@@ -267,11 +267,11 @@ def test_scaling_plot_bad_input_is_one_line_and_writes_nothing(store, tmp_path, 
     assert not (tmp_path / "o").exists()
 
 
-def test_scaling_plot_writes_a_caption_for_each_figure_and_the_report_shows_the_same(store, tmp_path):
+def test_scaling_plot_writes_a_caption_for_each_figure_and_the_report_shows_the_same(store, tmp_path, capsys):
     fit = tmp_path / "fit.json"
-    run_cli("fit", store, "--bootstrap", "20", "--out", fit, check=True)
+    run_main(capsys, "fit", store, "--bootstrap", "20", "--out", fit, check=True)
     out = tmp_path / "figures"
-    proc = run_cli("plot", store, "--fit", fit, "--out", out, check=True)
+    proc = run_main(capsys, "plot", store, "--fit", fit, "--out", out, check=True)
     report = FitReport.load(fit)
     listing = (out / "captions.md").read_text()
     lines = proc.stdout.splitlines()
@@ -285,7 +285,7 @@ def test_scaling_plot_writes_a_caption_for_each_figure_and_the_report_shows_the_
     )
     # the report's caption under each figure is the one the figure declares
     html = tmp_path / "report.html"
-    run_cli("report", store, "--fit", fit, "--out", html, check=True)
+    run_main(capsys, "report", store, "--fit", fit, "--out", html, check=True)
     markdown = html.with_suffix(".md").read_text()
     for name, (title, _draw) in FIGURES.items():
         assert f"*{title}.* {figure_caption(name, report)}" in markdown

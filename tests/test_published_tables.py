@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.sources.check import table_from_frame
@@ -63,7 +63,7 @@ def raw_tokens_named_in_billions() -> pd.DataFrame:
     return frame.rename(columns={"tokens": "tokens_B"})
 
 
-def test_a_wrong_unit_in_a_name_can_be_switched_off_with_the_option_the_note_names(tmp_path):
+def test_a_wrong_unit_in_a_name_can_be_switched_off_with_the_option_the_note_names(tmp_path, capsys):
     # Before: with no budget column, tokens_B was always x 1e9 (3e10 tokens per parameter, budgets 1e9x
     # too large) and no option read it as given.
     table = table_from_frame(raw_tokens_named_in_billions(), "runs.csv")
@@ -74,11 +74,15 @@ def test_a_wrong_unit_in_a_name_can_be_switched_off_with_the_option_the_note_nam
     path = write(raw_tokens_named_in_billions(), tmp_path)
     for verb in ("fit", "compare"):  # the one option of every verb that reads a table
         assert "--as-given" in run_cli(verb, "--help", check=True).stdout
-    fitted = json.loads(run_cli("fit", path, "--as-given", "tokens_B", "--bootstrap", "0", "--json", check=True).stdout)
-    plain = json.loads(run_cli("fit", write(ladder(), tmp_path, "plain.csv"), "--bootstrap", "0", "--json").stdout)
+    fitted = json.loads(
+        run_main(capsys, "fit", path, "--as-given", "tokens_B", "--bootstrap", "0", "--json", check=True).stdout
+    )
+    plain = json.loads(
+        run_main(capsys, "fit", write(ladder(), tmp_path, "plain.csv"), "--bootstrap", "0", "--json").stdout
+    )
     for key in ("a", "alpha", "beta", "E"):  # the same runs, so the same fit, as the table with tokens named so
         assert fitted[key] == plain[key]
-    proc = run_cli("fit", path, "--as-given", "tokens", "--bootstrap", "0")
+    proc = run_main(capsys, "fit", path, "--as-given", "tokens", "--bootstrap", "0")
     assert_one_line_error(proc, "--as-given 'tokens': no such column", "tokens_B")
 
 

@@ -27,7 +27,7 @@ from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import Estimate, FitReport
 from analysis.sources.load import load_runs
 from analysis.synthetic import CHINCHILLA_LAW
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_main
 
 LAW = CHINCHILLA_LAW
 TRUE_A = LAW["beta"] / (LAW["alpha"] + LAW["beta"])  # N_opt ∝ C^a for L = E + A/N^α + B/D^β
@@ -140,19 +140,21 @@ def test_outliers_planted_are_flagged_and_the_refit_recovers_the_truth(tmp_path)
     assert covered >= 0.9 * REPS, covered
 
 
-def test_exclude_outliers_in_the_cli_lists_them_and_json_round_trips(tmp_path):
+def test_exclude_outliers_in_the_cli_lists_them_and_json_round_trips(tmp_path, capsys):
     path = tmp_path / "runs.csv"
     outliers(np.random.default_rng(0)).to_csv(path, index=False)
-    help_text = run_cli("fit", "--help", check=True).stdout
+    help_text = run_main(capsys, "fit", "--help", check=True).stdout
     assert "--exclude-outliers" in help_text and f"{K:g}·1.4826·MAD" in help_text
     out = tmp_path / "fit.json"
-    kept = run_cli("fit", path, "--bootstrap", "50", check=True).stdout
+    kept = run_main(capsys, "fit", path, "--bootstrap", "50", check=True).stdout
     assert "outliers: 5 run(s) flagged, kept" in kept, kept
-    dropped = run_cli("fit", path, "--bootstrap", "50", "--exclude-outliers", "--out", out, check=True).stdout
+    dropped = run_main(capsys, "fit", path, "--bootstrap", "50", "--exclude-outliers", "--out", out, check=True).stdout
     assert "fitted without them" in dropped and "modified z-score" in dropped, dropped
     report = FitReport.load(out)
     assert report.outliers_excluded and len(report.outliers) == 5 and report.runs == 40
-    summary = json.loads(run_cli("fit", path, "--bootstrap", "50", "--exclude-outliers", "--json", check=True).stdout)
+    summary = json.loads(
+        run_main(capsys, "fit", path, "--bootstrap", "50", "--exclude-outliers", "--json", check=True).stdout
+    )
     assert summary["outliers"]["excluded"] and len(summary["outliers"]["runs"]) == 5
     assert {o["rule"] for o in summary["outliers"]["runs"]} == {"residual"}
 
@@ -166,16 +168,16 @@ def test_near_duplicate_sizes_are_flagged_not_repeated_seeds(tmp_path):
     assert [(o.rule, o.run_id) for o in flagged] == [("near_duplicate_size", str(table.runs["run_id"].iloc[45]))]
 
 
-def test_final_points_only_approach1_is_noted_and_not_headlined(tmp_path):
+def test_final_points_only_approach1_is_noted_and_not_headlined(tmp_path, capsys):
     table = _table(final_points(np.random.default_rng(0)), tmp_path)
     assert table.curves is None
     report = fit_all(table, resamples=50, seed=0)
     assert 1 in report.headline_left_out() and "per-budget minimum run" in report.headline_left_out()[1]
     assert [f.approach for f in report.headline] == [2, 3]
     path = tmp_path / "runs.csv"
-    text = run_cli("fit", path, "--bootstrap", "50", check=True).stdout
+    text = run_main(capsys, "fit", path, "--bootstrap", "50", check=True).stdout
     assert "reduces to the per-budget minimum run" in text and "headline: approach 2, 3" in text, text
-    summary = json.loads(run_cli("fit", path, "--bootstrap", "50", "--json", check=True).stdout)
+    summary = json.loads(run_main(capsys, "fit", path, "--bootstrap", "50", "--json", check=True).stdout)
     assert "per-budget minimum run" in summary["headline_left_out"]["1"]
 
 
@@ -265,7 +267,7 @@ def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):
     assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
-def test_a_law_whose_loss_rises_with_n_is_unidentified_and_refused_by_optimal(tmp_path):
+def test_a_law_whose_loss_rises_with_n_is_unidentified_and_refused_by_optimal(tmp_path, capsys):
     """Runs whose loss rises with N (L = 1 + 0.05·N^0.2 + 410.7/D^0.28) contradict the law's form: approach
     3 prints no alpha (its best fit is -0.2) but "unidentified" and why, and says the law cannot allocate
     compute; `optimal --law` on the saved fit refuses it in one line."""
@@ -276,10 +278,12 @@ def test_a_law_whose_loss_rises_with_n_is_unidentified_and_refused_by_optimal(tm
     ]
     path = tmp_path / "rising.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", "--out", tmp_path / "fit.json", check=True)
+    proc = run_main(
+        capsys, "fit", path, "--approach", "3", "--bootstrap", "0", "--out", tmp_path / "fit.json", check=True
+    )
     why = "alpha <= 0 at the best fit: the loss does not fall with N over these runs"
     for name in ("E", "A", "alpha", "a", "b", "G"):
         assert f"  {name:<14} unidentified ({why})" in proc.stdout, proc.stdout
     assert "-0.2" not in proc.stdout and "warning: the runs contradict the law's form" in proc.stdout
-    refused = run_cli("optimal", "--budget", "1e21", "--law", tmp_path / "fit.json")
+    refused = run_main(capsys, "optimal", "--budget", "1e21", "--law", tmp_path / "fit.json")
     assert_one_line_error(refused, "approach 3's law is unidentified", why)

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits import laws
 from analysis.published import CHINCHILLA_APPROACH3
@@ -69,9 +69,9 @@ def test_the_source_options_are_in_help(verb):
 
 
 # ---------------------------------------------------------------- budgets made explicit
-def test_a_nominal_budget_column_is_used_and_its_disagreement_with_6nd_quantified(tmp_path):
+def test_a_nominal_budget_column_is_used_and_its_disagreement_with_6nd_quantified(tmp_path, capsys):
     path = write(nominal_ladder(), tmp_path)
-    proc = run_cli("fit", path, "--approach", "2", "--bootstrap", "200", "--json", check=True)
+    proc = run_main(capsys, "fit", path, "--approach", "2", "--bootstrap", "200", "--json", check=True)
     (note,) = [line for line in proc.stderr.splitlines() if "budget column 'budget'" in line]
     worst, median = (float(x) / 100 for x in re.findall(r"by up to (\d+)% \(median (\d+)%\)", note)[0])
     assert 0.2 <= worst <= 0.3 and 0.05 <= median <= 0.2 and note.endswith("the fit uses the column")
@@ -85,11 +85,13 @@ def test_a_nominal_budget_column_is_used_and_its_disagreement_with_6nd_quantifie
     assert wrong["a"]["interval"][1] < exponent_a(CHINCHILLA_APPROACH3) - 0.05
 
 
-def test_a_budget_column_can_be_named_and_its_rows_are_listed(tmp_path):
+def test_a_budget_column_can_be_named_and_its_rows_are_listed(tmp_path, capsys):
     frame = nominal_ladder().rename(columns={"budget": "planned"})
-    proc = run_cli("fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0", "--budget-column", "planned")
+    proc = run_main(
+        capsys, "fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0", "--budget-column", "planned"
+    )
     assert proc.returncode == 0 and f"budget column 'planned': {len(LADDER)} budgets" in proc.stderr
-    shown = run_cli(
+    shown = run_main(capsys,
         "fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0", "--budget-column", "planned",
         "--show-budgets",
     ).stdout  # fmt: skip
@@ -99,7 +101,7 @@ def test_a_budget_column_can_be_named_and_its_rows_are_listed(tmp_path):
     assert {r["budget"] for r in rows["table"]["rows"]} == set(frame["planned"])
 
 
-def test_digitised_points_without_a_budget_column_cluster_into_the_right_budgets(tmp_path):
+def test_digitised_points_without_a_budget_column_cluster_into_the_right_budgets(tmp_path, capsys):
     rng = np.random.default_rng(3)
     runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, SIZES, noise=0.005, seed=3)
     jitter = rng.choice([-1, 1], (len(runs), 2)) * rng.uniform(0.01, 0.03, (len(runs), 2))  # 1-3% on N and D
@@ -111,11 +113,13 @@ def test_digitised_points_without_a_budget_column_cluster_into_the_right_budgets
     assert [b["runs"] for b in got["table"]["budgets"]] == [SIZES] * len(BUDGETS)
     assert covers(got["a"], exponent_a(CHINCHILLA_APPROACH3))
     # a tolerance of 0 makes every distinct C its own budget: the setting is what decides
-    split = run_cli("fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0", "--budget-tolerance", "0")
+    split = run_main(
+        capsys, "fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0", "--budget-tolerance", "0"
+    )
     assert split.returncode == 2 and f"{len(frame)} budget(s)" in split.stderr
 
 
-def test_epochs_release_of_chinchillas_points_is_read_by_its_own_headers(tmp_path):
+def test_epochs_release_of_chinchillas_points_is_read_by_its_own_headers(tmp_path, capsys):
     """Epoch's CSV of Chinchilla's points (Besiroglu et al. 2024) names its columns "Model Size", "Training
     Tokens", "Training FLOP" and "loss": read as they are (before: no column for N, name it)."""
     runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, SIZES, noise=0.005, seed=3)
@@ -131,16 +135,16 @@ def test_epochs_release_of_chinchillas_points_is_read_by_its_own_headers(tmp_pat
     assert len(got["table"]["budgets"]) == len(BUDGETS) and covers(got["a"], exponent_a(CHINCHILLA_APPROACH3))
     # a model_size column of labels is not N: the error names --n-column, not the labels' rows (review5)
     labels = frame.rename(columns={"Model Size": "nparams"}).assign(model_size=[f"s{i}" for i in range(len(frame))])
-    refused = run_cli("fit", write(labels, tmp_path), "--bootstrap", "0")
+    refused = run_main(capsys, "fit", write(labels, tmp_path), "--bootstrap", "0")
     assert_one_line_error(refused, "has no column for N", "--n-column")
 
 
 # ---------------------------------------------------------------- bad rows, duplicates, seeds
-def test_one_nan_loss_among_2000_rows_is_excluded_and_listed_and_strict_refuses(tmp_path):
+def test_one_nan_loss_among_2000_rows_is_excluded_and_listed_and_strict_refuses(tmp_path, capsys):
     runs = isoflop_runs(CHINCHILLA_APPROACH3, np.logspace(18, 21, 8), 250, noise=0.005, seed=5)
     runs.loc[16, "val_loss"] = np.nan
     path = write(runs, tmp_path)
-    proc = run_cli("fit", path, "--approach", "2", "--bootstrap", "0", "--json", check=True)
+    proc = run_main(capsys, "fit", path, "--approach", "2", "--bootstrap", "0", "--json", check=True)
     assert "warning: excluded 1 of 2000 rows whose params/val_loss/tokens is not a finite number > 0: " in proc.stderr
     assert "row 17 (run r0016): val_loss nan" in proc.stderr
     got = json.loads(proc.stdout)
@@ -152,15 +156,22 @@ def test_one_nan_loss_among_2000_rows_is_excluded_and_listed_and_strict_refuses(
     }
     assert abs(got["a"]["estimate"] - exponent_a(CHINCHILLA_APPROACH3)) < 0.02
     assert_one_line_error(
-        run_cli("fit", path, "--strict"), "column 'val_loss', row 17 (run r0016): value nan is not usable"
+        run_main(capsys, "fit", path, "--strict"), "column 'val_loss', row 17 (run r0016): value nan is not usable"
     )
 
 
-def test_a_table_listed_twice_counts_its_runs_once(tmp_path):
+def test_a_table_listed_twice_counts_its_runs_once(tmp_path, capsys):
     runs = isoflop_runs(CHINCHILLA_APPROACH3, BUDGETS, SIZES, noise=0.01, seed=7)
     once = fit_json(write(runs, tmp_path, "once.csv"), "--approach", "2", "--bootstrap", "200")
-    proc = run_cli(
-        "fit", write(pd.concat([runs, runs]), tmp_path, "twice.csv"), "--approach", "2", "--bootstrap", "200", "--json"
+    proc = run_main(
+        capsys,
+        "fit",
+        write(pd.concat([runs, runs]), tmp_path, "twice.csv"),
+        "--approach",
+        "2",
+        "--bootstrap",
+        "200",
+        "--json",
     )
     twice = json.loads(proc.stdout)
     assert f"counted once {len(runs)} exact duplicate rows" in proc.stderr
@@ -200,7 +211,7 @@ def three_datasets() -> pd.DataFrame:
     return frame
 
 
-def test_three_datasets_in_one_table_are_refused_unless_grouped(tmp_path):
+def test_three_datasets_in_one_table_are_refused_unless_grouped(tmp_path, capsys):
     path = write(three_datasets(), tmp_path)
     n = len(BUDGETS) * SIZES
     for verb, extra in (("fit", []), ("plot", ["--out", str(tmp_path / "figs")])):
@@ -218,13 +229,13 @@ def test_three_datasets_in_one_table_are_refused_unless_grouped(tmp_path):
         assert covers(fit["a"], exponent_a(LAWS[name])), name
     one = fit_json(path, "--approach", "2", "--bootstrap", "0", "--where", "dataset==books")
     assert one["runs"] == n and abs(one["a"]["estimate"] - exponent_a(LAWS["books"])) < 0.03
-    pooled = run_cli("fit", path, "--approach", "2", "--bootstrap", "0", "--allow-mixed")
+    pooled = run_main(capsys, "fit", path, "--approach", "2", "--bootstrap", "0", "--allow-mixed")
     assert pooled.returncode == 0 and "pooling runs from 3 experiments as asked" in pooled.stderr
 
 
-def test_group_by_prints_each_group(tmp_path):
-    proc = run_cli(
-        "fit", write(three_datasets(), tmp_path), "--approach", "2", "--bootstrap", "0", "--group-by", "dataset"
+def test_group_by_prints_each_group(tmp_path, capsys):
+    proc = run_main(
+        capsys, "fit", write(three_datasets(), tmp_path), "--approach", "2", "--bootstrap", "0", "--group-by", "dataset"
     )
     assert proc.returncode == 0
     assert [line for line in proc.stdout.splitlines() if line.startswith("==")] == [
@@ -258,11 +269,11 @@ def test_bad_source_option_values_are_one_line(tmp_path, args, must_contain):
     assert not (tmp_path / "fit.json").exists()
 
 
-def test_a_named_budget_column_with_a_gap_is_one_line(tmp_path):
+def test_a_named_budget_column_with_a_gap_is_one_line(tmp_path, capsys):
     frame = nominal_ladder()
     frame.loc[4, "budget"] = np.nan
-    proc = run_cli("fit", write(frame, tmp_path), "--budget-column", "budget")
+    proc = run_main(capsys, "fit", write(frame, tmp_path), "--budget-column", "budget")
     assert_one_line_error(proc, "--budget-column 'budget', row 5", "finite numbers > 0", "--budget-column none")
     # found by name rather than named, the gap is noted and C is clustered
-    quiet = run_cli("fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0")
+    quiet = run_main(capsys, "fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0")
     assert quiet.returncode == 0 and "column 'budget' has 1 missing budget value(s)" in quiet.stderr

@@ -19,7 +19,7 @@ from analysis.sources.load import load_runs
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
 from scaling.errors import DataError
-from tests.conftest import run_cli
+from tests.conftest import run_main
 
 LAW = CHINCHILLA_LAW
 LADDER = [1e18, 3e18, 1e19, 3e19, 1e20]
@@ -59,7 +59,7 @@ def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_appr
     assert [o.run_id for o in flag_outliers(table_from_frame(_ladder(), "clean.csv"))[0]] == ["r0009"]  # as before
 
 
-def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplier(tmp_path):
+def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplier(tmp_path, capsys):
     """Two recipes in one file, the candidate at one budget (worth 2x compute: its law is the
     baseline's at √2·N, √2·D). Its bootstrap cannot refit, and m(C) printed 6.99 at 1e18 and 0.079 at
     1e22 without an interval (the truth is 2 everywhere); the summary said "m ≈ 1.85 (no intervals)"."""
@@ -68,7 +68,9 @@ def test_compare_with_a_candidate_whose_bootstrap_failed_gives_no_bare_multiplie
     one = isoflop_runs(better, [1e19], 7, spread_decades=0.6, noise=0.01, seed=2).assign(recipe="one")
     path = tmp_path / "two.csv"
     pd.concat([base, one], ignore_index=True).to_csv(path, index=False)
-    out = json.loads(run_cli("compare", str(path), "--group-by", "recipe", "--bootstrap", "50", "--json").stdout)
+    out = json.loads(
+        run_main(capsys, "compare", str(path), "--group-by", "recipe", "--bootstrap", "50", "--json").stdout
+    )
     comparison = out["comparisons"][0]
     why = "no interval: too few of the candidate's resamples could be refitted"
     assert comparison["summary"] == f"m(C) is unidentified: {why}"
@@ -127,7 +129,7 @@ def test_kaplan_style_total_and_non_embedding_columns_are_both_found():
     assert np.allclose(kaplan.runs["N"], 0.8 * runs["params"])
 
 
-def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp_path):
+def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp_path, capsys):
     """U in billions under a plain name beside tokens_B (warned about at reading): the fit is garbage
     and `optimal --unique-tokens` printed N_opt = 1.73e16 [8.9e9, 6e19] parameters, D_opt 9633 tokens.
     The data-constrained law has no exponent a to judge its allocation by: N's own interval does."""
@@ -137,8 +139,21 @@ def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp
     frame["unique_tokens"] = runs["unique_tokens"] / 1e9
     frame.to_csv(tmp_path / "mixed.csv", index=False)
     fit = tmp_path / "fit.json"
-    run_cli("fit", tmp_path / "mixed.csv", "--approach", "muennighoff", "--bootstrap", "30", "--out", fit, check=True)
-    out = run_cli("optimal", "--law", fit, "--unique-tokens", "5e9", "--budget", "1e21", "--json", check=True).stdout
+    run_main(
+        capsys,
+        "fit",
+        tmp_path / "mixed.csv",
+        "--approach",
+        "muennighoff",
+        "--bootstrap",
+        "30",
+        "--out",
+        fit,
+        check=True,
+    )
+    out = run_main(
+        capsys, "optimal", "--law", fit, "--unique-tokens", "5e9", "--budget", "1e21", "--json", check=True
+    ).stdout
     answer = json.loads(out)
     assert "orders of magnitude" in answer["N"]["unidentified"]
     assert all(answer[k]["unidentified"].startswith("as N's") for k in ("D", "tokens_per_parameter", "epochs"))

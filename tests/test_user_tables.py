@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from conftest import run_cli
+from conftest import run_main
 
 from analysis.compare.multiplier import differences
 from analysis.fits import laws
@@ -82,17 +82,23 @@ def test_one_budget_without_a_floor_leaves_e_and_the_extrapolated_loss_unidentif
     assert differences(clean, fit, 0.95)["E"]["unidentified"] == "the candidate's E is unidentified"
 
 
-def test_optimal_from_the_fit_json_names_the_unidentified_loss(tmp_path):
+def test_optimal_from_the_fit_json_names_the_unidentified_loss(tmp_path, capsys):
     path = tmp_path / "one.csv"
     ladder([1e20], 9, 1.0, seed=7).to_csv(path, index=False)
-    run_cli("fit", str(path), "--approach", "3", "--bootstrap", "30", "--out", str(tmp_path / "f.json"), check=True)
-    out = run_cli("optimal", "--law", str(tmp_path / "f.json"), "--budget", "1e21", "--json", check=True).stdout
+    run_main(
+        capsys, "fit", str(path), "--approach", "3", "--bootstrap", "30", "--out", str(tmp_path / "f.json"), check=True
+    )
+    out = run_main(
+        capsys, "optimal", "--law", str(tmp_path / "f.json"), "--budget", "1e21", "--json", check=True
+    ).stdout
     assert json.loads(out)["loss"]["unidentified"] == "as the fit's E"
-    out = run_cli("optimal", "--law", str(tmp_path / "f.json"), "--budget", "1e18", "--json", check=True).stdout
+    out = run_main(
+        capsys, "optimal", "--law", str(tmp_path / "f.json"), "--budget", "1e18", "--json", check=True
+    ).stdout
     assert json.loads(out)["loss"]["unidentified"] == "as the fit's E"
     clean = ladder()
     clean.to_csv(path, index=False)  # the clean ladder keeps every number, and covers the truth
-    proc = run_cli("fit", str(path), "--approach", "3", "--bootstrap", "30", "--json", check=True)
+    proc = run_main(capsys, "fit", str(path), "--approach", "3", "--bootstrap", "30", "--json", check=True)
     fitted = json.loads(proc.stdout)
     for name, true in (("E", LAW["E"]), ("alpha", LAW["alpha"]), ("beta", LAW["beta"]), ("a", TRUE_A)):
         lower, upper = fitted[name]["interval"]
@@ -121,7 +127,7 @@ def test_whole_training_curves_as_rows_are_read_as_curves_not_as_runs(tmp_path):
     assert len(table_from_frame(named, "named.csv", ColumnMap()).runs) == 35
 
 
-def test_units_in_column_names_are_applied_and_perplexity_is_refused(tmp_path):
+def test_units_in_column_names_are_applied_and_perplexity_is_refused(tmp_path, capsys):
     # Before: params_M and tokens_B were read as given (D/N = 0.02: no warning), budgets 1e3 to 1e7
     # "FLOPs", N_opt 91.58 at "C = 1e3"; compute_pfdays was refused, perplexity fitted as nats/token.
     runs = ladder()
@@ -140,15 +146,17 @@ def test_units_in_column_names_are_applied_and_perplexity_is_refused(tmp_path):
     )
     path = tmp_path / "pf.csv"
     pf.to_csv(path, index=False)
-    out = json.loads(run_cli("fit", str(path), "--approach", "2", "--bootstrap", "20", "--json", check=True).stdout)
+    out = json.loads(
+        run_main(capsys, "fit", str(path), "--approach", "2", "--bootstrap", "20", "--json", check=True).stdout
+    )
     assert np.allclose([b["budget"] for b in out["table"]["budgets"]], BUDGETS, rtol=0.02)
     ppl = pd.DataFrame({"params": runs["params"], "tokens": runs["tokens"], "ppl": np.exp(runs["val_loss"])})
     ppl.to_csv(path, index=False)
-    proc = run_cli("fit", str(path), "--loss-column", "ppl", check=False)
+    proc = run_main(capsys, "fit", str(path), "--loss-column", "ppl", check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "ln(perplexity) in nats/token" in proc.stderr
 
 
-def test_json_and_json_lines_tables_read_as_the_csv_does(tmp_path):
+def test_json_and_json_lines_tables_read_as_the_csv_does(tmp_path, capsys):
     # Before: a .json was read as CSV ("holds no runs (the table is empty)"), a .jsonl gave "no column
     # for N ... Columns present: {"run_id":"r0000", ...", an empty file "No columns to parse from file".
     from analysis.sources.files import read_table_file
@@ -161,11 +169,11 @@ def test_json_and_json_lines_tables_read_as_the_csv_does(tmp_path):
         got = read_table_file(tmp_path / name)
         assert np.allclose(got["val_loss"].to_numpy(float), runs["val_loss"]), name
     (tmp_path / "empty.csv").write_text("")
-    proc = run_cli("fit", str(tmp_path / "empty.csv"), check=False)
+    proc = run_main(capsys, "fit", str(tmp_path / "empty.csv"), check=False)
     assert proc.returncode == 2 and "is empty; give a table of runs (.csv, .tsv" in proc.stderr
 
 
-def test_a_tokenizer_or_loss_unit_column_with_several_values_is_two_experiments(tmp_path):
+def test_a_tokenizer_or_loss_unit_column_with_several_values_is_two_experiments(tmp_path, capsys):
     # Before: half the rows in bits/token, half in nats/token, pooled without a word (approach 3 then
     # printed beta 0.092 [0.038, 0.80] and B 16.1 [7.7, 9.6e9] as numbers).
     runs = ladder()
@@ -177,7 +185,7 @@ def test_a_tokenizer_or_loss_unit_column_with_several_values_is_two_experiments(
     ):
         path = tmp_path / f"{column}.csv"
         frame.to_csv(path, index=False)
-        proc = run_cli("fit", str(path), "--approach", "3", "--bootstrap", "0", check=False)
+        proc = run_main(capsys, "fit", str(path), "--approach", "3", "--bootstrap", "0", check=False)
         assert proc.returncode == 2 and f"--group-by {column}" in proc.stderr, column
 
 
@@ -192,14 +200,14 @@ def test_a_nominal_budget_column_twice_6nd_says_what_it_changes():
     assert not any("x it (median)" in n for n in table_from_frame(rounded, "r.csv", ColumnMap()).notes)
 
 
-def test_a_table_with_only_non_embedding_counts_names_the_n_kind_option(tmp_path):
+def test_a_table_with_only_non_embedding_counts_names_the_n_kind_option(tmp_path, capsys):
     # Before: "name it with --n-column" only, though --n-kind non_embedding reads the column as it is.
     runs = ladder()
     path = tmp_path / "kaplan.csv"
     pd.DataFrame({"params_non_embedding": runs["params"], "tokens": runs["tokens"], "loss": runs["val_loss"]}).to_csv(
         path, index=False
     )
-    proc = run_cli("fit", str(path), "--bootstrap", "0", check=False)
+    proc = run_main(capsys, "fit", str(path), "--bootstrap", "0", check=False)
     assert proc.returncode == 2 and "(or --n-kind non_embedding for column 'params_non_embedding')" in proc.stderr
 
 
