@@ -103,7 +103,7 @@ def test_approach_1_without_curves_uses_final_points_and_says_so():
 def test_every_approach_says_one_distance_of_the_held_out_budget_beyond_the_fitted_ones():
     """user8's t02: one held-out budget was 8.66x, 10.2x ("an EXTRAPOLATION") and 9.1x beyond the fitted
     ones, by approaches 1, 2 and 3, each dividing something else; now the held-out budget over the largest
-    budget refitted, for all three."""
+    budget the refit drew on, for all three."""
     from analysis.fits.validation import validate_parametric
 
     runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 5e20], 7, spread_decades=0.8, noise=0.005, seed=2)

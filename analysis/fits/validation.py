@@ -43,7 +43,7 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
     loss_law = fit.loss_law_with_floor or fit.loss_law
     loss_pred, n_pred = float(loss_law(compute)), float(fit.n_opt_law(compute))
     return {
-        **_held_out_keys(largest, rest),
+        **_held_out_keys(largest, rest.budgets[-1]),
         "held_out_runs": int(len(held)),
         "fitted_runs": int(len(rest)),
         "compute": compute,
@@ -75,7 +75,7 @@ def validate_parametric(table: RunTable) -> dict:
     predicted = fit.predict(held["N"].to_numpy(), held["D"].to_numpy())
     error = predicted / held["loss"].to_numpy() - 1.0
     return {
-        **_held_out_keys(largest, rest),
+        **_held_out_keys(largest, rest.budgets[-1]),
         "held_out_runs": int(len(held)),
         "fitted_runs": int(len(rest)),
         "loss_relative_error_mean_abs": float(np.mean(np.abs(error))),
@@ -106,7 +106,7 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     predicted = float(fit.n_opt_law(largest))  # the law is fitted against budgets, so predict at one
     observed = observed_n_opt[largest]
     return {
-        **_held_out_keys(largest, rest),
+        **_held_out_keys(largest, max(fitted)),
         "fitted_budgets": len(fitted),
         "n_opt_observed": observed,
         "n_opt_predicted": predicted,
@@ -114,11 +114,11 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     }
 
 
-def _held_out_keys(budget: float, rest: RunTable) -> dict:
+def _held_out_keys(budget: float, used: float) -> dict:
     """The keys every validation shares: the held-out budget and how far beyond the fitted ones it lies, one
-    definition for all approaches: the held-out budget over the largest budget refitted (``rest``'s). Before,
-    each approach divided something else (approach 1 its best run's C by the envelope's largest C, approach 2
-    by the largest budget with a parabola, approach 3 by the largest C refitted): 8.66x, 10.2x "an
-    EXTRAPOLATION" and 9.1x for one held-out budget."""
-    factor = budget / float(rest.budgets[-1])
+    definition for all approaches: the held-out budget over ``used``, the largest budget the refit drew on (every
+    budget left for approaches 1 and 3, those with a parabola in approach 2's law). Before, approach 1 divided its
+    best run's C by the envelope's largest C and approach 3 by the largest run's C refitted: one held-out budget
+    was 8.66x, 10.2x ("an EXTRAPOLATION") and 9.1x beyond the fitted ones."""
+    factor = budget / float(used)
     return {"held_out_budget": budget, "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR}
