@@ -252,7 +252,8 @@ def _scheduled(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, colum
         falling = np.flatnonzero(step < 0)
         return not falling.size or not (step[falling[0] :] > 0).any()
 
-    return values.groupby("run").apply(schedule, include_groups=False).reindex(run_ids.unique(), fill_value=False)
+    scheduled = {run: schedule(part) for run, part in values.groupby("run")}
+    return pd.Series(scheduled, dtype=bool).reindex(run_ids.unique(), fill_value=False)
 
 
 def _varies(frame: pd.DataFrame, run_ids: pd.Series, column: str, what: str, scheduled=None) -> str:
