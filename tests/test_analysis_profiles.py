@@ -98,3 +98,20 @@ def test_approach_1_without_curves_uses_final_points_and_says_so():
     assert fit.diagnostics["points_used"] == "final points only (the source has no loss curves)"
     assert fit.diagnostics["envelope_points"] == 5  # one per budget: its best run
     assert fit.estimates["a"].value == pytest.approx(A_TRUE, abs=0.05)
+
+
+def test_every_approach_says_one_distance_of_the_held_out_budget_beyond_the_fitted_ones():
+    """user8's t02: one held-out budget was 8.66x, 10.2x ("an EXTRAPOLATION") and 9.1x beyond the fitted
+    ones, by approaches 1, 2 and 3, each dividing something else; now the held-out budget over the largest
+    budget the refit drew on, for all three."""
+    from analysis.fits.validation import validate_parametric
+
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 5e20], 7, spread_decades=0.8, noise=0.005, seed=2)
+    runs["tokens"] *= np.random.default_rng(0).uniform(0.8, 1.2, len(runs))  # C drifts off the column's budgets
+    table = table_from_frame(runs.drop(columns="flops"), "drift.csv")
+    checks = [
+        validate_envelope(table, BINS_PER_DECADE),
+        validate_isoflop(table, {5e20: 1e9}),
+        validate_parametric(table),
+    ]
+    assert [c["extrapolation_factor"] for c in checks] == [pytest.approx(5.0)] * 3

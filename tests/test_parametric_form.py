@@ -179,7 +179,8 @@ def test_fit_json_optimal_report_and_plot_say_unidentified(tmp_path, capsys):
     assert "nan" not in markdown.lower().replace("nanmedian", "")
     run_main(capsys, "plot", source, "--fit", fit_json, "--out", tmp_path / "figures", check=True)
     captions = (tmp_path / "figures" / "captions.md").read_text()
-    assert "approach 3 (not drawn: no law, a unidentified)" in captions and "nan" not in captions.lower()
+    said = "approach 3's loss at the compute-optimal N and D (not drawn: no law, a unidentified)"
+    assert said in captions and "nan" not in captions.lower()
 
 
 def test_two_model_sizes_leave_the_size_term_unidentified():

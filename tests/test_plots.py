@@ -319,3 +319,16 @@ def test_loss_against_epochs_draws_a_line_through_the_seeds_mean(tmp_path):
     once.to_csv(tmp_path / "once.csv", index=False)
     with pytest.raises(FigureUnavailable):
         loss_vs_epochs(load_runs(str(tmp_path / "once.csv")), None)
+
+
+def test_captions_name_what_an_unfitted_approach_would_show_before_saying_it_was_not_fitted():
+    # Before: "dashed vermillion: approach 3 (not fitted: no fit)'s loss at the compute-optimal N and D"
+    # (user8 review), and the landscape's "L(N, D)" lowercased by capitalize().
+    captions = {name: figure_caption(name, None) for name in ("loss_vs_compute", "isoflop_profiles", "loss_landscape")}
+    assert not any(")'s" in text for text in captions.values())
+    assert "approach 3's loss at the compute-optimal N and D (not fitted: no fit)." in captions["loss_vs_compute"]
+    assert "approach 1's law fitted through it (not fitted: no fit), with" in captions["loss_vs_compute"]
+    assert "Dashed: approach 3's L(N, C/6N) at the same budget (not fitted: no fit)." in captions["isoflop_profiles"]
+    assert captions["loss_landscape"].startswith(
+        "Approach 3's L(N, D) (filled contours) (not fitted: no fit), the runs"
+    )

@@ -43,6 +43,19 @@ def test_a_budget_column_of_exact_6nd_is_one_budget_despite_float_round_off(tmp_
     assert len(fit_isoflop(table, resamples=0).profiles) == 3
 
 
+def test_budget_labels_within_1_percent_are_one_budget_with_a_note_and_5_percent_apart_are_two():
+    """A budget written 1e19 for some runs and 1.003e19 for others (t01: 6e18 and 6.02e18) were two budgets,
+    one of 2 sizes without a parabola, said only in approach 2's "2 distinct model size(s)" line."""
+    runs = _ladder([1e18, 1e19, 1e20], sizes=5, seed=1).drop(columns=["budget_flops", "flops"])
+    runs["budget"] = np.repeat([1e18, 1e19, 1e20], 5)
+    runs.loc[[5, 6], "budget"] = 1.003e19
+    table = table_from_frame(runs, "written.csv")
+    assert sorted(table.runs.groupby("budget")["N"].nunique()) == [5, 5, 5]
+    assert "budget labels within 1% of each other read as one budget: 1e+19, 1.003e+19 as 1e+19" in table.notes
+    runs.loc[[5, 6], "budget"] = 1.05e19  # 5% apart: a budget of its own, as a sweep may mean it
+    assert sorted(table_from_frame(runs, "apart.csv").runs.groupby("budget")["N"].nunique()) == [2, 3, 5, 5]
+
+
 def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_approach_2_drops_it():
     """A run whose budget column says 1e19 but which stopped at 30% of its tokens: its loss is right
     for its (N, D), so the residual test passes it, but it bends the budget's profile; approach 2
@@ -171,7 +184,8 @@ def test_a_tables_budget_flops_of_each_runs_c_names_the_option_once_at_reading()
     with pytest.raises(DataError) as refused:
         fit_isoflop(table, resamples=0)
     # the refusal lists them once and repeats the option (helper appr12: the user8 review's t13)
-    assert str(refused.value).count("and 25 more") == 1 and "--budget-column none groups them so" in str(refused.value)
+    # 35 values, 28 once those within 1% of a neighbour are one (misc13)
+    assert str(refused.value).count("and 18 more") == 1 and "--budget-column none groups them so" in str(refused.value)
     said = [n for n in table.notes if "--budget-column none" in n]
     assert len(said) == 1 and said[0].endswith(
         "kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D"

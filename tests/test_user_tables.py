@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from conftest import run_main
 
 from analysis.compare.multiplier import differences
@@ -19,6 +20,7 @@ from analysis.published import CHINCHILLA_APPROACH3 as LAW
 from analysis.sources.check import table_from_frame
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import isoflop_runs
+from scaling.errors import DataError
 
 BUDGETS = [1e18, 1e19, 1e20, 1e21, 1e22]
 TRUE_A = LAW["beta"] / (LAW["alpha"] + LAW["beta"])
@@ -209,6 +211,25 @@ def test_a_table_with_only_non_embedding_counts_names_the_n_kind_option(tmp_path
     )
     proc = run_main(capsys, "fit", str(path), "--bootstrap", "0", check=False)
     assert proc.returncode == 2 and "(or --n-kind non_embedding for column 'params_non_embedding')" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("n_non_embedding", "(or --n-kind non_embedding for column 'n_non_embedding')"),
+        ("NonEmbedding Params", "(or --n-column 'NonEmbedding Params' --n-kind non_embedding: a non-embedding count)"),
+    ],
+)
+def test_other_non_embedding_names_are_read_or_named_with_the_n_kind_option(name, hint):
+    # Before: "name it with --n-column" only for n_non_embedding (user8 review), which --n-kind did not read either.
+    runs = ladder()
+    frame = pd.DataFrame({name: runs["params"], "tokens": runs["tokens"], "loss": runs["val_loss"]})
+    with pytest.raises(DataError) as refused:
+        table_from_frame(frame, "kaplan.csv", ColumnMap())
+    assert hint in str(refused.value)
+    if name == "n_non_embedding":
+        kaplan = table_from_frame(frame, "kaplan.csv", ColumnMap(n_kind="non_embedding"))
+        assert kaplan.n_kind == "non_embedding" and np.array_equal(kaplan.runs["N"], runs["params"])
 
 
 def test_three_sizes_per_budget_give_no_bare_n_opt_per_budget():

@@ -268,3 +268,20 @@ def test_every_step_column_reads_rows_as_curves_by_one_rule(step):
     ):
         table = table_from_frame(recipes.reset_index(drop=True), "recipes.csv")
         assert len(table.runs) == len(recipes) and table.curves is None and table.reading is None
+
+
+def test_an_lr_schedule_logged_on_every_row_is_read_as_curves_and_a_swept_lr_keeps_rows_runs():
+    # Before: wandb's history with the scheduled lr on every row was 100 "runs" (user8 review): lr is a
+    # hyperparameter column, and its 10 values within each run said "not a curve".
+    export = history("_step", final_train_row=False)
+    k = export["_step"].to_numpy() / 100  # 1..10: warmup over 2 logged steps, then cosine decay to lr/10
+    export["lr"] = 3e-4 * np.where(k <= 2, k / 2, 0.1 + 0.45 * (1 + np.cos(np.pi * (k - 2) / 8)))
+    plain = table_from_frame(history("_step", final_train_row=False), "wandb.csv", EXPORT)
+    table = table_from_frame(export, "wandb.csv", EXPORT)
+    assert len(table.runs) == 20 and table.curves is not None and table.notes[0].startswith("rows are training curves")
+    pd.testing.assert_frame_equal(table.runs, plain.runs)
+    # an lr that goes down and up again within a name is no schedule: a sweep, the rows stay runs
+    export["lr"] = np.tile([1e-3, 2e-3, 4e-3, 1e-3, 2e-3, 4e-3, 1e-3, 2e-3, 4e-3, 1e-3], 20)
+    table = table_from_frame(export, "wandb.csv", EXPORT)
+    assert len(table.runs) == 100 and table.curves is None  # the 100 rows with an eval/loss
+    assert any(n.startswith("rows are runs") and "values of column 'lr'" in n for n in table.notes)

@@ -140,8 +140,11 @@ def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: 
 
 def differences(baseline: ParametricFit, candidate: ParametricFit, level: float) -> dict[str, dict]:
     """Candidate − baseline of each of `DIFFERENCES`: {"baseline", "candidate", "value", "lower", "upper"},
-    and "unidentified" (why) where a side cannot pin it down: it is `unresponsive` (for all), its a is
-    own estimate of it is unidentified (a, alpha, beta, E), or its bootstrap was asked for and failed (for all)."""
+    and "unidentified" (why) where a side cannot pin it down: it is `unresponsive` (for all), its own estimate
+    of the quantity is unidentified (a, alpha, beta, E), or its bootstrap was asked for and failed (for all).
+    A side's unidentified a leaves only the a difference unidentified: m(C) and the loss differences
+    (`evaluate`) depend on the loss frontier, which the allocation's uncertainty barely moves, and carry their
+    own bootstrap intervals."""
     base_point = _with_gamma({**baseline.params, "a": baseline.estimates["a"].value})
     cand_point = _with_gamma({**candidate.params, "a": candidate.estimates["a"].value})
     paired = paired_samples(baseline, candidate)

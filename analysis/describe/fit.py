@@ -285,10 +285,10 @@ def band_phrase(report: FitReport | None, approach: int) -> str:
     return f"its {fit.bootstrap.level:.0%} bootstrap band ({fit.bootstrap.resamples} resamples)"
 
 
-def drawn_phrase(report: FitReport | None, approach: int) -> str:
+def drawn_phrase(report: FitReport | None, approach: int, of: str = "") -> str:
     """`fitted_phrase`, with ``(not drawn: no law, a unidentified)`` when the fit has no law (`no_law`)."""
     fit = {f.approach: f for f in report.fits}.get(approach) if report is not None else None
-    return fitted_phrase(report, approach) + (" (not drawn: no law, a unidentified)" if fit and no_law(fit) else "")
+    return fitted_phrase(report, approach, of) + (" (not drawn: no law, a unidentified)" if fit and no_law(fit) else "")
 
 
 def drawable(fit):
@@ -296,9 +296,11 @@ def drawable(fit):
     return fit if fit is not None and not no_law(fit) else None
 
 
-def fitted_phrase(report: FitReport | None, approach: int) -> str:
-    """``approach 2`` when fitted, else ``approach 2 (not fitted: why)``, for a caption."""
+def fitted_phrase(report: FitReport | None, approach: int, of: str = "") -> str:
+    """``approach 2`` (with ``of``: ``approach 2's OF``) when fitted, else with `` (not fitted: why)`` after it,
+    for a caption: "approach 3 (not fitted: ...)'s loss" read as a garble."""
+    name = f"approach {approach}" + (f"'s {of}" if of else "")
     if report is not None and any(f.approach == approach for f in report.fits):
-        return f"approach {approach}"
+        return name
     why = "no fit" if report is None else report.skipped.get(str(approach), "not asked for")
-    return f"approach {approach} (not fitted: {why})"
+    return f"{name} (not fitted: {why})"

@@ -40,8 +40,8 @@ def caption(report: FitReport | None) -> str:
     return (
         "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
         "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
-        f"reached in each compute bin; green: {fitted_phrase(report, 1)}'s law fitted through it, with "
-        f"{band_phrase(report, 1)}; dashed vermillion: {drawn_phrase(report, 3)}'s loss at the compute-optimal N and D."
+        f"reached in each compute bin; green: {fitted_phrase(report, 1, 'law fitted through it')}, with "
+        f"{band_phrase(report, 1)}; dashed vermillion: {drawn_phrase(report, 3, 'loss at the compute-optimal N and D')}."
     )
 
 

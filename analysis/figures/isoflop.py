@@ -37,7 +37,7 @@ def caption(report: FitReport | None) -> str:
         "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola, "
         "left out of the law N_opt ∝ C^a) "
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
-        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3)}'s L(N, C/6N) at the same budget. "
+        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3, 'L(N, C/6N) at the same budget')}. "
         "Grey crosses: runs of budgets without a parabola."
     )
 

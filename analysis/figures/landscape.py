@@ -34,8 +34,9 @@ def caption(report: FitReport | None) -> str:
     """What `loss_landscape` shows."""
     fit = report.parametric if report is not None else None
     law = parametric_law_text(fit) if fit is not None and not no_law(fit) else "L(N, D)"
+    shown = fitted_phrase(report, 3, f"{law} (filled contours)")
     return (
-        f"{fitted_phrase(report, 3).capitalize()}'s {law} (filled contours), the runs coloured by their observed "
+        f"{shown[0].upper() + shown[1:]}, the runs coloured by their observed "
         "loss on the same scale (fill colour, thin black edge: a run whose colour matches its background is fitted "
         "well), a line of constant compute C = 6·N·D at each of the table's budgets (dotted white; with more than "
         f"{MAX_LEGEND_BUDGETS} budgets only some are labelled), the compute-optimal path (orange), "

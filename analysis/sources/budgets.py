@@ -89,7 +89,7 @@ def budgets_of_frame(
         requested = numeric(frame, column)[0]  # text counts as N and D are read; "1.0e19 FLOPs" too
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            given, written = requested, same_budgets(requested)
+            given, written = requested, same_budgets(requested, notes)
             requested = per_run_budgets(column, written, sizes, tolerance, notes)
             clustered = not np.array_equal(written, requested)  # each run's C written as its budget
             if clustered and (run_together := _run_together(requested, given)):
@@ -132,22 +132,38 @@ def _unusable(raw: pd.Series, bad: np.ndarray) -> str:
     return " and ".join(said)
 
 
-SAME_BUDGET = 1e-6  # budget values this close (relative) are one budget written twice (6·N·D's float round-off)
+SAME_BUDGET = 0.01  # budget labels this close (relative, neighbour to neighbour) are one budget written twice
 
 
-def same_budgets(budgets: np.ndarray) -> np.ndarray:
-    """``budgets`` with values within `SAME_BUDGET` (relative) of their neighbour written as one: each
-    group's most frequent value (the smallest of ties). A column of 6·N·D computed per run from a
-    nominal budget holds 1e18 and 1.0000000000000001e18: two budgets, one of them with 1 size, before."""
+def same_budgets(budgets: np.ndarray, notes: list[str] | None = None) -> np.ndarray:
+    """``budgets`` with values within `SAME_BUDGET` of their neighbour (the clustering rule of the module
+    docstring, `_groups`) written as one: each group's most frequent value (the smallest of ties), with a note
+    in ``notes`` naming the labels merged where they print apart. 1% is above a label's rounding (6e18 written
+    6.02e18 is 0.3% off; 6·N·D read back from CSV as 1e18 and 1.0000000000000001e18, 1e-16) and below any two
+    budgets a sweep means apart (a ladder's are 1.5x or more, a WSD sweep's branch budgets 14% from the
+    grid's): before, 6e18 and 6.02e18 were two budgets of 2 and 5 sizes, one without a parabola."""
     values, counts = np.unique(budgets, return_counts=True)
-    breaks = np.flatnonzero(np.diff(np.log(values)) > np.log1p(SAME_BUDGET)) + 1
-    if len(breaks) == len(values) - 1:
+    groups = _groups(np.log(values), SAME_BUDGET)
+    if len(groups) == len(values):
         return budgets
-    written = {}
-    for group in np.split(np.arange(len(values)), breaks):
+    written, said = {}, []
+    for group in groups:
         value = values[group[np.argmax(counts[group])]]
         written.update(dict.fromkeys(values[group], value))
+        if len(labels := dict.fromkeys(f"{v:g}" for v in values[group])) > 1:  # not 6·N·D's round-off
+            said.append(f"{', '.join(labels)} as {value:g}")
+    if said and notes is not None:  # three groups named: a column of each run's C merges many (`per_run_budgets`)
+        more = f"; and {len(said) - 3} more" if len(said) > 3 else ""
+        notes.append(
+            f"budget labels within {SAME_BUDGET:.0%} of each other read as one budget: {'; '.join(said[:3])}{more}"
+        )
     return np.array([written[b] for b in budgets])
+
+
+def _groups(sorted_log: np.ndarray, tolerance: float) -> list[np.ndarray]:
+    """Positions of ascending log values split where a neighbour exceeds the next smaller by more than
+    ``tolerance`` (relative): the one rule that groups values into budgets."""
+    return np.split(np.arange(len(sorted_log)), np.flatnonzero(np.diff(sorted_log) > np.log1p(tolerance)) + 1)
 
 
 PARABOLA_SIZES = 3  # a budget with fewer distinct sizes gives approach 2 no parabola
@@ -299,8 +315,7 @@ def cluster_budgets(compute: np.ndarray, tolerance: float = BUDGET_TOLERANCE) ->
     order = np.argsort(compute, kind="stable")
     labels = np.empty(len(compute))
     sorted_log = np.log(compute[order])
-    breaks = np.flatnonzero(np.diff(sorted_log) > np.log1p(tolerance)) + 1
-    for part in np.split(np.arange(len(compute)), breaks):
+    for part in _groups(sorted_log, tolerance):
         if len(part):
             labels[order[part]] = np.exp(np.mean(sorted_log[part]))
     return labels

@@ -36,6 +36,7 @@ from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
     LOSS_UNIT_COLUMN,
+    NON_EMBEDDING_NAME,
     OPTION_OF,
     ColumnMap,
     RunTable,
@@ -333,8 +334,10 @@ def _pick_column(
     if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays: a usual name with its unit
         found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0] in candidates), None)
     if found is None and required:
-        other = next((c for c in _n_names("non_embedding")[:2] if c in frame.columns), None) if role == "n" else None
-        hint = f" (or --n-kind non_embedding for column {other!r})" if other and n_kind == "total" else ""
+        other = next((c for c in frame.columns if NON_EMBEDDING_NAME.search(str(c))), None) if role == "n" else None
+        hint = f" (or --n-kind non_embedding for column {other!r})" if other else ""
+        if other and other not in _n_names("non_embedding"):  # a name not tried: named with its kind
+            hint = f" (or --n-column {other!r} --n-kind non_embedding: a non-embedding count)"
         raise DataError(
             f"{source!r} has no column for {'N' if role == 'n' else role} (tried {', '.join(candidates)}); "
             f"name it with {OPTION_OF[role]}{hint}. Columns present: {present}"

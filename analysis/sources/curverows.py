@@ -23,7 +23,9 @@ tell such checkpoints from approach 3's grid with each run's total steps beside 
 one run per row: D/step is constant in both), so it is read as curves where nothing says otherwise, and the
 note names ``--rows-are-runs`` (`ColumnMap.rows_are_runs`), which reads each row as a run of its own. A
 budget column or a hyperparameter column (`hparams.HP_COLUMNS`: lr, ...) varying within one run's rows
-says otherwise: those rows are runs, and a note says which column.
+says otherwise: those rows are runs, and a note says which column. Not an ``lr`` that a history (a step column)
+logs as its schedule (`_scheduled`: one value per step, rising then falling along the run's tokens): it varies
+along a curve. A grid whose lr was tuned to fall with D, a step column beside it, reads the same: curves.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.groups import CORPUS_COLUMNS, EXPERIMENT_COLUMNS
-from analysis.sources.hparams import HP_COLUMNS
+from analysis.sources.hparams import HP_COLUMNS, LR
 from analysis.sources.rows import blank_cells, numeric
 from analysis.sources.schema import RowsReading
 from scaling.flops import tokens_6nd
@@ -229,12 +231,37 @@ def _not_curves(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss
     ends = order.groupby("run")["loss"].agg(["first", "last"])  # at the fewest and the most tokens
     if (ends["last"] >= ends["first"]).mean() > 0.5:
         return "in most runs the loss at the most tokens is not below the loss at the fewest (a curve's falls)"
-    return next((why for c in HP_COLUMNS if c in frame.columns and (why := _varies(frame, run_ids, c, "column"))), "")
+    for column in (c for c in HP_COLUMNS if c in frame.columns):
+        scheduled = _scheduled(frame, run_ids, tokens, column) if column == LR and _step_column(frame) else None
+        if why := _varies(frame, run_ids, column, "column", scheduled):
+            return why
+    return ""
 
 
-def _varies(frame: pd.DataFrame, run_ids: pd.Series, column: str, what: str) -> str:
-    """'run 'm0' has 3 values of column 'lr' (a curve has one)' for the first run whose ``column`` varies; ""."""
+def _scheduled(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, column: str) -> pd.Series:
+    """Per run, whether ``column`` is a schedule logged on every row of a history (a step column present): the run
+    holds `HISTORY_ROWS` rows or more, one value per token count, rising then falling along its tokens (warmup,
+    then decay; either or both flat). A swept lr repeats at each D (1e-3, 2e-3, 4e-3, 1e-3, ...): not one.
+    Before, a wandb export logging the scheduled lr on every row was read as one run per row."""
+    values = pd.DataFrame({"run": run_ids, "tokens": tokens, "v": numeric(frame, column)[0]}).dropna()
+
+    def schedule(run: pd.DataFrame) -> bool:
+        if len(run) < HISTORY_ROWS or run.groupby("tokens")["v"].nunique().max() > 1:
+            return False
+        step = np.diff(run.sort_values("tokens", kind="stable")["v"].to_numpy())
+        falling = np.flatnonzero(step < 0)
+        return not falling.size or not (step[falling[0] :] > 0).any()
+
+    scheduled = {run: schedule(part) for run, part in values.groupby("run")}
+    return pd.Series(scheduled, dtype=bool).reindex(run_ids.unique(), fill_value=False)
+
+
+def _varies(frame: pd.DataFrame, run_ids: pd.Series, column: str, what: str, scheduled=None) -> str:
+    """'run 'm0' has 3 values of column 'lr' (a curve has one)' for the first run whose ``column`` varies; "".
+    ``scheduled``: per run, whether its values are a schedule (`_scheduled`), which varies along a curve."""
     values = _values_per_run(frame, run_ids, column)
+    if scheduled is not None:
+        values = values.where(~scheduled.reindex(values.index, fill_value=False).astype(bool), 1)
     if not (values > 1).any():
         return ""
     run = values.index[int(np.argmax(values.to_numpy() > 1))]

@@ -15,6 +15,9 @@ from scaling.errors import UserError
 
 N_KINDS = ("total", "non_embedding")
 
+# a column so named holds a non-embedding count (Kaplan's N): "no column for N" names --n-kind non_embedding for it
+NON_EMBEDDING_NAME = re.compile(r"non[\s_-]?embed", re.IGNORECASE)
+
 # Column names tried, in order, when the user names none. The first of each is the store's own.
 FALLBACK_COLUMNS = {
     "n": {
@@ -30,7 +33,7 @@ FALLBACK_COLUMNS = {
             "model_size",
             "total_params",
         ),
-        "non_embedding": ("params_non_embedding", "non_embedding_params", "N", "n"),
+        "non_embedding": ("params_non_embedding", "non_embedding_params", "n_non_embedding", "N", "n"),
     },
     # the usual names, then the cumulative counts loggers write (a history export's per row, a runs table's per run):
     # HF Trainer's num_input_tokens_seen (train/ in wandb), Levanter's and OLMo's throughput/total_tokens
