@@ -15,6 +15,7 @@ import numpy as np
 from analysis.cli.common import add_table_options, column_map, count, parse, positive_float, write_output
 from analysis.cli.next_out import is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
 from analysis.describe.outliers import flagged_line
+from analysis.fits.bootstrap import AS_A
 from analysis.fits.results import Estimate
 from scaling.errors import Parser, UserError
 
@@ -273,7 +274,7 @@ def n_opt_now(params: dict, samples: dict, budget: float, level: float, a_why: s
 
     now = ParametricLaw("fit", dict(params), samples, level=level).n_opt(budget)
     if a_why:
-        now.unidentified = f"as the fit's a: {a_why}"
+        now.unidentified = f"{AS_A}: {a_why}"
     if a_why is not None:
         scale_rule(now)
     return Estimate(now.value, unidentified=now.unidentified) if now.unidentified else now

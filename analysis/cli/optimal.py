@@ -40,7 +40,7 @@ def optimal_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--approach",
         choices=["1", "2", "3"],
-        help="which approach of FIT.json (default: the highest with a law: 3, else 2, else 1)",
+        help="which approach of FIT.json (default: the highest headlined one, as `scaling fit` prints it: 3, else 2, else 1)",
     )
     p.add_argument(
         "--target-loss",

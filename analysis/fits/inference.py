@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
+from analysis.fits.bootstrap import AS_A
 from analysis.fits.identified import extrapolation_note, never_reached, never_reached_note, scale_rule
 from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
@@ -220,7 +221,7 @@ def _flag_unidentified(law, values: dict[str, Estimate], given: str, budget, not
     if getattr(law, "unidentified", ""):
         notes.append(f"the fit's exponent a is unidentified ({law.unidentified}): so is this allocation")
         for name in set(values) - {given, "loss"}:
-            values[name].unidentified = "as the fit's a"
+            values[name].unidentified = AS_A
     reach = budget if budget is not None else values["reference_total_flops"].value
     if law.rests_on_floor(reach):
         notes.append(

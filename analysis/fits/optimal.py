@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.fits import identified as ident
 from analysis.fits import laws
-from analysis.fits.bootstrap import identification, reaches_zero
+from analysis.fits.bootstrap import AS_A, identification, reaches_zero
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -261,9 +261,9 @@ class Law(abc.ABC):
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
             for estimate in (n, d, ratio):
-                estimate.unidentified = "as the fit's a"
+                estimate.unidentified = AS_A
             if loss is not None and not np.isfinite(loss.value):  # no law at all (`parametric_form`): no loss
-                loss.unidentified = "as the fit's a"
+                loss.unidentified = AS_A
             notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
         self._floor_check(c, loss, notes)
         if extrapolation := ident.extrapolation_note(c, self.fitted_compute_max):
