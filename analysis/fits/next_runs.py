@@ -5,8 +5,9 @@ Candidates are ladder shapes (`scaling.shapes`) for a results store, or sizes on
 (`grid_sizes`) for someone else's table, at the source's budgets and at the ladder's next
 budgets up to the target (the budget step of the source, snapped to 1-2-3-5 × 10^k), each within
 `WINDOW_DECADES` of the current fit's N_opt at its budget, inside the tokens-per-parameter window
-and the token cap, and not already run; a table's sizes lie within `BRACKET_DECADES` and are bought
-in pairs bracketing N_opt at their budget (`brackets`). Each design is scored by the simulated spread of
+and the token cap, and not already run; a table's sizes lie within `BRACKET_DECADES` of N_opt or a grid
+step (`BRACKET_STEP_DECADES`) of its bootstrap interval, however wide, and are bought in pairs bracketing
+that interval at their budget (`brackets`). Each design is scored by the simulated spread of
 ln N_opt(target) after refitting approach 3 (`analysis.fits.design`). The search is greedy twice
 over — by narrowing per FLOP, and by narrowing alone — and the better of the two plans is kept
 (the classic guard of cost-aware greedy selection: per-FLOP greed can spend the allowance on
@@ -180,11 +181,6 @@ def candidates(params: dict, done: list[tuple[float, float]], budgets: list[floa
 
 
 Bounds = dict  # budget -> (lower, upper): N_opt's interval there, or the point fit's N_opt twice
-
-
-def point_bounds(params: dict, budgets) -> Bounds:
-    """The point fit's N_opt at each budget, as a zero-width interval (before the bootstrap has run)."""
-    return {b: (float(n_opt_at(params, b)),) * 2 for b in budgets}
 
 
 def brackets(pool: list[Candidate], bounds: Bounds) -> list[tuple[Candidate, Candidate]]:
