@@ -100,11 +100,21 @@ def test_the_default_target_is_ten_times_the_nominal_largest_budget(tmp_path):
     assert json.loads(proc.stdout)["target_budget"] == 1e22
 
 
-def test_an_interval_wider_than_the_window_everywhere_is_the_reason_no_pair_is_proposed():
-    bounds = {1e19: (1e8, 4e9), 1e20: (2e8, 2e10)}  # 1.6 and 2 decades: no pair within ±0.5 decades brackets them
-    why = nr.no_pair(bounds)
+def test_a_wide_interval_is_bracketed_and_where_no_pair_is_left_the_limits_are_named():
+    """A pair brackets N_opt's interval however wide (the window is the interval and a grid step); where the
+    tokens-per-parameter window leaves no size on one side of it, the reason names that window."""
+    params = {k: CHINCHILLA_LAW[k] for k in ("A", "B", "alpha", "beta")}
+    n_opt = float(nr.n_opt_at(params, 1e20))
+    bounds = {1e20: (n_opt / 10, n_opt * 10)}  # 2 decades: wider than N_opt·10^±0.5
+    sizes = nr.grid_sizes(n_opt / 1e3, n_opt * 1e3)
+    wide = nr.CandidateRules(sizes, tokens_per_param=(0.1, 1e4), window_decades=0.5, bracket=True)
+    pairs = nr.brackets(nr.candidates(params, [], [1e20], wide, bounds), bounds)
+    assert pairs and all(lo.n <= n_opt / 10 and hi.n >= n_opt * 10 for lo, hi in pairs)
+    rules = nr.CandidateRules(sizes, window_decades=0.5, bracket=True)  # the sweeper's window: 0.5 to 2000
+    assert not nr.brackets(nr.candidates(params, [], [1e20], rules, bounds), bounds)  # N_opt·10 is 0.4 per parameter
+    why = nr.no_pair({1e19: (1e8, 4e9), 1e20: (2e8, 2e10)}, rules)
     assert why.startswith("no pair of sizes brackets N_opt's interval at any budget")
-    assert "[1e+08, 4e+09] at 1e+19 FLOPs (1.6 decades)" in why and "N_opt·10^±0.5" in why
+    assert "at 1e+19 FLOPs, where it is narrowest ([1e+08, 4e+09], 1.6 decades)" in why and "[0.5, 2000]" in why
 
 
 def test_the_sweepers_tokens_per_parameter_window_has_one_home():

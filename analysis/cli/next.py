@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.cli.common import add_table_options, column_map, count, parse, positive_float, write_output
+from analysis.cli.common import add_table_options, column_map, count, parse, positive_float, tell, write_output
 from analysis.cli.next_out import is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A
@@ -96,25 +96,27 @@ def next_main(argv: list[str]) -> int:
     shapes = store or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
     check_out(args, shapes)
     base = base_sweep(args.source)
-    table, fit, outliers = point_fit(args, load_runs(args.source, column_map(args), args.allow_mixed_corpora))
+    loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
+    tell(loaded.warnings, "warning")
+    table, fit, outliers = point_fit(args, loaded)
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
-    rules = candidate_rules(args, table, fit.params, budgets, target, shapes, base)
-    done = list(zip(table.runs["N"], table.runs["budget"]))
-    pool = nr.candidates(fit.params, done, budgets + nr.next_budgets(budgets, target), rules)
-    check_allowance(args, nr.units(pool, rules, nr.point_bounds(fit.params, {c.budget for c in pool})), shapes)
     fit = fit_parametric(table, resamples=max(args.bootstrap, 20), seed=args.seed)
     if fit.bootstrap is None or not fit.bootstrap.samples:
         raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
-    bounds = n_opt_bounds(fit, {c.budget for c in pool}) if rules.bracket else {}
-    sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
+    every = budgets + nr.next_budgets(budgets, target)
+    bounds = {} if shapes else n_opt_bounds(fit, every)  # a table's pairs bracket N_opt's interval there
+    rules = candidate_rules(args, table, fit.params, bounds, shapes, base)
+    done = list(zip(table.runs["N"], table.runs["budget"]))
+    pool = nr.candidates(fit.params, done, every, rules, bounds)
     buyable = nr.units(pool, rules, bounds)
+    check_allowance(args, buyable, shapes, nr.no_pair(bounds, rules) if bounds else "")
+    sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
     plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level, fit.estimates["a"].unidentified)
     result = summary(args, plan, target, now, ladder, sim, bootstrap_spread(fit, target))
-    result["why_none"] = "" if buyable or not rules.bracket else nr.no_pair(bounds)
     result["outliers"] = flagged_line(outliers, args.exclude_outliers, by_rule=True) if outliers else None
     if not store:
         result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
@@ -153,30 +155,32 @@ def check_out(args, shapes: bool) -> None:
     )
 
 
-def candidate_rules(args, table, params: dict, budgets: list, target: float, shapes: bool, base: dict):
+def candidate_rules(args, table, params: dict, bounds: dict, shapes: bool, base: dict):
     """Which runs may be proposed (`next_runs.CandidateRules`): this project's shapes, one at a time,
-    within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval, within
-    `BRACKET_DECADES` of it."""
+    within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval ``bounds``,
+    within `BRACKET_DECADES` of N_opt or a grid step of the interval."""
     from analysis.fits import next_runs as nr
     from scaling.flops import TOKENS_PER_PARAM
 
     return nr.CandidateRules(
         shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
         if shapes
-        else table_sizes(table, params, min(budgets), target),
+        else table_sizes(table, params, bounds),
         tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM)),
         max_tokens=args.max_tokens,
         **({} if shapes else {"window_decades": nr.BRACKET_DECADES, "bracket": True}),
     )
 
 
-def check_allowance(args, units: list[tuple], shapes: bool) -> None:
-    """Some candidate (`next_runs.units`) under the limits, and the allowance buys the cheapest one."""
+def check_allowance(args, units: list[tuple], shapes: bool, why_none: str) -> None:
+    """Some candidate (`next_runs.units`, the ones the search is given) under the limits, and the allowance
+    buys the cheapest one; ``why_none``: why no pair brackets N_opt's interval, for a table."""
     from analysis.fits.next_runs import cost
 
     if not units:
-        what = "ladder shape" if shapes else "pair of sizes bracketing N_opt"
-        raise UserError(f"no {what} fits any budget of {args.source!r} under the limits; loosen --max-tokens")
+        if not shapes:
+            raise UserError(f"{args.source!r}: {why_none}")
+        raise UserError(f"no ladder shape fits any budget of {args.source!r} under the limits; loosen --max-tokens")
     cheapest = min(units, key=cost)
     if cost(cheapest) > args.flops:
         names = [c.shape if shapes else f"N = {c.n:.3g}" for c in cheapest]
@@ -198,14 +202,16 @@ def n_opt_bounds(fit, budgets) -> dict:
     return out
 
 
-def table_sizes(table, params: dict, smallest: float, target: float) -> dict[str, float]:
-    """Candidate sizes for a table that is not a store: the log grid over its own N and N_opt from its
-    smallest budget to the target, widened by the candidate window (which then picks per budget)."""
+def table_sizes(table, params: dict, bounds: dict) -> dict[str, float]:
+    """Candidate sizes for a table that is not a store: the log grid over its own N and N_opt (and its
+    interval, ``bounds``) from its smallest budget to the target, widened by the candidate window (which
+    then picks per budget)."""
     from analysis.fits.next_runs import BRACKET_DECADES, grid_sizes, n_opt_at
 
-    n_opt = n_opt_at(params, np.array([smallest, target]))
-    lo = min(float(table.runs["N"].min()), float(n_opt[0])) / 10**BRACKET_DECADES
-    hi = max(float(table.runs["N"].max()), float(n_opt[1])) * 10**BRACKET_DECADES
+    n_opt = n_opt_at(params, np.array([min(bounds), max(bounds)]))
+    lows, highs = [b[0] for b in bounds.values() if b[0] > 0], [b[1] for b in bounds.values()]
+    lo = min(float(table.runs["N"].min()), float(n_opt[0]), *lows) / 10**BRACKET_DECADES
+    hi = max(float(table.runs["N"].max()), float(n_opt[1]), *highs) * 10**BRACKET_DECADES
     return grid_sizes(lo, hi)
 
 

@@ -59,12 +59,8 @@ def render(r: dict) -> str:
     lines.append(f"  N_opt now            {n_opt_shown(r['n_opt_now'])}")
     if not r["runs"]:
         lines.append(
-            "  "
-            + (
-                r.get("why_none")
-                or f"no affordable run narrows the simulated spread by more than {r['noise_z']:g} standard errors of "
-                "its simulation noise: buy nothing, allow more FLOPs, or raise --draws"
-            )
+            f"  no affordable run narrows the simulated spread by more than {r['noise_z']:g} standard errors of "
+            "its simulation noise: buy nothing, allow more FLOPs, or raise --draws"
         )
     for run in r["runs"]:
         lines += run_lines(run)

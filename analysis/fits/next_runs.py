@@ -5,8 +5,9 @@ Candidates are ladder shapes (`scaling.shapes`) for a results store, or sizes on
 (`grid_sizes`) for someone else's table, at the source's budgets and at the ladder's next
 budgets up to the target (the budget step of the source, snapped to 1-2-3-5 × 10^k), each within
 `WINDOW_DECADES` of the current fit's N_opt at its budget, inside the tokens-per-parameter window
-and the token cap, and not already run; a table's sizes lie within `BRACKET_DECADES` and are bought
-in pairs bracketing N_opt at their budget (`brackets`). Each design is scored by the simulated spread of
+and the token cap, and not already run; a table's sizes lie within `BRACKET_DECADES` of N_opt or a grid
+step (`BRACKET_STEP_DECADES`) of its bootstrap interval, however wide, and are bought in pairs bracketing
+that interval at their budget (`brackets`). Each design is scored by the simulated spread of
 ln N_opt(target) after refitting approach 3 (`analysis.fits.design`). The search is greedy twice
 over — by narrowing per FLOP, and by narrowing alone — and the better of the two plans is kept
 (the classic guard of cost-aware greedy selection: per-FLOP greed can spend the allowance on
@@ -32,8 +33,10 @@ from scaling.shapes import CONF_DIR, param_counts, shape_for_width
 
 WINDOW_DECADES = 0.75  # candidate shapes lie within N_opt(C)·10^(±this) under the current fit
 # A table's sizes (`grid_sizes`): within N_opt(C)·10^(±this), so tokens per parameter within 10x of N_opt's
-# either way, and bought in pairs that bracket N_opt(C) (`brackets`).
+# either way, and bought in pairs that bracket N_opt(C)'s interval (`brackets`); where the interval is wider,
+# the window is the interval widened by `BRACKET_STEP_DECADES` either side (a pair must lie outside it).
 BRACKET_DECADES = 0.5
+BRACKET_STEP_DECADES = 0.25
 GRID_PER_DECADE = 6  # a table that is not a results store: candidate sizes N = 10^(k/6) (`grid_sizes`)
 NICE_MANTISSAS = (1.0, 2.0, 3.0, 5.0, 10.0)
 # A pick must narrow the simulated spread by more than this many standard errors of its simulation
@@ -145,14 +148,17 @@ class CandidateRules:
     window_decades: float = WINDOW_DECADES
     bracket: bool = False  # runs are bought in pairs bracketing N_opt at their budget (`brackets`)
 
-    def allowed(self, n: float, budget: float, n_opt: float) -> bool:
+    def allowed(self, n: float, budget: float, n_opt: float, interval: tuple[float, float] | None = None) -> bool:
+        """Within `window_decades` of ``n_opt`` or, for pairs bracketing N_opt's ``interval`` there, within
+        the interval widened by `BRACKET_STEP_DECADES` (a wide interval is bracketed, not refused); inside the
+        tokens-per-parameter window and the token cap either way."""
         d = tokens_6nd(budget, n)
         lo, hi = self.tokens_per_param
-        return (
-            abs(math.log10(n / n_opt)) <= self.window_decades
-            and lo <= d / n <= hi
-            and (self.max_tokens is None or d <= self.max_tokens)
-        )
+        near = abs(math.log10(n / n_opt)) <= self.window_decades
+        if interval is not None:
+            step = 10**BRACKET_STEP_DECADES
+            near = near or interval[0] / step * (1 - 1e-9) <= n <= interval[1] * step * (1 + 1e-9)
+        return near and lo <= d / n <= hi and (self.max_tokens is None or d <= self.max_tokens)
 
 
 def n_opt_at(params: dict, budget):
@@ -160,24 +166,21 @@ def n_opt_at(params: dict, budget):
     return chinchilla_allocation(budget, params["A"], params["B"], params["alpha"], params["beta"])[0]
 
 
-def candidates(params: dict, done: list[tuple[float, float]], budgets: list[float], rules: CandidateRules):
-    """Every allowed run at ``budgets`` not in ``done`` ((N, budget) pairs), cheapest first."""
+def candidates(params: dict, done: list[tuple[float, float]], budgets: list[float], rules: CandidateRules, bounds=None):
+    """Every allowed run at ``budgets`` not in ``done`` ((N, budget) pairs), cheapest first; with ``bounds``
+    (`Bounds`), sizes bracketing N_opt's interval at a budget are allowed however wide it is."""
     out = []
     for budget in sorted(budgets):
         n_opt = float(n_opt_at(params, budget))
+        interval = (bounds or {}).get(budget)
         for name, n in rules.shapes.items():
             ran = any(_same(n, dn) and _same(budget, db) for dn, db in done)
-            if not ran and rules.allowed(n, budget, n_opt):
+            if not ran and rules.allowed(n, budget, n_opt, interval):
                 out.append(Candidate(name, budget, n))
     return out
 
 
 Bounds = dict  # budget -> (lower, upper): N_opt's interval there, or the point fit's N_opt twice
-
-
-def point_bounds(params: dict, budgets) -> Bounds:
-    """The point fit's N_opt at each budget, as a zero-width interval (before the bootstrap has run)."""
-    return {b: (float(n_opt_at(params, b)),) * 2 for b in budgets}
 
 
 def brackets(pool: list[Candidate], bounds: Bounds) -> list[tuple[Candidate, Candidate]]:
@@ -269,15 +272,18 @@ def unknown_ratio(now, spread_done: float, fit_spread: float) -> str:
     return ""
 
 
-def no_pair(bounds: Bounds) -> str:
-    """Why no pair of sizes was proposed where N_opt's interval is the cause: at every budget it is
-    wider than the sizes allowed there (`CandidateRules`), so no pair brackets it."""
+def no_pair(bounds: Bounds, rules: CandidateRules) -> str:
+    """Why no pair of sizes was proposed: at every budget the sizes allowed (`CandidateRules`: N_opt's
+    interval widened by a grid step, inside the tokens-per-parameter window and the token cap) lie on one
+    side of N_opt's interval at most, so no pair brackets it."""
     budget, (lower, upper) = min(bounds.items(), key=lambda item: item[1][1] / item[1][0])
+    lo, hi = rules.tokens_per_param
+    cap = "" if rules.max_tokens is None else f" and --max-tokens {rules.max_tokens:.3g}"
     return (
-        f"no pair of sizes brackets N_opt's interval at any budget: even the narrowest, [{lower:.3g}, {upper:.3g}] "
-        f"at {budget:.3g} FLOPs ({math.log10(upper / lower):.2g} decades), is wider than the sizes allowed there "
-        f"(N_opt·10^±{BRACKET_DECADES:g}, inside the tokens-per-parameter window and --max-tokens): fit more runs "
-        "near N_opt first"
+        f"no pair of sizes brackets N_opt's interval at any budget: at {budget:.3g} FLOPs, where it is narrowest "
+        f"([{lower:.3g}, {upper:.3g}], {math.log10(upper / lower):.2g} decades), the tokens-per-parameter window "
+        f"[{lo:g}, {hi:g}]{cap} leave{'s' if not cap else ''} no size on one side of it: loosen those limits, or "
+        "fit more runs near N_opt first"
     )
 
 

@@ -1,0 +1,44 @@
+"""`scaling next` on a table whose N_opt interval is wide (4 sizes per budget, noisy: the tables that most need
+runs). Before, candidates lay within N_opt·10^±0.5 and came in pairs bracketing the interval, so no pair existed
+once the interval was wider, and the plan was empty ("allow more FLOPs"); now the window is the interval widened
+by a grid step, and the pairs bracket the true N_opt. And `next` prints the table's warnings, as `fit` does."""
+
+import json
+
+import pytest
+from conftest import run_cli
+
+from analysis.fits import laws
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
+
+QUICK = ("--bootstrap", 100)
+
+
+def test_a_wide_interval_gets_pairs_that_bracket_the_true_n_opt(tmp_path):
+    path = tmp_path / "wide.csv"
+    isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.4, noise=0.02, seed=2).to_csv(
+        path, index=False
+    )
+    proc = run_cli("next", path, "--flops", 5e21, "--json", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["runs"], plan
+    law = {k: CHINCHILLA_LAW[k] for k in ("A", "B", "alpha", "beta")}
+    for budget in {run["budget_flops"] for run in plan["runs"]}:
+        n_opt = laws.chinchilla_allocation(budget, **law)[0]
+        at = [run["params"] for run in plan["runs"] if run["budget_flops"] == budget]
+        assert len(at) % 2 == 0 and min(at) < n_opt < max(at), (budget, at, n_opt)
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_next_prints_the_tables_repeat_warning_on_stderr(tmp_path, json_out):
+    import numpy as np
+
+    from analysis.fits import muennighoff as mf
+
+    runs = repeated_runs(mf.published_params(), np.geomspace(1e8, 3e9, 5), [1e9, 4e9, 1.6e10], [1, 2, 8, 32], 0.01, 1)
+    path = tmp_path / "repeated.csv"
+    runs[["params", "tokens", "unique_tokens", "val_loss"]].to_csv(path, index=False)
+    proc = run_cli("next", path, "--flops", 1e21, "--draws", 16, *QUICK[:1], 40, *(["--json"] if json_out else []))
+    lines = [x for x in proc.stderr.splitlines() if "repeat their unique tokens" in x]
+    assert len(lines) == 1 and lines[0].startswith("warning: "), proc.stderr
