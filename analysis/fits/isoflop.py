@@ -39,10 +39,10 @@ with 4 or 5 runs a budget, most resamples draw 3 distinct sizes, whose parabola 
 exactly, so the minima of the resamples showed how the runs disagree, not the noise (40 ladders of 4
 sizes, 1% noise: 70 of 139 intervals missed the true N_opt). Each parabola's coefficients are instead
 drawn from their least-squares distribution, the residual variance pooled over the budgets (the runs of
-one sweep share a noise level; 4 runs a budget leave 1 degree of freedom each) with its chi-square
-spread (Student t), and the vertex taken of each draw (a ratio: its draws keep the skew). On those
-ladders 94 of 103 intervals cover the truth and 55 are unidentified (tests/test_isoflop_coverage.py);
-at 7 sizes 117 of 124. N_opt intervals spanning orders of magnitude, or reaching past `MINIMUM_REACH`
+one sweep share a noise level; 4 runs a budget leave 1 degree of freedom each; a budget with a wild run
+is left out of the others' pool: `analysis.fits.pooled_noise`) with its chi-square spread (Student t),
+and the vertex taken of each draw (a ratio: its draws keep the skew); how often those intervals cover
+the truth: README, "Tables you bring" (tests/test_isoflop_coverage.py). N_opt intervals spanning orders of magnitude, or reaching past `MINIMUM_REACH`
 (draws without a minimum), are flagged unidentified (`analysis.fits.bootstrap.scale_identification`),
 and so is the N_opt of a budget outside its sizes.
 """
@@ -59,6 +59,7 @@ from analysis.fits.bootstrap import (
     unit_weights,
 )
 from analysis.fits.percentiles import percentile_bounds
+from analysis.fits.pooled_noise import noisy_budgets, pool
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
@@ -217,10 +218,18 @@ def _n_opt_intervals(profiles: list[Parabola], resamples: int, seed: int, level:
                 "measure the noise by"
             )
         return ""
-    variance = sum(float(np.sum(np.square(p.residuals))) for p in profiles) / dof
+    everyone = list(range(len(profiles)))
+    noisy = noisy_budgets(profiles)
+    quiet = [k for k in everyone if k not in noisy]
+    if noisy and pool(profiles, quiet)[1] < 1:
+        noisy, quiet = [], everyone  # no scatter left without them: pool them all, as before
     rng = np.random.default_rng([seed, 2])  # a stream of its own: the run resamples stay as they were
-    scale = np.sqrt(dof / rng.chisquare(dof, resamples))  # σ/σ̂ per draw, shared by the budgets (pooled σ̂)
-    for profile in profiles:
+    pools = {}  # σ̂² and σ/σ̂ per draw of the quiet budgets' pool (False) and of all budgets' (True)
+    for with_noisy, members in [(False, quiet)] + ([(True, everyone)] if noisy else []):
+        variance, members_dof = pool(profiles, members)
+        pools[with_noisy] = variance, np.sqrt(members_dof / rng.chisquare(members_dof, resamples))
+    for k, profile in enumerate(profiles):
+        variance, scale = pools[k in noisy]
         why = _vertex_interval(profile, _vertex_draws(profile, variance, scale, rng), level)
         if not profile.inside_range and (not why or why.startswith("no interval")):  # the more telling reason
             why = (
@@ -228,9 +237,16 @@ def _n_opt_intervals(profiles: list[Parabola], resamples: int, seed: int, level:
                 "interval of an extrapolated vertex shows the noise, not where the loss turns"
             )
         profile.n_opt_unidentified = why
+    left_out = ", ".join(f"{profiles[k].compute:.3g}" for k in noisy)
     return (
         f"N_opt per budget: {resamples} draws of each parabola from its least-squares fit, the residual variance "
         f"pooled over the budgets ({dof} degrees of freedom)"
+        + (
+            f"; budget(s) {left_out} FLOPs hold a run the outlier rule's residual test flags: left out of the "
+            f"others' pool ({pool(profiles, quiet)[1]} degrees of freedom), their own intervals keep it"
+            if noisy
+            else ""
+        )
     )
 
 
