@@ -37,7 +37,9 @@ def test_n_opt_intervals_of_four_sizes_per_budget_cover_the_truth_at_about_their
         estimate = fit.estimates["a"]
         if not estimate.unidentified:
             a.append(estimate.lower <= TRUE_A <= estimate.upper)
-    assert len(n_opt) >= 80 and np.mean(n_opt) >= 0.88  # 93 of 104 (0.89; 94 of 103 pooling every budget); before: 69 of 139 (0.50)
+    assert (
+        len(n_opt) >= 80 and np.mean(n_opt) >= 0.88
+    )  # 93 of 104 (0.89; 94 of 103 pooling every budget); before: 69 of 139 (0.50)
     assert len(a) >= 30 and all(a)  # a's interval, from the run resamples, is as before: 33 of 33
 
 
