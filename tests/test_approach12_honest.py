@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.describe.fit import exponent_legend
 from analysis.fits import laws
 from analysis.fits.bootstrap import AS_A
 from analysis.fits.envelope import FLOOR_NAMES, LOSS_NAMES, fit_envelope
@@ -61,6 +62,8 @@ def test_approach_1_from_unbracketed_final_points_prints_no_loss_law_and_no_coef
     assert fit.estimates["N_coefficient"].unidentified == fit.estimates["D_coefficient"].unidentified == AS_A
     for name in LOSS_NAMES + FLOOR_NAMES:
         assert fit.estimates[name].unidentified.startswith(f"{AS_A}: N_opt is not bracketed"), name
+    # the allocation figure's legend said "N_opt ∝ C^unidentified (final points only ...)"
+    assert exponent_legend(fit) == f"approach 1: N_opt ∝ C^a, a unidentified ({fit.estimates['a'].unidentified})"
     path = tmp_path / "grid.csv"
     grid_final_losses().to_csv(path, index=False)
     code, out, _ = _cli(capsys, "fit", path, "--bootstrap", "60", "--out", tmp_path / "fit.json")

@@ -232,10 +232,13 @@ def exponents_text(fit) -> str:
 # ---------------------------------------------------------------- short forms for figure legends and titles
 def exponent_legend(fit) -> str:
     """``approach k: N_opt ∝ C^0.44 [0.38, 0.52]``; ``approach 2: no law N_opt ∝ C^a (a unidentified)``
-    when the fit has none (`no_law`)."""
+    when the fit has none (`no_law`); ``approach 1: N_opt ∝ C^a, a unidentified (why)`` when its a is."""
     if no_law(fit):
         return f"approach {fit.approach}: no law N_opt ∝ C^a (a unidentified)"
-    return f"approach {fit.approach}: N_opt ∝ C^{interval_text(fit.estimates['a'], two)}"
+    a = fit.estimates["a"]
+    if a.unidentified:
+        return f"approach {fit.approach}: N_opt ∝ C^a, a {interval_text(a, two)}"
+    return f"approach {fit.approach}: N_opt ∝ C^{interval_text(a, two)}"
 
 
 def envelope_law_legend(env) -> str:

@@ -59,7 +59,7 @@ from analysis.fits.bootstrap import (
     unit_weights,
 )
 from analysis.fits.percentiles import percentile_bounds
-from analysis.fits.pooled_noise import noisy_budgets, pool
+from analysis.fits.pooled_noise import design_matrix, noisy_budgets, pool
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
@@ -256,8 +256,8 @@ def _vertex_draws(profile: Parabola, variance: float, scale: np.ndarray, rng: np
     Student-t, as a regression's interval is); the vertex is a ratio, so its draws show the skew a
     standard error would hide (Fieller). A draw without a usable minimum (`usable_minimum`) has its
     N_opt beyond the sizes: ±inf on the side the loss falls towards."""
-    u = np.log(profile.n) - profile.center
-    design = np.stack([np.ones_like(u), u, u * u], axis=1)
+    design = design_matrix(profile)
+    u = design[:, 1]
     root = np.linalg.cholesky(variance * np.linalg.inv(design.T @ design) + 1e-300 * np.eye(3))
     c = np.asarray(profile.coefficients) + scale[:, None] * (rng.standard_normal((len(scale), 3)) @ root.T)
     with np.errstate(invalid="ignore", divide="ignore"):

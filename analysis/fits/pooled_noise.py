@@ -17,14 +17,19 @@ from analysis.fits.outliers import residual_outliers
 from analysis.fits.results import Parabola
 
 
+def design_matrix(profile: Parabola) -> np.ndarray:
+    """The parabola's least-squares design, columns 1, u, u² with u = ln N − its centre (runs × 3)."""
+    u = np.log(profile.n) - profile.center
+    return np.stack([np.ones_like(u), u, u * u], axis=1)
+
+
 def _standardized(profile: Parabola) -> np.ndarray:
     """r / sqrt(1 − h) of the parabola's runs (h: the leverages of its least-squares fit); NaN when it
     has no more runs than 3 coefficients (it passes through them: nothing to measure)."""
     r = np.asarray(profile.residuals, dtype=float)
     if len(r) <= 3:
         return np.full(len(r), np.nan)
-    u = np.log(profile.n) - profile.center
-    design = np.stack([np.ones_like(u), u, u * u], axis=1)
+    design = design_matrix(profile)
     h = np.einsum("ij,jk,ik->i", design, np.linalg.pinv(design.T @ design), design)
     return r / np.sqrt(np.clip(1.0 - h, 1e-12, None))
 

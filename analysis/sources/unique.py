@@ -69,6 +69,7 @@ def repeats_warning(tokens, unique, source: str) -> list[str]:
         f"{int(np.sum(epochs > 1.0))} of {len(epochs)} runs repeat their unique tokens (D > U), {costly} of them for "
         f"more than {COSTLY_EPOCHS:g} epochs (up to {np.nanmax(epochs):.3g}), where repetition costs loss "
         "measurably (Muennighoff et al. 2023): approaches 1-3 count every token as fresh, so their law and N_opt "
-        f"are biased; `scaling fit {source} --approach muennighoff` fits the data-constrained law L(N, D, U) "
+        f"are biased; `scaling fit {source} --approach muennighoff` (with this command's column options) fits the "
+        "data-constrained law L(N, D, U) "
         '(README "Repeated data")'
     ]
