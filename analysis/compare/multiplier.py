@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.compare.frontier import Frontier
-from analysis.fits.bootstrap import ZERO_WIDTH
+from analysis.fits.bootstrap import no_width
 from analysis.fits.percentiles import percentile_bounds
 from analysis.fits.results import PARAMETRIC_NAMES, ParametricFit
 
@@ -44,11 +44,11 @@ def law_samples(fit: ParametricFit) -> dict[str, np.ndarray] | None:
 
 def unresponsive(fit: ParametricFit) -> bool:
     """Whether every bootstrap resample of ``fit`` gave the same law: each parameter's samples
-    within `ZERO_WIDTH` (relative) of each other (`analysis.fits.bootstrap.identification`'s rule)."""
+    within `analysis.fits.bootstrap.no_width` of each other (`identification`'s rule)."""
     samples = law_samples(fit)
     if samples is None or len(samples["alpha"]) < 2:
         return False
-    return all(np.ptp(samples[name]) <= ZERO_WIDTH * np.max(np.abs(samples[name])) for name in PARAMETRIC_NAMES)
+    return all(no_width(float(np.min(samples[name])), float(np.max(samples[name]))) for name in PARAMETRIC_NAMES)
 
 
 def unresponsive_why(*sides: tuple[str, ParametricFit]) -> str:

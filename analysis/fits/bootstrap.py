@@ -153,24 +153,18 @@ def narrower_than_residuals(width: float, least: float) -> str:
 
 def flag_unresponsive(
     estimates: dict[str, Estimate], names, jacobian: np.ndarray, residuals, level: float, log_scaled
-) -> dict[str, str]:
+) -> None:
     """The narrowness rule (module docstring) on the parameters ``names``, ``jacobian``'s columns (∂ predicted
     log-loss/∂θ_j per run, θ_j the log of a name in ``log_scaled``, else the value): each identified one whose
-    interval is far narrower than the runs' scatter allows is marked unidentified. Returns why each of ``names``
-    did not respond to the data (so marked, or its interval has no width: resamples left it at its start); {}
-    when the runs lie on the law (`residual_widths` is None)."""
+    interval is far narrower than the runs' scatter allows is marked unidentified; nothing when the runs lie on
+    the law (`residual_widths` is None)."""
     least = residual_widths(jacobian, residuals, level)
-    stuck = {}
     for j, name in enumerate(names if least is not None else ()):
         e = estimates[name]
-        if e.lower is None or (name in log_scaled and not e.lower > 0):
+        if e.unidentified or e.lower is None or (name in log_scaled and not e.lower > 0):
             continue
         width = float(np.log(e.upper / e.lower)) if name in log_scaled else e.upper - e.lower
-        why = "" if e.unidentified else narrower_than_residuals(width, float(least[j]))
-        e.unidentified = e.unidentified or why
-        if why or no_width(e.lower, e.upper):
-            stuck[name] = e.unidentified
-    return stuck
+        e.unidentified = narrower_than_residuals(width, float(least[j]))
 
 
 def coefficient_identification(lower: float | None, upper: float | None, largest: float, variable: str) -> str:

@@ -122,9 +122,7 @@ class DesignSimulator:
         when there are enough), and σ the noise scale of its residuals (`outliers.noise_scale`)."""
         from analysis.fits.outliers import noise_scale
 
-        samples = fit.bootstrap.samples if fit.bootstrap is not None else {}
-        with np.errstate(all="ignore"):
-            thetas = theta_of({k: np.asarray(samples.get(k, []), float) for k in ("E", "A", "B", "alpha", "beta")})
+        thetas = bootstrap_thetas(fit)
         thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
         if len(thetas) < 2:
             raise DataError("the fit has fewer than 2 usable bootstrap samples to simulate from; fit more runs first")
@@ -181,10 +179,15 @@ class DesignSimulator:
 def bootstrap_spread(fit, target: float) -> float:
     """The spread (`spread_of`) of ln N_opt(``target``) over the bootstrap samples of a `ParametricFit`:
     what the simulated spread of the runs done stands for."""
+    with np.errstate(all="ignore"):
+        return float(spread_of(ln_n_opt(bootstrap_thetas(fit), target)))
+
+
+def bootstrap_thetas(fit) -> np.ndarray:
+    """The bootstrap samples of a `ParametricFit` as θ rows (`theta_of`; none without a bootstrap)."""
     samples = fit.bootstrap.samples if fit.bootstrap is not None else {}
     with np.errstate(all="ignore"):
-        thetas = theta_of({k: np.asarray(samples.get(k, []), float) for k in ("E", "A", "B", "alpha", "beta")})
-        return float(spread_of(ln_n_opt(thetas, target)))
+        return theta_of({k: np.asarray(samples.get(k, []), float) for k in ("E", "A", "B", "alpha", "beta")})
 
 
 def spread_of(errors: np.ndarray) -> np.ndarray:

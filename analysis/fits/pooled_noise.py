@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.outliers import residual_outliers
+from analysis.fits.outliers import leverages, residual_outliers
 from analysis.fits.results import Parabola
 
 
@@ -29,8 +29,7 @@ def _standardized(profile: Parabola) -> np.ndarray:
     r = np.asarray(profile.residuals, dtype=float)
     if len(r) <= 3:
         return np.full(len(r), np.nan)
-    design = design_matrix(profile)
-    h = np.einsum("ij,jk,ik->i", design, np.linalg.pinv(design.T @ design), design)
+    h = leverages(design_matrix(profile), np.ones(len(r), dtype=bool))
     return r / np.sqrt(np.clip(1.0 - h, 1e-12, None))
 
 
