@@ -85,7 +85,6 @@ def next_main(argv: list[str]) -> int:
         return args
     from analysis.fits import next_runs as nr
     from analysis.fits.design import DesignSimulator, bootstrap_spread
-    from analysis.fits.parametric import fit_parametric
     from analysis.sources.load import is_store, load_runs
 
     if args.draws < 8:
@@ -98,10 +97,9 @@ def next_main(argv: list[str]) -> int:
     base = base_sweep(args.source)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     tell(loaded.warnings, "warning")
-    table, fit, outliers = point_fit(args, loaded)
+    table, fit, outliers = law_fit(args, loaded)
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
-    fit = fit_parametric(table, resamples=max(args.bootstrap, 20), seed=args.seed)
     if fit.bootstrap is None or not fit.bootstrap.samples:
         raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
     every = budgets + nr.next_budgets(budgets, target)
@@ -129,15 +127,18 @@ def next_main(argv: list[str]) -> int:
     return 0
 
 
-def point_fit(args, table):
-    """The table to plan from, approach 3's point fit of it (which places the candidates; the bootstrap
-    waits) and the runs the outlier rule flags (`analysis.fits.outliers`, as `scaling fit` flags them):
-    kept, or left out with --exclude-outliers."""
+def law_fit(args, table):
+    """The table to plan from, approach 3's fit of it with its bootstrap (which places the candidates and
+    brackets N_opt) and the runs the outlier rule flags (`analysis.fits.outliers`, as `scaling fit` flags
+    them): kept, or left out with --exclude-outliers."""
     from analysis.fits.outliers import fit_flagged
     from analysis.fits.parametric import fit_parametric
     from analysis.fits.results import no_law
 
-    flagged = fit_flagged(table, lambda runs: fit_parametric(runs, resamples=0), args.exclude_outliers)
+    def fit(runs):
+        return fit_parametric(runs, resamples=max(args.bootstrap, 20), seed=args.seed)
+
+    flagged = fit_flagged(table, fit, args.exclude_outliers)
     table, fit, outliers = flagged.table, flagged.fit, flagged.outliers
     if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
         raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
