@@ -119,9 +119,7 @@ def next_main(argv: list[str]) -> int:
     if not store:
         result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
     if args.out is not None:
-        data = (
-            runs_csv(result["runs"], plan, shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
-        )
+        data = runs_csv(result["runs"], shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
         write_output(args.out, data.encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
     return 0
@@ -225,7 +223,6 @@ def table_terms(args, table, plan, params: dict, budgets: list, target: float, s
         {
             **run,
             "shape": run["shape"] if shapes else None,
-            "tokens_per_param": c.tokens_per_param,
             "reason": reason(c, plan.steps[c], params, budgets, target, bounds.get(c.budget)),
         }
         for run, c in zip(plan_rows(plan), plan.runs)

@@ -115,16 +115,24 @@ def run_lines(run: dict) -> list[str]:
 
 
 def plan_rows(plan) -> list[dict]:
-    return [{"shape": c.shape, "budget_flops": c.budget, "params": c.n, "tokens": c.tokens} for c in plan.runs]
+    return [
+        {
+            "shape": c.shape,
+            "budget_flops": c.budget,
+            "params": c.n,
+            "tokens": c.tokens,
+            "tokens_per_param": c.tokens_per_param,
+        }
+        for c in plan.runs
+    ]
 
 
-def runs_csv(rows: list[dict], plan, shapes: bool, store: bool) -> str:
-    """The proposal, one row per run (``rows``: the printed runs of ``plan``), in the table's terms
+def runs_csv(rows: list[dict], shapes: bool, store: bool) -> str:
+    """The proposal, one row per run (``rows``: the printed runs), in the table's terms
     (`--out RUNS.csv`): a shape column for this project's shapes, a reason for a table that is not a store."""
     import pandas as pd
 
     columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
-    rows = [{**row, "tokens_per_param": c.tokens_per_param} for row, c in zip(rows, plan.runs)]
     return pd.DataFrame(rows, columns=columns).to_csv(index=False)
 
 
