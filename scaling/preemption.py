@@ -86,6 +86,9 @@ def exit_preempted(signum: int = signal.SIGTERM):
     import multiprocessing
 
     if multiprocessing.parent_process() is not None:
+        from hydra_plugins.scaling_sweeper.processes import park_worker
+
+        park_worker(signum)  # in a sweep's worker: wait until the sweep has gone (why: there)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(128 + signum)

@@ -367,12 +367,13 @@ def train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot
             )
             run.tracker.finish(failed=True)
             raise SystemExit(130) from None
-
-    record = write_record(run, outcome, started_at, t_start)  # 5. record
+        # 5. record, under the guard: a signal while it is written (and the checkpoint removed, and the
+        # run's line printed) waits for the three, instead of leaving a recorded run's checkpoint behind
+        record = write_record(run, outcome, started_at, t_start)
     if guard.requested and not guard.time_limit:  # a time-limit warning needs nothing more: the job ends now
         log(
-            f"[{plan.run_id}] {guard.name} arrived during the last step: the run is recorded; exiting for the "
-            f"{'preemption' if guard.name == 'SIGTERM' else 'interrupt'}"
+            f"[{plan.run_id}] {guard.name} arrived at the run's end (its last step or its record): the run is "
+            f"recorded; exiting for the {'preemption' if guard.name == 'SIGTERM' else 'interrupt'}"
         )
         guard.exit()
     return record

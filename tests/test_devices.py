@@ -23,7 +23,8 @@ from conftest import SECONDS_RUNS, assert_one_line_error, run_cli
 from omegaconf import OmegaConf
 
 import scaling.train as train_mod
-from hydra_plugins.scaling_sweeper.layout import concurrency, launch_chunk_size
+from hydra_plugins.scaling_sweeper.layout import concurrency, launch_chunk_size, plan_layout
+from scaling.machine import usable_cores
 from scaling.train_app import compose_config
 from scaling.train_state import TrainState
 
@@ -42,6 +43,18 @@ def test_local_launchers_run_gpus_times_runs_per_gpu_at_once():
     assert concurrency(BASIC, 10, gpus=4) == 1
     # one GPU, one run per GPU: one at a time, one job per joblib launch call (as before)
     assert concurrency(JOBLIB, 10, gpus=1) == 1 and launch_chunk_size(JOBLIB, 1, None) == 1
+
+
+def test_a_joblib_launch_starts_one_worker_per_run_at_once_not_one_per_core():
+    """A loky worker that never got a run dies of a SIGTERM, and loky then SIGKILLs the other
+    workers, a run saving its checkpoint among them (processes.py): so a launch's worker count is
+    its runs at once, never more (one run: joblib runs it in the sweep's process)."""
+    from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+
+    for runs in (1, 10):
+        launcher = JoblibLauncher(n_jobs=-1)
+        layout = plan_layout(launcher, JOBLIB, OmegaConf.create({"device": "cpu"}), runs, 1)
+        assert launcher.joblib["n_jobs"] == layout.n_parallel == min(runs, usable_cores())
 
 
 # Runs of a few seconds each on a 2-core machine, so that three of them overlap.

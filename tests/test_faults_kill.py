@@ -22,6 +22,7 @@ from faults_support import (
     HOOKS,
     PREEMPTED,
     RESUMED,
+    RUN_COMPLETED,
     RUN_STARTED,
     SWEEP,
     Launch,
@@ -109,13 +110,19 @@ def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
     signal); no process starts another run or outlives the sweep (joblib's workers used to go on
     with the next runs, and a Ctrl-C used to leave the whole joblib sweep running); the relaunch
     resumes each run at its checkpoint. Four runs, so that joblib's two workers have runs left; the
-    two largest (2e10 FLOPs: 43 and 130 steps, 0.6-0.8 s each on an idle core) go first and are
-    still training when the first checkpoint (after 0.25 s) sets the signal off."""
+    two largest (2e10 FLOPs: 43 and 130 steps, 0.6-0.8 s each on an idle core) go first. The signal
+    goes off at a run's first checkpoint (after 0.25 s), under joblib once both workers have started
+    a run: a worker still being spawned dies of the signal (processes.py's docstring). A run that
+    ended before the signal is recorded (on a loaded machine the first may end before the second
+    starts); no other is. Under joblib each worker stays until the sweep has gone (`park_worker`):
+    loky SIGKILLs every worker when one exits, and it used to kill a run saving its checkpoint."""
     reference = reference_store(tmp_path_factory)
     store = tmp_path / "store"
     overrides = ["budget=2e10,1e10", *(["hydra/launcher=joblib"] if launcher == "joblib" else [])]
     launch = Launch(store, tmp_path / "preempted.log", *overrides)
-    assert wait_until(lambda: any(store.glob("runs/*/ckpt.pt")), launch), launch.output[-3000:]
+    started = 2 if launcher == "joblib" else 1
+    ready = lambda: len(RUN_STARTED.findall(launch.output)) >= started and any(store.glob("runs/*/ckpt.pt"))  # noqa: E731
+    assert wait_until(ready, launch), launch.output[-3000:]
     launch.signal_group(sig)
     rc = launch.wait(60)
     # basic: the run's own exit; joblib: the sweep's, after its workers' checkpoints
@@ -124,12 +131,45 @@ def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
     output = launch.output
     preempted = {run_id: int(step) for run_id, step in PREEMPTED.findall(output)}
     assert preempted and checkpoint_steps(store) == preempted, output[-3000:]
-    assert "Traceback" not in output and not records(store), "a run was finished or started after the signal"
+    before_signal = output[: output.find("sweep: SIG")] if launcher == "joblib" else output
+    ended = set(RUN_COMPLETED.findall(before_signal))
+    assert "Traceback" not in output and set(records(store)) == ended, "a run was finished or started after the signal"
     assert "leaked" not in output, "loky's resource tracker warned about its cleanup"
 
     resumed = run_sweep(store, tmp_path / "resumed.log", *overrides)
     assert {run_id: int(step) for run_id, step in RESUMED.findall(resumed)} == preempted
     assert_same_results(store, reference, runs=4)
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_joblib_sweep_with_an_idle_worker_checkpoints_the_running_run(tmp_path, tmp_path_factory):
+    """Two runs on joblib's two workers: when the short one has finished, its worker is idle and the
+    long one trains. SIGTERM to the group: the idle worker used to die of it at once, and loky then
+    SIGKILLed the other worker before it saved its checkpoint (no "preempted" line, the run back to
+    its last periodic checkpoint: 1 launch in 4 on 2026-11-26). Now the idle worker waits, parked,
+    until the sweep has gone, and the running run checkpoints at its current step."""
+    reference = reference_store(tmp_path_factory)
+    store = tmp_path / "store"
+    overrides = ["budget=4e10,1e10", "hydra.sweeper.models=[d48]", "hydra/launcher=joblib"]
+    launch = Launch(store, tmp_path / "idle.log", *overrides)
+
+    def one_done_one_training() -> bool:
+        return bool(records(store)) and any(
+            not (p.parent / "record.json").exists() for p in store.glob("runs/*/ckpt.pt")
+        )
+
+    assert wait_until(one_done_one_training, launch), launch.output[-3000:]
+    launch.signal_group(signal.SIGTERM)
+    assert launch.wait(60) == 143, launch.output[-3000:]
+    assert launch.group_is_gone(), "a process of the preempted sweep is still running"
+    output = launch.output
+    preempted = {run_id: int(step) for run_id, step in PREEMPTED.findall(output)}
+    assert len(preempted) == 1 and checkpoint_steps(store) == preempted, output[-3000:]
+    assert len(records(store)) == 1 and "Traceback" not in output, output[-3000:]
+
+    resumed = run_sweep(store, tmp_path / "resumed.log", *overrides)
+    assert {run_id: int(step) for run_id, step in RESUMED.findall(resumed)} == preempted
+    assert_same_results(store, reference, runs=2)
 
 
 @pytest.mark.slow
@@ -142,7 +182,7 @@ def test_sigterm_during_the_last_step_records_the_run_then_exits_143(tmp_path, t
     env = fault_env(PYTHONPATH=str(HOOKS), SCALING_FAULT_SIGTERM_AT_STEP="65")
     launch = Launch(store, tmp_path / "last-step.log", "budget=1e10", "model=d32", env=env)
     assert launch.wait(120) == 143, launch.output[-3000:]
-    assert "SIGTERM arrived during the last step: the run is recorded" in launch.output
+    assert "SIGTERM arrived at the run's end (its last step or its record): the run is recorded" in launch.output
     ((run_id, rec),) = records(store).items()
     assert rec["steps"] == 65 and outcome(rec) == outcome(records(reference)[run_id])
     assert not list(store.glob("runs/*/ckpt.pt"))

@@ -10,6 +10,13 @@ sweep reach them, they end when the sweep's process dies, and a relaunch names t
   the worker SIGTERM (the trainer's preemption path: checkpoint, exit 143; an idle worker just ends).
   A thread, not prctl(PR_SET_PDEATHSIG): the latter fires when the *thread* that spawned the worker
   exits (loky respawns workers from its manager thread), is Linux-only, and needs ctypes.
+- `park_worker`: a loky worker that has checkpointed its run (or, idle, got the signal) waits, alive, until
+  its sweep has gone. joblib's executor treats any worker's exit as a broken pool and SIGKILLs every
+  other worker at once (loky's ``kill_workers``), which killed runs still saving their checkpoint, and
+  idle workers died at the signal itself; so workers exit only after the sweep process, whose wait
+  ends when each of its workers has exited or is parked (its name, ``/proc/PID/comm``, reads
+  `PARKED`). A worker still being spawned at the signal (before Python has set its handlers) can
+  still die of it, and set that off: a window of a second or so at the start of a launch.
 - `orphaned_holders`: pids of live processes that hold run locks but whose sweep has died.
 """
 
@@ -26,6 +33,8 @@ from pathlib import Path
 SWEEP_PARENT_ENV = "SCALING_SWEEP_PARENT"  # host:pid of the sweep process, inherited by its local workers
 POLL_S = 0.5  # how often a worker checks that its sweep process is alive
 GRACE_S = 60.0  # after the SIGTERM, how long a worker may take to checkpoint before it is ended
+STOP_WAIT_S = 120.0  # how long a signalled sweep waits for its workers' checkpoints (and they for it)
+PARKED = "scaling-parked"  # a worker's process name once it is done and waits for its sweep to end
 
 
 def _child_pids() -> list[int]:
@@ -70,6 +79,19 @@ def alive(pid: int) -> bool:
     return bool(fields) and fields[0] != "Z"
 
 
+def parked(pid: int) -> bool:
+    """True for a worker that has stopped its work and waits for its sweep to end (`park_worker`)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == PARKED
+    except OSError:
+        return False
+
+
+def busy(pid: int) -> bool:
+    """True for a worker the signalled sweep still waits for: alive, and not parked."""
+    return alive(pid) and not parked(pid)
+
+
 def forward_sigterm_to_workers() -> None:
     """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) or a Ctrl-C (SIGINT) reaches
     its local workers as SIGTERM (joblib, submitit_local): each running run checkpoints and exits
@@ -93,9 +115,9 @@ def forward_sigterm_to_workers() -> None:
         )
         # Wait (bounded) for the workers to save their checkpoints, then leave without the launcher's
         # exit handlers: joblib's would kill the workers in the middle of that.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and any(alive(pid) for pid in children):
-            time.sleep(0.1)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while time.monotonic() < deadline and any(busy(pid) for pid in children):
+            time.sleep(0.05)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(128 + signum)
@@ -138,7 +160,8 @@ _watching: list[int] = []  # the sweep pid this worker watches (a worker runs ma
 
 def watch_sweep() -> None:
     """In a local worker of a sweep: end this process, as a preemption, once the sweep process is gone.
-    A worker that finds its sweep already gone exits at once, before starting the run."""
+    A worker that finds its sweep already gone exits at once, before starting the run. A loky worker
+    parks on SIGTERM or SIGINT outside training (the trainer's guard holds them while it trains)."""
     parent = _sweep_parent()
     if parent is None or _watching:
         return
@@ -148,6 +171,42 @@ def watch_sweep() -> None:
         return  # not the sweep's child: nothing to watch
     _watching.append(parent)
     threading.Thread(target=_watch, args=(parent,), name="scaling-sweep-watch", daemon=True).start()
+    if _is_loky_worker() and threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, _park_then_exit)
+
+
+def _is_loky_worker() -> bool:
+    """True in a multiprocessing-style worker (joblib's loky), not in a submitit_local job's process."""
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
+
+
+def _park_then_exit(signum, frame) -> None:
+    park_worker(signum)
+    os._exit(128 + signum)
+
+
+def park_worker(signum: int) -> None:
+    """In a loky worker of a sweep that is still its parent: flush, name this process `PARKED`, and
+    wait (at most `STOP_WAIT_S`) until the sweep has gone; the caller then exits. Returns at once
+    elsewhere. Why a worker must outlive its sweep's wait: the module's docstring."""
+    parent = _sweep_parent()
+    if parent is None or os.getppid() != parent or not _is_loky_worker():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        Path("/proc/self/comm").write_text(PARKED)
+    except OSError:  # not Linux: the sweep waits for this process's exit instead
+        return
+    deadline = time.monotonic() + STOP_WAIT_S
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _watch(parent: int) -> None:
