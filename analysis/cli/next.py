@@ -114,7 +114,7 @@ def next_main(argv: list[str]) -> int:
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level, fit.estimates["a"].unidentified)
-    result = summary(args, plan, target, now, ladder, sim, bootstrap_spread(fit, target))
+    result = summary(args, plan, target, now, ladder, nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target)))
     result["outliers"] = flagged_line(outliers, args.exclude_outliers, by_rule=True) if outliers else None
     if not store:
         result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))

@@ -272,6 +272,31 @@ def unknown_ratio(now, spread_done: float, fit_spread: float) -> str:
     return ""
 
 
+@dataclass
+class Outlook:
+    """What the simulation can say of a plan, decided before anything is written (`outlook`): the spread of
+    ln N_opt(target) in the fit's own bootstrap (what the simulated spread of the runs done stands for), why
+    no width ratio can be known ("" when one can, `unknown_ratio`), and the simulated width ratio of one
+    more ladder budget (`ladder_extension`; None where the ratio is unknown or there is no such budget)."""
+
+    fit_spread: float
+    why_unknown: str
+    ladder_ratio: float | None
+
+    @property
+    def known(self) -> bool:
+        return not self.why_unknown
+
+
+def outlook(sim: DesignSimulator, plan: Plan, ladder: list[Candidate], now, fit_spread: float) -> Outlook:
+    """The `Outlook` of ``plan`` (scored by ``sim``) against N_opt at the target today (``now``, an `Estimate`)
+    and the fit's bootstrap spread ``fit_spread``; the ladder's next budget (``ladder``) is simulated only
+    where the ratio can be known."""
+    why = unknown_ratio(now, plan.spread_done, fit_spread)
+    ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder and not why else None
+    return Outlook(fit_spread, why, ratio)
+
+
 def no_pair(bounds: Bounds, rules: CandidateRules) -> str:
     """Why no pair of sizes was proposed: at every budget the sizes allowed (`CandidateRules`: N_opt's
     interval widened by a grid step, inside the tokens-per-parameter window and the token cap) lie on one
