@@ -89,9 +89,9 @@ def _n_draws(law, target):
 def test_an_n_opt_interval_reaching_zero_is_no_interval():
     """5% of the samples with B beyond floating point (N_opt = 0 as stored) have no value in `next`, by
     `optimal`'s rule (one home, `ParametricLaw`): it prints no interval and says why."""
-    now = n_opt_now(dict(CHINCHILLA_LAW), samples_with("B", np.inf, 20), 1e21, 0.95)
+    now = n_opt_now(law_with("B", np.inf, 20), 1e21)
     lost = "20 of 400 resamples have A or B beyond floating point: their law has no value here"
     assert now.interval is None and now.unidentified == lost and np.isfinite(now.value)
     clean = law_with("B", CHINCHILLA_LAW["B"], 20)
-    assert n_opt_now(clean.params, clean.samples, 1e21, 0.95).interval is not None
+    assert n_opt_now(clean, 1e21).interval is not None
     assert not clean.allocate(1e21).n.unidentified

@@ -103,7 +103,8 @@ def next_main(argv: list[str]) -> int:
     if fit.bootstrap is None or not fit.bootstrap.samples:
         raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
     every = budgets + nr.next_budgets(budgets, target)
-    bounds = {} if shapes else n_opt_bounds(fit, every)  # a table's pairs bracket N_opt's interval there
+    law = fit_law(fit)
+    bounds = {} if shapes else n_opt_bounds(law, every)  # a table's pairs bracket N_opt's interval there
     rules = candidate_rules(args, table, fit.params, bounds, shapes, base)
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, every, rules, bounds)
@@ -113,7 +114,7 @@ def next_main(argv: list[str]) -> int:
     plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
-    now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level, fit.estimates["a"].unidentified)
+    now = n_opt_now(law, target)
     result = summary(args, plan, target, now, ladder, nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target)))
     result["outliers"] = flagged_line(outliers, args.exclude_outliers, by_rule=True) if outliers else None
     if not store:
@@ -192,12 +193,15 @@ def check_allowance(args, units: list[tuple], shapes: bool, why_none: str) -> No
         )
 
 
-def n_opt_bounds(fit, budgets) -> dict:
-    """N_opt's bootstrap interval at each budget (`n_opt_now`); the point N_opt where it has none."""
+def n_opt_bounds(law, budgets) -> dict:
+    """N_opt's bootstrap interval at each budget (`Law.n_opt`: however wide, the pairs bracket it); the point
+    N_opt where it has none."""
     out = {}
     for budget in budgets:
-        n_opt = n_opt_now(fit.params, fit.bootstrap.samples, budget, fit.bootstrap.level)
-        out[budget] = (n_opt.value, n_opt.value) if n_opt.interval is None else tuple(n_opt.interval)
+        n_opt = law.n_opt(budget)
+        out[budget] = (
+            (n_opt.value, n_opt.value) if n_opt.unidentified or n_opt.interval is None else tuple(n_opt.interval)
+        )
     return out
 
 
@@ -267,21 +271,25 @@ def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: t
     )
 
 
-def n_opt_now(params: dict, samples: dict, budget: float, level: float, a_why: str | None = None) -> Estimate:
-    """N_opt at ``budget`` with its bootstrap interval (`Law.n_opt`: resamples whose A or B overflowed
-    have no value, an interval reaching 0 is none; no interval where it is unidentified). With ``a_why``
-    (why the fit's exponent a is unidentified, "" if it is not), unidentified wherever `scaling optimal`
-    calls it so: also "as the fit's a", or where the interval spans more than `bootstrap.MAX_DECADES`
-    (`identified.scale_rule`); without, the interval is kept however wide (the pairs bracket it)."""
-    from analysis.fits.identified import scale_rule
+def n_opt_now(law, budget: float) -> Estimate:
+    """N_opt at ``budget`` as `scaling optimal` rules it (``law``'s allocation, `fit_law`: unidentified as the
+    fit's a, where its bootstrap interval reaches 0 or spans more than `bootstrap.MAX_DECADES`, or where too
+    many resamples have no value), with no interval where it is unidentified; "as the fit's a" says why a is."""
+    n = law.allocate(budget).n
+    if not n.unidentified:
+        return n
+    return Estimate(n.value, unidentified=f"{AS_A}: {law.unidentified}" if n.unidentified == AS_A else n.unidentified)
+
+
+def fit_law(fit):
+    """Approach 3's fit as `scaling optimal`'s allocation law (`optimal.ParametricLaw`): N_opt's intervals
+    from its bootstrap, and every N_opt unidentified with the fit's exponent a where a is."""
     from analysis.fits.optimal import ParametricLaw
 
-    now = ParametricLaw("fit", dict(params), samples, level=level).n_opt(budget)
-    if a_why:
-        now.unidentified = f"{AS_A}: {a_why}"
-    if a_why is not None:
-        scale_rule(now)
-    return Estimate(now.value, unidentified=now.unidentified) if now.unidentified else now
+    boot = fit.bootstrap
+    return ParametricLaw(
+        "fit", dict(fit.params), boot.samples, level=boot.level, unidentified=fit.estimates["a"].unidentified
+    )
 
 
 def base_sweep(source: str) -> dict:
