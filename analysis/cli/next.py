@@ -97,7 +97,8 @@ def next_main(argv: list[str]) -> int:
     base = base_sweep(args.source)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     tell(loaded.warnings, "warning")
-    table, fit, outliers = law_fit(args, loaded)
+    flagged = law_fit(args, loaded)
+    table, fit = flagged.table, flagged.fit
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
     if fit.bootstrap is None or not fit.bootstrap.samples:
@@ -110,13 +111,15 @@ def next_main(argv: list[str]) -> int:
     pool = nr.candidates(fit.params, done, every, rules, bounds)
     buyable = nr.units(pool, rules, bounds)
     check_allowance(args, buyable, shapes, nr.no_pair(bounds, rules) if bounds else "")
-    sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
+    sim = DesignSimulator.from_fit(fit, target, flagged.noise_scale, draws=args.draws, seed=args.seed)
     plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(law, target)
     result = summary(args, plan, target, now, ladder, nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target)))
-    result["outliers"] = flagged_line(outliers, args.exclude_outliers, by_rule=True) if outliers else None
+    result["outliers"] = (
+        flagged_line(flagged.outliers, args.exclude_outliers, by_rule=True) if flagged.outliers else None
+    )
     if not store:
         result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
     if args.out is not None:
@@ -127,9 +130,10 @@ def next_main(argv: list[str]) -> int:
 
 
 def law_fit(args, table):
-    """The table to plan from, approach 3's fit of it with its bootstrap (which places the candidates and
-    brackets N_opt) and the runs the outlier rule flags (`analysis.fits.outliers`, as `scaling fit` flags
-    them): kept, or left out with --exclude-outliers."""
+    """`outliers.fit_flagged`'s answer: the table to plan from, approach 3's fit of it with its bootstrap
+    (which places the candidates and brackets N_opt), the runs the outlier rule flags (as `scaling fit`
+    flags them: kept, or left out with --exclude-outliers) and the noise of the runs its residual test
+    measured (the simulation's σ)."""
     from analysis.fits.outliers import fit_flagged
     from analysis.fits.parametric import fit_parametric
     from analysis.fits.results import no_law
@@ -138,10 +142,13 @@ def law_fit(args, table):
         return fit_parametric(runs, resamples=max(args.bootstrap, 20), seed=args.seed)
 
     flagged = fit_flagged(table, fit, args.exclude_outliers)
-    table, fit, outliers = flagged.table, flagged.fit, flagged.outliers
-    if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
-        raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
-    return table, fit, outliers
+    if no_law(flagged.fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
+        raise UserError(
+            f"approach 3's law of {args.source!r} is unidentified ({no_law(flagged.fit)}): it cannot plan runs"
+        )
+    if flagged.noise_scale is None:  # approach 3 fitted with the runs, not without them (--exclude-outliers)
+        raise UserError(f"{args.source!r}: {'; '.join(flagged.notes)}: no noise scale to simulate runs with")
+    return flagged
 
 
 def check_out(args, shapes: bool) -> None:
