@@ -110,7 +110,7 @@ def next_main(argv: list[str]) -> int:
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, every, rules, bounds)
     buyable = nr.units(pool, rules, bounds)
-    check_allowance(args, buyable, shapes, nr.no_pair(bounds, rules) if bounds else "")
+    check_allowance(args, buyable, shapes, bounds, rules)
     sim = DesignSimulator.from_fit(fit, target, flagged.noise_scale, draws=args.draws, seed=args.seed)
     plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
@@ -179,14 +179,15 @@ def candidate_rules(args, table, params: dict, bounds: dict, shapes: bool, base:
     )
 
 
-def check_allowance(args, units: list[tuple], shapes: bool, why_none: str) -> None:
+def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules) -> None:
     """Some candidate (`next_runs.units`, the ones the search is given) under the limits, and the allowance
-    buys the cheapest one; ``why_none``: why no pair brackets N_opt's interval, for a table."""
-    from analysis.fits.next_runs import cost
+    buys the cheapest one; for a table, where none does, why no pair brackets N_opt's interval (`no_pair`:
+    N_opt's ``bounds``, the candidates' ``rules``)."""
+    from analysis.fits.next_runs import cost, no_pair
 
     if not units:
         if not shapes:
-            raise UserError(f"{args.source!r}: {why_none}")
+            raise UserError(f"{args.source!r}: {no_pair(bounds, rules)}")
         raise UserError(f"no ladder shape fits any budget of {args.source!r} under the limits; loosen --max-tokens")
     cheapest = min(units, key=cost)
     if cost(cheapest) > args.flops:
