@@ -116,12 +116,15 @@ def next_main(argv: list[str]) -> int:
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(law, target)
-    result = summary(args, plan, target, now, ladder, nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target)))
+    outlook = nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target))
+    result = summary(args, plan, target, now, ladder, outlook)
     result["outliers"] = (
         flagged_line(flagged.outliers, args.exclude_outliers, by_rule=True) if flagged.outliers else None
     )
     if not store:
-        result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
+        result.update(
+            table_terms(args, table, plan, fit.params, (budgets, target), shapes, bounds, outlook.why_unknown)
+        )
     if args.out is not None:
         data = runs_csv(result["runs"], shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
         write_output(args.out, data.encode(), "--out")
@@ -226,16 +229,17 @@ def table_sizes(table, params: dict, bounds: dict) -> dict[str, float]:
     return grid_sizes(lo, hi)
 
 
-def table_terms(args, table, plan, params: dict, budgets: list, target: float, shapes: bool, bounds: dict) -> dict:
+def table_terms(args, table, plan, params: dict, where: tuple, shapes: bool, bounds: dict, why_unknown: str) -> dict:
     """What a table that is not a store adds: how its rows were read, and each run in its own terms
-    (tokens per parameter, why it is proposed); the sizes' rule unless they are this project's shapes."""
+    (tokens per parameter, why it is proposed: `reason`, at ``where`` = (the table's budgets, the target));
+    the sizes' rule unless they are this project's shapes."""
     from analysis.fits.next_runs import GRID_PER_DECADE
 
     runs = [
         {
             **run,
             "shape": run["shape"] if shapes else None,
-            "reason": reason(c, plan.steps[c], params, budgets, target, bounds.get(c.budget)),
+            "reason": reason(c, plan.steps[c], params, where, bounds.get(c.budget), why_unknown),
         }
         for run, c in zip(plan_rows(plan), plan.runs)
     ]
@@ -252,18 +256,21 @@ def reading(table, rows_are_runs: bool) -> str:
     return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
 
 
-def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: tuple | None) -> str:
-    """Why run ``c`` is proposed: its budget, its place against today's N_opt there (and, bought in a
-    pair bracketing N_opt's interval ``bounds`` there, its side of it), and its narrowing."""
+def reason(c, step: tuple, params: dict, where: tuple, bounds: tuple | None, why_unknown: str) -> str:
+    """Why run ``c`` is proposed: its budget (against ``where`` = (the table's budgets, the target)), its place
+    against today's N_opt there (and, bought in a pair bracketing N_opt's interval ``bounds`` there, its side of
+    it), and its pick's narrowing of the simulated spread; where no narrowing can be known (``why_unknown``,
+    `next_runs.unknown_ratio`), why, and no numbers."""
     from analysis.fits.next_runs import n_opt_at
 
+    budgets, target = where
     n_opt = float(n_opt_at(params, c.budget))
     if np.isclose(c.budget, target):
-        where = "the target budget"
+        at = "the target budget"
     elif np.isclose(c.budget, budgets).any():
-        where = "a budget of the table"
+        at = "a budget of the table"
     else:
-        where = "a new budget beyond the table's largest"
+        at = "a new budget beyond the table's largest"
     order, before, after = step
     pair = ""
     if bounds is not None:
@@ -273,10 +280,8 @@ def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: t
             if bounds[0] < bounds[1]  # else N_opt has no interval there: the pair brackets the point fit's
             else f" ({n_opt:.3g}, no interval), the run {side} it in a pair bracketing it"
         )
-    return (
-        f"{where}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}: spread of ln N_opt(target) "
-        f"{before:.3g} -> {after:.3g}"
-    )
+    narrowing = f"; {why_unknown}" if why_unknown else f": spread of ln N_opt(target) {before:.3g} -> {after:.3g}"
+    return f"{at}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}{narrowing}"
 
 
 def n_opt_now(law, budget: float) -> Estimate:
