@@ -205,14 +205,13 @@ def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules)
 
 
 def n_opt_bounds(law, budgets) -> dict:
-    """N_opt's bootstrap interval at each budget (`Law.n_opt`: however wide, the pairs bracket it); the point
-    N_opt where it has none."""
+    """N_opt's bootstrap interval at each budget (`Law.n_opt`), as `next_runs.Bounds`: however wide, the pairs
+    bracket it; one reaching 0 is unbounded below, (0, upper), and no pair brackets it. Where there is none
+    (too many resamples without a value, or overflowed ones), the point N_opt twice: the pairs bracket it."""
     out = {}
     for budget in budgets:
         n_opt = law.n_opt(budget)
-        out[budget] = (
-            (n_opt.value, n_opt.value) if n_opt.unidentified or n_opt.interval is None else tuple(n_opt.interval)
-        )
+        out[budget] = (n_opt.value, n_opt.value) if n_opt.interval is None else (max(n_opt.lower, 0.0), n_opt.upper)
     return out
 
 

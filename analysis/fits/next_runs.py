@@ -180,7 +180,9 @@ def candidates(params: dict, done: list[tuple[float, float]], budgets: list[floa
     return out
 
 
-Bounds = dict  # budget -> (lower, upper): N_opt's interval there, or the point fit's N_opt twice
+# budget -> (lower, upper): N_opt's interval there (lower 0 where it reaches 0: unbounded below, no pair brackets
+# it), or the point fit's N_opt twice where it has none
+Bounds = dict
 
 
 def brackets(pool: list[Candidate], bounds: Bounds) -> list[tuple[Candidate, Candidate]]:
@@ -300,8 +302,15 @@ def outlook(sim: DesignSimulator, plan: Plan, ladder: list[Candidate], now, fit_
 def no_pair(bounds: Bounds, rules: CandidateRules) -> str:
     """Why no pair of sizes was proposed: at every budget the sizes allowed (`CandidateRules`: N_opt's
     interval widened by a grid step, inside the tokens-per-parameter window and the token cap) lie on one
-    side of N_opt's interval at most, so no pair brackets it."""
-    budget, (lower, upper) = min(bounds.items(), key=lambda item: item[1][1] / item[1][0])
+    side of N_opt's interval at most, so no pair brackets it; or the interval reaches 0 everywhere."""
+    bounded = {budget: bound for budget, bound in bounds.items() if bound[0] > 0}
+    if not bounded:
+        budget, (_, upper) = min(bounds.items())
+        return (
+            "no pair of sizes brackets N_opt's interval at any budget: it reaches 0 at every one, unbounded below "
+            f"(at {budget:.3g} FLOPs: up to {upper:.3g}); fit more runs near N_opt first"
+        )
+    budget, (lower, upper) = min(bounded.items(), key=lambda item: item[1][1] / item[1][0])
     lo, hi = rules.tokens_per_param
     cap = "" if rules.max_tokens is None else f" and --max-tokens {rules.max_tokens:.3g}"
     return (
