@@ -97,6 +97,7 @@ def next_main(argv: list[str]) -> int:
     base = base_sweep(args.source)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     tell(loaded.warnings, "warning")
+    check_limits(args, loaded.runs["budget"].min(), shapes, tokens_window(base))
     flagged = law_fit(args, loaded)
     table, fit = flagged.table, flagged.fit
     budgets = sorted(table.runs["budget"].unique().tolist())
@@ -170,16 +171,42 @@ def candidate_rules(args, table, params: dict, bounds: dict, shapes: bool, base:
     within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval ``bounds``,
     within `BRACKET_DECADES` of N_opt or a grid step of the interval."""
     from analysis.fits import next_runs as nr
-    from scaling.flops import TOKENS_PER_PARAM
 
     return nr.CandidateRules(
         shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
         if shapes
         else table_sizes(table, params, bounds),
-        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM)),
+        tokens_per_param=tokens_window(base),
         max_tokens=args.max_tokens,
         **({} if shapes else {"window_decades": nr.BRACKET_DECADES, "bracket": True}),
     )
+
+
+def tokens_window(base: dict) -> tuple[float, float]:
+    """The tokens-per-parameter window of every candidate: the source sweep's (``base``), else the sweeper's."""
+    from scaling.flops import TOKENS_PER_PARAM
+
+    return tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM))
+
+
+def check_limits(args, smallest: float, shapes: bool, window: tuple[float, float]) -> None:
+    """--flops and --max-tokens against what every possible run needs, before the fit (from the source's
+    ``smallest`` budget alone): a candidate costs its budget, at least the smallest (twice over for a table's
+    pairs), and has D = √(C·(D/N)/6) tokens, at least √(C·lo/6) inside the tokens-per-parameter ``window``."""
+    least = float(smallest) * (1 if shapes else 2)
+    if args.flops < least:
+        unit = "one run" if shapes else "a pair of runs (a table's sizes are bought in pairs bracketing N_opt)"
+        raise UserError(
+            f"--flops {short(args.flops)} is below the cost of {unit} at the smallest budget of {args.source!r}, "
+            f"{short(smallest)} FLOPs; give at least {short(least)}"
+        )
+    fewest = float(np.sqrt(smallest * window[0] / 6))
+    if args.max_tokens is not None and args.max_tokens < fewest:
+        raise UserError(
+            f"--max-tokens {args.max_tokens:.3g} is below the fewest tokens any run can have: {fewest:.3g} at the "
+            f"smallest budget of {args.source!r} ({short(smallest)} FLOPs) and {window[0]:g} tokens per parameter, "
+            f"the window's least (D = √(C·(D/N)/6)); give at least {fewest:.3g}"
+        )
 
 
 def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules) -> None:
