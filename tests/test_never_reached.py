@@ -89,9 +89,32 @@ def _n_draws(law, target):
 def test_an_n_opt_interval_reaching_zero_is_no_interval():
     """5% of the samples with B beyond floating point (N_opt = 0 as stored) have no value in `next`, by
     `optimal`'s rule (one home, `ParametricLaw`): it prints no interval and says why."""
-    now = n_opt_now(dict(CHINCHILLA_LAW), samples_with("B", np.inf, 20), 1e21, 0.95)
+    now = n_opt_now(law_with("B", np.inf, 20), 1e21)
     lost = "20 of 400 resamples have A or B beyond floating point: their law has no value here"
     assert now.interval is None and now.unidentified == lost and np.isfinite(now.value)
     clean = law_with("B", CHINCHILLA_LAW["B"], 20)
-    assert n_opt_now(clean.params, clean.samples, 1e21, 0.95).interval is not None
+    assert n_opt_now(clean, 1e21).interval is not None
     assert not clean.allocate(1e21).n.unidentified
+
+
+def test_an_n_opt_interval_reaching_zero_is_unbounded_below_and_no_pair_brackets_it():
+    """5% of the samples with A at 1e-300 give N_opt = 0 (it underflows): N_opt's interval at every budget
+    reaches 0. `next` took it as the point N_opt, twice, as where there is no interval, and bought pairs
+    bracketing that point; now it is (0, upper), unbounded below, no pair of sizes brackets it, and the reason
+    given says so."""
+    from analysis.cli.next import n_opt_bounds
+    from analysis.fits import next_runs as nr
+
+    law = law_with("A", 1e-300, 20)
+    budgets = [1e19, 1e20, 1e21]
+    bounds = n_opt_bounds(law, budgets)
+    for budget in budgets:
+        n = law.n_opt(budget)
+        assert n.lower == 0 and bounds[budget] == (0.0, n.upper) and n.upper > n.value, (budget, bounds[budget])
+    rules = nr.CandidateRules(nr.grid_sizes(1e6, 1e12), window_decades=0.5, bracket=True)
+    pool = nr.candidates(law.params, [], budgets, rules, bounds)
+    assert pool and not nr.units(pool, rules, bounds)
+    why = nr.no_pair(bounds, rules)
+    assert "it reaches 0 at every one, unbounded below (at 1e+19 FLOPs: up to " in why, why
+    lost = law_with("B", np.inf, 20)  # no interval at all (too many resamples without a value): the point, twice
+    assert n_opt_bounds(lost, budgets) == {b: (lost.n_opt(b).value, lost.n_opt(b).value) for b in budgets}

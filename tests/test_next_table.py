@@ -133,3 +133,33 @@ def test_a_store_still_gets_this_projects_shapes_and_out_csv_writes_them_as_rows
     rows = pd.read_csv(out)
     assert list(rows.columns) == ["shape", "budget_flops", "params", "tokens", "tokens_per_param"]
     assert list(rows["shape"]) == [run["shape"] for run in plan["runs"]]
+
+
+@pytest.mark.parametrize(
+    "source, options, words",
+    [
+        ("table", ("--flops", 1e10), ("--flops 1e10 is below the cost of a pair of runs", "1e18 FLOPs", "least 2e18")),
+        (
+            "table",
+            ("--flops", FLOPS, "--max-tokens", 10),
+            ("--max-tokens 10 is below the fewest tokens any run can have: 2.89e+08", "give at least 2.89e+08"),
+        ),
+        ("store", ("--flops", 1e11), ("--flops 1e11 is below the cost of one run", "3e11 FLOPs; give at least 3e11")),
+    ],
+)
+def test_limits_no_run_can_meet_are_refused_in_one_line_before_the_fit(
+    table, tmp_path, capsys, monkeypatch, source, options, words
+):
+    """An allowance below the cheapest run (a pair, for a table) at the smallest budget, or a token cap below the
+    fewest tokens any run inside the tokens-per-parameter window has there, was refused only after approach 3
+    and its bootstrap were fitted (seconds to minutes); now before the fit, which must not run."""
+    from synthetic_store import write_store
+
+    def no_fit(*_, **__):
+        raise AssertionError("approach 3 was fitted before the options were checked")
+
+    if source == "store":
+        write_store(tmp_path / "store", with_failures=False)
+    path = table if source == "table" else tmp_path / "store"
+    monkeypatch.setattr("analysis.fits.parametric.fit_parametric", no_fit)
+    assert_one_line_error(run_main(capsys, "next", path, *options, *QUICK), *words)

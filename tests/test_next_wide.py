@@ -14,20 +14,36 @@ from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, repeated_runs
 QUICK = ("--bootstrap", 100)
 
 
-def test_a_wide_interval_gets_pairs_that_bracket_the_true_n_opt(tmp_path):
-    path = tmp_path / "wide.csv"
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    path = tmp_path_factory.mktemp("next_wide") / "wide.csv"
     isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.4, noise=0.02, seed=2).to_csv(
         path, index=False
     )
     proc = run_cli("next", path, "--flops", 5e21, "--json", *QUICK)
     assert proc.returncode == 0, proc.stderr
-    plan = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_a_wide_interval_gets_pairs_that_bracket_the_true_n_opt(wide):
+    plan = wide
     assert plan["runs"], plan
     law = {k: CHINCHILLA_LAW[k] for k in ("A", "B", "alpha", "beta")}
     for budget in {run["budget_flops"] for run in plan["runs"]}:
         n_opt = laws.chinchilla_allocation(budget, **law)[0]
         at = [run["params"] for run in plan["runs"] if run["budget_flops"] == budget]
         assert len(at) % 2 == 0 and min(at) < n_opt < max(at), (budget, at, n_opt)
+
+
+def test_where_n_opt_at_the_target_is_unidentified_no_run_prints_a_narrowing(wide):
+    """Its interval spans over a decade (1.3): the expected width was "unknown", but each run's reason still
+    printed its pick's simulated narrowing ("spread of ln N_opt(target) 0.777 -> 0.553"); now it says why none
+    is known."""
+    assert wide["width_ratio"] is None and wide["why_unknown"].startswith("N_opt at the target is unidentified")
+    assert wide["runs"]
+    for run in wide["runs"]:
+        assert "spread of ln N_opt" not in run["reason"] and "->" not in run["reason"], run["reason"]
+        assert run["reason"].endswith(f"; {wide['why_unknown']}"), run["reason"]
 
 
 @pytest.mark.parametrize("json_out", [False, True])

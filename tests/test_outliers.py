@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analysis.fits.laws import chinchilla_loss
-from analysis.fits.outliers import flag_outliers, leverages, residual_outliers, standardized_residuals
+from analysis.fits.outliers import fit_flagged, flag_outliers, leverages, residual_outliers, standardized_residuals
 from analysis.fits.parametric import fit_parametric, refit_huber
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
@@ -193,3 +193,22 @@ def test_one_robust_scale_the_library_s_normal_mad():
     assert _scale(np.append(r, np.nan)) == robust_sigma(r)  # NaNs (leverage 1) left out
     errors = np.array([-2.0, -1.0, -1.0, 0.0, 1.0, 1.0, WINSOR * 1.4826011])  # median 0, MAD 1 whatever the last
     assert float(spread_of(errors)) == pytest.approx(np.std(errors, ddof=1), rel=1e-12)
+
+
+def test_fit_flagged_hands_on_the_noise_its_residual_test_measured():
+    """`scaling next` simulates runs with the residual test's σ̂, taken from `fit_flagged`'s answer (it computed the
+    test again, `outliers.noise_scale`): on Chinchilla-like ladders of 1% noise it recovers 1% (the MAD of 45
+    runs: within ±35%), and with --exclude-outliers it is the test's on the full table, a diverged run barely
+    moving it."""
+    measured = []
+    for seed in range(4):
+        table = table_from_frame(chinchilla_ladder(3000 + seed, noise=0.01), "clean")
+        flagged = fit_flagged(table, lambda runs: fit_parametric(runs, resamples=0), False)
+        measured.append(flagged.noise_scale)
+    assert all(0.0065 <= sigma <= 0.0135 for sigma in measured), measured
+    assert 0.008 <= np.mean(measured) <= 0.012, measured
+    frame = chinchilla_ladder(3000, noise=0.01)
+    frame.loc[22, "val_loss"] *= 1.30
+    excluded = fit_flagged(table_from_frame(frame, "diverged"), lambda runs: fit_parametric(runs, resamples=0), True)
+    assert len(excluded.table.runs) == len(frame) - len(excluded.outliers) < len(frame)
+    assert excluded.noise_scale == pytest.approx(measured[0], rel=0.15), (excluded.noise_scale, measured[0])

@@ -97,27 +97,35 @@ def next_main(argv: list[str]) -> int:
     base = base_sweep(args.source)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     tell(loaded.warnings, "warning")
-    table, fit, outliers = law_fit(args, loaded)
+    check_limits(args, loaded.runs["budget"].min(), shapes, tokens_window(base))
+    flagged = law_fit(args, loaded)
+    table, fit = flagged.table, flagged.fit
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
     if fit.bootstrap is None or not fit.bootstrap.samples:
         raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
     every = budgets + nr.next_budgets(budgets, target)
-    bounds = {} if shapes else n_opt_bounds(fit, every)  # a table's pairs bracket N_opt's interval there
+    law = fit_law(fit)
+    bounds = {} if shapes else n_opt_bounds(law, every)  # a table's pairs bracket N_opt's interval there
     rules = candidate_rules(args, table, fit.params, bounds, shapes, base)
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, every, rules, bounds)
     buyable = nr.units(pool, rules, bounds)
-    check_allowance(args, buyable, shapes, nr.no_pair(bounds, rules) if bounds else "")
-    sim = DesignSimulator.from_fit(fit, target, draws=args.draws, seed=args.seed)
+    check_allowance(args, buyable, shapes, bounds, rules)
+    sim = DesignSimulator.from_fit(fit, target, flagged.noise_scale, draws=args.draws, seed=args.seed)
     plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
-    now = n_opt_now(fit.params, fit.bootstrap.samples, target, fit.bootstrap.level, fit.estimates["a"].unidentified)
-    result = summary(args, plan, target, now, ladder, sim, bootstrap_spread(fit, target))
-    result["outliers"] = flagged_line(outliers, args.exclude_outliers, by_rule=True) if outliers else None
+    now = n_opt_now(law, target)
+    outlook = nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target))
+    result = summary(args, plan, target, now, ladder, outlook)
+    result["outliers"] = (
+        flagged_line(flagged.outliers, args.exclude_outliers, by_rule=True) if flagged.outliers else None
+    )
     if not store:
-        result.update(table_terms(args, table, plan, fit.params, budgets, target, shapes, bounds))
+        result.update(
+            table_terms(args, table, plan, fit.params, (budgets, target), shapes, bounds, outlook.why_unknown)
+        )
     if args.out is not None:
         data = runs_csv(result["runs"], shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
         write_output(args.out, data.encode(), "--out")
@@ -126,9 +134,10 @@ def next_main(argv: list[str]) -> int:
 
 
 def law_fit(args, table):
-    """The table to plan from, approach 3's fit of it with its bootstrap (which places the candidates and
-    brackets N_opt) and the runs the outlier rule flags (`analysis.fits.outliers`, as `scaling fit` flags
-    them): kept, or left out with --exclude-outliers."""
+    """`outliers.fit_flagged`'s answer: the table to plan from, approach 3's fit of it with its bootstrap
+    (which places the candidates and brackets N_opt), the runs the outlier rule flags (as `scaling fit`
+    flags them: kept, or left out with --exclude-outliers) and the noise of the runs its residual test
+    measured (the simulation's σ)."""
     from analysis.fits.outliers import fit_flagged
     from analysis.fits.parametric import fit_parametric
     from analysis.fits.results import no_law
@@ -137,10 +146,13 @@ def law_fit(args, table):
         return fit_parametric(runs, resamples=max(args.bootstrap, 20), seed=args.seed)
 
     flagged = fit_flagged(table, fit, args.exclude_outliers)
-    table, fit, outliers = flagged.table, flagged.fit, flagged.outliers
-    if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
-        raise UserError(f"approach 3's law of {args.source!r} is unidentified ({no_law(fit)}): it cannot plan runs")
-    return table, fit, outliers
+    if no_law(flagged.fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
+        raise UserError(
+            f"approach 3's law of {args.source!r} is unidentified ({no_law(flagged.fit)}): it cannot plan runs"
+        )
+    if flagged.noise_scale is None:  # approach 3 fitted with the runs, not without them (--exclude-outliers)
+        raise UserError(f"{args.source!r}: {'; '.join(flagged.notes)}: no noise scale to simulate runs with")
+    return flagged
 
 
 def check_out(args, shapes: bool) -> None:
@@ -159,26 +171,53 @@ def candidate_rules(args, table, params: dict, bounds: dict, shapes: bool, base:
     within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval ``bounds``,
     within `BRACKET_DECADES` of N_opt or a grid step of the interval."""
     from analysis.fits import next_runs as nr
-    from scaling.flops import TOKENS_PER_PARAM
 
     return nr.CandidateRules(
         shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
         if shapes
         else table_sizes(table, params, bounds),
-        tokens_per_param=tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM)),
+        tokens_per_param=tokens_window(base),
         max_tokens=args.max_tokens,
         **({} if shapes else {"window_decades": nr.BRACKET_DECADES, "bracket": True}),
     )
 
 
-def check_allowance(args, units: list[tuple], shapes: bool, why_none: str) -> None:
+def tokens_window(base: dict) -> tuple[float, float]:
+    """The tokens-per-parameter window of every candidate: the source sweep's (``base``), else the sweeper's."""
+    from scaling.flops import TOKENS_PER_PARAM
+
+    return tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM))
+
+
+def check_limits(args, smallest: float, shapes: bool, window: tuple[float, float]) -> None:
+    """--flops and --max-tokens against what every possible run needs, before the fit (from the source's
+    ``smallest`` budget alone): a candidate costs its budget, at least the smallest (twice over for a table's
+    pairs), and has D = √(C·(D/N)/6) tokens, at least √(C·lo/6) inside the tokens-per-parameter ``window``."""
+    least = float(smallest) * (1 if shapes else 2)
+    if args.flops < least:
+        unit = "one run" if shapes else "a pair of runs (a table's sizes are bought in pairs bracketing N_opt)"
+        raise UserError(
+            f"--flops {short(args.flops)} is below the cost of {unit} at the smallest budget of {args.source!r}, "
+            f"{short(smallest)} FLOPs; give at least {short(least)}"
+        )
+    fewest = float(np.sqrt(smallest * window[0] / 6))
+    if args.max_tokens is not None and args.max_tokens < fewest:
+        raise UserError(
+            f"--max-tokens {args.max_tokens:.3g} is below the fewest tokens any run can have: {fewest:.3g} at the "
+            f"smallest budget of {args.source!r} ({short(smallest)} FLOPs) and {window[0]:g} tokens per parameter, "
+            f"the window's least (D = √(C·(D/N)/6)); give at least {fewest:.3g}"
+        )
+
+
+def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules) -> None:
     """Some candidate (`next_runs.units`, the ones the search is given) under the limits, and the allowance
-    buys the cheapest one; ``why_none``: why no pair brackets N_opt's interval, for a table."""
-    from analysis.fits.next_runs import cost
+    buys the cheapest one; for a table, where none does, why no pair brackets N_opt's interval (`no_pair`:
+    N_opt's ``bounds``, the candidates' ``rules``)."""
+    from analysis.fits.next_runs import cost, no_pair
 
     if not units:
         if not shapes:
-            raise UserError(f"{args.source!r}: {why_none}")
+            raise UserError(f"{args.source!r}: {no_pair(bounds, rules)}")
         raise UserError(f"no ladder shape fits any budget of {args.source!r} under the limits; loosen --max-tokens")
     cheapest = min(units, key=cost)
     if cost(cheapest) > args.flops:
@@ -192,12 +231,14 @@ def check_allowance(args, units: list[tuple], shapes: bool, why_none: str) -> No
         )
 
 
-def n_opt_bounds(fit, budgets) -> dict:
-    """N_opt's bootstrap interval at each budget (`n_opt_now`); the point N_opt where it has none."""
+def n_opt_bounds(law, budgets) -> dict:
+    """N_opt's bootstrap interval at each budget (`Law.n_opt`), as `next_runs.Bounds`: however wide, the pairs
+    bracket it; one reaching 0 is unbounded below, (0, upper), and no pair brackets it. Where there is none
+    (too many resamples without a value, or overflowed ones), the point N_opt twice: the pairs bracket it."""
     out = {}
     for budget in budgets:
-        n_opt = n_opt_now(fit.params, fit.bootstrap.samples, budget, fit.bootstrap.level)
-        out[budget] = (n_opt.value, n_opt.value) if n_opt.interval is None else tuple(n_opt.interval)
+        n_opt = law.n_opt(budget)
+        out[budget] = (n_opt.value, n_opt.value) if n_opt.interval is None else (max(n_opt.lower, 0.0), n_opt.upper)
     return out
 
 
@@ -214,16 +255,17 @@ def table_sizes(table, params: dict, bounds: dict) -> dict[str, float]:
     return grid_sizes(lo, hi)
 
 
-def table_terms(args, table, plan, params: dict, budgets: list, target: float, shapes: bool, bounds: dict) -> dict:
+def table_terms(args, table, plan, params: dict, where: tuple, shapes: bool, bounds: dict, why_unknown: str) -> dict:
     """What a table that is not a store adds: how its rows were read, and each run in its own terms
-    (tokens per parameter, why it is proposed); the sizes' rule unless they are this project's shapes."""
+    (tokens per parameter, why it is proposed: `reason`, at ``where`` = (the table's budgets, the target));
+    the sizes' rule unless they are this project's shapes."""
     from analysis.fits.next_runs import GRID_PER_DECADE
 
     runs = [
         {
             **run,
             "shape": run["shape"] if shapes else None,
-            "reason": reason(c, plan.steps[c], params, budgets, target, bounds.get(c.budget)),
+            "reason": reason(c, plan.steps[c], params, where, bounds.get(c.budget), why_unknown),
         }
         for run, c in zip(plan_rows(plan), plan.runs)
     ]
@@ -240,18 +282,21 @@ def reading(table, rows_are_runs: bool) -> str:
     return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
 
 
-def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: tuple | None) -> str:
-    """Why run ``c`` is proposed: its budget, its place against today's N_opt there (and, bought in a
-    pair bracketing N_opt's interval ``bounds`` there, its side of it), and its narrowing."""
+def reason(c, step: tuple, params: dict, where: tuple, bounds: tuple | None, why_unknown: str) -> str:
+    """Why run ``c`` is proposed: its budget (against ``where`` = (the table's budgets, the target)), its place
+    against today's N_opt there (and, bought in a pair bracketing N_opt's interval ``bounds`` there, its side of
+    it), and its pick's narrowing of the simulated spread; where no narrowing can be known (``why_unknown``,
+    `next_runs.unknown_ratio`), why, and no numbers."""
     from analysis.fits.next_runs import n_opt_at
 
+    budgets, target = where
     n_opt = float(n_opt_at(params, c.budget))
     if np.isclose(c.budget, target):
-        where = "the target budget"
+        at = "the target budget"
     elif np.isclose(c.budget, budgets).any():
-        where = "a budget of the table"
+        at = "a budget of the table"
     else:
-        where = "a new budget beyond the table's largest"
+        at = "a new budget beyond the table's largest"
     order, before, after = step
     pair = ""
     if bounds is not None:
@@ -261,27 +306,29 @@ def reason(c, step: tuple, params: dict, budgets: list, target: float, bounds: t
             if bounds[0] < bounds[1]  # else N_opt has no interval there: the pair brackets the point fit's
             else f" ({n_opt:.3g}, no interval), the run {side} it in a pair bracketing it"
         )
-    return (
-        f"{where}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}: spread of ln N_opt(target) "
-        f"{before:.3g} -> {after:.3g}"
-    )
+    narrowing = f"; {why_unknown}" if why_unknown else f": spread of ln N_opt(target) {before:.3g} -> {after:.3g}"
+    return f"{at}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}{narrowing}"
 
 
-def n_opt_now(params: dict, samples: dict, budget: float, level: float, a_why: str | None = None) -> Estimate:
-    """N_opt at ``budget`` with its bootstrap interval (`Law.n_opt`: resamples whose A or B overflowed
-    have no value, an interval reaching 0 is none; no interval where it is unidentified). With ``a_why``
-    (why the fit's exponent a is unidentified, "" if it is not), unidentified wherever `scaling optimal`
-    calls it so: also "as the fit's a", or where the interval spans more than `bootstrap.MAX_DECADES`
-    (`identified.scale_rule`); without, the interval is kept however wide (the pairs bracket it)."""
-    from analysis.fits.identified import scale_rule
+def n_opt_now(law, budget: float) -> Estimate:
+    """N_opt at ``budget`` as `scaling optimal` rules it (``law``'s allocation, `fit_law`: unidentified as the
+    fit's a, where its bootstrap interval reaches 0 or spans more than `bootstrap.MAX_DECADES`, or where too
+    many resamples have no value), with no interval where it is unidentified; "as the fit's a" says why a is."""
+    n = law.allocate(budget).n
+    if not n.unidentified:
+        return n
+    return Estimate(n.value, unidentified=f"{AS_A}: {law.unidentified}" if n.unidentified == AS_A else n.unidentified)
+
+
+def fit_law(fit):
+    """Approach 3's fit as `scaling optimal`'s allocation law (`optimal.ParametricLaw`): N_opt's intervals
+    from its bootstrap, and every N_opt unidentified with the fit's exponent a where a is."""
     from analysis.fits.optimal import ParametricLaw
 
-    now = ParametricLaw("fit", dict(params), samples, level=level).n_opt(budget)
-    if a_why:
-        now.unidentified = f"{AS_A}: {a_why}"
-    if a_why is not None:
-        scale_rule(now)
-    return Estimate(now.value, unidentified=now.unidentified) if now.unidentified else now
+    boot = fit.bootstrap
+    return ParametricLaw(
+        "fit", dict(fit.params), boot.samples, level=boot.level, unidentified=fit.estimates["a"].unidentified
+    )
 
 
 def base_sweep(source: str) -> dict:

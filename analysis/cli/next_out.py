@@ -8,15 +8,13 @@ from pathlib import Path
 from analysis.fits.results import Estimate
 
 
-def summary(args, plan, target: float, now, ladder: list, sim, fit_spread: float) -> dict:
-    """The proposal as one JSON-able dict (what `render` prints). ``sim``: the `DesignSimulator` that
-    scored it; ``fit_spread``: the spread of ln N_opt(target) in the fit's own bootstrap. No width
-    ratio where it cannot be known (`next_runs.unknown_ratio`)."""
-    from analysis.fits.next_runs import NOISE_Z, unknown_ratio
+def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
+    """The proposal as one JSON-able dict (what `render` prints). ``outlook``: what the simulation can say
+    of it (`next_runs.Outlook`: the fit's own bootstrap spread, why no width ratio can be known, the ladder's
+    ratio)."""
+    from analysis.fits.next_runs import NOISE_Z
 
-    why_unknown = unknown_ratio(now, plan.spread_done, fit_spread)
-    known = not why_unknown
-    ladder_ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder and known else None
+    known = outlook.known
     return {
         "source": args.source,
         "target_budget": target,
@@ -25,17 +23,17 @@ def summary(args, plan, target: float, now, ladder: list, sim, fit_spread: float
         "runs": plan_rows(plan),
         "flops": plan.flops,
         "spread_now": plan.spread_done,
-        "spread_fit_bootstrap": fit_spread,  # what spread_now stands for
+        "spread_fit_bootstrap": outlook.fit_spread,  # what spread_now stands for
         "spread_after": plan.spread,
         "width_ratio": plan.ratio if known else None,
-        "why_unknown": why_unknown,  # why there is no width ratio ("" when there is)
+        "why_unknown": outlook.why_unknown,  # why there is no width ratio ("" when there is)
         "n_opt_expected_interval": list(_expected(now, plan.ratio)) if known and now.interval else None,
         "search": plan.rule,
         "noise_z": NOISE_Z,  # each pick narrows the spread by more than this many standard errors of simulation noise
         "ladder_extension": {
             "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
             "flops": float(sum(c.budget for c in ladder)),
-            "width_ratio": ladder_ratio,
+            "width_ratio": outlook.ladder_ratio,
         },
         "draws": args.draws,
         "out": None if args.out is None else str(args.out),

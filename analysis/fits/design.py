@@ -5,7 +5,7 @@ spread that a refit of approach 3 would leave in ln N_opt at a target budget C*:
 
   1. draw M parameter samples θ_m from the current fit's bootstrap (the plausible truths);
   2. simulate every run of the design at θ_m: L_i = L(N_i, D_i; θ_m)·exp(σ·ε_im), with σ the
-     noise scale of the outlier rule's residual test (`analysis.fits.outliers.noise_scale`: the
+     noise scale of the outlier rule's residual test (`analysis.fits.outliers.Flagged.noise_scale`: the
      robust scale of the leverage-standardised residuals of a Huber refit). Not the robust scale of
      approach 3's own residuals: its near-least-absolute-deviations fit passes through about as many
      runs as it has parameters, and that σ (0.003 on a table of 0.005 noise) made the simulated
@@ -117,18 +117,17 @@ class DesignSimulator:
         self.truth_ln_n_opt = ln_n_opt(self.truths, self.target)
 
     @classmethod
-    def from_fit(cls, fit, target: float, draws: int = 64, seed: int = 0) -> DesignSimulator:
+    def from_fit(cls, fit, target: float, sigma: float, draws: int = 64, seed: int = 0) -> DesignSimulator:
         """From a `ParametricFit` with bootstrap samples: ``draws`` of them (without replacement
-        when there are enough), and σ the noise scale of its residuals (`outliers.noise_scale`)."""
-        from analysis.fits.outliers import noise_scale
-
+        when there are enough), and ``sigma`` the noise of its runs: the outlier rule's σ̂, as
+        `outliers.fit_flagged` measured it (`Flagged.noise_scale`)."""
         thetas = bootstrap_thetas(fit)
         thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
         if len(thetas) < 2:
             raise DataError("the fit has fewer than 2 usable bootstrap samples to simulate from; fit more runs first")
         rng = np.random.default_rng(seed)
         pick = rng.choice(len(thetas), size=draws, replace=len(thetas) < draws)
-        return cls(np.asarray(fit.n, float), np.asarray(fit.d, float), thetas[pick], noise_scale(fit), target, seed)
+        return cls(np.asarray(fit.n, float), np.asarray(fit.d, float), thetas[pick], sigma, target, seed)
 
     def _extra_noise(self, points: list[tuple[float, float]]) -> np.ndarray:
         """(2, draws, runs): per extra run its loss noise and its bootstrap uniforms, drawn once."""

@@ -180,7 +180,9 @@ def candidates(params: dict, done: list[tuple[float, float]], budgets: list[floa
     return out
 
 
-Bounds = dict  # budget -> (lower, upper): N_opt's interval there, or the point fit's N_opt twice
+# budget -> (lower, upper): N_opt's interval there (lower 0 where it reaches 0: unbounded below, no pair brackets
+# it), or the point fit's N_opt twice where it has none
+Bounds = dict
 
 
 def brackets(pool: list[Candidate], bounds: Bounds) -> list[tuple[Candidate, Candidate]]:
@@ -272,11 +274,43 @@ def unknown_ratio(now, spread_done: float, fit_spread: float) -> str:
     return ""
 
 
+@dataclass
+class Outlook:
+    """What the simulation can say of a plan, decided before anything is written (`outlook`): the spread of
+    ln N_opt(target) in the fit's own bootstrap (what the simulated spread of the runs done stands for), why
+    no width ratio can be known ("" when one can, `unknown_ratio`), and the simulated width ratio of one
+    more ladder budget (`ladder_extension`; None where the ratio is unknown or there is no such budget)."""
+
+    fit_spread: float
+    why_unknown: str
+    ladder_ratio: float | None
+
+    @property
+    def known(self) -> bool:
+        return not self.why_unknown
+
+
+def outlook(sim: DesignSimulator, plan: Plan, ladder: list[Candidate], now, fit_spread: float) -> Outlook:
+    """The `Outlook` of ``plan`` (scored by ``sim``) against N_opt at the target today (``now``, an `Estimate`)
+    and the fit's bootstrap spread ``fit_spread``; the ladder's next budget (``ladder``) is simulated only
+    where the ratio can be known."""
+    why = unknown_ratio(now, plan.spread_done, fit_spread)
+    ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder and not why else None
+    return Outlook(fit_spread, why, ratio)
+
+
 def no_pair(bounds: Bounds, rules: CandidateRules) -> str:
     """Why no pair of sizes was proposed: at every budget the sizes allowed (`CandidateRules`: N_opt's
     interval widened by a grid step, inside the tokens-per-parameter window and the token cap) lie on one
-    side of N_opt's interval at most, so no pair brackets it."""
-    budget, (lower, upper) = min(bounds.items(), key=lambda item: item[1][1] / item[1][0])
+    side of N_opt's interval at most, so no pair brackets it; or the interval reaches 0 everywhere."""
+    bounded = {budget: bound for budget, bound in bounds.items() if bound[0] > 0}
+    if not bounded:
+        budget, (_, upper) = min(bounds.items())
+        return (
+            "no pair of sizes brackets N_opt's interval at any budget: it reaches 0 at every one, unbounded below "
+            f"(at {budget:.3g} FLOPs: up to {upper:.3g}); fit more runs near N_opt first"
+        )
+    budget, (lower, upper) = min(bounded.items(), key=lambda item: item[1][1] / item[1][0])
     lo, hi = rules.tokens_per_param
     cap = "" if rules.max_tokens is None else f" and --max-tokens {rules.max_tokens:.3g}"
     return (

@@ -74,7 +74,13 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
     """The runs of ``table`` the rule of the module docstring flags, and notes on how it ran.
     ``parametric``: an approach-3 fit of this same table to reuse (else one is fitted, without
     bootstrap)."""
-    notes = []
+    return _flag(table, parametric)[:2]
+
+
+def _flag(table: RunTable, parametric: ParametricFit | None) -> tuple[list[Outlier], list[str], float | None]:
+    """`flag_outliers`, and σ̂ of its residual test (the noise of the runs in log-loss; None where the test
+    did not run)."""
+    notes, sigma = [], None
     flagged: dict[int, tuple[str, str]] = {}
     if parametric is None:
         from analysis.fits.parametric import fit_parametric
@@ -87,6 +93,7 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
         notes.append(f"outlier residual test not applied: approach 3's law is unidentified ({no_law(parametric)})")
     elif parametric is not None:
         standardized = standardized_residuals(parametric, notes)
+        sigma = _scale(standardized)
         for i, z in residual_outliers(standardized):
             flagged[i] = ("residual", f"modified z-score {z:+.1f} (loss {'above' if z > 0 else 'below'} approach 3)")
     for i, j in near_duplicate_sizes(table):
@@ -97,7 +104,7 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
             ("off_budget", f"C/budget is {factor:.2g}x that of its size (stopped early, or in another budget?)"),
         )
     runs = table.runs
-    return [
+    outliers = [
         Outlier(
             run_id=str(runs["run_id"].iloc[i]),
             n=float(runs["N"].iloc[i]),
@@ -108,7 +115,8 @@ def flag_outliers(table: RunTable, parametric: ParametricFit | None = None) -> t
             detail=detail,
         )
         for i, (rule, detail) in sorted(flagged.items())
-    ], notes
+    ]
+    return outliers, notes, sigma
 
 
 def standardized_residuals(parametric: ParametricFit, notes: list[str]) -> np.ndarray:
@@ -132,13 +140,6 @@ def standardized_residuals(parametric: ParametricFit, notes: list[str]) -> np.nd
             f"outlier residual test: run(s) {', '.join(untested)} alone fix the refitted law (leverage 1): not tested"
         )
     return standardized
-
-
-def noise_scale(parametric: ParametricFit) -> float:
-    """σ̂ of the residual test: the robust scale of the leverage-standardised residuals of the Huber
-    refit (module docstring), the noise of the runs in log-loss. Approach 3's own residuals understate
-    it: its fit passes through about as many runs as it has parameters."""
-    return _scale(standardized_residuals(parametric, []))
 
 
 def leverages(jacobian: np.ndarray, inside: np.ndarray) -> np.ndarray:
@@ -221,6 +222,11 @@ class Flagged(Generic[T]):
     table: RunTable
     outliers: list[Outlier]
     notes: list[str]
+    # σ̂ of the residual test (module docstring): the noise of the runs in log-loss, as the rule measured it on the
+    # input table (the fit's own table unless runs were excluded: its MAD is robust to them); approach 3's own
+    # residuals understate it (its fit passes through about as many runs as it has parameters). None where the
+    # test did not run (approach 3 could not be fitted, or has no law).
+    noise_scale: float | None = None
 
 
 def fit_flagged(
@@ -236,14 +242,14 @@ def fit_flagged(
     ``fit`` propagates."""
     if not exclude:
         fitted = fit(table)
-        return Flagged(fitted, table, *flag_outliers(table, parametric(fitted)))
-    outliers, notes = flag_outliers(table)
+        return Flagged(fitted, table, *_flag(table, parametric(fitted)))
+    outliers, notes, sigma = _flag(table, None)
     if not outliers:
-        return Flagged(fit(table), table, outliers, notes)
+        return Flagged(fit(table), table, outliers, notes, sigma)
     drop = {o.run_id for o in outliers}
     kept = _without(table, drop)
     left_out = f"--exclude-outliers: fitted without the {len(drop)} flagged run(s): {', '.join(sorted(drop))}"
-    return Flagged(fit(kept), kept, outliers, [left_out, *notes])
+    return Flagged(fit(kept), kept, outliers, [left_out, *notes], sigma)
 
 
 def _without(table: RunTable, drop: set[str]) -> RunTable:
