@@ -1,16 +1,25 @@
 """What `scaling fit` and `scaling compare` print as warnings and notes reaches their `--json` (`warnings`,
-`notes`), word for word: a row excluded for a NaN loss (a warning), the reading's notes,
+`notes`) and the report, word for word: a row excluded for a NaN loss (a warning), the reading's notes,
 the outlier rule's (`--exclude-outliers`: the runs left out), the check of the evaluation data.
-(~10 s: fits without bootstrap.)"""
+(~15 s: fits without bootstrap.)"""
 
 import json
 import re
+from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_main
 
+from analysis.compare import compare_inputs, read_inputs
+from analysis.fits.fit import fit_all
+from analysis.report import report_blocks
+from analysis.report.blocks import FLAG
+from analysis.report.compare import comparison_blocks
+from analysis.report.render import render_html
+from analysis.sources.load import read_source
+from analysis.sources.schema import ColumnMap
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 
 PLANTED = [4, 13]  # rows given a 15% higher loss: the outlier rule flags them
@@ -76,3 +85,49 @@ def test_compare_json_carries_each_sides_warnings_and_notes_and_the_eval_check(t
         got["notes"] == told(printed, "note")
         and "cannot check that the losses share evaluation data" in got["notes"][0]
     )
+
+
+class _Text(HTMLParser):
+    """The text of a page, and the tags it opens."""
+
+    def __init__(self):
+        super().__init__()
+        self.text, self.tags = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def page(blocks) -> _Text:
+    parsed = _Text()
+    parsed.feed(render_html(blocks, {}))
+    return parsed
+
+
+def test_the_report_shows_the_fits_notes_and_each_compared_sides_escaped(tables, tmp_path):
+    """A planted run named like markup: the fit's note that it was left out (--exclude-outliers), once, in the
+    report's text, not as a tag; a candidate's excluded row (a warning, flagged) and the check of the evaluation data
+    in the comparison. Before, the report showed the reading's notes only."""
+    frame = pd.read_csv(tables["warned"])
+    frame.loc[PLANTED[0], "run_id"] = "<i>r4</i>"
+    frame.to_csv(tmp_path / "markup.csv", index=False)
+    source = read_source(str(tmp_path / "markup.csv"))
+    fit = fit_all(source.table, resamples=0, exclude_outliers=True)
+    (left_out,) = [n for n in fit.notes if n.startswith("--exclude-outliers")]
+    assert "<i>r4</i>" in left_out
+    shown = page(report_blocks(source, fit, {}, {}, how_fitted="in the test"))
+    text = "\n".join(shown.text)
+    assert text.count(left_out) == 1 and "Notes on the fit" in text and "i" not in shown.tags
+    (excluded,) = source.table.warnings
+    assert text.count(excluded) == 1  # listed once, with the reading's notes: not again among the fit's
+    inputs = read_inputs([tables["clean"], str(tmp_path / "markup.csv")], ColumnMap())
+    comparisons = compare_inputs(inputs, resamples=0, exclude_outliers=True)
+    eval_note = "cannot check that the losses share evaluation data (a note of the test)"
+    text = "\n".join(page(comparison_blocks(comparisons, has_figure=False, notes=[eval_note])).text)
+    assert f"{FLAG} {excluded}" in text and f"Note: {eval_note}" in text
+    for side in (comparisons[0].baseline, comparisons[0].candidate):
+        assert f"Notes on {side.source}, as `scaling compare` prints them:" in text
+        assert all(note in text for note in side.notes) and side.outlier_notes

@@ -174,7 +174,8 @@ def report_comparison(args: argparse.Namespace, source, pngs: dict[str, bytes]) 
 
     inputs = [Input(args.source, source.table, source.frame)]
     inputs += read_inputs(args.candidates, column_map(args), args.allow_mixed_corpora)
-    tell(_check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None})), "note")
+    eval_notes = _check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None}))
+    tell(eval_notes, "note")
     comparisons = compare_inputs(inputs, resamples=args.bootstrap, seed=args.seed, level=args.level)
     pngs[FIGURE_NAME] = figure_bytes(compare_figure(comparisons), "png")
-    return comparison_blocks(comparisons, has_figure=True)
+    return comparison_blocks(comparisons, has_figure=True, notes=eval_notes)
