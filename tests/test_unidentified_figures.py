@@ -1,7 +1,7 @@
 """The figures draw no unidentified law as a finding: approach 1's loss law with a floor that the bootstrap cannot
 refit (no_floor_ladder: E ≈ 0) gives way to the identified law without one; a loss law or an allocation law whose
 estimates are unidentified is dotted, without a band, and its legend and caption say so; approach 3's curves, whose
-level rests on an unidentified E, say that too; so does the data-constrained law's. (~30 s: fits with 100-200
+level rests on an unidentified E, say that too; so do the data-constrained law and the LR law. (~30 s: fits with 100-200
 resamples, figures drawn but not rendered.)"""
 
 import numpy as np
@@ -12,13 +12,15 @@ from matplotlib.colors import to_rgba
 from analysis.figures import figure_caption, isoflop_profiles, loss_vs_compute, optimal_allocation
 from analysis.figures.axes import APPROACH_COLOUR
 from analysis.figures.epochs import loss_vs_epochs
+from analysis.figures.lrsweep import lr_sweep
 from analysis.fits import muennighoff
 from analysis.fits.fit import fit_all
+from analysis.fits.hplaws import WITHOUT_TERM, fit_hyperparameter_laws
 from analysis.fits.muennighoff_fit import fit_muennighoff
 from analysis.fits.results import FitReport
 from analysis.sources.check import table_from_frame
 from analysis.sources.load import load_runs
-from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, no_floor_ladder, repeated_runs
+from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, lr_sweep_runs, no_floor_ladder, repeated_runs
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +119,22 @@ def test_the_data_constrained_law_is_dotted_when_an_estimate_is_unidentified(tmp
             assert "Grey dots, R_D unidentified (no finding): the data-constrained law" in caption
         else:
             assert "fitted law" in legend and "Grey dashes: the data-constrained law" in caption
+
+
+@pytest.mark.parametrize("budgets", [[1e17, 1e18, 1e19], [1e18]])
+def test_the_lr_laws_ticks_are_dotted_when_an_exponent_is_unidentified(tmp_path, budgets):
+    """At one budget D's exponent is left out of the law (a single D per N: `hplaws.WITHOUT_TERM`), which is no
+    unidentified value drawn: dashed. An exponent whose interval is too wide to pin it down (planted): dotted."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, budgets, np.geomspace(2e7, 2e8, 4), noise=0.005)
+    runs.to_csv(tmp_path / "lr.csv", index=False)
+    table = load_runs(str(tmp_path / "lr.csv"))
+    laws = fit_hyperparameter_laws(table.hparams, resamples=20, seed=0)["laws"]
+    report = FitReport(source="x", n_kind="total", runs=len(table), warnings=[], notes=[], hyperparameter_laws=laws)
+    law = laws["lr"]
+    assert (WITHOUT_TERM in law["d_exponent"].get("unidentified", "")) == (len(budgets) == 1)
+    for planted, style in (("", "--"), ("planted: its 95% interval is wider than 2", ":")):
+        law["n_exponent"]["unidentified"] = planted
+        ticks = [line for ax in lr_sweep(table, report).axes for line in ax.lines if line.get_gid() == "lr-law"]
+        assert ticks and {line.get_linestyle() for line in ticks} == {style}, planted
+        caption = figure_caption("lr_sweep", report)
+        assert ("Dotted vertical ticks (n_exponent unidentified: no finding)" in caption) == bool(planted)
