@@ -87,7 +87,11 @@ def test_the_two_stage_fit_recovers_r_star_d_and_resamples_both_stages(tmp_path,
     runs = repeated_runs(TRUTH, sizes, unique, [0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64], noise=0.005)
     runs.to_csv(tmp_path / "runs.csv", index=False)
     args = ("--approach", "muennighoff", "--bootstrap", "60")
-    summary = json.loads(run_main(capsys, "fit", tmp_path / "runs.csv", *args, "--json", check=True).stdout)
+    proc = run_main(capsys, "fit", tmp_path / "runs.csv", *args, "--json", check=True)
+    summary = json.loads(proc.stdout)
+    lines = proc.stderr.splitlines()
+    told = {kind: [x.split(": ", 1)[1] for x in lines if x.startswith(f"{kind}: ")] for kind in ("warning", "note")}
+    assert summary["warnings"] == told["warning"] and set(told["note"]) <= set(summary["notes"])  # --json carries them
     assert summary["stages"] == 2 and "from the 40 runs that repeat nothing" in summary["convergence"]["method"]
     for name in ("R_D", "E", "alpha", "beta"):
         low, high = summary[name]["interval"]

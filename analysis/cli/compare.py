@@ -94,6 +94,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def _inputs(args: argparse.Namespace):
+    """The sources read, and the notes of the check that they share evaluation data; each told on stderr."""
     from analysis.compare import read_groups, read_inputs
 
     columns = column_map(args)
@@ -106,8 +107,9 @@ def _inputs(args: argparse.Namespace):
     for item in inputs:  # as `scaling fit` tells them: excluded rows, budgets, --where
         tell(item.table.warnings, f"warning [{item.label}]")
         tell(item.table.notes, f"note [{item.label}]")
-    tell(_check_same_eval(inputs, args), "note")
-    return inputs
+    eval_notes = _check_same_eval(inputs, args)
+    tell(eval_notes, "note")
+    return inputs, eval_notes
 
 
 def _check_same_eval(inputs, args: argparse.Namespace) -> list[str]:
@@ -129,13 +131,13 @@ def compare_main(argv: list[str]) -> int:
     from analysis.compare import compare_inputs
     from analysis.compare.render import comparison_json, render_comparison
 
-    inputs = _inputs(args)
+    inputs, eval_notes = _inputs(args)
     comparisons = compare_inputs(
         inputs, resamples=args.bootstrap, seed=args.seed, level=args.level, exclude_outliers=args.exclude_outliers
     )
     for side in [comparisons[0].baseline, *(c.candidate for c in comparisons)]:
         tell(side.outlier_notes, f"note [{side.source}]")  # as `scaling fit` tells them
-    payload = {"comparisons": [comparison_json(c) for c in comparisons]}
+    payload = {"comparisons": [comparison_json(c) for c in comparisons], "notes": eval_notes}
     if args.out_figure or args.out:
         _write_outputs(args, comparisons, payload)
     if args.json:
@@ -172,7 +174,8 @@ def report_comparison(args: argparse.Namespace, source, pngs: dict[str, bytes]) 
 
     inputs = [Input(args.source, source.table, source.frame)]
     inputs += read_inputs(args.candidates, column_map(args), args.allow_mixed_corpora)
-    tell(_check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None})), "note")
+    eval_notes = _check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None}))
+    tell(eval_notes, "note")
     comparisons = compare_inputs(inputs, resamples=args.bootstrap, seed=args.seed, level=args.level)
     pngs[FIGURE_NAME] = figure_bytes(compare_figure(comparisons), "png")
-    return comparison_blocks(comparisons, has_figure=True)
+    return comparison_blocks(comparisons, has_figure=True, notes=eval_notes)

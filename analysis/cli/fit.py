@@ -157,8 +157,12 @@ def _fit_one(table, approaches, args, group):
 
 
 def _json_of(table, report, single: bool) -> dict:
-    """One table's ``--json`` object: `fit_summary`, or the error, and `table_summary`."""
-    out = {"source": table.source, "error": report} if isinstance(report, str) else fit_summary(report, single)
+    """One table's ``--json`` object: `fit_summary`, or the error with the reading's warnings and notes, and
+    `table_summary`."""
+    if isinstance(report, str):
+        out = {"source": table.source, "error": report, "warnings": table.warnings, "notes": table.notes}
+    else:
+        out = fit_summary(report, single)
     return {**out, "table": table_summary(table)}
 
 
@@ -192,8 +196,10 @@ def render_budgets(table) -> str:
 def fit_summary(report: FitReport, single: bool) -> dict:
     """The ``--json`` object: for one approach its keys at the top level; for several, one
     object per approach under approach_1/2/3, with approach 3's E, A, B, alpha, beta, a, b
-    repeated at the top level as the headline law."""
+    repeated at the top level as the headline law. ``warnings`` and ``notes``: the lines `scaling fit`
+    prints on stderr as "warning:" and "note:" (how the input was read, the outlier rule's notes)."""
     head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind, "loss_unit": report.loss_unit}
+    head.update(warnings=report.warnings, notes=report.notes)
     head["outliers"] = {
         "rule": report.outlier_rule,
         "excluded": report.outliers_excluded,

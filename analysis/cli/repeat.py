@@ -62,7 +62,7 @@ def fit_repeat(args) -> int:
         except OSError as err:
             raise UserError(f"cannot write --out {args.out!r}: {err.strerror or err}") from None
     if args.json:
-        print(json.dumps(to_jsonable(summary(fit))))
+        print(json.dumps(to_jsonable({**summary(fit), "warnings": report.warnings, "notes": report.notes})))
         return 0
     print(render(fit))
     if args.out:

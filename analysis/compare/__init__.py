@@ -44,7 +44,17 @@ def fit_side(item: Input, resamples: int, seed: int, level: float, exclude_outli
         raise DataError(f"cannot compare {item.label!r}: approach 3's law is unidentified ({no_law(fit)})")
     budgets = [float(b) for b in table.budgets]
     return Side(
-        item.label, len(table), budgets, fit, seed, table.loss_unit, flagged.outliers, exclude_outliers, flagged.notes
+        item.label,
+        len(table),
+        budgets,
+        fit,
+        seed,
+        table.loss_unit,
+        flagged.outliers,
+        exclude_outliers,
+        flagged.notes,
+        item.table.warnings,
+        item.table.notes,
     )
 
 

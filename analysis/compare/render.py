@@ -106,6 +106,8 @@ def comparison_json(comparison: Comparison) -> dict:
             if s.fit.bootstrap is None
             else {"resamples": s.fit.bootstrap.resamples, "failed": s.fit.bootstrap.failed},
             **_outliers_json(s),
+            "warnings": s.warnings,
+            "notes": s.notes,
         }
 
     return {

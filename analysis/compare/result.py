@@ -52,6 +52,13 @@ class Side:
     outliers: list[Outlier] = field(default_factory=list, repr=False)  # flagged as `scaling fit` flags them
     outliers_excluded: bool = False  # fitted without ``outliers`` (--exclude-outliers), else kept in the fit
     outlier_notes: list[str] = field(default_factory=list)  # on them, as `scaling fit` prints them (`fit_flagged`)
+    warnings: list[str] = field(default_factory=list)  # its table's reading (`RunTable.warnings`): rows excluded
+    reading_notes: list[str] = field(default_factory=list)  # `RunTable.notes`: columns used, budgets, --where
+
+    @property
+    def notes(self) -> list[str]:
+        """Every note on this side, in the order `scaling compare` prints them: the reading's, the outlier rule's."""
+        return [*self.reading_notes, *self.outlier_notes]
 
     @property
     def fitted_range(self) -> tuple[float, float]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.isoflop import left_out_of_law
-from analysis.fits.results import Estimate, FitReport, no_law
+from analysis.fits.results import Estimate, FitReport, PowerLaw, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
@@ -241,22 +241,63 @@ def exponent_legend(fit) -> str:
     return f"approach {fit.approach}: N_opt ∝ C^{interval_text(a, two)}"
 
 
+@dataclass
+class EnvelopeLaw:
+    """Approach 1's loss law as a figure draws it (`envelope_law`)."""
+
+    law: PowerLaw
+    with_floor: bool
+    unidentified: str  # why the law drawn is unidentified ("": it is not): drawn dotted, without a band
+    floor_unidentified: str  # why the law with a floor is, when the law without one is drawn in its place
+
+
+def envelope_law(env) -> EnvelopeLaw:
+    """The law with a floor when fitted and identified; else the law without one when that is identified; else the
+    law with a floor (when fitted), flagged unidentified. A law is unidentified when one of its estimates is."""
+
+    def why(keys) -> str:
+        return next((e.unidentified for e in (env.estimates.get(k) for k in keys) if e and e.unidentified), "")
+
+    floor_why = why(("floor_E", "floor_A", "floor_alpha")) if env.loss_law_with_floor is not None else ""
+    if env.loss_law_with_floor is not None and not floor_why:
+        return EnvelopeLaw(env.loss_law_with_floor, True, "", "")
+    plain_why = why(("loss_A", "loss_alpha"))
+    if not plain_why or env.loss_law_with_floor is None:
+        return EnvelopeLaw(env.loss_law, False, plain_why, floor_why)
+    return EnvelopeLaw(env.loss_law_with_floor, True, floor_why, "")
+
+
 def envelope_law_legend(env) -> str:
-    """Approach 1's loss law as drawn: ``L = E + A·C^-α`` (without E when it is indistinguishable from 0)."""
-    law = env.loss_law_with_floor or env.loss_law
-    formula = f"L = {law.coefficient:.3g}·C^{law.exponent:.3g}"
-    if law.floor > 1e-3 * min(env.loss):
-        formula = f"L = {law.floor:.3g} + {formula[4:]}"
-    exponent = env.estimates.get("floor_alpha" if env.loss_law_with_floor else "loss_alpha")
-    return f"approach 1: {formula}" + (" (unidentified)" if exponent is not None and exponent.unidentified else "")
+    """Approach 1's loss law as drawn (`envelope_law`): ``L = E + A·C^-α`` (without E when it is indistinguishable
+    from 0), saying when it is unidentified, or drawn without a floor because the law with one is."""
+    drawn = envelope_law(env)
+    formula = f"L = {drawn.law.coefficient:.3g}·C^{drawn.law.exponent:.3g}"
+    if drawn.law.floor > 1e-3 * min(env.loss):
+        formula = f"L = {drawn.law.floor:.3g} + {formula[4:]}"
+    if drawn.unidentified:
+        return f"approach 1: {formula}, unidentified (dotted: not a finding)"
+    return f"approach 1: {formula}" + (" (the law with a floor: unidentified)" if drawn.floor_unidentified else "")
 
 
 def parametric_law_text(fit) -> str:
     """The fitted law as drawn, saying so when its E is unidentified (the value drawn is not a finding)."""
     p = fit.params
     text = f"L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}"
-    floor = fit.estimates.get("E")
-    return text + (" (E unidentified)" if floor is not None and floor.unidentified else "")
+    return text + (" (E unidentified)" if floor_unidentified(fit) else "")
+
+
+def floor_unidentified(fit) -> str:
+    """Why approach 3's E is unidentified ("" when it is not, or ``fit`` is None): every loss it draws rests on E,
+    so a figure says so beside the curve (its shape in N and D, and a, do not rest on E)."""
+    floor = fit.estimates.get("E") if fit is not None else None
+    return floor.unidentified if floor is not None else ""
+
+
+def floor_phrase(report: FitReport | None) -> str:
+    """For a caption of approach 3's losses (drawn when it has a law): `` (the level rests on E, unidentified: why)``
+    when its E is unidentified, else empty."""
+    why = floor_unidentified(drawable(report.parametric) if report is not None else None)
+    return f" (the level rests on E, unidentified: {why})" if why else ""
 
 
 def minimum_legend(p) -> str:

@@ -12,6 +12,7 @@ from analysis.figures.axes import (
     DPI,
     LABEL_COMPUTE,
     REFERENCE_COLOUR,
+    UNIDENTIFIED_LINE,
     FigureUnavailable,
     band,
     law_along,
@@ -32,9 +33,7 @@ def caption(report: FitReport | None) -> str:
     """What `optimal_allocation` shows."""
     fits = {f.approach: f for f in report.fits} if report is not None else {}
     approaches = ", ".join(
-        f"{fitted_phrase(report, k)} ({colour}, "
-        + ("not drawn: no law, a unidentified" if k in fits and no_law(fits[k]) else band_phrase(report, k))
-        + ")"
+        f"{fitted_phrase(report, k)} ({colour}, {_drawn(report, fits[k]) if k in fits else band_phrase(report, k)})"
         for k, colour in ((1, "green"), (2, "blue"), (3, "vermillion"))
     )
     return (
@@ -43,6 +42,17 @@ def caption(report: FitReport | None) -> str:
         f"unidentified); each approach's power law: {approaches}; dashed black: the Chinchilla preset "
         "(Hoffmann et al. 2022, Table 3: ~20 tokens per parameter) for reference. "
         f"In the shaded region the budget is more than {EXTRAPOLATION_FACTOR:g}× the largest run: an extrapolation."
+    )
+
+
+def _drawn(report: FitReport, fit) -> str:
+    """How an approach's law is drawn: not at all without one (`no_law`), dotted without a band when its a is
+    unidentified, else with its band."""
+    if no_law(fit):
+        return "not drawn: no law, a unidentified"
+    a = fit.estimates["a"]
+    return (
+        f"dotted, no band: a unidentified ({a.unidentified})" if a.unidentified else band_phrase(report, fit.approach)
     )
 
 
@@ -63,19 +73,7 @@ def optimal_allocation(report: FitReport) -> Figure:
     reference_n = np.array([reference.allocate(float(x)).n.value for x in c])
     shown = {"n": list(reference_n), "d": list(tokens_6nd(c, reference_n))}
     for fit in report.fits:
-        curve = law_along(report, fit.approach, c)
-        label = exponent_legend(fit)
-        for ax, key in zip(axes, ("n", "d")):
-            ax.plot(
-                c,
-                curve[key],
-                color=APPROACH_COLOUR[fit.approach],
-                linewidth=2.0,
-                label=label,
-                gid=f"fit:approach{fit.approach}",
-            )
-            band(ax, c, curve, key, APPROACH_COLOUR[fit.approach], None)
-            shown[key] += list(curve[key])
+        _law(axes, report, fit, c, shown)
     if report.isoflop is not None:
         _isoflop_minima(axes, report.isoflop, shown)
     for ax, key in zip(axes, ("n", "d")):
@@ -106,6 +104,24 @@ def optimal_allocation(report: FitReport) -> Figure:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return fig
+
+
+def _law(axes, report: FitReport, fit, c, shown) -> None:
+    """One approach's N_opt(C) and D_opt(C), with its band; dotted without one when its a is unidentified."""
+    curve = law_along(report, fit.approach, c)
+    label, unidentified = exponent_legend(fit), fit.estimates["a"].unidentified
+    for ax, key in zip(axes, ("n", "d")):
+        ax.plot(
+            c,
+            curve[key],
+            color=APPROACH_COLOUR[fit.approach],
+            label=label,
+            gid=f"fit:approach{fit.approach}",
+            **(UNIDENTIFIED_LINE if unidentified else {"linewidth": 2.0}),
+        )
+        if not unidentified:
+            band(ax, c, curve, key, APPROACH_COLOUR[fit.approach], None)
+        shown[key] += list(curve[key])
 
 
 def _smallest_compute(fit) -> float:

@@ -13,6 +13,7 @@ percentile intervals, evaluated along the curve (`analysis.fits.optimal.law_from
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import matplotlib
 
@@ -157,9 +158,12 @@ def limits(values, pad: float = 1.25) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- laws along a curve, with bands
-def law_along(report: FitReport, approach: int, compute) -> dict[str, np.ndarray]:
+def law_along(report: FitReport, approach: int, compute, with_floor: bool = True) -> dict[str, np.ndarray]:
     """N_opt, D_opt and (when the law predicts it) the optimal loss of one approach's law at each
-    budget in ``compute``, with the lower/upper ends of their bootstrap intervals (NaN without)."""
+    budget in ``compute``, with the lower/upper ends of their bootstrap intervals (NaN without).
+    ``with_floor=False``: approach 1's loss law without a floor (`law_from_fit` takes the one with a floor when fitted)."""
+    if not with_floor:
+        report = replace(report, envelope=replace(report.envelope, loss_law_with_floor=None))
     law = law_from_fit(report, f"approach {approach}", approach)
     with np.errstate(all="ignore"):  # a bootstrap sample with an overflowed A gives NaN, which intervals skip
         allocations = [law.allocate(float(c)) for c in compute]
@@ -172,6 +176,11 @@ def law_along(report: FitReport, approach: int, compute) -> dict[str, np.ndarray
         out[f"{key}_lower"] = np.array([np.nan if e.lower is None else e.lower for e in estimates])
         out[f"{key}_upper"] = np.array([np.nan if e.upper is None else e.upper for e in estimates])
     return out
+
+
+# A law the fit calls unidentified (its interval does not pin it down): drawn dotted and thin, without a band, its
+# legend saying so; its value is not a finding (`analysis.describe.fit.envelope_law`, `exponent_legend`).
+UNIDENTIFIED_LINE = {"linestyle": ":", "linewidth": 1.6}
 
 
 def band(ax, x, curve: dict, key: str, colour, label: str | None) -> None:

@@ -9,8 +9,10 @@ from analysis.describe.fit import (
     band_phrase,
     drawable,
     drawn_phrase,
+    envelope_law,
     envelope_law_legend,
     fitted_phrase,
+    floor_phrase,
     interval_legend,
 )
 from analysis.describe.numbers import flops_label, plain_label
@@ -20,6 +22,7 @@ from analysis.figures.axes import (
     LABEL_COMPUTE,
     REFERENCE_COLOUR,
     SIZE_CMAP,
+    UNIDENTIFIED_LINE,
     WIDE,
     band,
     law_along,
@@ -40,9 +43,22 @@ def caption(report: FitReport | None) -> str:
     return (
         "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
         "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
-        f"reached in each compute bin; green: {fitted_phrase(report, 1, 'law fitted through it')}, with "
-        f"{band_phrase(report, 1)}; dashed vermillion: {drawn_phrase(report, 3, 'loss at the compute-optimal N and D')}."
+        f"reached in each compute bin; {_approach_1(report)}; dashed vermillion: "
+        f"{drawn_phrase(report, 3, 'loss at the compute-optimal N and D')}{floor_phrase(report)}."
     )
+
+
+def _approach_1(report: FitReport | None) -> str:
+    """Approach 1's law in the caption: which one is drawn (`envelope_law`), and how."""
+    drawn = envelope_law(report.envelope) if report is not None and report.envelope is not None else None
+    if drawn is not None and drawn.unidentified:
+        return f"dotted green: approach 1's law fitted through it, unidentified ({drawn.unidentified}): no band"
+    if drawn is not None and drawn.floor_unidentified:
+        law = (
+            f"law without a floor fitted through it (the law with a floor is unidentified: {drawn.floor_unidentified})"
+        )
+        return f"green: approach 1's {law}, with {band_phrase(report, 1)}"
+    return f"green: {fitted_phrase(report, 1, 'law fitted through it')}, with {band_phrase(report, 1)}"
 
 
 def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
@@ -116,17 +132,19 @@ def _envelope(ax, report: FitReport) -> None:
         gid="envelope",
     )
     c = np.geomspace(*env.diagnostics["compute_range"], 80)
-    curve = law_along(report, 1, c)
+    drawn = envelope_law(env)
+    curve = law_along(report, 1, c, with_floor=drawn.with_floor)
     ax.plot(
         c,
         curve["loss"],
         color=APPROACH_COLOUR[1],
-        linewidth=2.2,
         zorder=5,
         label=envelope_law_legend(env),
         gid="fit:approach1",
+        **(UNIDENTIFIED_LINE if drawn.unidentified else {"linewidth": 2.2}),
     )
-    band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_legend(report, 1))
+    if not drawn.unidentified:
+        band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_legend(report, 1))
 
 
 def _frontier(ax, report: FitReport, runs) -> None:
@@ -140,6 +158,6 @@ def _frontier(ax, report: FitReport, runs) -> None:
         linewidth=1.8,
         linestyle="--",
         zorder=5,
-        label="approach 3: loss at the compute-optimal N, D",
+        label="approach 3: loss at the compute-optimal N, D" + (" (E unidentified)" if floor_phrase(report) else ""),
         gid="fit:approach3",
     )

@@ -1,6 +1,6 @@
 """Loss against epochs: what repeating data costs. One line per (model size N, tokens D) at fixed D,
 the unique tokens U shrinking so that the run sees its data D/U times; the data-constrained law
-(Muennighoff et al. 2023) fitted to the runs, dashed. Drawn only for sources whose runs repeat data."""
+(Muennighoff et al. 2023) fitted to the runs, dashed (dotted when an estimate is unidentified). Drawn only for sources whose runs repeat data."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from analysis.describe.numbers import count_label, num, plain_label
 from analysis.figures.axes import (
     DPI,
     SIZE_CMAP,
+    UNIDENTIFIED_LINE,
     WIDE,
     FigureUnavailable,
     legend,
@@ -32,8 +33,10 @@ def caption(report: FitReport | None) -> str:
     fit = None if report is None else report.muennighoff
     if fit is not None:
         e = fit.estimates
+        unidentified = _unidentified(fit)
+        shown = f"Grey dots, {unidentified} unidentified (no finding)" if unidentified else "Grey dashes"
         law = (
-            f" Grey dashes: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = "
+            f" {shown}: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = "
             f"{_value(e['R_D'])}, R*_N = {_value(e['R_N'])}"
             + (", R*_N held at the published value" if fit.convergence.get("fixed") else "")
             + ")."
@@ -76,7 +79,9 @@ def loss_vs_epochs(table: RunTable, report: FitReport | None) -> Figure:
             [], [], color="0.3", linestyle=LINE_STYLES[k], marker=MARKERS[k], label=f"{held} = {count_label(value)}"
         )
     if fit is not None:
-        ax.plot([], [], color="0.45", linestyle=(0, (4, 2)), label="fitted law")
+        unidentified = _unidentified(fit)
+        label = "fitted law" + (f", {unidentified} unidentified (dotted: not a finding)" if unidentified else "")
+        ax.plot([], [], color="0.45", label=label, **_law_style(fit))
     ax.axvline(1.0, color="0.6", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("epochs D/U")
@@ -95,7 +100,17 @@ def _held_fixed(runs) -> str:
     return "D" if by_d <= by_u else "U"
 
 
+def _unidentified(fit: MuennighoffFit) -> str:
+    """The law's unidentified estimates, named ("R_D, R_N"), or ""."""
+    return ", ".join(name for name, e in fit.estimates.items() if e.unidentified)
+
+
+def _law_style(fit: MuennighoffFit) -> dict:
+    """Grey dashes; dotted (`UNIDENTIFIED_LINE`) when an estimate of the law is unidentified."""
+    return UNIDENTIFIED_LINE if _unidentified(fit) else {"linestyle": (0, (4, 2)), "linewidth": 1.0}
+
+
 def _law_line(ax, fit: MuennighoffFit, n: float, held: str, value: float, epochs) -> None:
     grid = np.geomspace(float(epochs.min()), float(epochs.max()), 60)
     d, u = (value, value / grid) if held == "D" else (value * grid, value)
-    ax.plot(grid, fit.predict(n, d, u), color="0.45", linestyle=(0, (4, 2)), linewidth=1.0, zorder=1)
+    ax.plot(grid, fit.predict(n, d, u), color="0.45", zorder=1, gid="law", **_law_style(fit))

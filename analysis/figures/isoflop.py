@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.describe.fit import band_phrase, drawable, drawn_phrase, fitted_phrase, minimum_legend
+from analysis.describe.fit import (
+    band_phrase,
+    drawable,
+    drawn_phrase,
+    fitted_phrase,
+    floor_phrase,
+    floor_unidentified,
+    minimum_legend,
+)
 from analysis.describe.numbers import count_label
 from analysis.figures.axes import (
     DPI,
@@ -37,7 +45,7 @@ def caption(report: FitReport | None) -> str:
         "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola, "
         "left out of the law N_opt ∝ C^a) "
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
-        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3, 'L(N, C/6N) at the same budget')}. "
+        f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3, 'L(N, C/6N) at the same budget')}{floor_phrase(report)}. "
         "Grey crosses: runs of budgets without a parabola."
     )
 
@@ -69,7 +77,10 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     shown_n += [o.n for o in report.outliers]
     shown_loss += [o.loss for o in report.outliers]
     if parametric is not None:  # one legend entry for all the dashed lines
-        ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="approach 3: L(N, C/6N) at each budget")
+        label = "approach 3: L(N, C/6N) at each budget" + (
+            " (E unidentified)" if floor_unidentified(parametric) else ""
+        )
+        ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label=label)
     ax.set_xscale("log")
     ax.set_xlim(*limits(shown_n, 1.5))
     _mark_cut_intervals(

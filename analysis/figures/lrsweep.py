@@ -11,6 +11,7 @@ from matplotlib.ticker import LogLocator
 
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import DPI, SIZE_CMAP, FigureUnavailable, loss_label, size_colorbar, size_norm, style
+from analysis.fits.hplaws import WITHOUT_TERM
 from analysis.fits.results import FitReport
 from analysis.sources.hparams import LR
 from analysis.sources.schema import RunTable
@@ -22,8 +23,12 @@ MAX_PANEL_COLUMNS = 3
 def caption(report: FitReport | None) -> str:
     """What `lr_sweep` shows."""
     law = (report.hyperparameter_laws or {}).get("lr") if report is not None else None
+    unidentified = _unidentified(law)
+    ticks = (
+        f"Dotted vertical ticks ({unidentified} unidentified: no finding)" if unidentified else "Dashed vertical ticks"
+    )
     fitted = (
-        "Dashed vertical ticks: the fitted LR law's η*(N, D) for each size (`scaling fit`, Step Law form)."
+        f"{ticks}: the fitted LR law's η*(N, D) for each size (`scaling fit`, Step Law form)."
         if law
         else "No LR law was fitted."
     )
@@ -33,6 +38,17 @@ def caption(report: FitReport | None) -> str:
         "grey dots: the other settings). Star: each size's optimum, the vertex of the parabola in log LR "
         "through the best LR and its neighbours; hollow circle: the best LR lies at the edge of the grid, "
         f"so no optimum is interpolated. {fitted}"
+    )
+
+
+def _unidentified(law: dict | None) -> str:
+    """The LR law's estimates its fit calls unidentified ("n_exponent, d_exponent"), or "": its ticks are then
+    dotted. A term fitted without (`hplaws.WITHOUT_TERM`: the data cannot fit it) is absent from the law, not
+    unidentified in it."""
+    return ", ".join(
+        key
+        for key, value in (law or {}).items()
+        if isinstance(value, dict) and value.get("unidentified") and not value["unidentified"].endswith(WITHOUT_TERM)
     )
 
 
@@ -86,4 +102,5 @@ def _size(ax, rows, point, colour, swept: list[str], law: dict | None) -> None:
     if law:
         eta = hplaws.evaluate(law, n_non_embedding=point.N_hp, tokens=point.D, flops=point.C)
         if np.isfinite(eta) and eta > 0:
-            ax.axvline(eta, color=colour, linestyle="--", linewidth=0.9, alpha=0.8, zorder=0)
+            style = ":" if _unidentified(law) else "--"
+            ax.axvline(eta, color=colour, linestyle=style, linewidth=0.9, alpha=0.8, zorder=0, gid="lr-law")

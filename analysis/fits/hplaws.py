@@ -26,6 +26,7 @@ import numpy as np
 from analysis.fits.results import Estimate
 
 MAX_WIDTH = 2.0  # an exponent whose bootstrap interval is wider than this is unidentified
+WITHOUT_TERM = "fitted without this term"  # ends the reason of a term the data cannot fit: the law leaves it out
 TERMS = {  # (law, target) -> the regressors of each exponent: (exponent key, column of optima)
     ("step_law", "lr"): (("n_exponent", "N_hp"), ("d_exponent", "D")),
     ("step_law", "batch_tokens"): (("d_exponent", "D"),),
@@ -81,7 +82,7 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
     law["coefficient"] = _exp_estimate(value[0], samples[:, 0], level)
     for key, _ in terms:
         if why[key]:
-            law[key] = Estimate(0.0, unidentified=why[key] + "; fitted without this term").as_json()
+            law[key] = Estimate(0.0, unidentified=f"{why[key]}; {WITHOUT_TERM}").as_json()
             continue
         j = 1 + fitted.index(key)
         estimate = Estimate.from_samples(value[j], samples[:, j], level)

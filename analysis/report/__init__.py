@@ -13,7 +13,7 @@ the HTML last, so an interrupted run never leaves a half-written report.
 
 What it states: the sweep (name, corpus and fingerprint, code versions, dates, budgets × shapes),
 each approach's fitted parameters with intervals and diagnostics, the runs the outlier rule
-flagged (kept or excluded), the compute-optimal N and D
+flagged (kept or excluded), the fit's own warnings and notes (as `scaling fit` prints them), the compute-optimal N and D
 along a ladder of budgets with extrapolations (> 10× the largest fitted run) flagged and the
 Chinchilla preset beside it, the held-out validation, and every run that failed, was dropped at
 planning, or is planned but has no record, with reasons.
@@ -30,9 +30,9 @@ from analysis.fits.results import FitReport
 from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
 from analysis.report.hparams import hyperparameter_blocks
-from analysis.report.laws import fitted_laws_blocks, outlier_blocks, validation_blocks
+from analysis.report.laws import fit_notes_blocks, fitted_laws_blocks, outlier_blocks, validation_blocks
 from analysis.report.render import render_html, render_markdown, write_readable, write_report
-from analysis.report.runs import failures_blocks
+from analysis.report.runs import failures_blocks, reading_notes
 from analysis.report.sweep import about_blocks, fit_matches_source, summary_blocks, sweep_name, swept_blocks
 from analysis.sources.schema import Source
 
@@ -67,6 +67,7 @@ def report_blocks(
     blocks += fitted_laws_blocks(fit, source)
     blocks += hyperparameter_blocks(fit)
     blocks += outlier_blocks(fit)
+    blocks += fit_notes_blocks(fit, reading_notes(source, fit))
     # overflowed bootstrap samples (A or B = +inf) give N_opt inf or 0 and a loss of +inf: kept in the intervals
     with np.errstate(all="ignore"):
         blocks += allocation_blocks(fit, source)

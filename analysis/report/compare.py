@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from analysis.compare.multiplier import DIFFERENCES
 from analysis.compare.render import BEYOND, LABELS
-from analysis.compare.result import Comparison
+from analysis.compare.result import Comparison, Side
 from analysis.figures.compare import CAPTION
-from analysis.report.blocks import FLAG, FigureBlock, Heading, Paragraph, Table
+from analysis.report.blocks import FLAG, Bullets, FigureBlock, Heading, Paragraph, Table
 
 FIGURE_NAME = "compare"
 
@@ -24,9 +24,10 @@ def _cell(value: float, lower: float | None, upper: float | None, signed: bool =
     return text if lower is None else f"{text} [{g(lower)}, {g(upper)}]"
 
 
-def comparison_blocks(comparisons: list[Comparison], has_figure: bool) -> list:
-    """Heading, then per candidate: the answer, the per-budget table (rows beyond the fitted range
-    flagged) and the differences; then the figure (when drawn)."""
+def comparison_blocks(comparisons: list[Comparison], has_figure: bool, notes: list[str] | None = None) -> list:
+    """Heading, ``notes`` (the check of the evaluation data's) and the baseline's, then per candidate: the answer,
+    the per-budget table (rows beyond the fitted range flagged), the differences and its notes; then the figure
+    (when drawn)."""
     first = comparisons[0]
     blocks: list = [
         Heading("Comparison of recipes"),
@@ -37,6 +38,8 @@ def comparison_blocks(comparisons: list[Comparison], has_figure: bool) -> list:
             f"Intervals: {first.level:.0%} percentile intervals over bootstrap pairs, the sources resampled "
             "independently."
         ),
+        *(Paragraph(f"Note: {note}") for note in notes or []),
+        *side_notes(first.baseline),
     ]
     for c in comparisons:
         blocks += _one(c)
@@ -88,4 +91,12 @@ def _one(c: Comparison) -> list:
         ),
         Table(["difference (candidate − baseline)", "estimate", "baseline", "candidate"], diffs),
         *(Paragraph(f"Note: {note}") for note in c.notes),
+        *side_notes(c.candidate),
     ]
+
+
+def side_notes(side: Side) -> list:
+    """What `scaling compare` prints on stderr under a side's name: its reading's warnings (flagged) and notes, the
+    outlier rule's notes; none when it printed none."""
+    notes = [f"{FLAG} {w}" for w in side.warnings] + side.notes
+    return [Paragraph(f"Notes on {side.source}, as `scaling compare` prints them:"), Bullets(notes)] if notes else []

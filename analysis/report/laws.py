@@ -83,6 +83,24 @@ def outlier_blocks(fit: FitReport | None) -> list:
     return blocks
 
 
+# ---------------------------------------------------------------- the fit's notes
+def fit_notes_blocks(fit: FitReport | None, reading: list[str]) -> list:
+    """The warnings (flagged) and notes of the fit that `scaling fit` prints and ``reading`` (the notes on reading
+    the input, listed apart: `analysis.report.runs.reading_notes`) does not hold: the outlier rule's (runs left
+    out, runs it could not test), a dropped budget that holds a flagged run; a loaded fit's from when it was made."""
+    if fit is None:
+        return []
+    shown = set(reading)
+    notes = [f"{FLAG} {w}" for w in fit.warnings if w not in shown] + [n for n in fit.notes if n not in shown]
+    if not notes:
+        return []
+    return [
+        Heading("Notes on the fit", 3),
+        Paragraph("As `scaling fit` prints them (its notes on reading the input: under the failed runs, below):"),
+        Bullets(notes),
+    ]
+
+
 # ---------------------------------------------------------------- validation
 def validation_blocks(fit: FitReport | None) -> list:
     blocks: list = [Heading("Held-out validation")]

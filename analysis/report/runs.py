@@ -64,13 +64,13 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
         )
     if len(blocks) == 1:
         blocks.append(Paragraph("None: every planned run completed."))
-    notes = _reading_notes(source, fit)
+    notes = reading_notes(source, fit)
     if notes:
         blocks += [Paragraph("Notes on reading the input:"), Bullets(notes)]
     return blocks
 
 
-def _reading_notes(source: Source, fit: FitReport | None) -> list[str]:
+def reading_notes(source: Source, fit: FitReport | None) -> list[str]:
     """Exclusions and column notes of the reader, a damaged plan, and approaches not fitted."""
     notes = [*source.table.warnings, *source.table.notes]
     if source.manifest_problem:
