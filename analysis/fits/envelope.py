@@ -47,6 +47,7 @@ from analysis.fits.bootstrap import (
     MIN_SUCCESS,
     ZERO_WIDTH_REASON,
     estimates_from_samples,
+    flag_wide_terms,
     follows_exponent,
     one_blas_thread,
     summarize,
@@ -66,6 +67,8 @@ CHUNK = 64  # resamples processed at once (bounds memory: CHUNK × runs × bins)
 FLOOR_NAMES = ("floor_E", "floor_A", "floor_alpha")
 LOSS_NAMES = ("loss_A", "loss_alpha")
 COEFFICIENTS = ("N_coefficient", "D_coefficient")  # of N_opt = k_N·C^a, D_opt = k_D·C^b: unidentified with a
+# the loss laws' terms A·C^(−α), exponent: coefficient, variable; judged as approach 3's A/N^α (`flag_wide_terms`)
+LOSS_TERMS = {"loss_alpha": ("loss_A", "C"), "floor_alpha": ("floor_A", "C")}
 
 
 def fit_envelope(
@@ -109,9 +112,7 @@ def fit_envelope(
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     _floor_on_boundary(estimates, with_floor, float(loss.min()))
-    if not grid.from_curves:
-        _unidentified_unless_bracketed(estimates, bracketed, len(compute))
-    follows_exponent(estimates, COEFFICIENTS)
+    _identification(estimates, None if grid.from_curves else bracketed, compute)
     return EnvelopeFit(
         compute=compute.tolist(),
         loss=loss.tolist(),
@@ -138,6 +139,16 @@ def _residuals(laws: dict[str, PowerLaw], with_floor: PowerLaw | None, compute, 
     if with_floor is not None:
         residuals["loss_law_with_floor"] = _log_residuals(with_floor, compute, loss)
     return residuals
+
+
+def _identification(estimates: dict[str, Estimate], bracketed: int | None, compute: np.ndarray) -> None:
+    """The rules after the bootstrap's: from final points only (``bracketed``: how many envelope points are; None
+    with curves), `_unidentified_unless_bracketed`; the loss laws' terms as approach 3's (`flag_wide_terms`, over
+    the envelope's ``compute``); the coefficients with a (`follows_exponent`)."""
+    if bracketed is not None:
+        _unidentified_unless_bracketed(estimates, bracketed, len(compute))
+    flag_wide_terms(estimates, LOSS_TERMS, {"C": float(compute.max())})
+    follows_exponent(estimates, COEFFICIENTS)
 
 
 def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int) -> None:
