@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.describe.numbers import interval_text
 from analysis.fits.bootstrap import coefficient_identification, exponent_identification, flag_wide_terms
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.parametric_form import TERMS
@@ -52,6 +53,9 @@ def test_two_budgets_3x_apart_leave_a_and_b_unidentified_and_a_clean_ladder_keep
     assert fit.estimates["a"].unidentified.startswith("interval 0.023 to 0.94")  # its own reason, said first
     # G of N_opt = G·(C/6)^a comes from A and B: it printed 0.00266 [4.8e-09, 5.0e+07] as identified beside them
     assert fit.estimates["G"].unidentified.startswith("as A's: interval spans 12."), fit.estimates["G"]
+    # E's interval reached the optimizer's stopping point on a flat ln E, 1.3e-13: its bound 0, printed so
+    e = fit.estimates["E"]
+    assert not e.unidentified and e.lower == 0.0 and interval_text(e) == f"{e.value:.4g} [0 (bound), {e.upper:.4g}]"
     # seven budgets over three decades pin both: their intervals print
     runs = isoflop_runs(L, np.logspace(18, 21, 7), 9, noise=0.005, seed=3)
     fit = fit_parametric(table_from_frame(runs, "t.csv", ColumnMap()), resamples=50, seed=0)

@@ -213,6 +213,15 @@ def flag_wide_terms(estimates: dict[str, Estimate], terms: dict[str, tuple[str, 
                 scale.unidentified = f"as {exponent}'s: {power.unidentified}"
 
 
+def lower_at_bound(e: Estimate | None, bound: float) -> None:
+    """A positive parameter fitted through its log (E, approach 1's floor_E) whose interval's lower end lies below
+    ``bound``, where the fit cannot tell it from 0 (`E_FLOOR_FRACTION` of the lowest loss): that end is the
+    parameter's bound 0, and is set to 0 (printed "0 (bound)": `analysis.describe.numbers.interval_text`). It was a
+    number where the optimizer stopped on a flat ln E (E = 2.7 [1.3e-13, 3.3])."""
+    if e is not None and e.lower is not None and e.lower < bound <= e.upper:  # [1e-14, 1e-14]: no width, kept
+        e.lower = 0.0
+
+
 def reaches_zero(lower: float | None, upper: float | None) -> str:
     """Why the interval of a positive scale (N_opt) is no interval at all ("" when it is not): it
     reaches 0 or below (e.g. resamples whose B overflowed give N_opt = 0). `scale_identification`'s

@@ -49,12 +49,14 @@ from analysis.fits.bootstrap import (
     estimates_from_samples,
     flag_wide_terms,
     follows_exponent,
+    lower_at_bound,
     one_blas_thread,
     summarize,
     unit_draws,
     unit_weights,
 )
 from analysis.fits.parametric import E_FLOOR_FRACTION
+from analysis.fits.parametric_form import FLOOR_REASON
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.sources.schema import RunTable
@@ -174,7 +176,10 @@ def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: in
 def _floor_on_boundary(estimates: dict[str, Estimate], with_floor: PowerLaw | None, lowest: float) -> None:
     """The law with a floor whose E lies on its boundary 0 (below `E_FLOOR_FRACTION` of the lowest loss, as
     approach 3's E ≈ 0): the refits start there, where ln E has no slope, and none moves, so its estimates'
-    zero-width reason names that, not one run per budget or pooled experiments (t01: E = 1.5e-14)."""
+    zero-width reason names that, not one run per budget or pooled experiments (t01: E = 1.5e-14); with an interval,
+    E is unidentified as approach 3's at 0 (`FLOOR_REASON`: the quick sweep's design printed 4e-13 [2.2e-276, 1.78]).
+    An E interval reaching below that bound reaches 0 and says so (`lower_at_bound`)."""
+    lower_at_bound(estimates.get("floor_E"), E_FLOOR_FRACTION * lowest)
     if with_floor is None or not with_floor.floor < E_FLOOR_FRACTION * lowest:
         return
     for name in FLOOR_NAMES:
@@ -183,6 +188,8 @@ def _floor_on_boundary(estimates: dict[str, Estimate], with_floor: PowerLaw | No
                 f"{ZERO_WIDTH_REASON} {estimates[name].lower:.4g}: the fit puts E at {with_floor.floor:.3g}, on its "
                 "boundary 0 (the envelope shows no floor), and the refits, started there, do not move"
             )
+    if estimates.get("floor_E") and not estimates["floor_E"].unidentified:
+        estimates["floor_E"].unidentified = FLOOR_REASON
 
 
 def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:

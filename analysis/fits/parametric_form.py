@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import flag_unresponsive, flag_wide_terms, follows_exponent
+from analysis.fits.bootstrap import flag_unresponsive, flag_wide_terms, follows_exponent, lower_at_bound
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable (also the data-constrained law's)
@@ -151,12 +151,14 @@ def flag_resampled(estimates: dict[str, Estimate], flags: dict[str, str]) -> Non
 FLOOR_REASON = "the best fit puts E at 0, these runs show no floor: an interval from that bound does not bound E"
 
 
-def flag_floor(estimates: dict[str, Estimate], at_floor: bool) -> None:
-    """E is unidentified when the best fit puts it at 0 (below `E_FLOOR_FRACTION` of the lowest loss): a
-    percentile interval around an estimate on its bound says nothing about where the loss levels off (one
-    budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified before)."""
+def flag_floor(estimates: dict[str, Estimate], at_floor: bool, log_floor: float) -> None:
+    """E is unidentified when the best fit puts it at 0 (below `E_FLOOR_FRACTION` of the lowest loss; ``log_floor``
+    is the log of that): a percentile interval around an estimate on its bound says nothing about where the loss
+    levels off (one budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified
+    before). Otherwise an interval reaching below it reaches the bound 0 and says so (`lower_at_bound`)."""
     if at_floor and "E" in estimates and not estimates["E"].unidentified:
         estimates["E"].unidentified = FLOOR_REASON
+    lower_at_bound(estimates.get("E"), float(np.exp(log_floor)))
 
 
 LOG_SCALED = ("E", "A", "B")  # fitted through their logs: the Jacobian's columns measure log-widths
