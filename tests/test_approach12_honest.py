@@ -16,9 +16,10 @@ from analysis.fits.bootstrap import AS_A
 from analysis.fits.envelope import FLOOR_NAMES, LOSS_NAMES, fit_envelope
 from analysis.fits.fit import fit_all, require_headline
 from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.parametric_form import FLOOR_REASON
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW as LAW
-from analysis.synthetic import isoflop_runs
+from analysis.synthetic import isoflop_runs, quick_design
 from scaling.cli import main
 from scaling.errors import DataError
 
@@ -157,3 +158,16 @@ def test_a_table_with_nothing_to_headline_still_gets_its_report(tmp_path, capsys
     html = (tmp_path / "r.html").read_text()
     assert "no approach could be fitted" not in html and "not fitted: no fit" not in html
     assert "approach 1 had final points only" in html  # why it is not headlined, said in the report
+
+
+def test_approach_1_loss_law_at_its_floor_and_too_wide_is_unidentified():
+    # Before: on the quick sweep's design the law with a floor printed floor_E 3.979e-13 [2.161e-276, 1.777] (its
+    # best E on the bound 0), floor_A 58.99 [54.89, 3.851e+22] and floor_alpha 0.128 [0.1253, 1.974], all as numbers.
+    # Now they are judged as approach 3's E, A and α are (`FLOOR_REASON`, `flag_wide_terms`).
+    fit = fit_envelope(quick_design(0), resamples=100, seed=0)
+    floor_e = fit.estimates["floor_E"]
+    assert floor_e.unidentified == FLOOR_REASON and floor_e.lower == 0.0  # its interval reaches the bound: 0
+    assert fit.estimates["floor_A"].unidentified.startswith("interval spans 20.8 orders of magnitude, an exponent")
+    assert fit.estimates["floor_alpha"].unidentified == "interval 0.13 to 2 is wider than 1: a term ∝ C^-0.13 or ∝ C^-2"
+    for name in LOSS_NAMES:  # the law without a floor keeps its intervals
+        assert not fit.estimates[name].unidentified, (name, fit.estimates[name])

@@ -90,14 +90,19 @@ def test_resamples_that_contradict_the_form_widen_nothing_silently_and_flag_the_
 
 
 def test_three_token_counts_identify_the_data_term():
-    """The same design on the law itself: 3 distinct D and 12 N identify every parameter; the
-    intervals cover the true exponents (alpha 0.34, beta 0.28) and no resample lacks a D value."""
+    """The same design on the law itself: 3 distinct D and 12 N pass the design rule (nothing withheld); the
+    intervals cover the true exponents (alpha 0.34, beta 0.28) and no resample lacks a D value. D spans only 4x:
+    beta's interval, [0.052, 1.08], is wider than an exponent's rule allows (`exponent_identification`; it printed
+    as identified beside an unidentified a and b), and B, the term at D = 1, is unidentified with it."""
     fit = fit_parametric(table_from_frame(d_ladder(0, 1.0), "clean"), resamples=200, seed=0)
     for name, true in (("alpha", CHINCHILLA_LAW["alpha"]), ("beta", CHINCHILLA_LAW["beta"])):
         e = fit.estimates[name]
-        assert e.lower < true < e.upper and not e.unidentified, (name, e)
+        assert e.lower < true < e.upper and (name == "beta") == bool(e.unidentified), (name, e)
+    assert fit.estimates["beta"].unidentified.startswith("interval 0.052 to 1.1 is wider than 1")
+    assert fit.estimates["B"].unidentified == f"as beta's: {fit.estimates['beta'].unidentified}"
+    assert fit.estimates["G"].unidentified == fit.estimates["B"].unidentified  # not "as B's: as beta's: ..."
     for name in ("E", "A", "B"):
-        assert np.isfinite(fit.estimates[name].value) and not fit.estimates[name].unidentified, name
+        assert np.isfinite(fit.estimates[name].value) and (name == "B") == bool(fit.estimates[name].unidentified)
     assert "warning" not in fit.convergence and not any("distinct" in n for n in fit.bootstrap.notes)
 
 

@@ -8,6 +8,7 @@ import math
 from analysis.fits.results import Estimate
 
 FLAG = "⚠"  # marks an extrapolation, a warning, a row to look at
+AT_BOUND = "0 (bound)"  # how an interval reads whose lower end is a positive parameter's bound 0 (lower_at_bound)
 
 
 def count_label(value: float) -> str:
@@ -48,12 +49,16 @@ def two(x: float) -> str:
 
 def interval_text(e: Estimate | None, fmt=num, unit: str = "") -> str:
     """An estimate as "value [lower, upper] unit" (just the value without an interval; – without an
-    estimate; "unidentified (why)", no unit, when its interval does not pin it down: `Estimate.unidentified`)."""
+    estimate; "unidentified (why)", no unit, when its interval does not pin it down: `Estimate.unidentified`); a
+    lower end at the parameter's bound 0 reads `AT_BOUND`."""
     if e is None:
         return "–"
     if getattr(e, "unidentified", ""):
         return f"unidentified ({e.unidentified})"
-    text = fmt(e.value) if e.interval is None else f"{fmt(e.value)} [{fmt(e.lower)}, {fmt(e.upper)}]"
+    if e.interval is None:
+        text = fmt(e.value)
+    else:  # a lower end at 0 exactly: `analysis.fits.bootstrap.lower_at_bound`
+        text = f"{fmt(e.value)} [{AT_BOUND if e.lower == 0.0 < e.upper else fmt(e.lower)}, {fmt(e.upper)}]"
     return f"{text} {unit}" if unit else text
 
 

@@ -12,7 +12,8 @@ or any estimate whose interval has no width at all (every resample gave the same
 does not respond to the data, as when two experiments' runs at the same points are pooled and the
 robust objective is flat between them: E, A, B, alpha and beta too, not only a and b), or a loss term's
 coefficient (A, B) whose interval spans more decades than log10 of its variable's largest fitted value: an
-exponent uncertain by more than `MAX_TERM_EXPONENT` (`coefficient_identification`). Every estimate is
+exponent uncertain by more than `MAX_TERM_EXPONENT` (`coefficient_identification`), or such an exponent (α, β)
+whose own interval is wider than that (`exponent_identification`). Every estimate is
 unidentified when too few resamples could be refitted to give intervals (`summarize`).
 
 Too narrow for the scatter (`flag_unresponsive`; approach 3's law parameters, the data-constrained fit's):
@@ -46,7 +47,7 @@ ZERO_WIDTH = 1e-6  # an exponent's interval narrower than this, relative, has no
 TOO_NARROW = 0.1  # an interval narrower than this fraction of the residuals' least width is unidentified
 RESIDUALS_AT_ZERO = 1e-6  # residual scale (log-loss) at or below which the runs lie on the law: no narrowness rule
 EXPONENTS = ("a", "b")  # the allocation exponents, checked by width
-MAX_TERM_EXPONENT = 1.0  # a loss term's coefficient whose interval implies an exponent wider than this: unidentified
+MAX_TERM_EXPONENT = 1.0  # a loss term exponent whose interval (or its coefficient's) is wider: unidentified
 ZERO_WIDTH_REASON = "every resample gave"  # how the reason for an interval without width starts (`identification`)
 
 
@@ -182,6 +183,43 @@ def coefficient_identification(lower: float | None, upper: float | None, largest
         f"interval spans {decades:.3g} orders of magnitude, an exponent uncertain by {decades / lever:.3g} over the "
         f"{lever:.3g} decades from {variable} = 1 to the largest fitted {variable}"
     )
+
+
+def exponent_identification(lower: float | None, upper: float | None, variable: str) -> str:
+    """Why the interval of a loss term's exponent (α of A/N^α) does not identify it ("" when it does): it is wider
+    than `MAX_TERM_EXPONENT`, the uncertainty that `coefficient_identification` reads off a coefficient's decades,
+    here read off the exponent itself (2 budgets 3x apart printed α = 0.51 [0.062, 1.8] beside an unidentified A:
+    a term falling as N^-0.06 or as N^-1.8)."""
+    if lower is None or upper is None or not upper - lower > MAX_TERM_EXPONENT:
+        return ""
+    return (
+        f"interval {lower:.2g} to {upper:.2g} is wider than {MAX_TERM_EXPONENT:g}: a term ∝ {variable}^{-lower:.2g} "
+        f"or ∝ {variable}^{-upper:.2g}"
+    )
+
+
+def flag_wide_terms(estimates: dict[str, Estimate], terms: dict[str, tuple[str, str]], largest: dict[str, float]):
+    """Each loss term's (``terms``: exponent → coefficient, variable) identified exponent whose interval is too wide
+    (`exponent_identification`) and coefficient whose interval spans too many decades for ``largest``, the largest
+    fitted value of each variable (`coefficient_identification`); a coefficient is unidentified with its exponent
+    otherwise ("as alpha's": A is the term at N = 1, carried there by α, as k_N follows a: `follows_exponent`)."""
+    for exponent, (coefficient, variable) in terms.items():
+        power, scale = estimates.get(exponent), estimates.get(coefficient)
+        if power is not None and not power.unidentified:
+            power.unidentified = exponent_identification(power.lower, power.upper, variable)
+        if scale is not None and not scale.unidentified:
+            scale.unidentified = coefficient_identification(scale.lower, scale.upper, largest[variable], variable)
+            if not scale.unidentified and power is not None and power.unidentified:
+                scale.unidentified = f"as {exponent}'s: {power.unidentified}"
+
+
+def lower_at_bound(e: Estimate | None, bound: float) -> None:
+    """A positive parameter fitted through its log (E, approach 1's floor_E) whose interval's lower end lies below
+    ``bound``, where the fit cannot tell it from 0 (`E_FLOOR_FRACTION` of the lowest loss): that end is the
+    parameter's bound 0, and is set to 0 (printed "0 (bound)": `analysis.describe.numbers.interval_text`). It was a
+    number where the optimizer stopped on a flat ln E (E = 2.7 [1.3e-13, 3.3])."""
+    if e is not None and e.lower is not None and e.lower < bound <= e.upper:  # [1e-14, 1e-14]: no width, kept
+        e.lower = 0.0
 
 
 def reaches_zero(lower: float | None, upper: float | None) -> str:

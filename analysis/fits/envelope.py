@@ -47,13 +47,16 @@ from analysis.fits.bootstrap import (
     MIN_SUCCESS,
     ZERO_WIDTH_REASON,
     estimates_from_samples,
+    flag_wide_terms,
     follows_exponent,
+    lower_at_bound,
     one_blas_thread,
     summarize,
     unit_draws,
     unit_weights,
 )
 from analysis.fits.parametric import E_FLOOR_FRACTION
+from analysis.fits.parametric_form import FLOOR_REASON
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw
 from analysis.sources.schema import RunTable
@@ -66,6 +69,8 @@ CHUNK = 64  # resamples processed at once (bounds memory: CHUNK × runs × bins)
 FLOOR_NAMES = ("floor_E", "floor_A", "floor_alpha")
 LOSS_NAMES = ("loss_A", "loss_alpha")
 COEFFICIENTS = ("N_coefficient", "D_coefficient")  # of N_opt = k_N·C^a, D_opt = k_D·C^b: unidentified with a
+# the loss laws' terms A·C^(−α), exponent: coefficient, variable; judged as approach 3's A/N^α (`flag_wide_terms`)
+LOSS_TERMS = {"loss_alpha": ("loss_A", "C"), "floor_alpha": ("floor_A", "C")}
 
 
 def fit_envelope(
@@ -109,9 +114,7 @@ def fit_envelope(
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     _floor_on_boundary(estimates, with_floor, float(loss.min()))
-    if not grid.from_curves:
-        _unidentified_unless_bracketed(estimates, bracketed, len(compute))
-    follows_exponent(estimates, COEFFICIENTS)
+    _identification(estimates, None if grid.from_curves else bracketed, compute)
     return EnvelopeFit(
         compute=compute.tolist(),
         loss=loss.tolist(),
@@ -140,6 +143,16 @@ def _residuals(laws: dict[str, PowerLaw], with_floor: PowerLaw | None, compute, 
     return residuals
 
 
+def _identification(estimates: dict[str, Estimate], bracketed: int | None, compute: np.ndarray) -> None:
+    """The rules after the bootstrap's: from final points only (``bracketed``: how many envelope points are; None
+    with curves), `_unidentified_unless_bracketed`; the loss laws' terms as approach 3's (`flag_wide_terms`, over
+    the envelope's ``compute``); the coefficients with a (`follows_exponent`)."""
+    if bracketed is not None:
+        _unidentified_unless_bracketed(estimates, bracketed, len(compute))
+    flag_wide_terms(estimates, LOSS_TERMS, {"C": float(compute.max())})
+    follows_exponent(estimates, COEFFICIENTS)
+
+
 def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int) -> None:
     """From final points only: a and b are unidentified unless `MIN_POINTS` envelope points are
     bracketed (module docstring), and so are the loss laws: the envelope is then the loss of the sizes
@@ -163,7 +176,10 @@ def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: in
 def _floor_on_boundary(estimates: dict[str, Estimate], with_floor: PowerLaw | None, lowest: float) -> None:
     """The law with a floor whose E lies on its boundary 0 (below `E_FLOOR_FRACTION` of the lowest loss, as
     approach 3's E ≈ 0): the refits start there, where ln E has no slope, and none moves, so its estimates'
-    zero-width reason names that, not one run per budget or pooled experiments (t01: E = 1.5e-14)."""
+    zero-width reason names that, not one run per budget or pooled experiments (t01: E = 1.5e-14); with an interval,
+    E is unidentified as approach 3's at 0 (`FLOOR_REASON`: the quick sweep's design printed 4e-13 [2.2e-276, 1.78]).
+    An E interval reaching below that bound reaches 0 and says so (`lower_at_bound`)."""
+    lower_at_bound(estimates.get("floor_E"), E_FLOOR_FRACTION * lowest)
     if with_floor is None or not with_floor.floor < E_FLOOR_FRACTION * lowest:
         return
     for name in FLOOR_NAMES:
@@ -172,6 +188,8 @@ def _floor_on_boundary(estimates: dict[str, Estimate], with_floor: PowerLaw | No
                 f"{ZERO_WIDTH_REASON} {estimates[name].lower:.4g}: the fit puts E at {with_floor.floor:.3g}, on its "
                 "boundary 0 (the envelope shows no floor), and the refits, started there, do not move"
             )
+    if estimates.get("floor_E") and not estimates["floor_E"].unidentified:
+        estimates["floor_E"].unidentified = FLOOR_REASON
 
 
 def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:

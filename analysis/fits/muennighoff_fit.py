@@ -29,6 +29,7 @@ from analysis.fits import parametric_form as form
 from analysis.fits.bootstrap import (
     estimates_from_samples,
     flag_unresponsive,
+    flag_wide_terms,
     one_blas_thread,
     scale_identification,
     summarize,
@@ -233,7 +234,7 @@ def _with_intervals(
     """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval
     spans too many decades, a held R_N without an interval; then any far narrower than the runs' scatter
     allows (at the best fit ``theta`` of ``objective``), and A, B too wide for the runs' N, D to pin
-    (`analysis.fits.bootstrap.flag_unresponsive`, `parametric_form.flag_wide_coefficients`)."""
+    (`analysis.fits.bootstrap.flag_unresponsive`, `flag_wide_terms`)."""
     estimates = estimates_from_samples(point, samples, level)
     for name in ("R_D", "R_N"):
         e = estimates[name]
@@ -242,7 +243,7 @@ def _with_intervals(
         estimates["R_N"] = Estimate(fixed["R_N"])
     residuals = objective.residuals(theta[None])[0]
     flag_unresponsive(estimates, mf.NAMES[: objective.dim], objective.jacobian(theta), residuals, level, LOGS)
-    form.flag_wide_coefficients(estimates, {"N": float(objective.n.max()), "D": float(objective.d.max())})
+    flag_wide_terms(estimates, form.TERMS, {"N": float(objective.n.max()), "D": float(objective.d.max())})
     return estimates
 
 

@@ -330,13 +330,13 @@ def _intervals(
     at_floor = bool(theta_c[0] < objective.e_floor)
     if resamples <= 0:
         estimates = {k: Estimate(v) for k, v in point.items()}
-        form.flag_floor(estimates, at_floor)
+        form.flag_floor(estimates, at_floor, objective.e_floor)
         return estimates, None
     samples, boot, distinct = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
     estimates = estimates_from_samples(point, samples, level)
     resampled, notes = form.resample_reasons(samples, level, distinct)
     form.flag_resampled(estimates, resampled)
-    form.flag_floor(estimates, at_floor)  # before the narrowness rule: E at 0 is the reason to give
+    form.flag_floor(estimates, at_floor, objective.e_floor)  # before the narrowness rule: E at 0 is the reason to give
     form.flag_interval_widths(estimates, objective, objective.from_centered(theta_c), level)
     boot.notes += notes
     return estimates, boot

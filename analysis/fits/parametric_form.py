@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import coefficient_identification, flag_unresponsive, follows_exponent
+from analysis.fits.bootstrap import flag_unresponsive, flag_wide_terms, follows_exponent, lower_at_bound
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 
-TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable
+TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable (also the data-constrained law's)
 ALLOCATION = ("a", "b", "G")  # a = β/(α+β), b = α/(α+β), G: each needs both terms
 MIN_DISTINCT = 3  # distinct values of N (or D) that identify A, α (or B, β) together with E
 DISTINCT_RTOL = 1e-6  # N (or D) values whose logs differ by at most this (relative ~1e-6) are one value
@@ -151,12 +151,14 @@ def flag_resampled(estimates: dict[str, Estimate], flags: dict[str, str]) -> Non
 FLOOR_REASON = "the best fit puts E at 0, these runs show no floor: an interval from that bound does not bound E"
 
 
-def flag_floor(estimates: dict[str, Estimate], at_floor: bool) -> None:
-    """E is unidentified when the best fit puts it at 0 (below `E_FLOOR_FRACTION` of the lowest loss): a
-    percentile interval around an estimate on its bound says nothing about where the loss levels off (one
-    budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified before)."""
+def flag_floor(estimates: dict[str, Estimate], at_floor: bool, log_floor: float) -> None:
+    """E is unidentified when the best fit puts it at 0 (below `E_FLOOR_FRACTION` of the lowest loss; ``log_floor``
+    is the log of that): a percentile interval around an estimate on its bound says nothing about where the loss
+    levels off (one budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified
+    before). Otherwise an interval reaching below it reaches the bound 0 and says so (`lower_at_bound`)."""
     if at_floor and "E" in estimates and not estimates["E"].unidentified:
         estimates["E"].unidentified = FLOOR_REASON
+    lower_at_bound(estimates.get("E"), float(np.exp(log_floor)))
 
 
 LOG_SCALED = ("E", "A", "B")  # fitted through their logs: the Jacobian's columns measure log-widths
@@ -168,26 +170,18 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
     ``objective.jacobian`` (log E, log A, log B, α, β) at the best fit ``theta``: the fit does not depend on one far
     narrower than the runs' scatter allows. Before: β = 1.564 [1.564, 1.564] from losses that fell toward 0 with D.
     a, b and G computed from one that did not respond are unidentified as it is (a = 0.90 [0.78, 0.96] printed
-    beside that β, left at its start). Then A and B whose intervals are too wide for the runs' sizes and token counts
-    to pin (`flag_wide_coefficients`). A value derived from an unidentified parameter is unidentified as it is,
+    beside that β, left at its start). Then α, β, A and B whose intervals are too wide for the runs' sizes and token
+    counts to pin (`flag_wide_terms`). A value derived from an unidentified parameter is unidentified as it is,
     and G (N_opt = G·(C/6)^a) as a is too (`follows_exponent`): G printed 0.00266 [4.8e-09, 5.0e+07] beside an
     unidentified a, A and B."""
     jacobian, residuals = objective.jacobian(theta), objective.residuals(theta)
     flag_unresponsive(estimates, PARAMETRIC_NAMES, jacobian, residuals, level, LOG_SCALED)
     largest = {"N": objective.x_mean + objective.xc.max(), "D": objective.y_mean + objective.yc.max()}  # logs
-    flag_wide_coefficients(estimates, {k: float(np.exp(v)) for k, v in largest.items()})
+    flag_wide_terms(estimates, TERMS, {k: float(np.exp(v)) for k, v in largest.items()})
     for name, inputs in DERIVED.items():
         source = next((k for k in inputs if k in estimates and estimates[k].unidentified), "")
         if source and name in estimates and not estimates[name].unidentified:
-            estimates[name].unidentified = f"as {source}'s: {estimates[source].unidentified}"
+            why = estimates[source].unidentified  # B's "as beta's: ..." is G's too, not "as B's: as beta's: ..."
+            estimates[name].unidentified = why if why.startswith("as ") else f"as {source}'s: {why}"
     if "G" in estimates:
         follows_exponent(estimates, ("G",))
-
-
-def flag_wide_coefficients(estimates: dict[str, Estimate], largest: dict[str, float]) -> None:
-    """`analysis.fits.bootstrap.coefficient_identification` on A and B (`TERMS`; this law's and the data-constrained
-    one's), each identified one; ``largest``: the largest fitted N and D."""
-    for coefficient, variable in TERMS.values():
-        e = estimates.get(coefficient)
-        if e is not None and not e.unidentified:
-            e.unidentified = coefficient_identification(e.lower, e.upper, largest[variable], variable)
