@@ -146,14 +146,15 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             "only under a number of unique tokens: give --unique-tokens U (the unique tokens available, e.g. 4e9)"
         )
     law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)
-    if why := report.headline_left_out().get(fit.approach):  # no law (`no_law`), or approach 1 from final points
+    left_out = report.headline_left_out()  # says why an approach has no law: one home for that line
+    if why := left_out.get(fit.approach):  # no law (`no_law`), or approach 1 from final points
         others = [str(f.approach) for f in report.headline]
         hint = f"give --approach {' or '.join(others)} (the file has a law there)" if others else NEEDS
         what = (
             f"approach {fit.approach}'s law is unidentified ({no_law(fit)})" if no_law(fit) else f"not headlined: {why}"
         )
         raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
-    law.notes += [f"approach {f.approach} has no law ({no_law(f)})" for f in report.fits if no_law(f)]
+    law.notes += [left_out[f.approach] for f in report.fits if no_law(f)]
     return law
 
 
