@@ -3,9 +3,13 @@ L(N, D) warn that they count every token as fresh and name the data-constrained 
 budgets, says nothing of how runs were grouped into them; and `optimal` with its FIT.json but no
 --unique-tokens says what is missing. Truth: Muennighoff et al. 2023's law. (~20 s: two small fits.)"""
 
+import json
+import shlex
+
 import numpy as np
+import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits import muennighoff as mf
 from analysis.sources.check import table_from_frame
@@ -35,7 +39,7 @@ def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data
     proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True)
     (line,) = [x for x in proc.stderr.splitlines() if "repeat their unique tokens" in x]
     assert line.startswith("warning: 75 of 105 runs repeat their unique tokens (D > U), 45 of them for more than 4 ")
-    assert "(up to 32)" in line and f"`scaling fit {path} --approach muennighoff`" in line, line
+    assert "(up to 32)" in line and f"`scaling fit {path} --approach muennighoff --bootstrap 0`" in line, line
     # a table's warnings, as `report`, `plot`, `compare` and `next` read it too
     (first, *_) = table_from_frame(table([0.5, 1, 8]), "t.csv").warnings
     assert first.startswith(
@@ -59,3 +63,22 @@ def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_
     error = assert_one_line_error(run_cli("optimal", "--budget", "1e21", "--law", fit), "data-constrained fit")
     assert "--unique-tokens U" in error, error
     run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", check=True)
+
+
+def test_the_warnings_command_keeps_this_commands_options_and_runs_as_printed(repeated, capsys):
+    # before: `scaling fit my runs.csv --approach muennighoff`, unquoted, without the column options and --where
+    # the rows need (it could not read the table), and with --group-by the group's label as a file name
+    path = repeated / "my runs.csv"
+    runs = table([0.5, 1, 8, 32]).rename(columns={"params": "P", "tokens": "toks", "unique_tokens": "uniq"})
+    other = runs.assign(val_loss=runs["val_loss"] + 0.05)  # another corpus, in the same file
+    pd.concat([runs.assign(corpus="a"), other.assign(corpus="b")]).to_csv(path, index=False)
+    options = ("--n-col", "P", "--d-column=toks", "--unique", "uniq", "--bootstrap", "0")  # abbreviated, joined
+    for how in (("--where", "corpus==b"), ("--group-by", "corpus")):
+        said = run_main(capsys, "fit", path, *options, *how, "--approach", "3", check=True).stderr
+        commands = [line.split("`")[1] for line in said.splitlines() if "repeat their unique tokens" in line]
+        assert commands[-1] == (
+            f"scaling fit '{path}' --approach muennighoff --n-column P --d-column toks --unique-column uniq "
+            "--bootstrap 0 --where corpus==b"
+        ), commands
+        fitted = run_main(capsys, *shlex.split(commands[-1])[1:], "--json", check=True)
+        assert json.loads(fitted.stdout)["runs"] == len(other)

@@ -89,7 +89,7 @@ def table_from_frame(
     runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)
     picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
     warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
-    warnings += (plain := repeats_warning(runs["D"], runs["U"], source))  # for approaches 1-3 only
+    warnings += (plain := repeats_warning(runs["D"], runs["U"], columns.refit or (source,)))  # approaches 1-3 only
     runs["budget"], clustered, budget_lines = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))

@@ -159,6 +159,11 @@ class ColumnMap:
     loss_unit: str | None = None
     as_given: tuple = ()  # columns whose names' units (tokens_B) are not applied (`analysis.sources.colunits`)
     rows_are_runs: bool = False  # --rows-are-runs: no run_id column, each row a run (`analysis.sources.curverows`)
+    # the words after `scaling fit` that read these rows again as this command did, for a command a warning
+    # suggests (`analysis.sources.unique.repeats_warning`): `analysis.cli.common.column_map` sets this command's
+    # options that apply (`refit_words`), `analysis.sources.load` puts the source first (a group's --where after);
+    # (): the source alone
+    refit: tuple = ()
 
     def __post_init__(self):
         if self.loss_unit is not None:
