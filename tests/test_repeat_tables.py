@@ -18,6 +18,7 @@ from analysis.synthetic import repeated_runs
 TRUTH = mf.published_params()
 SIZES, UNIQUE = np.geomspace(1e8, 3e9, 5), [1e9, 4e9, 1.6e10]
 BUDGET_LINES = ("two budgets run together", "Stopped early", "clustered from C", "budget(s)", "budgets:")
+SECTIONS = ("Summary", "Fitted laws", "Compute-optimal allocation")
 
 
 def table(epochs):
@@ -82,3 +83,29 @@ def test_the_warnings_command_keeps_this_commands_options_and_runs_as_printed(re
         ), commands
         fitted = run_main(capsys, *shlex.split(commands[-1])[1:], "--json", check=True)
         assert json.loads(fitted.stdout)["runs"] == len(other)
+
+
+def test_report_and_plot_show_a_saved_data_constrained_fit_its_law_and_intervals(repeated, capsys, tmp_path):
+    # before: the report's "Fitted laws" held no law, "no bootstrap", and "No fitted approach has a law to allocate
+    # with (), so none is given."
+    from analysis.describe.numbers import interval_text
+    from analysis.fits.results import FitReport
+
+    path, fit = repeated / "repeated.csv", tmp_path / "fit.json"
+    run_main(capsys, "fit", path, "--approach", "muennighoff", "--bootstrap", "10", "--out", fit, check=True)
+    r_d = FitReport.load(fit).muennighoff.estimates["R_D"]
+    run_main(capsys, "report", path, "--fit", fit, "--out", tmp_path / "report.html", check=True)
+    report = (tmp_path / "report.md").read_text()
+    summary, laws, allocation = (report.split(f"## {part}")[1].split("\n## ")[0] for part in SECTIONS)
+    assert (
+        f"Data-constrained law (Muennighoff et al. 2023), 105 runs, 0.5 to 32 epochs: R*_D = {interval_text(r_d)}"
+        in summary
+    )
+    assert "Estimates with 95% bootstrap percentile intervals" in laws and "### Data-constrained law" in laws
+    assert f"| R_D | {interval_text(r_d)} | repetitions after which" in laws and r_d.interval is not None
+    assert "--unique-tokens U" in allocation and "()" not in allocation, allocation
+    assert "10 bootstrap resamples, seed 0" in report
+    # `plot` drew the law where it can: loss against epochs
+    run_main(capsys, "plot", path, "--fit", fit, "--out", tmp_path / "figures", check=True)
+    captions = (tmp_path / "figures" / "captions.md").read_text()
+    assert "Grey dashes: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = " in captions

@@ -344,7 +344,7 @@ def source_and_fit(args: argparse.Namespace, verb: str):
     if args.fit:
         fit = FitReport.load(args.fit)
         problems = fit_matches_source(fit, source.table, args.fit)
-        boot = next((f.bootstrap for f in fit.fits if f.bootstrap), None)
+        boot = next((f.bootstrap for f in [*fit.fits, fit.muennighoff] if f and f.bootstrap), None)
         how = f"loaded from {args.fit} (a fit of {fit.source}, {fit.runs} runs; " + (
             f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)"
         )
