@@ -51,7 +51,7 @@ def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data
         assert not any("repeat their unique tokens" in w for w in table_from_frame(quiet, "q.csv").warnings)
 
 
-def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_says_it_needs_u(repeated):
+def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_answers_for_unlimited_data(repeated):
     path, fit = repeated / "repeated.csv", repeated / "fit.json"
     plain = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True).stderr
     assert "two budgets run together" in plain and "Stopped early" in plain  # the outlier rule uses budgets
@@ -60,10 +60,27 @@ def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_
     said = proc.stderr + proc.stdout
     assert not [x for x in said.splitlines() if any(k in x for k in BUDGET_LINES)], said  # nor "repeat": it fits it
     assert "repeat their unique tokens" not in said
-    # its FIT.json without --unique-tokens: before, "error: fit.json holds no fit"
-    error = assert_one_line_error(run_cli("optimal", "--budget", "1e21", "--law", fit), "data-constrained fit")
-    assert "--unique-tokens U" in error, error
-    run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", check=True)
+    # its FIT.json without --unique-tokens: the law with unlimited unique data (U → ∞), labelled so; before, "error:
+    # fit.json holds no fit", then "give --unique-tokens U"
+    fresh = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
+    assert fresh["law"] == f"{fit} (data-constrained fit, unlimited unique data)"
+    assert any(note.startswith("unlimited unique data (U → ∞: no token repeats)") for note in fresh["notes"])
+    # it is the limit of the law under U: at U = 1e15 (D/U ~ 1e-4) the same N, D and loss, intervals included
+    vast = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "1e15", "--json").stdout)
+    for key in ("N", "D", "loss"):
+        assert np.allclose(
+            [fresh[key]["estimate"], *fresh[key]["interval"]],
+            [vast[key]["estimate"], *vast[key]["interval"]],
+            rtol=1e-3,
+        )
+    limited = json.loads(
+        run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", "--json").stdout
+    )
+    assert limited["loss"]["estimate"] > fresh["loss"]["estimate"]  # 4e9 unique tokens repeat 15 times here: they cost
+    error = assert_one_line_error(
+        run_cli("optimal", "--budget", "1e21", "--law", fit, "--max-tokens", "1e10"), str(fit)
+    )
+    assert "give --unique-tokens U" in error, error
 
 
 def test_the_warnings_command_keeps_this_commands_options_and_runs_as_printed(repeated, capsys):

@@ -13,7 +13,8 @@ from analysis.sources.schema import RunTable, Source
 
 REPEAT_ONLY = (
     "The fit holds the data-constrained law only, which allocates compute under a number of unique tokens U: "
-    "`scaling optimal --law FIT.json --unique-tokens U --budget C` gives N, D and the epochs D/U there."
+    "`scaling optimal --law FIT.json --unique-tokens U --budget C` gives N, D and the epochs D/U there (without "
+    "--unique-tokens: with unlimited unique data)."
 )
 HEADLINE_BUDGETS = (1e18, 1e21, 1e24)  # FLOPs: always in the allocation table, for orientation
 LADDER_DECADES = 6  # the ladder runs from the smallest swept budget to 10^6 times it
