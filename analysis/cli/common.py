@@ -340,7 +340,7 @@ def source_and_fit(args: argparse.Namespace, verb: str):
     from scaling.errors import DataError
 
     source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
-    tell(source.table.warnings, "warning")
+    tell(source.table.lines()[0], "warning")
     if args.fit:
         fit = FitReport.load(args.fit)
         problems = fit_matches_source(fit, source.table, args.fit)

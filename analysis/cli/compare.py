@@ -104,8 +104,9 @@ def _inputs(args: argparse.Namespace):
     else:
         inputs = read_inputs(args.sources, columns, args.allow_mixed_corpora)
     for item in inputs:  # as `scaling fit` tells them: excluded rows, budgets, --where
-        tell(item.table.warnings, f"warning [{item.label}]")
-        tell(item.table.notes, f"note [{item.label}]")
+        warnings, notes = item.table.lines()
+        tell(warnings, f"warning [{item.label}]")
+        tell(notes, f"note [{item.label}]")
     tell(_check_same_eval(inputs, args), "note")
     return inputs
 

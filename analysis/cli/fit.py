@@ -135,7 +135,7 @@ def _fit_one(table, approaches, args, group):
     from scaling.errors import DataError
 
     where = "" if group is None else f" [{args.group_by}={group}]"
-    tell(table.warnings, f"warning{where}")
+    tell(table.lines()[0], f"warning{where}")
     try:
         report = fit_all(
             table,

@@ -96,7 +96,7 @@ def next_main(argv: list[str]) -> int:
     check_out(args, shapes)
     base = base_sweep(args.source)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
-    tell(loaded.warnings, "warning")
+    tell(loaded.lines()[0], "warning")
     table, fit, outliers = law_fit(args, loaded)
     budgets = sorted(table.runs["budget"].unique().tolist())
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))

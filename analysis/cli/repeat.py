@@ -30,8 +30,7 @@ def fit_repeat(args) -> int:
             "of one corpus: pick one with --where corpus==NAME, or pass --allow-mixed-corpora"
         )
     table = source.table
-    # not the lines of the fits of L(N, D): how runs were grouped into budgets, runs repeating data they count as fresh
-    warnings, notes = ([x for x in lines if x not in table.plain_fit_lines] for lines in (table.warnings, table.notes))
+    warnings, notes = table.lines(plain=False)  # not how runs were grouped into budgets, nor that they repeat data
     tell(warnings, "warning")
     fit = fit_muennighoff(
         table, resamples=args.bootstrap, seed=args.seed, level=args.level, stages=args.muennighoff_stages

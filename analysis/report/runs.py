@@ -72,7 +72,7 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
 
 def _reading_notes(source: Source, fit: FitReport | None) -> list[str]:
     """Exclusions and column notes of the reader, a damaged plan, and approaches not fitted."""
-    notes = [*source.table.warnings, *source.table.notes]
+    notes = [line for lines in source.table.lines() for line in lines]
     if source.manifest_problem:
         notes.append(source.manifest_problem)
     if fit is not None:
