@@ -122,6 +122,7 @@ def test_report_and_plot_show_a_saved_data_constrained_fit_its_law_and_intervals
     assert f"| R_D | {interval_text(r_d)} | repetitions after which" in laws and r_d.interval is not None
     assert "--unique-tokens U" in allocation and "()" not in allocation, allocation
     assert "10 bootstrap resamples, seed 0" in report
+    assert "repeat their unique tokens" not in report and "clustered from C" not in report  # approaches 1-3's lines
     # `plot` drew the law where it can: loss against epochs
     run_main(capsys, "plot", path, "--fit", fit, "--out", tmp_path / "figures", check=True)
     captions = (tmp_path / "figures" / "captions.md").read_text()

@@ -340,9 +340,9 @@ def source_and_fit(args: argparse.Namespace, verb: str):
     from scaling.errors import DataError
 
     source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
-    tell(source.table.lines()[0], "warning")
-    if args.fit:
-        fit = FitReport.load(args.fit)
+    fit = FitReport.load(args.fit) if args.fit else None
+    tell(source.table.lines(plain=fit is None or bool(fit.fits))[0], "warning")  # a data-constrained fit: not theirs
+    if fit is not None:
         problems = fit_matches_source(fit, source.table, args.fit)
         boot = next((f.bootstrap for f in [*fit.fits, fit.muennighoff] if f and f.bootstrap), None)
         how = f"loaded from {args.fit} (a fit of {fit.source}, {fit.runs} runs; " + (
