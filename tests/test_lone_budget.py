@@ -17,7 +17,7 @@ def runs():
 
 def lone(frame) -> list[str]:
     table = table_from_frame(frame, "t.csv", ColumnMap())
-    return [w for w in table.warnings + table.notes if "budget(s) of one run" in w]
+    return [w for lines in table.lines() for w in lines if "budget(s) of one run" in w]
 
 
 def test_a_run_stopped_at_60_percent_of_its_budget_is_named():

@@ -150,11 +150,11 @@ def test_counts_written_as_70M_or_1p3B_are_read_as_numbers():
 def test_a_budget_column_in_other_units_than_6nd_is_named_by_its_factor():
     # Before: "6·N·D differs from it by up to 100% (median 100%)" for N given in millions.
     runs = ladder().drop(columns=["flops"])
-    warnings = table_from_frame(runs.assign(params=runs["params"] / 1e6), "m.csv", ColumnMap()).warnings
+    warnings = table_from_frame(runs.assign(params=runs["params"] / 1e6), "m.csv", ColumnMap()).lines()[0]
     said = [n for n in warnings if "budget column" in n]  # 100x or more off: a warning
     assert len(said) == 1 and "6·N·D is 1e-06x the column" in said[0] and "N in millions?" in said[0]
     nominal = runs.assign(tokens=runs["tokens"] * 1.3)  # nominal budgets 30% off: no unit talk
-    said = [n for n in table_from_frame(nominal, "n.csv", ColumnMap()).notes if "budget column" in n]
+    said = [n for n in table_from_frame(nominal, "n.csv", ColumnMap()).lines()[1] if "budget column" in n]
     assert "differs from it by up to 30%" in said[0]
 
 

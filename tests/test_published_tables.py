@@ -70,7 +70,7 @@ def test_a_wrong_unit_in_a_name_can_be_switched_off_with_the_option_the_note_nam
     assert any("--as-given tokens_B" in line for line in table.notes + table.warnings)
     given = table_from_frame(raw_tokens_named_in_billions(), "runs.csv", ColumnMap(as_given=("tokens_B",)))
     np.testing.assert_allclose(np.sort(given.budgets), BUDGETS, rtol=1e-6)
-    assert not given.warnings
+    assert not given.lines()[0]
     path = write(raw_tokens_named_in_billions(), tmp_path)
     for verb in ("fit", "compare"):  # the one option of every verb that reads a table
         assert "--as-given" in run_cli(verb, "--help", check=True).stdout
@@ -175,12 +175,12 @@ def test_a_budget_column_named_in_pf_days_is_found_and_scaled():
     table = table_from_frame(runs, "pf.csv")
     np.testing.assert_allclose(table.budgets, BUDGETS, rtol=1e-9)
     assert any(
-        "budget column 'budget_pfdays' is in pfdays" in n and "--as-given budget_pfdays" in n for n in table.notes
+        "budget column 'budget_pfdays' is in pfdays" in n and "--as-given budget_pfdays" in n for n in table.lines()[1]
     )
     named = table_from_frame(runs, "pf.csv", ColumnMap(budget="budget_pfdays"))
     np.testing.assert_allclose(named.budgets, BUDGETS, rtol=1e-9)
     given = table_from_frame(runs, "pf.csv", ColumnMap(budget="budget_pfdays", as_given=("budget_pfdays",)))
-    assert given.budgets.max() < 2 and any("6·N·D is 8.64e+19x the column" in w for w in given.warnings)
+    assert given.budgets.max() < 2 and any("6·N·D is 8.64e+19x the column" in w for w in given.lines()[0])
 
 
 def test_published_capitalised_headers_are_read_and_a_compute_column_6x_off_is_named_by_its_factor():
@@ -204,7 +204,7 @@ def test_a_budget_column_holding_each_runs_rounded_c_is_clustered_by_the_one_rul
     runs["tokens"] *= np.exp(rng.uniform(np.log(0.97), np.log(1.03), len(runs)))
     runs["budget"] = [float(f"{6 * n * d:.2g}") for n, d in zip(runs["params"], runs["tokens"], strict=True)]
     table = table_from_frame(runs, "jitter.csv")
-    assert len(table.budgets) == 6 and any("holds 20 values" in n and "into 6 budgets" in n for n in table.notes)
+    assert len(table.budgets) == 6 and any("holds 20 values" in n and "into 6 budgets" in n for n in table.lines()[1])
     np.testing.assert_allclose(table.budgets, [6e18, 1e19, 3e19, 6e19, 1e20, 3e20], rtol=0.03)
     assert len(table_from_frame(runs, "jitter.csv", ColumnMap(budget_tolerance=0)).budgets) == 20
     assert len(table_from_frame(ladder(), "ladder.csv").budgets) == 5  # a budget column of ladders: as given
@@ -237,4 +237,4 @@ def test_a_group_column_splitting_the_runs_into_two_sweeps_is_warned_about():
     assert len(warned) == 1 and "--group-by Group" in warned[0]
     # A model-name column (one N per name) and one group are no such split.
     names = mup.assign(model=[f"m{n:.2g}" for n in mup["params"]], Group="muP")
-    assert not table_from_frame(names, "names.csv").warnings
+    assert not table_from_frame(names, "names.csv").lines()[0]

@@ -3,9 +3,13 @@ L(N, D) warn that they count every token as fresh and name the data-constrained 
 budgets, says nothing of how runs were grouped into them; and `optimal` with its FIT.json but no
 --unique-tokens says what is missing. Truth: Muennighoff et al. 2023's law. (~20 s: two small fits.)"""
 
+import json
+import shlex
+
 import numpy as np
+import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits import muennighoff as mf
 from analysis.sources.check import table_from_frame
@@ -14,6 +18,7 @@ from analysis.synthetic import repeated_runs
 TRUTH = mf.published_params()
 SIZES, UNIQUE = np.geomspace(1e8, 3e9, 5), [1e9, 4e9, 1.6e10]
 BUDGET_LINES = ("two budgets run together", "Stopped early", "clustered from C", "budget(s)", "budgets:")
+SECTIONS = ("Summary", "Fitted laws", "Compute-optimal allocation")
 
 
 def table(epochs):
@@ -35,18 +40,18 @@ def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data
     proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True)
     (line,) = [x for x in proc.stderr.splitlines() if "repeat their unique tokens" in x]
     assert line.startswith("warning: 75 of 105 runs repeat their unique tokens (D > U), 45 of them for more than 4 ")
-    assert "(up to 32)" in line and f"`scaling fit {path} --approach muennighoff`" in line, line
+    assert "(up to 32)" in line and f"`scaling fit {path} --approach muennighoff --bootstrap 0`" in line, line
     # a table's warnings, as `report`, `plot`, `compare` and `next` read it too
-    (first, *_) = table_from_frame(table([0.5, 1, 8]), "t.csv").warnings
+    (first, *_) = table_from_frame(table([0.5, 1, 8]), "t.csv").plain_warnings  # for approaches 1-3 only
     assert first.startswith(
         "15 of 45 runs repeat their unique tokens (D > U), 15 of them for more than 4 epochs (up to 8)"
     )
     # up to 4 epochs (negligible, Muennighoff et al.), or without unique tokens: nothing said
     for quiet in (table([0.5, 1, 2, 4]), table([0.5, 1, 8, 32]).drop(columns="unique_tokens")):
-        assert not any("repeat their unique tokens" in w for w in table_from_frame(quiet, "q.csv").warnings)
+        assert not any("repeat their unique tokens" in w for w in table_from_frame(quiet, "q.csv").lines()[0])
 
 
-def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_says_it_needs_u(repeated):
+def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_answers_for_unlimited_data(repeated):
     path, fit = repeated / "repeated.csv", repeated / "fit.json"
     plain = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True).stderr
     assert "two budgets run together" in plain and "Stopped early" in plain  # the outlier rule uses budgets
@@ -55,7 +60,70 @@ def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_
     said = proc.stderr + proc.stdout
     assert not [x for x in said.splitlines() if any(k in x for k in BUDGET_LINES)], said  # nor "repeat": it fits it
     assert "repeat their unique tokens" not in said
-    # its FIT.json without --unique-tokens: before, "error: fit.json holds no fit"
-    error = assert_one_line_error(run_cli("optimal", "--budget", "1e21", "--law", fit), "data-constrained fit")
-    assert "--unique-tokens U" in error, error
-    run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", check=True)
+    # its FIT.json without --unique-tokens: the law with unlimited unique data (U → ∞), labelled so; before, "error:
+    # fit.json holds no fit", then "give --unique-tokens U"
+    fresh = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
+    assert fresh["law"] == f"{fit} (data-constrained fit, unlimited unique data)"
+    assert any(note.startswith("unlimited unique data (U → ∞: no token repeats)") for note in fresh["notes"])
+    # it is the limit of the law under U: at U = 1e15 (D/U ~ 1e-4) the same N, D and loss, intervals included
+    vast = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "1e15", "--json").stdout)
+    for key in ("N", "D", "loss"):
+        assert np.allclose(
+            [fresh[key]["estimate"], *fresh[key]["interval"]],
+            [vast[key]["estimate"], *vast[key]["interval"]],
+            rtol=1e-3,
+        )
+    limited = json.loads(
+        run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", "--json").stdout
+    )
+    assert limited["loss"]["estimate"] > fresh["loss"]["estimate"]  # 4e9 unique tokens repeat 15 times here: they cost
+    error = assert_one_line_error(
+        run_cli("optimal", "--budget", "1e21", "--law", fit, "--max-tokens", "1e10"), str(fit)
+    )
+    assert "give --unique-tokens U" in error, error
+
+
+def test_the_warnings_command_keeps_this_commands_options_and_runs_as_printed(repeated, capsys):
+    # before: `scaling fit my runs.csv --approach muennighoff`, unquoted, without the column options and --where
+    # the rows need (it could not read the table), and with --group-by the group's label as a file name
+    path = repeated / "my runs.csv"
+    runs = table([0.5, 1, 8, 32]).rename(columns={"params": "P", "tokens": "toks", "unique_tokens": "uniq"})
+    other = runs.assign(val_loss=runs["val_loss"] + 0.05)  # another corpus, in the same file
+    pd.concat([runs.assign(corpus="a"), other.assign(corpus="b")]).to_csv(path, index=False)
+    options = ("--n-col", "P", "--d-column=toks", "--unique", "uniq", "--bootstrap", "0")  # abbreviated, joined
+    for how in (("--where", "corpus==b"), ("--group-by", "corpus")):
+        said = run_main(capsys, "fit", path, *options, *how, "--approach", "3", check=True).stderr
+        commands = [line.split("`")[1] for line in said.splitlines() if "repeat their unique tokens" in line]
+        assert commands[-1] == (
+            f"scaling fit '{path}' --approach muennighoff --n-column P --d-column toks --unique-column uniq "
+            "--bootstrap 0 --where corpus==b"
+        ), commands
+        fitted = run_main(capsys, *shlex.split(commands[-1])[1:], "--json", check=True)
+        assert json.loads(fitted.stdout)["runs"] == len(other)
+
+
+def test_report_and_plot_show_a_saved_data_constrained_fit_its_law_and_intervals(repeated, capsys, tmp_path):
+    # before: the report's "Fitted laws" held no law, "no bootstrap", and "No fitted approach has a law to allocate
+    # with (), so none is given."
+    from analysis.describe.numbers import interval_text
+    from analysis.fits.results import FitReport
+
+    path, fit = repeated / "repeated.csv", tmp_path / "fit.json"
+    run_main(capsys, "fit", path, "--approach", "muennighoff", "--bootstrap", "10", "--out", fit, check=True)
+    r_d = FitReport.load(fit).muennighoff.estimates["R_D"]
+    run_main(capsys, "report", path, "--fit", fit, "--out", tmp_path / "report.html", check=True)
+    report = (tmp_path / "report.md").read_text()
+    summary, laws, allocation = (report.split(f"## {part}")[1].split("\n## ")[0] for part in SECTIONS)
+    assert (
+        f"Data-constrained law (Muennighoff et al. 2023), 105 runs, 0.5 to 32 epochs: R*_D = {interval_text(r_d)}"
+        in summary
+    )
+    assert "Estimates with 95% bootstrap percentile intervals" in laws and "### Data-constrained law" in laws
+    assert f"| R_D | {interval_text(r_d)} | repetitions after which" in laws and r_d.interval is not None
+    assert "--unique-tokens U" in allocation and "()" not in allocation, allocation
+    assert "10 bootstrap resamples, seed 0" in report
+    assert "repeat their unique tokens" not in report and "clustered from C" not in report  # approaches 1-3's lines
+    # `plot` drew the law where it can: loss against epochs
+    run_main(capsys, "plot", path, "--fit", fit, "--out", tmp_path / "figures", check=True)
+    captions = (tmp_path / "figures" / "captions.md").read_text()
+    assert "Grey dashes: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = " in captions

@@ -81,7 +81,7 @@ def test_a_wandb_export_of_seeds_keeps_every_seed():
     ).assign(D=runs["tokens"], loss=runs["val_loss"], seed=0)
     both = pd.concat([export, export.assign(loss=export["loss"] * 1.001, seed=1)], ignore_index=True)
     table = table_from_frame(both, "export.csv")
-    assert len(table.runs) == 56 and not table.warnings
+    assert len(table.runs) == 56 and not table.lines()[0]
 
 
 def test_checkpoints_of_three_seeds_are_three_curves_per_model():
@@ -108,7 +108,7 @@ def test_a_label_per_budget_or_a_model_index_is_no_sweep_of_its_own():
         Group=[f"iso-{c:g}" for c in runs["budget_flops"]],
         model=[f"m{k % 7}" for k in range(len(runs))],  # each size's place in its budget: one N per budget
     )
-    assert not table_from_frame(labelled, "labels.csv").warnings
+    assert not table_from_frame(labelled, "labels.csv").lines()[0]
     # Two groups each sweeping the budgets (muP beside SP) are still warned about.
     other = runs.assign(run_id=runs["run_id"] + "b", params=runs["params"] * 1.3, val_loss=runs["val_loss"] * 0.95)
     both = pd.concat([runs.assign(arch_group="muP"), other.assign(arch_group="SP")], ignore_index=True)

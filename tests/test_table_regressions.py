@@ -168,15 +168,15 @@ def test_n_and_d_columns_both_named_in_units_they_do_not_hold_are_read_as_given(
     table = table_from_frame(lying, "lie.csv", ColumnMap())
     assert np.allclose(table.runs["N"], runs["params"]) and np.allclose(table.runs["D"], runs["tokens"])
     assert sum("holds parameters as given" in n or "holds tokens as given" in n for n in table.notes) == 2
-    assert not table.warnings
+    assert not table.lines()[0]
     true_n = lying.assign(params_M=lying["params_M"] / 1e6)  # N in millions as named, D raw: only N scaled
     table = table_from_frame(true_n, "lie.csv", ColumnMap())
     assert np.allclose(table.runs["N"], runs["params"]) and np.allclose(table.runs["D"], runs["tokens"])
     # a budget column 100x or more off 6·N·D is a warning, and one in PF-days is named so
     pf = table_from_frame(runs.assign(budget=runs["budget"] / 8.64e19), "pf.csv", ColumnMap())
-    said = [w for w in pf.warnings if "budget column 'budget'" in w]
+    said = [w for w in pf.lines()[0] if "budget column 'budget'" in w]
     assert len(said) == 1 and "a PF-day's FLOPs" in said[0] and "in PF-days" in said[0]
-    assert not any("budget column 'budget'" in n for n in pf.notes)
+    assert not any("budget column 'budget'" in n for n in pf.lines()[1])
     assert "rename it 'budget_pfdays'" in said[0]  # and so renamed, it is read in FLOPs: no warning
     in_pf_days = runs.assign(budget_pfdays=runs["budget"] / 8.64e19).drop(columns="budget")
     renamed = table_from_frame(in_pf_days, "pf.csv", ColumnMap())

@@ -51,7 +51,7 @@ def test_budget_labels_within_1_percent_are_one_budget_with_a_note_and_5_percent
     runs.loc[[5, 6], "budget"] = 1.003e19
     table = table_from_frame(runs, "written.csv")
     assert sorted(table.runs.groupby("budget")["N"].nunique()) == [5, 5, 5]
-    assert "budget labels within 1% of each other read as one budget: 1e+19, 1.003e+19 as 1e+19" in table.notes
+    assert "budget labels within 1% of each other read as one budget: 1e+19, 1.003e+19 as 1e+19" in table.lines()[1]
     runs.loc[[5, 6], "budget"] = 1.05e19  # 5% apart: a budget of its own, as a sweep may mean it
     assert sorted(table_from_frame(runs, "apart.csv").runs.groupby("budget")["N"].nunique()) == [2, 3, 5, 5]
 
@@ -186,7 +186,7 @@ def test_a_tables_budget_flops_of_each_runs_c_names_the_option_once_at_reading()
     # the refusal lists them once and repeats the option (helper appr12: the user8 review's t13)
     # 35 values, 28 once those within 1% of a neighbour are one (misc13)
     assert str(refused.value).count("and 18 more") == 1 and "--budget-column none groups them so" in str(refused.value)
-    said = [n for n in table.notes if "--budget-column none" in n]
+    said = [n for n in table.lines()[1] if "--budget-column none" in n]
     assert len(said) == 1 and said[0].endswith(
         "kept as the budgets requested: --budget-column none groups the runs by C = 6·N·D"
     )
@@ -309,5 +309,5 @@ def test_two_budgets_run_together_are_warned_about_and_a_drifting_ladder_is_not(
     each run's C as its budget. Each budget of a ladder drifting ±25% spans over 50% of C too, but holds no more
     runs than the others: no warning."""
     build, runs = RUN_TOGETHER[case]
-    said = [w for w in table_from_frame(build(), "close.csv").warnings if "two budgets run together" in w]
+    said = [w for w in table_from_frame(build(), "close.csv").lines()[0] if "two budgets run together" in w]
     assert len(said) == (runs is not None) and (runs is None or f"({runs} runs" in said[0])

@@ -195,11 +195,11 @@ def test_a_nominal_budget_column_twice_6nd_says_what_it_changes():
     # Before: only "6·N·D differs from it by up to 50% (median 50%); the fit uses the column", while
     # approach 2 put N_opt = 5.0e9 at "C = 2e22" and approach 3 the same N at 1e22.
     runs = ladder().assign(budget_flops=lambda f: 2 * f["budget_flops"])
-    notes = table_from_frame(runs, "nominal.csv", ColumnMap()).notes
+    notes = table_from_frame(runs, "nominal.csv", ColumnMap()).lines()[1]
     said = [n for n in notes if "budget column" in n]
     assert len(said) == 1 and "6·N·D is 0.5x it (median)" in said[0] and "--budget-column none" in said[0]
     rounded = ladder().assign(budget_flops=lambda f: f["budget_flops"] * np.where(f.index % 2, 1.1, 0.9))
-    assert not any("x it (median)" in n for n in table_from_frame(rounded, "r.csv", ColumnMap()).notes)
+    assert not any("x it (median)" in n for n in table_from_frame(rounded, "r.csv", ColumnMap()).lines()[1])
 
 
 def test_a_table_with_only_non_embedding_counts_names_the_n_kind_option(tmp_path, capsys):

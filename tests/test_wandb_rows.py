@@ -60,7 +60,7 @@ def test_a_last_row_without_an_eval_loss_leaves_each_run_its_last_evaluated_row(
     # Before: 19 of 20 "rows" excluded (each run's +1% row had no eval/loss), then no approach could be fitted.
     table = table_from_frame(history(), "lastnan2.csv", EXPORT)
     truth = ladder()
-    assert len(table.runs) == len(truth) and not table.warnings
+    assert len(table.runs) == len(truth) and not table.lines()[0]
     assert np.allclose(np.sort(table.runs["D"]), np.sort(truth["tokens"]), rtol=1e-12)  # the evaluated row's D
     assert any("runs end in rows with no 'eval/loss'" in n for n in table.notes)
     without = table_from_frame(history(final_train_row=False), "lastnan.csv", EXPORT)
@@ -131,7 +131,9 @@ def test_a_budget_written_with_its_flops_unit_is_read():
     odd = text.assign(budget=text["budget"].where(text.index != 4, "1e19 flop/s"))
     table = table_from_frame(odd, "budget_str.csv")
     assert table.budgets_clustered
-    assert any("1 budget value(s) that are not finite numbers > 0 (row 5: '1e19 flop/s')" in n for n in table.notes)
+    assert any(
+        "1 budget value(s) that are not finite numbers > 0 (row 5: '1e19 flop/s')" in n for n in table.lines()[1]
+    )
 
 
 def test_a_title_row_and_a_table_of_n_alone_say_what_is_wrong(tmp_path):

@@ -35,10 +35,38 @@ def join_negative_values(argv: list[str]) -> list[str]:
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The parsed ``argv``, with ``refit_words``: the words of its options that `refit_words` keeps; --help's exit code."""
+    words = join_negative_values(list(argv))
     try:
-        return parser.parse_args(join_negative_values(list(argv)))
+        args = parser.parse_args(words)
     except SystemExit as done:  # --help
         return int(done.code or 0)
+    args.refit_words = refit_words(parser, words)
+    return args
+
+
+REFIT_OPTIONS = ("bootstrap", "seed", "level")  # a fit's options `scaling fit` takes too, beside the table options
+
+
+def refit_words(parser: argparse.ArgumentParser, words: list[str]) -> tuple[str, ...]:
+    """The words of ``words`` (parsed by ``parser``) that set options of `add_table_options` (how a source's rows
+    are read) or `REFIT_OPTIONS`, in order, each option by its full name: `scaling fit SOURCE` with them reads the
+    source, and fits it, as this command did (`ColumnMap.refit`)."""
+    table = argparse.ArgumentParser(add_help=False)
+    add_table_options(table)
+    dests = {*vars(table.parse_args([])), *REFIT_OPTIONS}
+    options = parser._option_string_actions  # argparse's own map of option strings to actions
+    out: list[str] = []
+    rest = iter(words)
+    for word in rest:
+        name, joined, value = word.partition("=")
+        # an abbreviation (argparse allows them) matches one action's option strings only, or parsing had failed
+        matched = [a for s, a in options.items() if s == name] or [a for s, a in options.items() if s.startswith(name)]
+        if word.startswith("--") and matched and matched[0].dest in dests:
+            action = matched[0]
+            takes_value = action.nargs != 0
+            out += [action.option_strings[-1], *([value if joined else next(rest)] if takes_value else [])]
+    return tuple(out)
 
 
 def positive_float(what: str):
@@ -262,6 +290,7 @@ def column_map(args: argparse.Namespace):
         eval=args.eval,
         as_given=tuple(args.as_given),
         rows_are_runs=args.rows_are_runs,
+        refit=args.refit_words,
     )
 
 
@@ -311,11 +340,11 @@ def source_and_fit(args: argparse.Namespace, verb: str):
     from scaling.errors import DataError
 
     source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
-    tell(source.table.warnings, "warning")
-    if args.fit:
-        fit = FitReport.load(args.fit)
+    fit = FitReport.load(args.fit) if args.fit else None
+    tell(source.table.lines(plain=fit is None or bool(fit.fits))[0], "warning")  # a data-constrained fit: not theirs
+    if fit is not None:
         problems = fit_matches_source(fit, source.table, args.fit)
-        boot = next((f.bootstrap for f in fit.fits if f.bootstrap), None)
+        boot = next((f.bootstrap for f in [*fit.fits, fit.muennighoff] if f and f.bootstrap), None)
         how = f"loaded from {args.fit} (a fit of {fit.source}, {fit.runs} runs; " + (
             f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)"
         )

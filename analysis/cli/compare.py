@@ -105,8 +105,9 @@ def _inputs(args: argparse.Namespace):
     else:
         inputs = read_inputs(args.sources, columns, args.allow_mixed_corpora)
     for item in inputs:  # as `scaling fit` tells them: excluded rows, budgets, --where
-        tell(item.table.warnings, f"warning [{item.label}]")
-        tell(item.table.notes, f"note [{item.label}]")
+        warnings, notes = item.table.lines()
+        tell(warnings, f"warning [{item.label}]")
+        tell(notes, f"note [{item.label}]")
     eval_notes = _check_same_eval(inputs, args)
     tell(eval_notes, "note")
     return inputs, eval_notes

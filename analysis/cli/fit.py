@@ -135,7 +135,7 @@ def _fit_one(table, approaches, args, group):
     from scaling.errors import DataError
 
     where = "" if group is None else f" [{args.group_by}={group}]"
-    tell(table.warnings, f"warning{where}")
+    tell(table.lines()[0], f"warning{where}")
     try:
         report = fit_all(
             table,
@@ -160,7 +160,8 @@ def _json_of(table, report, single: bool) -> dict:
     """One table's ``--json`` object: `fit_summary`, or the error with the reading's warnings and notes, and
     `table_summary`."""
     if isinstance(report, str):
-        out = {"source": table.source, "error": report, "warnings": table.warnings, "notes": table.notes}
+        warnings, notes = table.lines()
+        out = {"source": table.source, "error": report, "warnings": warnings, "notes": notes}
     else:
         out = fit_summary(report, single)
     return {**out, "table": table_summary(table)}

@@ -96,7 +96,7 @@ def next_main(argv: list[str]) -> int:
     check_out(args, shapes)
     base = base_sweep(args.source)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
-    tell(loaded.warnings, "warning")
+    tell(loaded.lines()[0], "warning")
     check_limits(args, loaded.runs["budget"].min(), shapes, tokens_window(base))
     flagged = law_fit(args, loaded)
     table, fit = flagged.table, flagged.fit

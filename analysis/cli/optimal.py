@@ -97,7 +97,7 @@ def optimal_main(argv: list[str]) -> int:
 
         law = resolve_repeat_law(args.law, args.unique_tokens, args.approach, args.max_tokens, args.level)
     else:
-        law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level)
+        law = resolve_law(args.law, None if args.approach is None else int(args.approach), args.level, args.max_tokens)
     if args.inference_tokens is not None:
         return inference_main(args, law)
     with np.errstate(all="ignore"):  # bootstrap samples of a poorly determined fit may overflow: they become inf
@@ -119,8 +119,9 @@ def optimal_main(argv: list[str]) -> int:
     return 0
 
 
-def resolve_law(name: str, approach: int | None = None, level: float | None = None):
-    """A preset by name, or the law of a FIT.json file."""
+def resolve_law(name: str, approach: int | None = None, level: float | None = None, max_tokens: float | None = None):
+    """A preset by name, or the law of a FIT.json file (of a data-constrained fit alone: with unlimited unique data,
+    `fresh_data_law`; ``max_tokens``, a cap on D that does not repeat, is refused there)."""
     from analysis.fits.optimal import chosen_fit, law_from_fit
     from analysis.fits.presets import PRESET_NAMES, PRESETS
 
@@ -140,20 +141,25 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
             f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of "
             f"runs, `scaling fit {name} --out FIT.json` first"
         ) from None
-    if report.muennighoff is not None and not report.fits:
-        raise UserError(
-            f"--law {name!r} holds a data-constrained fit (`scaling fit --approach muennighoff`), which allocates "
-            "only under a number of unique tokens: give --unique-tokens U (the unique tokens available, e.g. 4e9)"
-        )
+    if report.muennighoff is not None and not report.fits and approach is None:  # no token repeats: U → ∞
+        from analysis.fits.muennighoff_optimal import fresh_data_law
+
+        if max_tokens is not None:
+            raise UserError(
+                f"--law {name!r} holds a data-constrained fit, whose law lets D repeat the data: instead of "
+                "--max-tokens D, give --unique-tokens U (the unique tokens available)"
+            )
+        return fresh_data_law(report, name, level)
     law, fit = law_from_fit(report, name, approach, level), chosen_fit(report, name, approach)
-    if why := report.headline_left_out().get(fit.approach):  # no law (`no_law`), or approach 1 from final points
+    left_out = report.headline_left_out()  # says why an approach has no law: one home for that line
+    if why := left_out.get(fit.approach):  # no law (`no_law`), or approach 1 from final points
         others = [str(f.approach) for f in report.headline]
         hint = f"give --approach {' or '.join(others)} (the file has a law there)" if others else NEEDS
         what = (
             f"approach {fit.approach}'s law is unidentified ({no_law(fit)})" if no_law(fit) else f"not headlined: {why}"
         )
         raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
-    law.notes += [f"approach {f.approach} has no law ({no_law(f)})" for f in report.fits if no_law(f)]
+    law.notes += [left_out[f.approach] for f in report.fits if no_law(f)]
     return law
 
 

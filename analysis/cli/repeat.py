@@ -7,20 +7,10 @@ from __future__ import annotations
 import json
 
 from analysis.cli.common import column_map, tell
-from analysis.describe.numbers import interval_text, num
+from analysis.describe.repeat import FORM, TITLE, bootstrap_lines, estimate_rows, runs_text
 from analysis.fits.codec import to_jsonable
 from analysis.fits.results import FitReport, MuennighoffFit
 from scaling.errors import UserError
-
-MEANING = {
-    "E": "irreducible loss",
-    "A": "parameter term's scale",
-    "B": "data term's scale",
-    "alpha": "parameter exponent",
-    "beta": "data exponent",
-    "R_D": "repetitions after which repeated tokens are worth 1/e of fresh ones (R*_D)",
-    "R_N": "the same for excess parameters (R*_N)",
-}
 
 
 def fit_repeat(args) -> int:
@@ -40,8 +30,7 @@ def fit_repeat(args) -> int:
             "of one corpus: pick one with --where corpus==NAME, or pass --allow-mixed-corpora"
         )
     table = source.table
-    # not the lines of the fits of L(N, D): how runs were grouped into budgets, runs repeating data they count as fresh
-    warnings, notes = ([x for x in lines if x not in table.plain_fit_lines] for lines in (table.warnings, table.notes))
+    warnings, notes = table.lines(plain=False)  # not how runs were grouped into budgets, nor that they repeat data
     tell(warnings, "warning")
     fit = fit_muennighoff(
         table, resamples=args.bootstrap, seed=args.seed, level=args.level, stages=args.muennighoff_stages
@@ -92,24 +81,11 @@ def summary(fit: MuennighoffFit) -> dict:
 
 
 def render(fit: MuennighoffFit) -> str:
-    epochs = fit.epochs
-    lines = [
-        f"data-constrained law (Muennighoff et al. 2023) on {fit.source}: {len(fit.n)} runs, "
-        f"{num(min(epochs))} to {num(max(epochs))} epochs",
-        "  L = E + A/N'^alpha + B/D'^beta,  D' = U + U·R_D·(1 - exp(-(D/U - 1)/R_D)),  N' likewise with R_N",
-    ]
+    lines = [f"{TITLE} on {fit.source}: {runs_text(fit)}", f"  {FORM}"]
     if "method" in fit.convergence:  # fits saved before the two-stage fit lack it
         lines.append(f"  {fit.convergence['method']}")
-    fixed = fit.convergence.get("fixed", {})
-    for name, e in fit.estimates.items():
-        text = f"{num(e.value)} (fixed: the published value)" if name in fixed else interval_text(e)
-        lines.append(f"  {name:<6} {text:<40} {MEANING[name]}")
-    boot = fit.bootstrap
-    if boot is not None:
-        lines.append(
-            f"  intervals: {boot.level:.0%} bootstrap percentiles, {boot.resamples} resamples, {boot.failed} failed"
-        )
-        lines += [f"  note: {n}" for n in boot.notes]
+    lines += [f"  {name:<6} {text:<40} {meaning}" for name, text, meaning in estimate_rows(fit)]
+    lines += [f"  {line}" for line in bootstrap_lines(fit)]
     if "warning" in fit.convergence:
         lines.append(f"  warning: {fit.convergence['warning']}")
     return "\n".join(lines)

@@ -53,8 +53,7 @@ def fit_side(item: Input, resamples: int, seed: int, level: float, exclude_outli
         flagged.outliers,
         exclude_outliers,
         flagged.notes,
-        item.table.warnings,
-        item.table.notes,
+        *item.table.lines(),
     )
 
 

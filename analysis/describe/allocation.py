@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
 from analysis.fits.identified import AS_N
+from analysis.fits.muennighoff_optimal import RepeatAllocation
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.flops import flops_6nd
 
@@ -42,7 +43,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
             else "–",
         ),
     }
-    if getattr(a, "epochs", None) is not None:  # data-constrained (analysis.fits.muennighoff_optimal)
+    if isinstance(a, RepeatAllocation) and a.epochs is not None:  # data-constrained: the epochs D/U, the lowest loss
         items["epochs"] = Item("epochs D/U", f"{interval_text(a.epochs)} of {num(a.unique_tokens)} unique tokens")
         lowest = f"{interval_text(a.lowest_loss, unit=unit)} with unbounded compute on U"
         if a.lowest_loss_unidentified:  # as the fit prints an unidentified E: no number that reads as a finding

@@ -184,7 +184,7 @@ def bootstrap_text(fit) -> str:
 
 def intervals_preface(report: FitReport) -> str:
     """What the brackets after each estimate are."""
-    level = next((f.bootstrap.level for f in report.fits if f.bootstrap), None)
+    level = next((f.bootstrap.level for f in [*report.fits, report.muennighoff] if f and f.bootstrap), None)
     if level:
         return f"Estimates with {level:.0%} bootstrap percentile intervals [lower, upper]."
     return "Estimates with no intervals (no bootstrap)."

@@ -52,8 +52,8 @@ def fit_all(
             n_kind=table.n_kind,
             loss_unit=table.loss_unit,
             runs=len(fitted),
-            warnings=list(table.warnings),
-            notes=list(table.notes),
+            warnings=table.lines()[0],
+            notes=table.lines()[1],
             outlier_rule=RULE,
             outliers_excluded=exclude_outliers,
         )

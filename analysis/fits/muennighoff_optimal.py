@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from analysis.fits import muennighoff as mf
 from analysis.fits.muennighoff import NAMES
-from analysis.fits.optimal import Allocation, Law
+from analysis.fits.optimal import Allocation, Law, ParametricLaw
 from analysis.fits.presets import REPEAT_PRESET
-from analysis.fits.results import Estimate
+from analysis.fits.results import PARAMETRIC_NAMES, Estimate, FitReport
 from scaling.errors import UserError
 from scaling.flops import smallest_6nd, tokens_6nd
 
@@ -154,8 +154,6 @@ def resolve_repeat_law(
     fit of a FIT.json (`scaling fit --approach muennighoff`), with its bootstrap samples."""
     from pathlib import Path
 
-    from analysis.fits.results import FitReport
-
     if unique_tokens is None:
         raise UserError("scaling optimal: --law muennighoff needs --unique-tokens U (the unique tokens available)")
     if max_tokens is not None:
@@ -178,13 +176,32 @@ def resolve_repeat_law(
             f"{name} holds no data-constrained fit; write one with `scaling fit SOURCE --approach muennighoff "
             "--out FIT.json` (runs with unique_tokens), or use --law muennighoff"
         )
+    return repeat_law(fit.params, f"{name} (data-constrained)", unique_tokens, **_fitted(report, NAMES, level))
+
+
+def fresh_data_law(report: FitReport, name: str, level: float | None) -> ParametricLaw:
+    """A saved data-constrained fit's law with unlimited unique data: as U → ∞ nothing repeats (D' = D, N' = N), so
+    L = E + A/N^alpha + B/D^beta, approach 3's form, with the fit's E, A, B, alpha, beta (their bootstrap samples
+    for intervals). `scaling optimal --law FIT.json` answers with it when no --unique-tokens is given."""
+    kwargs = _fitted(report, PARAMETRIC_NAMES, level)
+    kwargs["notes"].append(
+        "unlimited unique data (U → ∞: no token repeats), the fit's law of fresh data L = E + A/N^α + B/D^β; "
+        "--unique-tokens U answers for U unique tokens"
+    )
+    params = {k: report.muennighoff.params[k] for k in PARAMETRIC_NAMES}
+    return ParametricLaw(f"{name} (data-constrained fit, unlimited unique data)", params, **kwargs)
+
+
+def _fitted(report: FitReport, names: tuple, level: float | None) -> dict:
+    """The `Law` arguments of ``report``'s data-constrained fit: the bootstrap samples of ``names``, the level
+    (``level``, else the bootstrap's), the fitted compute range, what it was fitted to, the loss unit, whether E is
+    identified."""
+    fit = report.muennighoff
     boot = fit.bootstrap
     samples = boot.samples if boot and boot.samples else None
-    return repeat_law(
-        fit.params,
-        f"{name} (data-constrained)",
-        unique_tokens,
-        samples={k: samples[k] for k in NAMES} if samples else None,
+    return dict(
+        samples={k: samples[k] for k in names} if samples else None,
+        n_kind=report.n_kind,
         fitted_compute_max=fit.fitted_compute_max,
         level=level if level is not None else (boot.level if boot else 0.95),
         notes=[f"data-constrained fit of {fit.source} ({len(fit.n)} runs)" + _fixed_note(fit)],

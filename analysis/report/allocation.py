@@ -11,6 +11,11 @@ from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
 
+REPEAT_ONLY = (
+    "The fit holds the data-constrained law only, which allocates compute under a number of unique tokens U: "
+    "`scaling optimal --law FIT.json --unique-tokens U --budget C` gives N, D and the epochs D/U there (without "
+    "--unique-tokens: with unlimited unique data)."
+)
 HEADLINE_BUDGETS = (1e18, 1e21, 1e24)  # FLOPs: always in the allocation table, for orientation
 LADDER_DECADES = 6  # the ladder runs from the smallest swept budget to 10^6 times it
 
@@ -31,6 +36,8 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     blocks: list = [Heading("Compute-optimal allocation")]
     if fit is None:
         return blocks + [Paragraph("No law was fitted, so no allocation can be given.")]
+    if not fit.fits and fit.muennighoff is not None:  # a saved data-constrained fit only
+        return blocks + [Paragraph(REPEAT_ONLY)]
     if not fit.headline:  # a saved fit of approaches not to allocate with (`FitReport.headline_left_out`)
         why = "; ".join(fit.headline_left_out().values())
         return blocks + [Paragraph(f"No fitted approach has a law to allocate with ({why}), so none is given.")]

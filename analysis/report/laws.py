@@ -8,6 +8,7 @@ import pandas as pd
 from analysis.describe.fit import ApproachDescription, describe_fit, intervals_preface, loss_floor_text
 from analysis.describe.numbers import num
 from analysis.describe.outliers import OUTLIER_HEADER, outlier_rows, outliers_summary
+from analysis.describe.repeat import FORM, HEADING, bootstrap_lines, estimate_rows, runs_text
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
 from analysis.sources.schema import DEFAULT_LOSS_UNIT, Source
@@ -41,7 +42,20 @@ def fitted_laws_blocks(fit: FitReport | None, source: Source) -> list:
         blocks += _minima(d)
     for approach, why in fit.skipped.items():
         blocks.append(Paragraph(f"Approach {approach} was not fitted: {why}"))
-    return blocks
+    return blocks + (_repeat_blocks(fit.muennighoff) if fit.muennighoff is not None else [])
+
+
+def _repeat_blocks(fit) -> list:
+    """The data-constrained law (`scaling fit --approach muennighoff`): its estimates, how it was fitted."""
+    how = [fit.convergence["method"]] if "method" in fit.convergence else []  # fits saved before the two stages
+    how = [sentence(*line.split(": ", 1)) for line in how + bootstrap_lines(fit)]  # "intervals: ...", "note: ..."
+    how += [f"{FLAG} {fit.convergence['warning']}"] if "warning" in fit.convergence else []
+    return [
+        Heading(HEADING, 3),
+        Paragraph(f"{FORM}; {runs_text(fit)}."),
+        Table(["parameter", "estimate [interval]", "meaning"], [list(row) for row in estimate_rows(fit)]),
+        Bullets(how),
+    ]
 
 
 def _loss_floor(f, source: Source) -> list[str]:
@@ -73,8 +87,9 @@ def _minima(d: ApproachDescription) -> list:
 
 # ---------------------------------------------------------------- outliers
 def outlier_blocks(fit: FitReport | None) -> list:
-    """The runs the outlier rule flagged (`analysis.describe.outliers`), each row flagged."""
-    if fit is None:
+    """The runs the outlier rule flagged (`analysis.describe.outliers`), each row flagged; none for a data-constrained
+    fit alone (the rule is approach 3's)."""
+    if fit is None or not fit.fits:
         return []
     blocks: list = [Heading("Flagged outliers", 3), Paragraph(outliers_summary(fit))]
     rows = outlier_rows(fit)
@@ -105,6 +120,8 @@ def fit_notes_blocks(fit: FitReport | None, reading: list[str]) -> list:
 def validation_blocks(fit: FitReport | None) -> list:
     blocks: list = [Heading("Held-out validation")]
     checked = [(f, d) for f, d in zip(fit.fits, describe_fit(fit)) if f.validation] if fit else []
+    if fit is not None and not fit.fits and fit.muennighoff is not None:
+        return blocks + [Paragraph("Not run: the data-constrained fit has no held-out check.")]
     if not checked:
         return blocks + [Paragraph("Not run (it needs at least two budgets).")]
     blocks.append(Paragraph("Each law is refitted without the runs of the largest budget and asked to predict them."))

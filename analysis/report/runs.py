@@ -72,7 +72,8 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
 
 def reading_notes(source: Source, fit: FitReport | None) -> list[str]:
     """Exclusions and column notes of the reader, a damaged plan, and approaches not fitted."""
-    notes = [*source.table.warnings, *source.table.notes]
+    plain = fit is None or bool(fit.fits)  # a data-constrained fit alone: not the lines of the fits of L(N, D)
+    notes = [line for lines in source.table.lines(plain) for line in lines]
     if source.manifest_problem:
         notes.append(source.manifest_problem)
     if fit is not None:

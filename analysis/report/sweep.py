@@ -10,6 +10,7 @@ import pandas as pd
 
 from analysis.describe.fit import exponents_text
 from analysis.describe.numbers import count_label, flops_label, num
+from analysis.describe.repeat import HEADING, repetition_text, runs_text
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
@@ -112,6 +113,8 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
         for f in fit.fits:
             items.append(f"Approach {f.approach}: {exponents_text(f)} (Chinchilla: a ≈ b ≈ 0.5).")
         items += [f"Approach {k} is not headlined: {why}." for k, why in fit.headline_left_out().items()]
+        if (repeat := fit.muennighoff) is not None:
+            items.append(f"{HEADING}, {runs_text(repeat)}: {repetition_text(repeat)}.")
         if fit.parametric is not None and fit.parametric.validation and "skipped" not in fit.parametric.validation:
             v = fit.parametric.validation
             items.append(

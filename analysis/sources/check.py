@@ -89,8 +89,8 @@ def table_from_frame(
     runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)
     picked = {n_col, d_col, c_col, loss_col, unique_col, columns.experiment, eval_fingerprint}
     warn_separating_columns(frame, runs, picked | set(columns.hp_columns or ()), warnings)
-    warnings += (plain := repeats_warning(runs["D"], runs["U"], source))  # for approaches 1-3 only
-    runs["budget"], clustered, budget_lines = _budgets(frame, runs, budget_col, columns, source, (notes, warnings))
+    plain = repeats_warning(runs["D"], runs["U"], columns.refit or (source,))  # approaches 1-3 only, as budgets'
+    runs["budget"], clustered, (budget_notes, budget_warnings) = _budgets(frame, runs, budget_col, columns, source)
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
     counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
@@ -103,16 +103,17 @@ def table_from_frame(
         notes=notes,
         counts=counts,
         hparams=hparams,
-        plain_fit_lines=budget_lines + plain,
+        plain_warnings=plain + budget_warnings,
+        plain_notes=budget_notes,
         loss_unit=columns.unit_of_loss(loss_col),
         budgets_clustered=clustered,
         reading=reading,
     )
 
 
-def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str, lines: tuple):
-    """Each run's budget, whether they were clustered from C (`budgets_of_frame`) and the lines that says; ``lines``:
-    the (notes, warnings) it adds them to."""
+def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str):
+    """Each run's budget, whether they were clustered from C (`budgets_of_frame`) and the lines that says: (notes,
+    warnings)."""
     notes, warnings = [], []
     budgets, clustered = budgets_of_frame(
         frame,
@@ -126,9 +127,7 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
         warnings=warnings,
         run_ids=pd.Series(runs["run_id"].to_numpy(), index=frame.index),  # by the source's row: `row_label`
     )
-    lines[0].extend(notes)
-    lines[1].extend(warnings)
-    return budgets, clustered, notes + warnings
+    return budgets, clustered, (notes, warnings)
 
 
 def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> dict[str, str]:

@@ -28,7 +28,9 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
     raw = _read_raw(source)
     notes: list[str] = []
     frame = apply_where(raw["frame"], columns.where, source, notes)
-    checked = _checked(raw, source, frame, replace(columns, where=()), allow_mixed_corpora)
+    checked = _checked(
+        raw, source, frame, replace(columns, where=(), refit=(source, *columns.refit)), allow_mixed_corpora
+    )
     checked.table.notes[:0] = notes
     return checked
 
@@ -47,7 +49,10 @@ def read_groups(
     no_where = replace(columns, where=())
     groups = []
     for value, rows in split_groups(frame, group_by, source, distinct_case):
-        checked = _checked(raw, f"{source} [{group_by}={value}]", rows, no_where, allow_mixed_corpora)
+        refit = (source, *columns.refit, "--where", f"{group_by}=={value}")  # the group, as one table
+        checked = _checked(
+            raw, f"{source} [{group_by}={value}]", rows, replace(no_where, refit=refit), allow_mixed_corpora
+        )
         checked.table.notes[:0] = notes
         groups.append((value, checked))
     return groups

@@ -159,6 +159,11 @@ class ColumnMap:
     loss_unit: str | None = None
     as_given: tuple = ()  # columns whose names' units (tokens_B) are not applied (`analysis.sources.colunits`)
     rows_are_runs: bool = False  # --rows-are-runs: no run_id column, each row a run (`analysis.sources.curverows`)
+    # the words after `scaling fit` that read these rows again as this command did, for a command a warning
+    # suggests (`analysis.sources.unique.repeats_warning`): `analysis.cli.common.column_map` sets this command's
+    # options that apply (`refit_words`), `analysis.sources.load` puts the source first (a group's --where after);
+    # (): the source alone
+    refit: tuple = ()
 
     def __post_init__(self):
         if self.loss_unit is not None:
@@ -223,10 +228,10 @@ class RunTable:
     warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
     counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
     hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
-    plain_fit_lines: those of ``warnings`` and ``notes`` that concern only the fits of L(N, D) (approaches
-            1-3): how runs were grouped into budgets (`analysis.sources.budgets`) and runs that repeat data
-            they count as fresh (`analysis.sources.unique.repeats_warning`); the data-constrained fit, which
-            uses neither budgets nor fresh tokens, leaves them out.
+    plain_warnings, plain_notes: the lines that concern only the fits of L(N, D) (approaches 1-3), kept out of
+            ``warnings`` and ``notes``: how runs were grouped into budgets (`analysis.sources.budgets`) and runs
+            that repeat data they count as fresh (`analysis.sources.unique.repeats_warning`); the data-constrained
+            fit, which uses neither budgets nor fresh tokens, leaves them out (`lines`).
     budgets_clustered: whether the budgets were clustered from C (`analysis.sources.budgets`), not read.
     reading: how rows repeating a run were read (`RowsReading`: as training curves or as runs); None when no
              run repeats (each row a run, or the source's own curves).
@@ -240,13 +245,19 @@ class RunTable:
     notes: list[str] = field(default_factory=list)
     counts: dict = field(default_factory=dict)  # rows read, excluded (unusable), duplicates, kept
     hparams: HyperSweep | None = None
-    plain_fit_lines: list[str] = field(default_factory=list)
+    plain_warnings: list[str] = field(default_factory=list)
+    plain_notes: list[str] = field(default_factory=list)
     loss_unit: str = DEFAULT_LOSS_UNIT
     budgets_clustered: bool = False
     reading: RowsReading | None = None
 
     def __len__(self) -> int:
         return len(self.runs)
+
+    def lines(self, plain: bool = True) -> tuple[list[str], list[str]]:
+        """(warnings, notes) to tell: every fit's, then with ``plain`` those of the fits of L(N, D) alone."""
+        warnings, notes = (self.plain_warnings, self.plain_notes) if plain else ([], [])
+        return [*self.warnings, *warnings], [*self.notes, *notes]
 
     @property
     def budgets(self) -> np.ndarray:

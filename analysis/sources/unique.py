@@ -11,6 +11,8 @@ beyond `COSTLY_EPOCHS` are warned about for the fits that count every token as f
 
 from __future__ import annotations
 
+import shlex
+
 import numpy as np
 import pandas as pd
 
@@ -57,19 +59,21 @@ def unique_tokens_of(frame: pd.DataFrame, column: str | None, tokens, warnings: 
     return values
 
 
-def repeats_warning(tokens, unique, source: str) -> list[str]:
+def repeats_warning(tokens, unique, refit: tuple) -> list[str]:
     """The warning for approaches 1-3 (which count every token as fresh) on runs that repeat their unique tokens
     more than `COSTLY_EPOCHS` times, as a list of that line ([] when none does, or U is unknown): how many runs
-    repeat (D > U), how many beyond that, and the command that fits the data-constrained law instead."""
+    repeat (D > U), how many beyond that, and the command that fits the data-constrained law instead, runnable as
+    printed: ``refit`` (`ColumnMap.refit`: the source, then the options that read it as this command did), quoted."""
     epochs = np.asarray(tokens, dtype=float) / np.asarray(unique, dtype=float)  # NaN where U is unknown
     costly = int(np.sum(epochs > COSTLY_EPOCHS))
     if not costly:
         return []
+    command = shlex.join(["scaling", "fit", refit[0], "--approach", "muennighoff", *refit[1:]])
     return [
         f"{int(np.sum(epochs > 1.0))} of {len(epochs)} runs repeat their unique tokens (D > U), {costly} of them for "
         f"more than {COSTLY_EPOCHS:g} epochs (up to {np.nanmax(epochs):.3g}), where repetition costs loss "
         "measurably (Muennighoff et al. 2023): approaches 1-3 count every token as fresh, so their law and N_opt "
-        f"are biased; `scaling fit {source} --approach muennighoff` (with this command's column options) fits the "
+        f"are biased; `{command}` fits the "
         "data-constrained law L(N, D, U) "
         '(README "Repeated data")'
     ]
