@@ -21,7 +21,18 @@ class DataError(UserError):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one-line UserErrors instead of usage text and exit(2): every verb's parser."""
+    """argparse whose errors are one-line UserErrors instead of usage text and exit(2): every verb's parser.
+    It keeps the actions `add_argument` returns (``options``: each option string to its action), for a
+    command that repeats some of its own options (`analysis.cli.common.refit_words`)."""
+
+    def __init__(self, *args, **kwargs):
+        self.options: dict[str, argparse.Action] = {}  # before argparse's own __init__ adds --help
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options.update(dict.fromkeys(action.option_strings, action))
+        return action
 
     def error(self, message):
         raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
-from scaling.errors import UserError
+from scaling.errors import Parser, UserError
 
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -34,7 +34,7 @@ def join_negative_values(argv: list[str]) -> list[str]:
     return joined
 
 
-def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+def parse(parser: Parser, argv: list[str]) -> argparse.Namespace | int:
     """The parsed ``argv``, with ``refit_words``: the words of its options that `refit_words` keeps; --help's exit code."""
     words = join_negative_values(list(argv))
     try:
@@ -48,14 +48,14 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 REFIT_OPTIONS = ("bootstrap", "seed", "level")  # a fit's options `scaling fit` takes too, beside the table options
 
 
-def refit_words(parser: argparse.ArgumentParser, words: list[str]) -> tuple[str, ...]:
+def refit_words(parser: Parser, words: list[str]) -> tuple[str, ...]:
     """The words of ``words`` (parsed by ``parser``) that set options of `add_table_options` (how a source's rows
     are read) or `REFIT_OPTIONS`, in order, each option by its full name: `scaling fit SOURCE` with them reads the
     source, and fits it, as this command did (`ColumnMap.refit`)."""
     table = argparse.ArgumentParser(add_help=False)
     add_table_options(table)
     dests = {*vars(table.parse_args([])), *REFIT_OPTIONS}
-    options = parser._option_string_actions  # argparse's own map of option strings to actions
+    options = parser.options
     out: list[str] = []
     rest = iter(words)
     for word in rest:
