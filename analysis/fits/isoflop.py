@@ -34,14 +34,15 @@ of that resample's law (`bracketed`, counted in the notes). The trained sizes ar
 design, the same in every resample, so a resample is judged as a repeat of the experiment would be:
 a resample that happens not to draw the largest size does not turn a bracketed budget into an
 unbracketed one. A resample fails only when fewer than `MIN_BUDGETS` budgets remain in its law.
-The law's a and b come from these resamples; a budget's own N_opt does not (`_n_opt_intervals`):
+The law's a and b come from these resamples; a budget's own N_opt does not (`analysis.fits.vertex_intervals`):
 with 4 or 5 runs a budget, most resamples draw 3 distinct sizes, whose parabola passes through them
 exactly, so the minima of the resamples showed how the runs disagree, not the noise (40 ladders of 4
 sizes, 1% noise: 70 of 139 intervals missed the true N_opt). Each parabola's coefficients are instead
 drawn from their least-squares distribution, the residual variance pooled over the budgets (the runs of
 one sweep share a noise level; 4 runs a budget leave 1 degree of freedom each; a budget with a wild run
 is left out of the others' pool: `analysis.fits.pooled_noise`) with its chi-square spread (Student t),
-and the vertex taken of each draw (a ratio: its draws keep the skew); how often those intervals cover
+and the vertex taken of each draw (a ratio: its draws keep the skew), the interval then widened by the
+parabola's shape error (the loss is not a parabola in ln N: `analysis.fits.parabola_shape`); how often those intervals cover
 the truth: README, "Tables you bring" (tests/test_isoflop_coverage.py). N_opt intervals spanning orders of magnitude, or reaching past `MINIMUM_REACH`
 (draws without a minimum), are flagged unidentified (`analysis.fits.bootstrap.scale_identification`),
 and so is the N_opt of a budget outside its sizes.
@@ -51,17 +52,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import (
-    estimates_from_samples,
-    follows_exponent,
-    scale_identification,
-    summarize,
-    unit_weights,
-)
-from analysis.fits.percentiles import percentile_bounds
-from analysis.fits.pooled_noise import design_matrix, noisy_budgets, pool
+from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
-from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.fits.vertex_intervals import MINIMUM_REACH, n_opt_intervals, usable_minimum
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
 from analysis.sources.budgets import cluster_budgets
@@ -70,16 +64,7 @@ from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
-MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
 LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")  # the coefficients last: unidentified with a
-
-
-def usable_minimum(c2, u_opt, lo, hi):
-    """Whether a parabola with curvature ``c2`` and vertex ``u_opt`` has a minimum the fit can use:
-    c2 > 0 and the vertex within `MINIMUM_REACH`× of the sizes [lo, hi] (all in ln N, or all in u)."""
-    reach = np.log(MINIMUM_REACH)
-    with np.errstate(invalid="ignore"):
-        return (c2 > 0) & (u_opt >= lo - reach) & (u_opt <= hi + reach)
 
 
 def bracketed(log_n_opt, log_n_min, log_n_max):
@@ -129,7 +114,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
         )
         estimates = estimates_from_samples(point, samples, level)
-        boot.notes += [note] if (note := _n_opt_intervals(profiles, resamples, seed, level)) else []
+        boot.notes += [note] if (note := n_opt_intervals(profiles, resamples, seed, level)) else []
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     follows_exponent(estimates, LAW_KEYS[2:])
@@ -203,82 +188,6 @@ def _law_unidentified(profiles: list[Parabola]) -> str:
         f"{inside} of {len(profiles)} budgets have their minimum inside their trained sizes and the law needs "
         f"{MIN_BUDGETS}: through extrapolated vertices it would follow where the sizes were put, not the loss"
     )
-
-
-def _n_opt_intervals(profiles: list[Parabola], resamples: int, seed: int, level: float) -> str:
-    """Each budget's N_opt interval from its parabola's least-squares fit (`_vertex_draws`), flagged
-    unidentified (it spans over a decade, or reaches past `MINIMUM_REACH`: `_vertex_interval`); none
-    when no budget has more runs than a parabola's 3 coefficients. Returns the note on how they were made."""
-    dof = sum(len(p.n) - 3 for p in profiles)
-    if dof < 1:
-        for profile in profiles:
-            profile.n_opt_interval = None
-            profile.n_opt_unidentified = (
-                "no interval: every budget has 3 runs, which its parabola passes through, so no scatter is left to "
-                "measure the noise by"
-            )
-        return ""
-    everyone = list(range(len(profiles)))
-    noisy = noisy_budgets(profiles)
-    quiet = [k for k in everyone if k not in noisy]
-    if noisy and pool(profiles, quiet)[1] < 1:
-        noisy, quiet = [], everyone  # no scatter left without them: pool them all, as before
-    rng = np.random.default_rng([seed, 2])  # a stream of its own: the run resamples stay as they were
-    pools = {}  # σ̂² and σ/σ̂ per draw of the quiet budgets' pool (False) and of all budgets' (True)
-    for with_noisy, members in [(False, quiet)] + ([(True, everyone)] if noisy else []):
-        variance, members_dof = pool(profiles, members)
-        pools[with_noisy] = variance, np.sqrt(members_dof / rng.chisquare(members_dof, resamples))
-    for k, profile in enumerate(profiles):
-        variance, scale = pools[k in noisy]
-        why = _vertex_interval(profile, _vertex_draws(profile, variance, scale, rng), level)
-        if not profile.inside_range and (not why or why.startswith("no interval")):  # the more telling reason
-            why = (
-                f"its minimum lies outside the trained sizes ({min(profile.n):.3g} to {max(profile.n):.3g}): the "
-                "interval of an extrapolated vertex shows the noise, not where the loss turns"
-            )
-        profile.n_opt_unidentified = why
-    left_out = ", ".join(f"{profiles[k].compute:.3g}" for k in noisy)
-    return (
-        f"N_opt per budget: {resamples} draws of each parabola from its least-squares fit, the residual variance "
-        f"pooled over the budgets ({dof} degrees of freedom)"
-        + (
-            f"; budget(s) {left_out} FLOPs hold a run the outlier rule's residual test flags: left out of the "
-            f"others' pool ({pool(profiles, quiet)[1]} degrees of freedom), their own intervals keep it"
-            if noisy
-            else ""
-        )
-    )
-
-
-def _vertex_draws(profile: Parabola, variance: float, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """ln N_opt of draws of the parabola's coefficients from their least-squares distribution:
-    c ~ ĉ + t·L·z (L·Lᵀ = σ̂²·(XᵀX)⁻¹; ``scale`` = σ/σ̂ = sqrt(dof/χ²_dof), making each coefficient
-    Student-t, as a regression's interval is); the vertex is a ratio, so its draws show the skew a
-    standard error would hide (Fieller). A draw without a usable minimum (`usable_minimum`) has its
-    N_opt beyond the sizes: ±inf on the side the loss falls towards."""
-    design = design_matrix(profile)
-    u = design[:, 1]
-    root = np.linalg.cholesky(variance * np.linalg.inv(design.T @ design) + 1e-300 * np.eye(3))
-    c = np.asarray(profile.coefficients) + scale[:, None] * (rng.standard_normal((len(scale), 3)) @ root.T)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        u_opt = -c[:, 1] / (2 * c[:, 2])
-    downhill = np.where(c[:, 2] > 0, np.sign(u_opt), -np.sign(c[:, 1]))
-    usable = usable_minimum(c[:, 2], u_opt, u.min(), u.max())
-    return np.where(usable, profile.center + u_opt, np.where(downhill >= 0, np.inf, -np.inf))
-
-
-def _vertex_interval(profile: Parabola, log_n_opt: np.ndarray, level: float) -> str:
-    """Set ``profile.n_opt_interval`` from the draws of ln N_opt; why it does not identify N_opt ("" when it does)."""
-    lower, upper = percentile_bounds(log_n_opt, level)
-    if not (np.isfinite(lower) and np.isfinite(upper)):
-        profile.n_opt_interval = None
-        beyond = int(np.isinf(log_n_opt).sum())
-        return (
-            f"{UNBOUNDED}: {beyond} of {len(log_n_opt)} draws of its parabola have no minimum within "
-            f"{MINIMUM_REACH:g}x of its sizes"
-        )
-    profile.n_opt_interval = [float(np.exp(lower)), float(np.exp(upper))]
-    return scale_identification(*profile.n_opt_interval)
 
 
 def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
