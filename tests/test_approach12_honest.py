@@ -157,3 +157,20 @@ def test_a_table_with_nothing_to_headline_still_gets_its_report(tmp_path, capsys
     html = (tmp_path / "r.html").read_text()
     assert "no approach could be fitted" not in html and "not fitted: no fit" not in html
     assert "approach 1 had final points only" in html  # why it is not headlined, said in the report
+
+
+def test_a_refusal_gives_the_budget_column_advice_only_when_grouping_by_c_changes_the_budgets(tmp_path, capsys):
+    # Before: /tmp/user14/t16's refusal (two budgets, one without an upward curve) advised "--budget-column
+    # none groups them so", which groups its runs into the same two budgets and refuses the same way.
+    rows = []
+    for budget, curve in ((1e20, 0.02), (3e20, -0.01)):  # 3e20's loss bends down: no parabola minimum
+        for u in np.linspace(-0.5, 0.5, 5):
+            n = 7e8 * np.exp(u)
+            rows.append(
+                {"params": n, "tokens": budget / (6 * n), "budget": budget, "loss": 2.5 + 0.01 * u + curve * u * u}
+            )
+    path = tmp_path / "same_budgets.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    code, out, err = _cli(capsys, "fit", path, "--approach", "2", "--bootstrap", "30")
+    assert code == 2 and "approach 2 needs" in err and "does not curve upward" in err, out + err
+    assert "--budget-column" not in err

@@ -163,8 +163,11 @@ def _refusal(table: RunTable, dropped: list[str]) -> str:
     sizes = runs.groupby("budget")["N"].nunique()
     found = [f"{b:.3g} FLOPs ({sizes[b]} sizes)" for b in table.budgets]
     other = [why for why in dropped if "distinct model size" not in why]
-    grouped = runs["N"].groupby(cluster_budgets(runs["C"].to_numpy())).nunique()
-    advice = not table.budgets_clustered and (grouped >= MIN_SIZES).sum() >= MIN_BUDGETS
+    clusters = cluster_budgets(runs["C"].to_numpy())
+    grouped = runs["N"].groupby(clusters).nunique()
+    pairs = len(set(zip(runs["budget"], clusters)))
+    regroups = not pairs == runs["budget"].nunique() == len(grouped)  # else the same budgets: no advice
+    advice = not table.budgets_clustered and regroups and (grouped >= MIN_SIZES).sum() >= MIN_BUDGETS
     return (
         f"approach 2 needs at least {MIN_BUDGETS} budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
         f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
