@@ -105,7 +105,8 @@ def test_no_approach_to_headline_exits_as_no_approach_fitted(tmp_path, capsys):
 
 def test_approach_2_coefficients_are_unidentified_with_a():
     # Before: t01's approach 2 printed N_coefficient 7.163 [0.001371, 6.084e+09] beside an unidentified a.
-    runs = isoflop_runs(LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.6, noise=0.02, seed=6)
+    # (seed 6 before budgets with an unbounded N_opt left the law: all four have one there, so no law at all)
+    runs = isoflop_runs(LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.6, noise=0.02, seed=10)
     fit = fit_isoflop(table_from_frame(runs, "ladder.csv"), resamples=100, seed=0)
     assert fit.estimates["a"].unidentified.startswith("interval")
     assert fit.estimates["N_coefficient"].unidentified == fit.estimates["D_coefficient"].unidentified == AS_A

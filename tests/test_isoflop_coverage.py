@@ -40,7 +40,9 @@ def test_n_opt_intervals_of_four_sizes_per_budget_cover_the_truth_at_about_their
     assert (
         len(n_opt) >= 80 and np.mean(n_opt) >= 0.88
     )  # 93 of 104 (0.89; 94 of 103 pooling every budget); before: 69 of 139 (0.50)
-    assert len(a) >= 30 and all(a)  # a's interval, from the run resamples, is as before: 33 of 33
+    # a's interval, from the run resamples: 21 of 21 cover it. Before budgets with an unbounded N_opt were
+    # left out of the law (t12: an edge vertex pulled a up), 33 of 33: fewer ladders keep 2 such budgets
+    assert len(a) >= 20 and all(a)
 
 
 def test_one_wild_run_leaves_the_other_budgets_intervals_as_they_were():

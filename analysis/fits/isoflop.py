@@ -16,7 +16,9 @@ not a parabola in ln N (under L = E + A/N^α + B/D^β at fixed C it is a sum of 
 ln N, asymmetric unless α = β), so that N_opt is biased by how far
 the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias.
 Such a budget keeps its parabola and its N_opt (reported unidentified) but is left out of the law
-and named (`left_out_of_law`). With fewer than `MIN_BUDGETS` bracketed budgets, a, b and the
+and named (`left_out_of_law`), as is one whose minimum lies within its sizes but whose N_opt interval
+is unbounded (`in_law`: sizes all on one side of the optimum can put the vertex just inside them).
+With fewer than `MIN_BUDGETS` budgets in the law, a, b and the
 coefficients are unidentified and have no value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a
 (`IsoFLOPFit.n_opt_law` NaN, no law samples): a law through extrapolated vertices would be a number
 without meaning.
@@ -54,7 +56,7 @@ import numpy as np
 
 from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
-from analysis.fits.results import Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.fits.vertex_intervals import MINIMUM_REACH, n_opt_intervals, usable_minimum
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
@@ -75,16 +77,26 @@ def bracketed(log_n_opt, log_n_min, log_n_max):
         return (log_n_opt >= log_n_min) & (log_n_opt <= log_n_max)
 
 
+def in_law(profile: Parabola) -> bool:
+    """Whether a budget enters the law N_opt ∝ C^a and its validation: its minimum `bracketed` by its
+    sizes and its N_opt interval bounded (a vertex whose draws pass its sizes' reach sits where the
+    sizes end, not where the loss turns: t12's 6e20, all sizes above the optimum, put 2.27e9 there)."""
+    return profile.inside_range and not profile.n_opt_unidentified.startswith(UNBOUNDED)
+
+
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
-    """The budgets left out of the law (their minimum outside their trained sizes), each with why."""
+    """The budgets left out of the law (`in_law`), each with why."""
     return [
         {
             "budget": p.budget,
             "why": f"its minimum N = {p.n_opt:.3g} lies outside its trained sizes ({min(p.n):.3g} to {max(p.n):.3g}): "
-            "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum",
+            "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum"
+            if not p.inside_range
+            else f"its minimum N = {p.n_opt:.3g} is unidentified ({p.n_opt_unidentified}): a vertex its runs do not "
+            "hold within its sizes, which the law would follow instead of the loss",
         }
         for p in profiles
-        if not p.inside_range
+        if not in_law(p)
     ]
 
 
@@ -92,17 +104,18 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
     runs = table.runs
     groups, profiles, dropped = _profiles(table)
-    in_law = np.array([p.inside_range for p in profiles])
+    interval_note = n_opt_intervals(profiles, resamples, seed, level) if resamples > 0 else ""
+    members = np.array([in_law(p) for p in profiles])
     law_unidentified = _law_unidentified(profiles)
     log_c = np.log([p.compute for p in profiles])
     log_n_opt = np.log([p.n_opt for p in profiles])
-    intercept, a = (np.nan, np.nan) if law_unidentified else log_linear_fit(log_c[in_law], log_n_opt[in_law])
+    intercept, a = (np.nan, np.nan) if law_unidentified else log_linear_fit(log_c[members], log_n_opt[members])
     n_law = PowerLaw(float(np.exp(intercept)), float(a))
     d_law = PowerLaw(float(tokens_6nd(1.0, n_law.coefficient)), float(1.0 - a))
     point = dict(zip(LAW_KEYS, (n_law.exponent, d_law.exponent, n_law.coefficient, d_law.coefficient)))
     diagnostics = {
         "budgets_used": len(profiles),
-        "budgets_in_law": int(in_law.sum()),
+        "budgets_in_law": int(members.sum()),
         "sizes_per_budget": [len(set(p.n)) for p in profiles],
         "left_out_of_law": left_out_of_law(profiles),
     }
@@ -114,7 +127,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
         )
         estimates = estimates_from_samples(point, samples, level)
-        boot.notes += [note] if (note := n_opt_intervals(profiles, resamples, seed, level)) else []
+        boot.notes += [interval_note] if interval_note else []
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     follows_exponent(estimates, LAW_KEYS[2:])
@@ -183,13 +196,20 @@ def _refusal(table: RunTable, dropped: list[str]) -> str:
 
 
 def _law_unidentified(profiles: list[Parabola]) -> str:
-    """Why a, b and the coefficients are unidentified ("" when `MIN_BUDGETS` budgets are bracketed)."""
-    inside = sum(p.inside_range for p in profiles)
-    if inside >= MIN_BUDGETS:
+    """Why a, b and the coefficients are unidentified ("" when `MIN_BUDGETS` budgets are `in_law`)."""
+    members = sum(in_law(p) for p in profiles)
+    if members >= MIN_BUDGETS:
         return ""
+    inside = sum(p.inside_range for p in profiles)
+    unbounded = f" ({inside - members} of them with an unbounded N_opt)" if inside > members else ""
     return (
-        f"{inside} of {len(profiles)} budgets have their minimum inside their trained sizes and the law needs "
-        f"{MIN_BUDGETS}: through extrapolated vertices it would follow where the sizes were put, not the loss"
+        f"{members if not unbounded else inside} of {len(profiles)} budgets have their minimum inside their trained "
+        f"sizes{unbounded} and the law needs {MIN_BUDGETS}"
+        + (
+            " with a bounded N_opt: through vertices the noise does not bound it would follow the noise, not the loss"
+            if unbounded
+            else ": through extrapolated vertices it would follow where the sizes were put, not the loss"
+        )
     )
 
 
@@ -255,7 +275,9 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
 def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     """Resample units within each budget (``groups``: (run indices, unit labels) per budget); a
     budget without a usable minimum in a resample is left out of it, and one whose minimum lies
-    outside its trained sizes (`bracketed`) out of its law. Returns the law's samples by name and the summary."""
+    outside its trained sizes (`bracketed`) out of its law; a budget whose sizes bracket its minimum
+    but whose N_opt interval is unbounded (`in_law`: no resample has such an interval to judge by) is
+    out of every resample's law. Returns the law's samples by name and the summary."""
     rng = np.random.default_rng(seed)
     weights = unit_weights(rng, [labels for _, labels in groups], resamples)
     log_n_opt = np.empty((resamples, len(profiles)))
@@ -263,11 +285,12 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
         log_n_opt[:, j] = profile.center + _minima(log_n[idx] - profile.center, loss[idx], w)
     usable = np.isfinite(log_n_opt)
     trained = np.log([[min(p.n) for p in profiles], [max(p.n) for p in profiles]])
-    in_law = bracketed(log_n_opt, trained[0], trained[1])
+    members = np.array([in_law(p) or not p.inside_range for p in profiles])
+    in_sizes = bracketed(log_n_opt, trained[0], trained[1])
     for profile, column in zip(profiles, usable.T):
         profile.resamples_failed = int((~column).sum())
-    ok = in_law.sum(axis=1) >= MIN_BUDGETS
-    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], in_law[ok])
+    ok = (in_sizes & members).sum(axis=1) >= MIN_BUDGETS
+    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], (in_sizes & members)[ok])
     samples = dict(zip(LAW_KEYS, (a, 1.0 - a, np.exp(intercept), tokens_6nd(1.0, np.exp(intercept)))))
     notes = [
         "units resampled within each budget"
@@ -282,8 +305,8 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     notes += [
         f"budget {p.budget:.3g} had its minimum outside its trained sizes in {k} resamples and was left out of "
         "the law in those"
-        for p, k in zip(profiles, (usable & ~in_law).sum(axis=0))
-        if k
+        for p, k, member in zip(profiles, (usable & ~in_sizes).sum(axis=0), members)
+        if k and member
     ]
     samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, notes)
     return samples, boot
