@@ -106,7 +106,8 @@ def test_no_approach_to_headline_exits_as_no_approach_fitted(tmp_path, capsys):
 
 def test_approach_2_coefficients_are_unidentified_with_a():
     # Before: t01's approach 2 printed N_coefficient 7.163 [0.001371, 6.084e+09] beside an unidentified a.
-    runs = isoflop_runs(LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.6, noise=0.02, seed=6)
+    # (seed 6 before budgets with an unbounded N_opt left the law: all four have one there, so no law at all)
+    runs = isoflop_runs(LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.6, noise=0.02, seed=10)
     fit = fit_isoflop(table_from_frame(runs, "ladder.csv"), resamples=100, seed=0)
     assert fit.estimates["a"].unidentified.startswith("interval")
     assert fit.estimates["N_coefficient"].unidentified == fit.estimates["D_coefficient"].unidentified == AS_A
@@ -171,3 +172,20 @@ def test_approach_1_loss_law_at_its_floor_and_too_wide_is_unidentified():
     assert fit.estimates["floor_alpha"].unidentified == "interval 0.13 to 2 is wider than 1: a term ∝ C^-0.13 or ∝ C^-2"
     for name in LOSS_NAMES:  # the law without a floor keeps its intervals
         assert not fit.estimates[name].unidentified, (name, fit.estimates[name])
+
+
+def test_a_refusal_gives_the_budget_column_advice_only_when_grouping_by_c_changes_the_budgets(tmp_path, capsys):
+    # Before: /tmp/user14/t16's refusal (two budgets, one without an upward curve) advised "--budget-column
+    # none groups them so", which groups its runs into the same two budgets and refuses the same way.
+    rows = []
+    for budget, curve in ((1e20, 0.02), (3e20, -0.01)):  # 3e20's loss bends down: no parabola minimum
+        for u in np.linspace(-0.5, 0.5, 5):
+            n = 7e8 * np.exp(u)
+            rows.append(
+                {"params": n, "tokens": budget / (6 * n), "budget": budget, "loss": 2.5 + 0.01 * u + curve * u * u}
+            )
+    path = tmp_path / "same_budgets.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    code, out, err = _cli(capsys, "fit", path, "--approach", "2", "--bootstrap", "30")
+    assert code == 2 and "approach 2 needs" in err and "does not curve upward" in err, out + err
+    assert "--budget-column" not in err

@@ -17,6 +17,7 @@ from analysis.cli.fit import fit_summary, render_fit
 from analysis.fits.bootstrap import unit_draws
 from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
+from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.optimal import law_from_fit
 from analysis.fits.parametric import fit_parametric
@@ -91,10 +92,12 @@ def test_the_allocation_figure_shows_the_budget_left_out_hollow_without_an_inter
 
 
 def test_one_function_decides_for_the_fit_and_every_resample(tmp_path, monkeypatch):
-    """With `bracketed` made to pass every budget, the fit is the law through every minimum and no
-    resample leaves a budget out of its law: the one rule governs the point estimate and the resamples."""
+    """With `bracketed` (and `in_law`, which adds the unbounded-N_opt rule to it) made to pass every budget,
+    the fit is the law through every minimum and no resample leaves a budget out of its law: the one rule
+    governs the point estimate and the resamples."""
     table = _table(one_sided(0), tmp_path)
     monkeypatch.setattr(isoflop, "bracketed", lambda log_n_opt, lo, hi: np.isfinite(log_n_opt))
+    monkeypatch.setattr(isoflop, "in_law", lambda profile: profile.inside_range)
     fit = fit_isoflop(table, resamples=300, seed=0)
     assert fit.diagnostics["left_out_of_law"] == []
     assert fit.estimates["a"].value == pytest.approx(_law_through_every_minimum(fit), rel=1e-12)
@@ -300,3 +303,37 @@ def test_approach1_on_the_quick_sweeps_design_is_biased_and_says_unidentified():
         covered += a.lower <= true_a <= a.upper
         unidentified += a.unidentified.startswith("interval") and "wider than 0.5" in a.unidentified
     assert covered >= 18 and unidentified == 20, (covered, unidentified)
+
+
+def test_a_budget_with_an_unbounded_n_opt_is_left_out_of_the_law_and_its_validation(tmp_path):
+    """/tmp/user14/t12: 6e20's sizes all sit above the optimum; its vertex fell just inside them, its N_opt
+    interval unbounded, yet it entered the law (pulling a up) and the validation as an observation.
+    Here 1e21's 5 sizes span 1.0 to 10 times its optimum (1% noise): the same."""
+    rng = np.random.default_rng(1)
+    frame = pd.concat(
+        [
+            _runs(rng, budgets=BUDGETS[:3], sizes=6),
+            _runs(rng, budgets=BUDGETS[3:4], sizes=5, spread=0.5, centre=3.2),
+        ],
+        ignore_index=True,
+    )
+    report = fit_all(_table(frame, tmp_path), [2], resamples=200)
+    fit = report.isoflop
+    last = fit.profiles[-1]
+    assert last.inside_range and last.n_opt_unidentified.startswith("interval unbounded")
+    assert fit.diagnostics["budgets_in_law"] == 3 and not isoflop.in_law(last)
+    assert [x["budget"] for x in isoflop.left_out_of_law(fit.profiles)] == [1e21]
+    assert "is unidentified (interval unbounded" in isoflop.left_out_of_law(fit.profiles)[0]["why"]
+    others = fit.profiles[:3]
+    _, a = log_linear_fit(np.log([p.compute for p in others]), np.log([p.n_opt for p in others]))
+    assert fit.estimates["a"].value == pytest.approx(a)  # the law through the other three alone
+    assert "skipped" in fit.validation and "left out of the law" in fit.validation["skipped"]
+    from analysis.figures.allocation import optimal_allocation
+
+    figure = optimal_allocation(report)
+    assert (
+        "approach 2: parabola minima outside the trained sizes or unbounded (not in its law)"
+        in (figure.axes[0].get_legend_handles_labels()[1])
+    )
+    hollow = [line for line in figure.axes[0].lines if line.get_gid() == "minima:outside"][0]
+    assert list(hollow.get_xdata()) == [1e21]

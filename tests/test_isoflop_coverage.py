@@ -6,7 +6,7 @@ draw 3 distinct sizes, whose parabola passes through them exactly, so the interv
 points disagree, not the noise: on these 40 ladders 70 of 139 printed intervals missed the true N_opt
 (C = 1e19 of /tmp/user8/t12: 1.469e8 [1.225e8, 1.764e8], truth 2.28e8). Now they come from each
 parabola's least-squares fit with the residual variance pooled over the budgets
-(`analysis.fits.isoflop._vertex_draws`): 93 of 104 cover it, the other 54 unidentified (the curvature
+(`analysis.fits.vertex_intervals._vertex_draws`): 93 of 104 cover it, the other 54 unidentified (the curvature
 is within the noise: the interval reaches past 10x the sizes, or spans over a decade).
 """
 
@@ -40,7 +40,9 @@ def test_n_opt_intervals_of_four_sizes_per_budget_cover_the_truth_at_about_their
     assert (
         len(n_opt) >= 80 and np.mean(n_opt) >= 0.88
     )  # 93 of 104 (0.89; 94 of 103 pooling every budget); before: 69 of 139 (0.50)
-    assert len(a) >= 30 and all(a)  # a's interval, from the run resamples, is as before: 33 of 33
+    # a's interval, from the run resamples: 21 of 21 cover it. Before budgets with an unbounded N_opt were
+    # left out of the law (t12: an edge vertex pulled a up), 33 of 33: fewer ladders keep 2 such budgets
+    assert len(a) >= 20 and all(a)
 
 
 def test_one_wild_run_leaves_the_other_budgets_intervals_as_they_were():
@@ -63,4 +65,24 @@ def test_one_wild_run_leaves_the_other_budgets_intervals_as_they_were():
         assert lower <= _true_n_opt(after.compute) <= upper
         assert upper / lower < 1.3 * before.n_opt_interval[1] / before.n_opt_interval[0]
     assert compared >= 3
-    assert any("1e+20 FLOPs hold a run the outlier rule's residual test flags" in note for note in fit.bootstrap.notes)
+    named = (
+        f"1e+20 (run {runs.loc[wild, 'run_id']}, the farthest of 4 flagged) FLOPs hold run(s) far off their parabola"
+    )
+    assert any(named in note for note in fit.bootstrap.notes)
+
+
+def test_wide_low_noise_ladders_cover_the_truth_despite_the_parabolas_shape():
+    """/tmp/user14/t18: 9 sizes over N_opt·10^(±1) at 0.1% noise put every parabola's vertex 4% high (the
+    loss is not a parabola in ln N) with an interval of ±1.5%: 1 of 48 intervals covered the truth, 25 of
+    48 at 0.3% noise. The shape error is now added (`analysis.fits.parabola_shape`): 48 of 48 and 45 of 48."""
+    for noise in (0.001, 0.003):
+        covered = []
+        for seed in range(12):
+            runs = isoflop_runs(LAW, [6e18, 2e19, 6e19, 2e20], 9, spread_decades=1.0, noise=noise, seed=100 + seed)
+            fit = fit_isoflop(table_from_frame(runs, f"wide{seed}.csv"), resamples=200, seed=0)
+            for p in fit.profiles:
+                assert not p.n_opt_unidentified, p.n_opt_unidentified
+                lower, upper = p.n_opt_interval
+                covered.append(lower <= _true_n_opt(p.compute) <= upper)
+                assert upper / lower < 1.5  # narrow, as the low noise allows: 1.09 and 1.14 at the median
+        assert np.mean(covered) >= 0.9, (noise, np.mean(covered))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
-from analysis.fits.isoflop import left_out_of_law
+from analysis.fits.isoflop import in_law, left_out_of_law
 from analysis.fits.results import Estimate, FitReport, PowerLaw, no_law
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
@@ -133,11 +133,13 @@ def optimizer_text(fit) -> str:
 
 def profiles_text(fit) -> str:
     """Approach 2's parabolas and which of them the law N_opt ∝ C^a went through."""
-    inside = sum(p.inside_range for p in fit.profiles)
+    inside = sum(in_law(p) for p in fit.profiles)
+    unidentified = any(p.inside_range and not in_law(p) for p in fit.profiles)
     law = (
         "N_opt ∝ C^a through all of their minima"
         if inside == len(fit.profiles)
         else f"N_opt ∝ C^a through the {inside} whose minimum lies inside their trained sizes"
+        + (" and is identified" if unidentified else "")
     )
     return f"{len(fit.profiles)} budgets; a parabola of loss in ln N per budget; {law}"
 

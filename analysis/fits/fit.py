@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
 from analysis.fits.hplaws import fit_hyperparameter_laws
-from analysis.fits.isoflop import fit_isoflop
+from analysis.fits.isoflop import fit_isoflop, in_law
 from analysis.fits.outliers import RULE, fit_flagged
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import FitReport
@@ -105,7 +105,7 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
                 report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
                 if validate:
                     report.isoflop.validation = validate_isoflop(
-                        table, {p.budget: p.n_opt for p in report.isoflop.profiles if p.inside_range}
+                        table, {p.budget: p.n_opt for p in report.isoflop.profiles if in_law(p)}
                     )
             else:
                 report.parametric = fit_parametric(table, resamples=resamples, seed=seed, level=level)

@@ -16,7 +16,9 @@ not a parabola in ln N (under L = E + A/N^α + B/D^β at fixed C it is a sum of 
 ln N, asymmetric unless α = β), so that N_opt is biased by how far
 the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias.
 Such a budget keeps its parabola and its N_opt (reported unidentified) but is left out of the law
-and named (`left_out_of_law`). With fewer than `MIN_BUDGETS` bracketed budgets, a, b and the
+and named (`left_out_of_law`), as is one whose minimum lies within its sizes but whose N_opt interval
+is unbounded (`in_law`: sizes all on one side of the optimum can put the vertex just inside them).
+With fewer than `MIN_BUDGETS` budgets in the law, a, b and the
 coefficients are unidentified and have no value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a
 (`IsoFLOPFit.n_opt_law` NaN, no law samples): a law through extrapolated vertices would be a number
 without meaning.
@@ -34,14 +36,15 @@ of that resample's law (`bracketed`, counted in the notes). The trained sizes ar
 design, the same in every resample, so a resample is judged as a repeat of the experiment would be:
 a resample that happens not to draw the largest size does not turn a bracketed budget into an
 unbracketed one. A resample fails only when fewer than `MIN_BUDGETS` budgets remain in its law.
-The law's a and b come from these resamples; a budget's own N_opt does not (`_n_opt_intervals`):
+The law's a and b come from these resamples; a budget's own N_opt does not (`analysis.fits.vertex_intervals`):
 with 4 or 5 runs a budget, most resamples draw 3 distinct sizes, whose parabola passes through them
 exactly, so the minima of the resamples showed how the runs disagree, not the noise (40 ladders of 4
 sizes, 1% noise: 70 of 139 intervals missed the true N_opt). Each parabola's coefficients are instead
 drawn from their least-squares distribution, the residual variance pooled over the budgets (the runs of
 one sweep share a noise level; 4 runs a budget leave 1 degree of freedom each; a budget with a wild run
 is left out of the others' pool: `analysis.fits.pooled_noise`) with its chi-square spread (Student t),
-and the vertex taken of each draw (a ratio: its draws keep the skew); how often those intervals cover
+and the vertex taken of each draw (a ratio: its draws keep the skew), the interval then widened by the
+parabola's shape error (the loss is not a parabola in ln N: `analysis.fits.parabola_shape`); how often those intervals cover
 the truth: README, "Tables you bring" (tests/test_isoflop_coverage.py). N_opt intervals spanning orders of magnitude, or reaching past `MINIMUM_REACH`
 (draws without a minimum), are flagged unidentified (`analysis.fits.bootstrap.scale_identification`),
 and so is the N_opt of a budget outside its sizes.
@@ -51,17 +54,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import (
-    estimates_from_samples,
-    follows_exponent,
-    scale_identification,
-    summarize,
-    unit_weights,
-)
-from analysis.fits.percentiles import percentile_bounds
-from analysis.fits.pooled_noise import design_matrix, noisy_budgets, pool
+from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
+from analysis.fits.vertex_intervals import MINIMUM_REACH, n_opt_intervals, usable_minimum
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
 from analysis.sources.budgets import cluster_budgets
@@ -70,16 +66,7 @@ from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 from scaling.flops import tokens_6nd
 
-MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
 LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")  # the coefficients last: unidentified with a
-
-
-def usable_minimum(c2, u_opt, lo, hi):
-    """Whether a parabola with curvature ``c2`` and vertex ``u_opt`` has a minimum the fit can use:
-    c2 > 0 and the vertex within `MINIMUM_REACH`× of the sizes [lo, hi] (all in ln N, or all in u)."""
-    reach = np.log(MINIMUM_REACH)
-    with np.errstate(invalid="ignore"):
-        return (c2 > 0) & (u_opt >= lo - reach) & (u_opt <= hi + reach)
 
 
 def bracketed(log_n_opt, log_n_min, log_n_max):
@@ -90,16 +77,26 @@ def bracketed(log_n_opt, log_n_min, log_n_max):
         return (log_n_opt >= log_n_min) & (log_n_opt <= log_n_max)
 
 
+def in_law(profile: Parabola) -> bool:
+    """Whether a budget enters the law N_opt ∝ C^a and its validation: its minimum `bracketed` by its
+    sizes and its N_opt interval bounded (a vertex whose draws pass its sizes' reach sits where the
+    sizes end, not where the loss turns: t12's 6e20, all sizes above the optimum, put 2.27e9 there)."""
+    return profile.inside_range and not profile.n_opt_unidentified.startswith(UNBOUNDED)
+
+
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
-    """The budgets left out of the law (their minimum outside their trained sizes), each with why."""
+    """The budgets left out of the law (`in_law`), each with why."""
     return [
         {
             "budget": p.budget,
             "why": f"its minimum N = {p.n_opt:.3g} lies outside its trained sizes ({min(p.n):.3g} to {max(p.n):.3g}): "
-            "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum",
+            "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum"
+            if not p.inside_range
+            else f"its minimum N = {p.n_opt:.3g} is unidentified ({p.n_opt_unidentified}): a vertex its runs do not "
+            "hold within its sizes, which the law would follow instead of the loss",
         }
         for p in profiles
-        if not p.inside_range
+        if not in_law(p)
     ]
 
 
@@ -107,17 +104,18 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
     runs = table.runs
     groups, profiles, dropped = _profiles(table)
-    in_law = np.array([p.inside_range for p in profiles])
+    interval_note = n_opt_intervals(profiles, resamples, seed, level) if resamples > 0 else ""
+    members = np.array([in_law(p) for p in profiles])
     law_unidentified = _law_unidentified(profiles)
     log_c = np.log([p.compute for p in profiles])
     log_n_opt = np.log([p.n_opt for p in profiles])
-    intercept, a = (np.nan, np.nan) if law_unidentified else log_linear_fit(log_c[in_law], log_n_opt[in_law])
+    intercept, a = (np.nan, np.nan) if law_unidentified else log_linear_fit(log_c[members], log_n_opt[members])
     n_law = PowerLaw(float(np.exp(intercept)), float(a))
     d_law = PowerLaw(float(tokens_6nd(1.0, n_law.coefficient)), float(1.0 - a))
     point = dict(zip(LAW_KEYS, (n_law.exponent, d_law.exponent, n_law.coefficient, d_law.coefficient)))
     diagnostics = {
         "budgets_used": len(profiles),
-        "budgets_in_law": int(in_law.sum()),
+        "budgets_in_law": int(members.sum()),
         "sizes_per_budget": [len(set(p.n)) for p in profiles],
         "left_out_of_law": left_out_of_law(profiles),
     }
@@ -129,7 +127,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
             log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
         )
         estimates = estimates_from_samples(point, samples, level)
-        boot.notes += [note] if (note := _n_opt_intervals(profiles, resamples, seed, level)) else []
+        boot.notes += [interval_note] if interval_note else []
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     follows_exponent(estimates, LAW_KEYS[2:])
@@ -178,8 +176,11 @@ def _refusal(table: RunTable, dropped: list[str]) -> str:
     sizes = runs.groupby("budget")["N"].nunique()
     found = [f"{b:.3g} FLOPs ({sizes[b]} sizes)" for b in table.budgets]
     other = [why for why in dropped if "distinct model size" not in why]
-    grouped = runs["N"].groupby(cluster_budgets(runs["C"].to_numpy())).nunique()
-    advice = not table.budgets_clustered and (grouped >= MIN_SIZES).sum() >= MIN_BUDGETS
+    clusters = cluster_budgets(runs["C"].to_numpy())
+    grouped = runs["N"].groupby(clusters).nunique()
+    pairs = len(set(zip(runs["budget"], clusters)))
+    regroups = not pairs == runs["budget"].nunique() == len(grouped)  # else the same budgets: no advice
+    advice = not table.budgets_clustered and regroups and (grouped >= MIN_SIZES).sum() >= MIN_BUDGETS
     return (
         f"approach 2 needs at least {MIN_BUDGETS} budgets, each with >= {MIN_SIZES} distinct model sizes and a loss "
         f"that rises on both sides of its minimum; {table.source!r} has {len(table.budgets)} budget(s): "
@@ -195,90 +196,21 @@ def _refusal(table: RunTable, dropped: list[str]) -> str:
 
 
 def _law_unidentified(profiles: list[Parabola]) -> str:
-    """Why a, b and the coefficients are unidentified ("" when `MIN_BUDGETS` budgets are bracketed)."""
+    """Why a, b and the coefficients are unidentified ("" when `MIN_BUDGETS` budgets are `in_law`)."""
+    members = sum(in_law(p) for p in profiles)
+    if members >= MIN_BUDGETS:
+        return ""
     inside = sum(p.inside_range for p in profiles)
-    if inside >= MIN_BUDGETS:
-        return ""
+    unbounded = f" ({inside - members} of them with an unbounded N_opt)" if inside > members else ""
     return (
-        f"{inside} of {len(profiles)} budgets have their minimum inside their trained sizes and the law needs "
-        f"{MIN_BUDGETS}: through extrapolated vertices it would follow where the sizes were put, not the loss"
-    )
-
-
-def _n_opt_intervals(profiles: list[Parabola], resamples: int, seed: int, level: float) -> str:
-    """Each budget's N_opt interval from its parabola's least-squares fit (`_vertex_draws`), flagged
-    unidentified (it spans over a decade, or reaches past `MINIMUM_REACH`: `_vertex_interval`); none
-    when no budget has more runs than a parabola's 3 coefficients. Returns the note on how they were made."""
-    dof = sum(len(p.n) - 3 for p in profiles)
-    if dof < 1:
-        for profile in profiles:
-            profile.n_opt_interval = None
-            profile.n_opt_unidentified = (
-                "no interval: every budget has 3 runs, which its parabola passes through, so no scatter is left to "
-                "measure the noise by"
-            )
-        return ""
-    everyone = list(range(len(profiles)))
-    noisy = noisy_budgets(profiles)
-    quiet = [k for k in everyone if k not in noisy]
-    if noisy and pool(profiles, quiet)[1] < 1:
-        noisy, quiet = [], everyone  # no scatter left without them: pool them all, as before
-    rng = np.random.default_rng([seed, 2])  # a stream of its own: the run resamples stay as they were
-    pools = {}  # σ̂² and σ/σ̂ per draw of the quiet budgets' pool (False) and of all budgets' (True)
-    for with_noisy, members in [(False, quiet)] + ([(True, everyone)] if noisy else []):
-        variance, members_dof = pool(profiles, members)
-        pools[with_noisy] = variance, np.sqrt(members_dof / rng.chisquare(members_dof, resamples))
-    for k, profile in enumerate(profiles):
-        variance, scale = pools[k in noisy]
-        why = _vertex_interval(profile, _vertex_draws(profile, variance, scale, rng), level)
-        if not profile.inside_range and (not why or why.startswith("no interval")):  # the more telling reason
-            why = (
-                f"its minimum lies outside the trained sizes ({min(profile.n):.3g} to {max(profile.n):.3g}): the "
-                "interval of an extrapolated vertex shows the noise, not where the loss turns"
-            )
-        profile.n_opt_unidentified = why
-    left_out = ", ".join(f"{profiles[k].compute:.3g}" for k in noisy)
-    return (
-        f"N_opt per budget: {resamples} draws of each parabola from its least-squares fit, the residual variance "
-        f"pooled over the budgets ({dof} degrees of freedom)"
+        f"{members if not unbounded else inside} of {len(profiles)} budgets have their minimum inside their trained "
+        f"sizes{unbounded} and the law needs {MIN_BUDGETS}"
         + (
-            f"; budget(s) {left_out} FLOPs hold a run the outlier rule's residual test flags: left out of the "
-            f"others' pool ({pool(profiles, quiet)[1]} degrees of freedom), their own intervals keep it"
-            if noisy
-            else ""
+            " with a bounded N_opt: through vertices the noise does not bound it would follow the noise, not the loss"
+            if unbounded
+            else ": through extrapolated vertices it would follow where the sizes were put, not the loss"
         )
     )
-
-
-def _vertex_draws(profile: Parabola, variance: float, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """ln N_opt of draws of the parabola's coefficients from their least-squares distribution:
-    c ~ ĉ + t·L·z (L·Lᵀ = σ̂²·(XᵀX)⁻¹; ``scale`` = σ/σ̂ = sqrt(dof/χ²_dof), making each coefficient
-    Student-t, as a regression's interval is); the vertex is a ratio, so its draws show the skew a
-    standard error would hide (Fieller). A draw without a usable minimum (`usable_minimum`) has its
-    N_opt beyond the sizes: ±inf on the side the loss falls towards."""
-    design = design_matrix(profile)
-    u = design[:, 1]
-    root = np.linalg.cholesky(variance * np.linalg.inv(design.T @ design) + 1e-300 * np.eye(3))
-    c = np.asarray(profile.coefficients) + scale[:, None] * (rng.standard_normal((len(scale), 3)) @ root.T)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        u_opt = -c[:, 1] / (2 * c[:, 2])
-    downhill = np.where(c[:, 2] > 0, np.sign(u_opt), -np.sign(c[:, 1]))
-    usable = usable_minimum(c[:, 2], u_opt, u.min(), u.max())
-    return np.where(usable, profile.center + u_opt, np.where(downhill >= 0, np.inf, -np.inf))
-
-
-def _vertex_interval(profile: Parabola, log_n_opt: np.ndarray, level: float) -> str:
-    """Set ``profile.n_opt_interval`` from the draws of ln N_opt; why it does not identify N_opt ("" when it does)."""
-    lower, upper = percentile_bounds(log_n_opt, level)
-    if not (np.isfinite(lower) and np.isfinite(upper)):
-        profile.n_opt_interval = None
-        beyond = int(np.isinf(log_n_opt).sum())
-        return (
-            f"{UNBOUNDED}: {beyond} of {len(log_n_opt)} draws of its parabola have no minimum within "
-            f"{MINIMUM_REACH:g}x of its sizes"
-        )
-    profile.n_opt_interval = [float(np.exp(lower)), float(np.exp(upper))]
-    return scale_identification(*profile.n_opt_interval)
 
 
 def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -343,7 +275,9 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
 def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     """Resample units within each budget (``groups``: (run indices, unit labels) per budget); a
     budget without a usable minimum in a resample is left out of it, and one whose minimum lies
-    outside its trained sizes (`bracketed`) out of its law. Returns the law's samples by name and the summary."""
+    outside its trained sizes (`bracketed`) out of its law; a budget whose sizes bracket its minimum
+    but whose N_opt interval is unbounded (`in_law`: no resample has such an interval to judge by) is
+    out of every resample's law. Returns the law's samples by name and the summary."""
     rng = np.random.default_rng(seed)
     weights = unit_weights(rng, [labels for _, labels in groups], resamples)
     log_n_opt = np.empty((resamples, len(profiles)))
@@ -351,11 +285,12 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
         log_n_opt[:, j] = profile.center + _minima(log_n[idx] - profile.center, loss[idx], w)
     usable = np.isfinite(log_n_opt)
     trained = np.log([[min(p.n) for p in profiles], [max(p.n) for p in profiles]])
-    in_law = bracketed(log_n_opt, trained[0], trained[1])
+    members = np.array([in_law(p) or not p.inside_range for p in profiles])
+    in_sizes = bracketed(log_n_opt, trained[0], trained[1])
     for profile, column in zip(profiles, usable.T):
         profile.resamples_failed = int((~column).sum())
-    ok = in_law.sum(axis=1) >= MIN_BUDGETS
-    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], in_law[ok])
+    ok = (in_sizes & members).sum(axis=1) >= MIN_BUDGETS
+    intercept, a = _masked_log_linear_fit(log_c, log_n_opt[ok], (in_sizes & members)[ok])
     samples = dict(zip(LAW_KEYS, (a, 1.0 - a, np.exp(intercept), tokens_6nd(1.0, np.exp(intercept)))))
     notes = [
         "units resampled within each budget"
@@ -370,8 +305,8 @@ def _bootstrap(log_n, loss, groups, profiles, log_c, resamples, seed, level):
     notes += [
         f"budget {p.budget:.3g} had its minimum outside its trained sizes in {k} resamples and was left out of "
         "the law in those"
-        for p, k in zip(profiles, (usable & ~in_law).sum(axis=0))
-        if k
+        for p, k, member in zip(profiles, (usable & ~in_sizes).sum(axis=0), members)
+        if k and member
     ]
     samples, boot = summarize(samples, resamples, int((~ok).sum()), level, seed, notes)
     return samples, boot

@@ -1,4 +1,4 @@
-"""The noise variance approach 2's N_opt intervals draw from (`analysis.fits.isoflop._n_opt_intervals`):
+"""The noise variance approach 2's N_opt intervals draw from (`analysis.fits.vertex_intervals.n_opt_intervals`):
 each parabola's residual sum of squares pooled over the budgets, σ̂² = Σ r² / Σ (runs − 3), without
 the budgets one wild run makes noisy. A run 6% high at one budget of a 5×5 ladder made σ̂ many times
 the noise, widening every other budget's interval ([2.15e8, 2.55e8] at 1e19 became [1.27e8, 4.66e8])
@@ -33,11 +33,17 @@ def _standardized(profile: Parabola) -> np.ndarray:
     return r / np.sqrt(np.clip(1.0 - h, 1e-12, None))
 
 
-def noisy_budgets(profiles: list[Parabola]) -> list[int]:
-    """Indices of the profiles holding a residual the outlier rule's residual test flags (module docstring)."""
+def noisy_runs(profiles: list[Parabola]) -> dict[int, tuple[str, int]]:
+    """The profiles holding a residual the residual test flags (module docstring): index → (the run farthest
+    off its parabola, how many of its runs are flagged; the parabola bends to a wild run, so its neighbours
+    can be flagged with it)."""
     standardized = [_standardized(p) for p in profiles]
     owner = np.concatenate([np.full(len(s), k) for k, s in enumerate(standardized)])
-    return sorted({int(owner[i]) for i, _ in residual_outliers(np.concatenate(standardized))})
+    place = np.concatenate([np.arange(len(s)) for s in standardized])
+    flagged: dict[int, list[tuple[float, int]]] = {}
+    for i, z in residual_outliers(np.concatenate(standardized)):
+        flagged.setdefault(int(owner[i]), []).append((abs(z), int(place[i])))
+    return {k: (str(profiles[k].run_id[max(runs)[1]]), len(runs)) for k, runs in sorted(flagged.items())}
 
 
 def pool(profiles: list[Parabola], members: list[int]) -> tuple[float, int]:

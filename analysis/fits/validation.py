@@ -90,19 +90,22 @@ def validate_parametric(table: RunTable) -> dict:
 def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dict:
     """Refit approach 2 without the largest budget; error of the predicted N_opt there.
     ``observed_n_opt`` maps budget → N_opt from that budget's own parabola, for the budgets whose
-    minimum lies inside their trained sizes (an extrapolated vertex is no observation to check against)."""
-    from analysis.fits.isoflop import fit_isoflop
+    law holds (`analysis.fits.isoflop.in_law`: an extrapolated or unidentified vertex is no observation to check
+    against)."""
+    from analysis.fits.isoflop import fit_isoflop, in_law
 
     largest, rest, _ = _held_out(table)
     if largest not in observed_n_opt:
-        return {"skipped": "the largest budget has no parabola minimum inside its trained sizes"}
+        return {
+            "skipped": "the largest budget's parabola minimum is left out of the law: outside its trained sizes, or unidentified"
+        }
     try:
         fit = fit_isoflop(rest, resamples=0)
     except DataError:
         return {"skipped": "needs at least 3 budgets with a usable parabola (2 to fit, 1 to predict)"}
     if fit.estimates["a"].unidentified:
         return {"skipped": f"without the largest budget, a is unidentified: {fit.estimates['a'].unidentified}"}
-    fitted = [p.budget for p in fit.profiles if p.inside_range]  # the budgets of the law
+    fitted = [p.budget for p in fit.profiles if in_law(p)]  # the budgets of the law
     predicted = float(fit.n_opt_law(largest))  # the law is fitted against budgets, so predict at one
     observed = observed_n_opt[largest]
     return {

@@ -1,0 +1,126 @@
+"""Approach 2's per-budget N_opt intervals (`analysis.fits.isoflop`, module docstring): each parabola's
+coefficients drawn from their least-squares distribution, the noise pooled over the budgets
+(`analysis.fits.pooled_noise`), the vertex taken of each draw, and the interval widened by the
+parabola's shape error (`analysis.fits.parabola_shape`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.fits.bootstrap import scale_identification
+from analysis.fits.parabola_shape import pooled_skew, shape_shift
+from analysis.fits.percentiles import percentile_bounds
+from analysis.fits.pooled_noise import design_matrix, noisy_runs, pool
+from analysis.fits.results import UNBOUNDED, Parabola
+
+MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
+
+
+def usable_minimum(c2, u_opt, lo, hi):
+    """Whether a parabola with curvature ``c2`` and vertex ``u_opt`` has a minimum the fit can use:
+    c2 > 0 and the vertex within `MINIMUM_REACH`× of the sizes [lo, hi] (all in ln N, or all in u)."""
+    reach = np.log(MINIMUM_REACH)
+    with np.errstate(invalid="ignore"):
+        return (c2 > 0) & (u_opt >= lo - reach) & (u_opt <= hi + reach)
+
+
+def n_opt_intervals(profiles: list[Parabola], resamples: int, seed: int, level: float) -> str:
+    """Each budget's N_opt interval from its parabola's least-squares fit (`_vertex_draws`), widened by the
+    parabola's shape error (`analysis.fits.parabola_shape`), flagged
+    unidentified (it spans over a decade, or reaches past `MINIMUM_REACH`: `_vertex_interval`); none
+    when no budget has more runs than a parabola's 3 coefficients. Returns the note on how they were made."""
+    dof = sum(len(p.n) - 3 for p in profiles)
+    if dof < 1:
+        for profile in profiles:
+            profile.n_opt_interval = None
+            profile.n_opt_unidentified = (
+                "no interval: every budget has 3 runs, which its parabola passes through, so no scatter is left to "
+                "measure the noise by"
+            )
+        return ""
+    everyone = list(range(len(profiles)))
+    noisy = noisy_runs(profiles)
+    quiet = [k for k in everyone if k not in noisy]
+    if noisy and pool(profiles, quiet)[1] < 1:
+        noisy, quiet = {}, everyone  # no scatter left without them: pool them all, as before
+    rng = np.random.default_rng([seed, 2])  # a stream of its own: the run resamples stay as they were
+    pools = {}  # σ̂² and σ/σ̂ per draw of the quiet budgets' pool (False) and of all budgets' (True)
+    for with_noisy, members in [(False, quiet)] + ([(True, everyone)] if noisy else []):
+        variance, members_dof = pool(profiles, members)
+        pools[with_noisy] = variance, np.sqrt(members_dof / rng.chisquare(members_dof, resamples))
+    skew = pooled_skew([profiles[k] for k in quiet])  # a wild run bends its cubic as it does its parabola
+    for k, profile in enumerate(profiles):
+        variance, scale = pools[k in noisy]
+        shift = shape_shift(profile, skew[0], np.log(MINIMUM_REACH)) if skew else 0.0
+        why = _vertex_interval(profile, _vertex_draws(profile, variance, scale, rng), level, shift)
+        if not profile.inside_range and (not why or why.startswith("no interval")):  # the more telling reason
+            why = (
+                f"its minimum lies outside the trained sizes ({min(profile.n):.3g} to {max(profile.n):.3g}): the "
+                "interval of an extrapolated vertex shows the noise, not where the loss turns"
+            )
+        profile.n_opt_unidentified = why
+    return _note(profiles, resamples, dof, noisy, pool(profiles, quiet)[1], skew)
+
+
+def _note(profiles, resamples, dof, noisy, quiet_dof, skew) -> str:
+    """How the N_opt intervals were made: the draws, the pool (and who was left out of it: `noisy`, budget
+    index → its flagged runs), the shape term (``skew``: `pooled_skew`)."""
+    left_out = ", ".join(
+        f"{profiles[k].compute:.3g} (run {run}" + (f", the farthest of {count} flagged)" if count > 1 else ")")
+        for k, (run, count) in noisy.items()
+    )
+    return (
+        f"N_opt per budget: {resamples} draws of each parabola from its least-squares fit, the residual variance "
+        f"pooled over the budgets ({dof} degrees of freedom)"
+        + (
+            f"; budget(s) {left_out} FLOPs hold run(s) far off their parabola (the residual test run on the "
+            f"parabolas' residuals, apart from the outlier rule's flags): left out of the others' pool ({quiet_dof} degrees of freedom), their own intervals keep it"
+            if noisy
+            else ""
+        )
+        + (
+            f"; each widened by its parabola's shape error (the shift of its minimum under the loss's skew in ln N, "
+            f"d3/d2 = {skew[0]:.3g} pooled over the {skew[1]} budget(s) of 5+ sizes)"
+            if skew
+            else ""
+        )
+    )
+
+
+def _vertex_draws(profile: Parabola, variance: float, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """ln N_opt of draws of the parabola's coefficients from their least-squares distribution:
+    c ~ ĉ + t·L·z (L·Lᵀ = σ̂²·(XᵀX)⁻¹; ``scale`` = σ/σ̂ = sqrt(dof/χ²_dof), making each coefficient
+    Student-t, as a regression's interval is); the vertex is a ratio, so its draws show the skew a
+    standard error would hide (Fieller). A draw without a usable minimum (`usable_minimum`) has its
+    N_opt beyond the sizes: ±inf on the side the loss falls towards."""
+    design = design_matrix(profile)
+    u = design[:, 1]
+    root = np.linalg.cholesky(variance * np.linalg.inv(design.T @ design) + 1e-300 * np.eye(3))
+    c = np.asarray(profile.coefficients) + scale[:, None] * (rng.standard_normal((len(scale), 3)) @ root.T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u_opt = -c[:, 1] / (2 * c[:, 2])
+    downhill = np.where(c[:, 2] > 0, np.sign(u_opt), -np.sign(c[:, 1]))
+    usable = usable_minimum(c[:, 2], u_opt, u.min(), u.max())
+    return np.where(usable, profile.center + u_opt, np.where(downhill >= 0, np.inf, -np.inf))
+
+
+def _vertex_interval(profile: Parabola, log_n_opt: np.ndarray, level: float, shift: float) -> str:
+    """Set ``profile.n_opt_interval`` from the draws of ln N_opt, its end on the side of ``shift`` (the
+    parabola's shape error in ln N: `analysis.fits.parabola_shape`) moved out by it; why it does not
+    identify N_opt ("" when it does)."""
+    lower, upper = percentile_bounds(log_n_opt, level)
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        profile.n_opt_interval = None
+        beyond = int(np.isinf(log_n_opt).sum())
+        return (
+            f"{UNBOUNDED}: {beyond} of {len(log_n_opt)} draws of its parabola have no minimum within "
+            f"{MINIMUM_REACH:g}x of its sizes"
+        )
+    if not np.isfinite(shift):
+        profile.n_opt_interval = None
+        return (
+            f"{UNBOUNDED}: under the loss's skew in ln N pooled over the budgets, its runs have no minimum within "
+            f"{MINIMUM_REACH:g}x of its sizes, so the parabola's shape error is not measured"
+        )
+    profile.n_opt_interval = [float(np.exp(lower + min(shift, 0.0))), float(np.exp(upper + max(shift, 0.0)))]
+    return scale_identification(*profile.n_opt_interval)
