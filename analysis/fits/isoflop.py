@@ -72,6 +72,7 @@ from scaling.flops import tokens_6nd
 
 MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
 LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")  # the coefficients last: unidentified with a
+VERTEX_DRAWS = 1000  # draws of each parabola for its N_opt interval when the fit has no bootstrap (`_n_opt_intervals`)
 
 
 def usable_minimum(c2, u_opt, lo, hi):
@@ -130,8 +131,9 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         )
         estimates = estimates_from_samples(point, samples, level)
         boot.notes += [note] if (note := _n_opt_intervals(profiles, resamples, seed, level)) else []
-    else:
+    else:  # the per-budget N_opt intervals need no bootstrap (`_n_opt_intervals`): kept, their note among the law's
         estimates = {k: Estimate(v) for k, v in point.items()}
+        diagnostics["n_opt_per_budget"] = _n_opt_intervals(profiles, VERTEX_DRAWS, seed, level)
     follows_exponent(estimates, LAW_KEYS[2:])
     if law_unidentified:  # no law: no value, no interval, no samples to propagate
         estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}

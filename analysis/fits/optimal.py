@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.fits import identified as ident
 from analysis.fits import laws
-from analysis.fits.bootstrap import AS_A, identification, reaches_zero
+from analysis.fits.bootstrap import AS_A, identification, reaches_zero, unchecked
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -374,7 +374,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         n_kind=report.n_kind,
         fitted_compute_max=fit.fitted_compute_max,
         level=level,
-        notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"],
+        notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)", *unchecked([fit])],
         unidentified=fit.estimates["a"].unidentified if "a" in fit.estimates else "",
         loss_unit=report.loss_unit,
     )
