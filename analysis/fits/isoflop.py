@@ -59,7 +59,7 @@ from analysis.fits.bootstrap import (
     unit_weights,
 )
 from analysis.fits.percentiles import percentile_bounds
-from analysis.fits.pooled_noise import design_matrix, noisy_budgets, pool
+from analysis.fits.pooled_noise import VERTEX_DRAWS, design_matrix, noisy_budgets, pool
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
@@ -72,7 +72,6 @@ from scaling.flops import tokens_6nd
 
 MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
 LAW_KEYS = ("a", "b", "N_coefficient", "D_coefficient")  # the coefficients last: unidentified with a
-VERTEX_DRAWS = 1000  # draws of each parabola for its N_opt interval when the fit has no bootstrap (`_n_opt_intervals`)
 
 
 def usable_minimum(c2, u_opt, lo, hi):
