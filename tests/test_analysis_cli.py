@@ -281,7 +281,7 @@ def test_the_installed_command_prints_one_line_and_no_traceback(csv, runs):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         f"error: column 'val_loss', row 1 (run {runs.run_id[0]}): value nan is not usable; losses must be finite "
-        "numbers > 0"
+        "numbers > 0 (e.g. 2.31)"
     ]
 
 
@@ -309,5 +309,6 @@ def test_rows_are_counted_in_the_source_even_after_failed_runs_are_dropped(capsy
     assert_one_line_error(code, err)
     assert err.strip() == (
         f"error: column 'tokens', row 5 (run {runs.run_id[4]}): value 0.0 is not usable; "
-        "token counts D must be finite numbers > 0"
+        "token counts D must be finite numbers > 0 (e.g. 1.4e10, 14,000,000,000, 14B, 14B tokens; k M B T for "
+        "thousand to trillion)"
     )

@@ -116,3 +116,23 @@ def test_a_fit_gives_intervals_and_flags_extrapolation(capsys, fit_file):
     assert lo < near["N"]["estimate"] < hi and near["loss"]["interval"] is not None
     from_2 = optimal(capsys, "--budget", str(largest), "--law", fit_file, "--approach", "2")
     assert from_2["loss"] is None and from_2["N"]["interval"] is not None
+
+
+@pytest.mark.parametrize("approach", ["2", "3"])
+def test_a_budget_below_the_fitted_range_is_flagged(capsys, fit_file, approach):
+    # Before: t01's fit at --budget 1e15 printed N_opt 2.857e6 [...] with "extrapolation": false and no note,
+    # though its smallest fitted budget is 6e18 (only budgets beyond the largest fitted run were flagged).
+    inside = optimal(capsys, "--budget", "1e18", "--law", fit_file, "--approach", approach)
+    below = optimal(capsys, "--budget", "1e15", "--law", fit_file, "--approach", approach)
+    assert inside["below_fitted_range"] is False and not any("below the fitted range" in n for n in inside["notes"])
+    assert below["below_fitted_range"] is True and below["extrapolation"] is False
+    assert any(n.startswith("below the fitted range: 1e+15 FLOPs is 1e+03x below") for n in below["notes"])
+
+
+def test_a_target_loss_above_the_losses_fitted_is_flagged(capsys, fit_file):
+    # Before: a bits/byte fit asked for --target-loss 2.1 (nats?) gave a budget 2000x below its runs, unflagged.
+    within = optimal(capsys, "--target-loss", "2.5", "--law", fit_file)
+    above = optimal(capsys, "--target-loss", "4.5", "--law", fit_file)  # the 1e18 runs' loss is about 3.2
+    assert within["below_fitted_range"] is False and above["below_fitted_range"] is True
+    said = [n for n in above["notes"] if n.startswith("--target-loss 4.5 is above the law's loss at the smallest")]
+    assert len(said) == 1 and "outside the losses the law was fitted on; is it in nats/token?" in said[0]

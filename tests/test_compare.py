@@ -25,6 +25,7 @@ from test_outliers import lone_run_ladder
 
 from analysis.compare import Input, compare_inputs, fit_side, read_groups, read_inputs
 from analysis.compare.frontier import Frontier
+from analysis.compare.result import drift_cause
 from analysis.fits import laws
 from analysis.fits.fit import fit_all
 from analysis.sources.schema import ColumnMap
@@ -304,3 +305,26 @@ def test_a_sides_notes_on_the_outlier_rule_are_scaling_fits(pair, tmp_path):
         assert fitted.notes[len(table.lines()[1]) :] == side.outlier_notes == notes
     told = run_cli("compare", pair["base"], path, "--bootstrap", 0, "--exclude-outliers", check=True).stderr
     assert all(f"note [{path}]: {note}\n" in told for note in notes), told
+
+
+def test_a_multiplier_drifting_with_e_alone_is_not_put_down_to_the_exponents(tmp_path):
+    # Before: t06 (only E differs) read "m(C) changes with scale ... (frontier exponent difference Δγ = 0.00327
+    # [-0.0325, 0.0299])": a cause whose interval holds 0. m is constant only when γ and E both agree.
+    lower_e = {**BASE, "E": BASE["E"] - 0.1}
+    _sweep(BASE, 1, tmp_path / "base.csv")
+    _sweep(lower_e, 5, tmp_path / "lower_e.csv")
+    c = _compare([tmp_path / "base.csv", tmp_path / "lower_e.csv"])
+    gamma, e = c.differences["gamma"], c.differences["E"]
+    assert c.scale_dependent and gamma["lower"] <= 0 <= gamma["upper"], c.summary
+    assert "irreducible-loss difference ΔE = " in c.summary, c.summary
+    if not e["lower"] <= 0 <= e["upper"]:
+        assert "ΔE = " in c.summary and "with frontier exponent difference Δγ = " in c.summary
+        assert "consistent with 0" in c.summary
+    else:
+        assert "excludes 0 alone; m is constant only when both agree" in c.summary
+    away, near = {"value": 0.05, "lower": 0.02, "upper": 0.08}, {"value": 0.01, "lower": -0.02, "upper": 0.04}
+    assert drift_cause({"gamma": away, "E": near}, True) == "frontier exponent difference Δγ = 0.05 [0.02, 0.08]"
+    assert drift_cause({"gamma": near, "E": away}, True) == (
+        "irreducible-loss difference ΔE = 0.05 [0.02, 0.08], with frontier exponent difference Δγ = 0.01 "
+        "[-0.02, 0.04] consistent with 0"
+    )

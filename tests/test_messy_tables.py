@@ -22,6 +22,7 @@ from analysis.sources.check import table_from_frame
 from analysis.sources.files import read_table_file
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import isoflop_runs
+from scaling.errors import DataError
 
 BUDGETS = [1e18, 3e18, 1e19, 3e19, 1e20]
 
@@ -145,6 +146,39 @@ def test_counts_written_as_70M_or_1p3B_are_read_as_numbers():
     np.testing.assert_allclose(got["N"], want["N"], rtol=1e-3)
     np.testing.assert_allclose(got["D"], want["D"], rtol=1e-3)
     assert table_from_frame(runs.assign(params="1.3 B"), "t.csv", ColumnMap()).runs["N"].iloc[0] == 1.3e9
+
+
+def test_counts_followed_by_their_columns_unit_word_are_read_and_other_words_refused_with_the_valid_forms():
+    # Before: '14.29B tokens' in the tokens column gave "no usable rows" ('14.29B' and '6e18 FLOPs' were read).
+    runs = ladder()
+    worded = runs.assign(
+        params=[f"{n / 1e6:.6g}M params" for n in runs["params"]],
+        tokens=[f"{d / 1e9:.6g}B Tokens" for d in runs["tokens"]],
+    )
+    got = table_from_frame(worded, "worded.csv", ColumnMap()).runs
+    want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
+    np.testing.assert_allclose(got["D"], want["D"], rtol=1e-5)
+    np.testing.assert_allclose(got["N"], want["N"], rtol=1e-5)
+    crossed = worded.assign(tokens=[f"{d / 1e9:.6g}B params" for d in runs["tokens"]])  # another column's word
+    with pytest.raises(DataError, match=r"no usable rows.*valid: tokens: finite numbers > 0 \(e\.g\. .*14B tokens"):
+        table_from_frame(crossed, "crossed.csv", ColumnMap())
+    one = worded.assign(tokens=worded["tokens"].where(worded.index > 0, "lots"))
+    warned = [w for w in table_from_frame(one, "one.csv", ColumnMap()).warnings if w.startswith("excluded 1 ")]
+    assert (
+        len(warned) == 1
+        and "row 1 (run r0000): tokens 'lots'" in warned[0]
+        and "valid: tokens: finite numbers" in warned[0]
+    )
+
+
+def test_train_tokens_is_read_as_d_and_a_budget_column_is_offered_as_c():
+    # Before: t10's 'train_tokens' was no token column, and the refusal did not name its 'budget' column.
+    runs = ladder()
+    table = table_from_frame(runs.rename(columns={"tokens": "train_tokens"}), "t.csv", ColumnMap())
+    np.testing.assert_allclose(table.runs["D"], table_from_frame(runs, "r.csv", ColumnMap()).runs["D"])
+    no_d = runs.drop(columns=["tokens", "flops"]).rename(columns={"budget_flops": "budget"})
+    with pytest.raises(DataError, match=r"column 'budget' holds budgets: --c-column budget if it is each run's own C"):
+        table_from_frame(no_d, "b.csv", ColumnMap())
 
 
 def test_a_budget_column_in_other_units_than_6nd_is_named_by_its_factor():

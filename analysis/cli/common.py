@@ -349,9 +349,10 @@ def source_and_fit(args: argparse.Namespace, verb: str):
             f"{boot.resamples} bootstrap resamples, seed {boot.seed})" if boot else "no bootstrap)"
         )
         return source, fit, how, problems
-    how = (
-        f"fitted by `scaling {verb}`: approaches 1-3, {args.bootstrap} bootstrap resamples (seed {args.seed}), "
-        f"{args.level:.0%} intervals"
+    how = f"fitted by `scaling {verb}`: approaches 1-3, " + (
+        f"{args.bootstrap} bootstrap resamples (seed {args.seed}), {args.level:.0%} intervals"
+        if args.bootstrap
+        else "no bootstrap (no intervals)"
     )
     try:
         fit = fit_all(

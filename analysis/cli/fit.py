@@ -14,6 +14,7 @@ from analysis.cli.common import (
     tell,
 )
 from analysis.describe.numbers import num
+from analysis.fits.bootstrap import unchecked
 from analysis.fits.codec import to_jsonable
 from analysis.fits.isoflop import left_out_of_law
 from analysis.fits.outliers import RULE as OUTLIER_RULE
@@ -207,6 +208,8 @@ def fit_summary(report: FitReport, single: bool) -> dict:
         "runs": [to_jsonable(o) for o in report.outliers],
     }
     head["headline_left_out"] = {str(k): why for k, why in report.headline_left_out().items()}
+    if said := unchecked(report.fits):  # only when not checked
+        head["identification"] = said[0]
     if report.hyperparameter_fit:
         head.update(hyperparameter_laws=report.hyperparameter_laws, hyperparameter_fit=report.hyperparameter_fit)
     parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
@@ -267,6 +270,7 @@ def render_fit(report: FitReport) -> str:
     from analysis.describe.fit import describe_fit
 
     lines = [f"{report.source}: {report.runs} runs, N = {report.n_kind.replace('_', '-')} parameters"]
+    lines += unchecked(report.fits)  # said once, before any number
     for d in describe_fit(report, compact=False):
         lines += ["", f"{d.heading}  ({d.reference})"]
         lines += [f"  {row.key:<14} {row.text:<34} {row.meaning}".rstrip() for row in d.rows]

@@ -8,6 +8,7 @@ from analysis.compare.multiplier import DIFFERENCES
 from analysis.compare.result import Comparison
 from analysis.describe.numbers import interval_text, num
 from analysis.describe.outliers import count_by_rule, flagged_line
+from analysis.fits.bootstrap import unchecked
 from analysis.fits.codec import to_jsonable
 from analysis.fits.results import Estimate
 
@@ -55,9 +56,11 @@ def render_comparison(comparison: Comparison) -> str:
         *_outliers_line(c.candidate),
         "",
         c.summary,
+        *unchecked([c.baseline.fit, c.candidate.fit]),
         "",
-        f"per budget (approach-3 frontiers; losses in {unit}; {c.level:.0%} intervals from {c.pairs} bootstrap pairs; "
-        "m(C): the compute the baseline needs for the loss the candidate reaches with C):",
+        f"per budget (approach-3 frontiers; losses in {unit}; "
+        + (f"{c.level:.0%} intervals from {c.pairs} bootstrap pairs; " if c.pairs else "no intervals; ")
+        + "m(C): the compute the baseline needs for the loss the candidate reaches with C):",
         f"  {'C (FLOPs)':<11} {'m(C)':<28} {difference:<30} {'baseline loss':<14} {'candidate loss':<14}",
     ]
     for row in c.rows:

@@ -144,7 +144,7 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         scale_dependent=scale_dependent,
         summary=f"m(C) is unidentified: {why['multiplier']}"
         if why["multiplier"]
-        else _summary(ends, (lo, hi), scale_dependent, diffs["gamma"], values["pairs"] > 0),
+        else _summary(ends, (lo, hi), scale_dependent, diffs, values["pairs"] > 0),
         pairs=values["pairs"],
         notes=notes,
         unidentified=why["multiplier"],
@@ -196,7 +196,7 @@ def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float,
     return not (drift_flat and gamma_flat)
 
 
-def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, gamma: dict, intervals: bool) -> str:
+def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, diffs: dict, intervals: bool) -> str:
     m = ends["multiplier"]
     at = [_estimate(m, i, pairs=int(ends["pairs"])) for i in range(3)]
     lo, hi = shared
@@ -207,14 +207,40 @@ def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, gam
             f"reaches with C the loss the baseline needs {at[1].value:.3g}·C for"
         )
     else:
-        d_gamma = _interval(gamma["value"], gamma["lower"], gamma["upper"])
         text = (
             f"m(C) changes with scale: it goes from {_m(at[0])} at {lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs "
-            f"(frontier exponent difference Δγ = {d_gamma}); no single multiplier describes it"
+            f"({drift_cause(diffs, intervals)}); no single multiplier describes it"
         )
     if at[1].value < 1:
         text += " (m < 1: the candidate is worse, it needs more compute than the baseline)"
     return text
+
+
+def drift_cause(diffs: dict, intervals: bool) -> str:
+    """What makes m(C) change with scale, as far as the intervals say: m is constant only when the frontier exponent
+    γ and the floor E agree (`multiplier.DIFFERENCES`), so the differences named are those whose intervals exclude 0
+    (a Δγ consistent with 0 beside an E that differs read as the cause: t06, where only E differed)."""
+    said = {
+        name: f"{what} Δ{symbol} = {_interval(d['value'], d['lower'], d['upper'])}"
+        for name, what, symbol, d in (
+            ("gamma", "frontier exponent difference", "γ", diffs["gamma"]),
+            ("E", "irreducible-loss difference", "E", diffs["E"]),
+        )
+    }
+    if not intervals:
+        return f"{said['gamma']}, {said['E']}; no intervals"
+    differ = [
+        name
+        for name in said
+        if diffs[name]["lower"] is not None and not diffs[name]["lower"] <= 0 <= diffs[name]["upper"]
+    ]
+    if differ == ["gamma"]:
+        return said["gamma"]
+    if differ == ["E"]:
+        return f"{said['E']}, with {said['gamma']} consistent with 0"
+    if differ:
+        return f"{said['gamma']} and {said['E']}"
+    return f"neither the {said['gamma']} nor the {said['E']} excludes 0 alone; m is constant only when both agree"
 
 
 def _m(e: Estimate) -> str:

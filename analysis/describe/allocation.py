@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
-from analysis.fits.identified import AS_N
+from analysis.fits.identified import AS_N, below_fitted
 from analysis.fits.muennighoff_optimal import RepeatAllocation
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.flops import flops_6nd
@@ -56,11 +56,6 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
 
 def intervals_line(a) -> str | None:
     return f"intervals: {a.level:.0%} bootstrap percentiles" if a.n.interval is not None else None
-
-
-def below_fitted(c: float, smallest_fitted_budget: float | None) -> bool:
-    """A budget below the smallest fitted one: the law is extrapolated downwards."""
-    return smallest_fitted_budget is not None and c < smallest_fitted_budget * (1.0 - 1e-9)
 
 
 AS_N_OPT = "unidentified (as N_opt)"  # the report's cell of a D or D/N unidentified with N_opt (`AS_N_OPT_NOTE`)

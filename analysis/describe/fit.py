@@ -177,8 +177,9 @@ def has_intervals(fit) -> bool:
 
 def bootstrap_text(fit) -> str:
     boot = fit.bootstrap
-    if boot is None:
-        return "none (0 resamples): no intervals"
+    if boot is None:  # approach 2's N_opt per budget has its intervals still (`isoflop.VERTEX_DRAWS`)
+        per_budget = getattr(fit, "diagnostics", {}).get("n_opt_per_budget")
+        return "none (0 resamples): no intervals" + (f" of the law; {per_budget}" if per_budget else "")
     notes = "".join(f"; {n}" for n in boot.notes)
     intervals = f"{boot.level:.0%} percentile intervals" if has_intervals(fit) else "no intervals"
     return f"{boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{notes}"

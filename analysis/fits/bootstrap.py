@@ -272,3 +272,17 @@ def summarize(
         samples={k: np.asarray(v).tolist() for k, v in samples.items()},
         notes=notes,
     )
+
+
+# What a fit without a bootstrap (--bootstrap 0) says once, in every output that shows its numbers: the rules above
+# (width, zero width, narrowness) all read resamples, so without them nothing was checked (t16 printed alpha 2.8
+# for a true 0.34, bare, that the default bootstrap calls unidentified).
+UNCHECKED = (
+    "identification not checked: fitted without a bootstrap (--bootstrap 0), so nothing tested whether the runs pin "
+    "these numbers down (a poorly constrained fit prints confident wrong ones); refit with --bootstrap 200 or more"
+)
+
+
+def unchecked(fits) -> list[str]:
+    """[`UNCHECKED`] when any of ``fits`` (approaches 1-3) has no bootstrap; else []."""
+    return [UNCHECKED] if any(fit.bootstrap is None for fit in fits) else []

@@ -28,6 +28,40 @@ def extrapolation_note(compute: float, fitted_compute_max: float | None) -> str:
     )
 
 
+def below_fitted(compute: float, smallest_fitted_budget: float | None) -> bool:
+    """A budget below the smallest fitted one: the law is extrapolated downwards (the report's ladder and
+    `scaling optimal` flag it)."""
+    return smallest_fitted_budget is not None and compute < smallest_fitted_budget * (1.0 - 1e-9)
+
+
+def below_range_note(compute: float, fitted_compute_min: float | None) -> str:
+    """The note on a budget `below_fitted` ("" when it is not)."""
+    if not below_fitted(compute, fitted_compute_min):
+        return ""
+    return (
+        f"below the fitted range: {compute:.3g} FLOPs is {fitted_compute_min / compute:.3g}x below the smallest "
+        f"fitted budget ({fitted_compute_min:.3g} FLOPs); the law is extrapolated downwards"
+    )
+
+
+def range_notes(compute: float, fitted_compute_min: float | None, fitted_compute_max: float | None) -> dict[str, str]:
+    """The notes on a budget outside the fitted range, by the allocation's flag each sets ("" when it does not)."""
+    return {
+        "extrapolation": extrapolation_note(compute, fitted_compute_max),
+        "below_range": below_range_note(compute, fitted_compute_min),
+    }
+
+
+def above_fitted_losses_note(law, target: float) -> str:
+    """The note on a --target-loss whose budget is `below_fitted`: the target is above the losses fitted (a loss
+    in another unit, a bits/byte fit asked for 2.1 nats?)."""
+    highest = float(law._frontier_loss(law.params, law.fitted_compute_min))
+    return (
+        f"--target-loss {target:g} is above the law's loss at the smallest fitted budget ({highest:.4g} "
+        f"{law.loss_unit}): outside the losses the law was fitted on; is it in {law.loss_unit}?"
+    )
+
+
 def falling(n: Estimate, fall) -> Estimate:
     """The estimate of ``fall(N)``, a quantity that falls as N grows (D = C/(6N), D/N = C/(6N²)): N's
     interval maps onto its reversed. Where N's reaches 0 (samples whose N_opt underflowed) it is

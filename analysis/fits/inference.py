@@ -32,7 +32,7 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits.bootstrap import AS_A
-from analysis.fits.identified import extrapolation_note, never_reached, never_reached_note, scale_rule
+from analysis.fits.identified import below_range_note, extrapolation_note, never_reached, never_reached_note, scale_rule
 from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
 from scaling.errors import UserError
@@ -200,6 +200,7 @@ def inference_allocation(
     scale_rule(values["N"], values["D"], values["tokens_per_parameter"])  # as a plain allocation's N_opt
     if extrapolation := extrapolation_note(values["training_flops"].value, law.fitted_compute_max):
         notes.append(extrapolation)
+    notes += [below] if (below := below_range_note(values["training_flops"].value, law.fitted_compute_min)) else []
     return InferenceAllocation(
         law=law.name,
         inference_tokens=inference_tokens,

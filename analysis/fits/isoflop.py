@@ -55,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
+from analysis.fits.pooled_noise import VERTEX_DRAWS
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.fits.vertex_intervals import MINIMUM_REACH, n_opt_intervals, usable_minimum
@@ -104,7 +105,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
     runs = table.runs
     groups, profiles, dropped = _profiles(table)
-    interval_note = n_opt_intervals(profiles, resamples, seed, level) if resamples > 0 else ""
+    interval_note = n_opt_intervals(profiles, resamples if resamples > 0 else VERTEX_DRAWS, seed, level)
     members = np.array([in_law(p) for p in profiles])
     law_unidentified = _law_unidentified(profiles)
     log_c = np.log([p.compute for p in profiles])
@@ -128,8 +129,9 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         )
         estimates = estimates_from_samples(point, samples, level)
         boot.notes += [interval_note] if interval_note else []
-    else:
+    else:  # the per-budget N_opt intervals need no bootstrap (`n_opt_intervals`): kept, their note among the law's
         estimates = {k: Estimate(v) for k, v in point.items()}
+        diagnostics["n_opt_per_budget"] = interval_note
     follows_exponent(estimates, LAW_KEYS[2:])
     if law_unidentified:  # no law: no value, no interval, no samples to propagate
         estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}

@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.fits import identified as ident
 from analysis.fits import laws
-from analysis.fits.bootstrap import AS_A, identification, reaches_zero
+from analysis.fits.bootstrap import AS_A, identification, reaches_zero, unchecked
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -40,6 +40,7 @@ class Allocation:
     n_kind: str
     extrapolation: bool
     level: float
+    below_range: bool = False  # the budget is below the smallest fitted one (`identified.below_fitted`)
     target_loss: float | None = None
     max_tokens: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -59,7 +60,7 @@ class Allocation:
             "loss": None if self.loss is None else self.loss.as_json(),
             "six_N_D": flops_6nd(self.n.value, self.d.value),
             "n_kind": self.n_kind,
-            "extrapolation": self.extrapolation,
+            **{"extrapolation": self.extrapolation, "below_fitted_range": self.below_range},
             "level": self.level,
             "notes": self.notes,
         }
@@ -97,7 +98,7 @@ class Law(abc.ABC):
         self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         # why it does not pin down its irreducible loss E ("" if it does): its loss beyond the fitted budgets is unknown
         self.floor_unidentified = floor_unidentified
-        self.fitted_compute_min = fitted_compute_min  # the smallest fitted run's 6·N·D (approach 3), or None
+        self.fitted_compute_min = fitted_compute_min  # the smallest fitted C (3: run's 6·N·D, 2: budget), or None
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.unknown = (0, "")  # how many samples have no value for anything the law derives, and why (`ParametricLaw`)
         self.fitted_compute_max = fitted_compute_max
@@ -163,6 +164,8 @@ class Law(abc.ABC):
             ident.as_budget(allocation)
         elif allocation.loss is not None:  # the target asked for: no interval (the budget's carries the spread)
             allocation.loss = Estimate(float(target))
+        if allocation.below_range:  # a target above the losses fitted (a loss in another unit?)
+            allocation.notes.append(ident.above_fitted_losses_note(self, target))
         return allocation
 
     def _unreached(self, target: float, never: int, size: int, why: str) -> Allocation:
@@ -266,8 +269,8 @@ class Law(abc.ABC):
                 loss.unidentified = AS_A
             notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
         self._floor_check(c, loss, notes)
-        if extrapolation := ident.extrapolation_note(c, self.fitted_compute_max):
-            notes.append(extrapolation)
+        ranged = ident.range_notes(c, self.fitted_compute_min, self.fitted_compute_max)
+        notes += [note for note in ranged.values() if note]
         return Allocation(
             law=self.name,
             budget=budget,
@@ -276,7 +279,7 @@ class Law(abc.ABC):
             tokens_per_parameter=ratio,
             loss=loss,
             n_kind=self.n_kind,
-            extrapolation=bool(extrapolation),
+            **{flag: bool(note) for flag, note in ranged.items()},  # extrapolation, below_range
             level=self.level,
             notes=notes,
         )
@@ -371,7 +374,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         n_kind=report.n_kind,
         fitted_compute_max=fit.fitted_compute_max,
         level=level,
-        notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)"],
+        notes=[f"fit of {report.source} (approach {fit.approach}, {report.runs} runs)", *unchecked([fit])],
         unidentified=fit.estimates["a"].unidentified if "a" in fit.estimates else "",
         loss_unit=report.loss_unit,
     )
@@ -381,6 +384,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         common["fitted_compute_min"] = smallest_6nd(fit.n, fit.d)
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
+    common["fitted_compute_min"] = min(p.budget for p in fit.profiles) if fit.approach == 2 else min(fit.compute)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
     if fit.approach == 1:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cells, below_fitted, n_opt_cell
+from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cells, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
-from analysis.fits.identified import EXTRAPOLATION_FACTOR
+from analysis.fits.identified import EXTRAPOLATION_FACTOR, below_fitted
 from analysis.fits.optimal import chosen_fit, law_from_fit
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport

@@ -7,6 +7,7 @@ from analysis.compare.multiplier import DIFFERENCES
 from analysis.compare.render import BEYOND, LABELS
 from analysis.compare.result import Comparison, Side
 from analysis.figures.compare import CAPTION
+from analysis.fits.bootstrap import unchecked
 from analysis.report.blocks import FLAG, Bullets, FigureBlock, Heading, Paragraph, Table
 
 FIGURE_NAME = "compare"
@@ -35,8 +36,14 @@ def comparison_blocks(comparisons: list[Comparison], has_figure: bool, notes: li
             f"Baseline: {first.baseline.source} ({first.baseline.runs} runs). Each source is fitted with approach 3 "
             "and compared through its loss frontier L*(C). m(C) is the effective compute multiplier: the compute the "
             "baseline needs to reach the loss the candidate reaches with C (m > 1: the candidate is better). "
-            f"Intervals: {first.level:.0%} percentile intervals over bootstrap pairs, the sources resampled "
-            "independently."
+            + (
+                f"Intervals: {first.level:.0%} percentile intervals over bootstrap pairs, the sources resampled "
+                "independently."
+                if first.pairs
+                else "No intervals"
+                + "".join(f": {line}" for line in unchecked([first.baseline.fit, first.candidate.fit]))
+                + "."
+            )
         ),
         *(Paragraph(f"Note: {note}") for note in notes or []),
         *side_notes(first.baseline),

@@ -11,6 +11,7 @@ import pandas as pd
 from analysis.describe.fit import exponents_text
 from analysis.describe.numbers import count_label, flops_label, num
 from analysis.describe.repeat import HEADING, repetition_text, runs_text
+from analysis.fits.bootstrap import unchecked
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Bullets, Heading, Paragraph, Table
 from analysis.sources.schema import RunTable, Source
@@ -110,6 +111,7 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
     if fit is None:
         items.append("No scaling law could be fitted to these runs (see the notes below).")
     else:
+        items += [f"{FLAG} {line[0].upper()}{line[1:]}." for line in unchecked(fit.fits)]  # before any number
         for f in fit.fits:
             items.append(f"Approach {f.approach}: {exponents_text(f)} (Chinchilla: a ≈ b ≈ 0.5).")
         items += [f"Approach {k} is not headlined: {why}." for k, why in fit.headline_left_out().items()]

@@ -86,7 +86,7 @@ def budgets_of_frame(
     cautions = notes if warnings is None else warnings  # where the run-together warning goes
     if column is not None:
         raw = frame[column]
-        requested = numeric(frame, column)[0]  # text counts as N and D are read; "1.0e19 FLOPs" too
+        requested = numeric(frame, column, "c")[0]  # text counts as N and D are read; "1.0e19 FLOPs" too
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
             given, written = requested, same_budgets(requested, notes)

@@ -31,7 +31,7 @@ from analysis.sources.colunits import apply_column_units, refuse_perplexity, spl
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
-from analysis.sources.rows import LOSSES, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSS, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -131,10 +131,8 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
 
 
 def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> dict[str, str]:
-    """The columns every usable row needs, with what each holds (`rows.usable_rows`)."""
-    needed = {n_col: "parameter counts N", loss_col: LOSSES}
-    needed.update({d_col: "token counts D"} if d_col is not None else {c_col: "compute values C (FLOPs)"})
-    return needed
+    """The columns every usable row needs, with each one's role (`rows.usable_rows`)."""
+    return {n_col: "n", loss_col: LOSS, **({d_col: "d"} if d_col is not None else {c_col: "c"})}
 
 
 def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
@@ -182,10 +180,10 @@ def _families(frame: pd.DataFrame, run_ids: pd.Series) -> pd.Series | None:
 def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, notes: list[str]) -> pd.DataFrame:
     """run_id, N, D, C = 6·N·D and loss of usable rows; D = C/(6N) without a token column."""
     n_col, d_col, c_col, loss_col = picked
-    n, loss = numeric(frame, n_col)[0], numeric(frame, loss_col, count=False)[0]
-    c_given = None if c_col is None else numeric(frame, c_col)[0]
+    n, loss = numeric(frame, n_col, "n")[0], numeric(frame, loss_col, count=False)[0]
+    c_given = None if c_col is None else numeric(frame, c_col, "c")[0]
     if d_col is not None:
-        d = numeric(frame, d_col)[0]
+        d = numeric(frame, d_col, "d")[0]
     else:
         d = tokens_6nd(c_given, n)
         notes.append(f"no token column: D = C/(6N) from column {c_col!r}")
@@ -244,10 +242,12 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     for column in columns.as_given:  # a name that is no column is an error, as --n-column's is
         _pick_column(frame, "as_given", column, source)
     if d_col is None and c_col is None:
+        budget = budget_column_of(frame, None, source)  # a run's budget is not read as its own C
+        offer = f" (column {budget!r} holds budgets: --c-column {budget} if it is each run's own C)" if budget else ""
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "
             f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
-            f"or --c-column{_n_alone(frame, n_col, loss_col)}. Columns present: {_present(frame)}"
+            f"or --c-column{offer}{_n_alone(frame, n_col, loss_col)}. Columns present: {_present(frame)}"
         )
     return n_col, d_col, c_col, loss_col
 

@@ -72,7 +72,7 @@ def apply_column_units(
     frame = _budget_in_flops(frame, budget_col, picked, notes, as_given)
     picked = {r: c for r, c in picked.items() if c is not None}
     found = {r: u for r, c in picked.items() if (u := split_unit(str(c), r)) is not None}
-    raw = {r: numeric(frame, c)[0] for r, c in picked.items()}
+    raw = {r: numeric(frame, c, "d" if r == "u" else r)[0] for r, c in picked.items()}
     out, scaled = frame, []
     unscaled = _budget_says_unscaled(frame, budget_col, raw, found)
     for role, (_, unit, factor) in found.items():
@@ -106,7 +106,7 @@ def _budget_in_flops(frame: pd.DataFrame, budget_col, picked: dict, notes: list[
     if budget_col in as_given:
         notes.append(f"budget column {budget_col!r} is named in {unit[1]} but read as given ({AS_GIVEN} {budget_col})")
         return frame
-    values = pd.Series(numeric(frame, budget_col)[0] * unit[2], index=frame.index)
+    values = pd.Series(numeric(frame, budget_col, "c")[0] * unit[2], index=frame.index)
     notes.append(
         f"budget column {budget_col!r} is in {unit[1]} (its name says so): read as FLOPs x {unit[2]:g} "
         f"({AS_GIVEN} {budget_col} if it holds FLOPs as they are)"
@@ -126,7 +126,7 @@ def _budget_says_unscaled(frame: pd.DataFrame, budget_col, raw: dict, found: dic
     None or several subsets agreeing: every unit is applied (the budget disagreement is warned about)."""
     if budget_col is None or budget_col not in frame.columns:
         return set()
-    budget = numeric(frame, budget_col)[0]
+    budget = numeric(frame, budget_col, "c")[0]
     unscaled: set[str] = set()
     for group in (("n", "d"), ("c",)) if "d" in raw else (("c",),):
         named = [r for r in group if r in found]

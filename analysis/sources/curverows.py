@@ -152,11 +152,11 @@ def split_curve_rows(
     rows = run_ids if key == [RUN_ID] else _row_ids(frame)  # not curves: each row its own run
     if key != [RUN_ID] and not _history(frame, run_ids, key):
         return frame, rows, curves, None
-    n = pd.Series(numeric(frame, n_col)[0], index=frame.index)
+    n = pd.Series(numeric(frame, n_col, "n")[0], index=frame.index)
     if d_col is not None:
-        tokens = pd.Series(numeric(frame, d_col)[0], index=frame.index)
+        tokens = pd.Series(numeric(frame, d_col, "d")[0], index=frame.index)
     else:
-        tokens = pd.Series(tokens_6nd(numeric(frame, c_col)[0], n.to_numpy()), index=frame.index)
+        tokens = pd.Series(tokens_6nd(numeric(frame, c_col, "c")[0], n.to_numpy()), index=frame.index)
     counts = tokens.groupby(run_ids).nunique()
     if not (counts > 1).any() or (n.groupby(run_ids).nunique() > 1).any():  # seeds, or several N: not one run
         return frame, rows, curves, None

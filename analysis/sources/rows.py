@@ -22,7 +22,21 @@ from scipy.sparse.csgraph import connected_components
 from scaling.errors import DataError
 
 MAX_LISTED = 5  # how many rows a warning names before "and k more"
-LOSSES = "losses"  # what `usable_rows` is told the loss column holds: not a count
+LOSS = "loss"  # the role of the loss column: not a count
+# What each role's column holds, as messages name it, and the unit words its counts may end in ("14.29B tokens",
+# "70M params", "1.0e19 FLOPs"): a count followed by another role's word ("70M tokens" for N) is not read.
+HOLDS = {"n": "parameter counts N", "d": "token counts D", "c": "compute values C (FLOPs)", LOSS: "losses"}
+UNIT_WORDS = {"n": ("params", "parameters"), "d": ("tokens",), "c": ("flops",)}
+_ANY_WORD = tuple(word for words in UNIT_WORDS.values() for word in words)  # a count of no role named
+_EXAMPLES = {"n": "7e7, 70000000, 70,000,000, 70M, 70M params", "d": "1.4e10, 14,000,000,000, 14B, 14B tokens"}
+FORMS = {
+    **{
+        role: f"finite numbers > 0 (e.g. {examples}; k M B T for thousand to trillion)"
+        for role, examples in _EXAMPLES.items()
+    },
+    "c": "finite numbers > 0 (e.g. 6e18, 6e18 FLOPs, 6,000,000,000,000,000,000)",
+    LOSS: "finite numbers > 0 (e.g. 2.31)",
+}  # what each role's values may be, for the message that refuses one
 
 
 def row_label(position: int, run_ids: pd.Series) -> str:
@@ -38,14 +52,16 @@ def listing(items: list[str], limit: int = MAX_LISTED, sep: str = ", ") -> str:
     return sep.join(items[:limit]) + more
 
 
-def numeric(frame: pd.DataFrame, column: str, count: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def numeric(frame: pd.DataFrame, column: str, count: bool | str = True) -> tuple[np.ndarray, np.ndarray]:
     """The column as float64 and a mask of values that are not finite numbers > 0. In a ``count`` column
     (N, D, C; not a loss, where "3,723" is a comma-decimal 3.723, never 3723) text counts as published
     tables write them ("70M", "1.3B", "300B", "1.4T", "125k") and thousands grouped by commas
-    ("1,300,000") are read as numbers."""
+    ("1,300,000") are read as numbers; ``count`` naming a role ("n", "d", "c": `UNIT_WORDS`) also reads
+    them followed by that role's unit word ("14.29B tokens"), True by any role's."""
     raw = frame[column]
     if count and not pd.api.types.is_numeric_dtype(raw):
-        raw = _each_distinct(raw, _count)
+        words = UNIT_WORDS.get(count, _ANY_WORD)
+        raw = _each_distinct(raw, lambda value: _count(value, words))
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     return values, ~np.isfinite(values) | (values <= 0)
 
@@ -73,50 +89,61 @@ _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([kmbt])\s*$", re
 
 
 _GROUPED = re.compile(r"^\s*[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?\s*$")  # 1,300,000,000: a spreadsheet's thousands
-_FLOPS_WORD = re.compile(r"\s*flops?\s*$", re.IGNORECASE)  # "1.0e19 FLOPs": the unit a compute count is in
 
 
-def _count(value):
-    """'1.3B' -> 1.3e9, '1,300,000' -> 1.3e6, '1.0e19 FLOPs' -> '1.0e19'; anything else unchanged."""
+def _count(value, words: tuple[str, ...] = _ANY_WORD):
+    """'1.3B' -> 1.3e9, '1,300,000' -> 1.3e6, '14.29B tokens' -> 1.429e10 (a unit word of ``words`` after the
+    number, singular or plural, dropped); anything else unchanged."""
     if isinstance(value, str):
-        value = _FLOPS_WORD.sub("", value)
+        value = _without_unit_word(value, words)
     if isinstance(value, str) and _GROUPED.match(value):
         return float(value.replace(",", ""))
     match = _COUNT.match(value) if isinstance(value, str) else None
     return float(match.group(1)) * _SUFFIXES[match.group(2).lower()] if match else value
 
 
+def _without_unit_word(text: str, words: tuple[str, ...]) -> str:
+    """``text`` less a unit word of ``words`` (any case, singular or plural) after its number: '1e19 FLOPs' -> '1e19'."""
+    match = re.fullmatch(r"(.*?[0-9.][kmbt]?)\s*([a-z]+)\s*", text, re.IGNORECASE)
+    if match and match.group(2).lower().rstrip("s") in {w.rstrip("s") for w in words}:
+        return match.group(1)
+    return text
+
+
 def usable_rows(
     frame: pd.DataFrame, run_ids: pd.Series, columns: dict[str, str], strict: bool, warnings: list[str], counted="rows"
 ) -> np.ndarray:
-    """Mask of rows whose ``columns`` ({column: what it holds, e.g. "losses"}) are all finite
+    """Mask of rows whose ``columns`` ({column: its role, "n", "d", "c" or `LOSS`}) are all finite
     numbers > 0. Others are listed in a warning, which counts ``counted`` ("runs" where each row is a run's final
-    row of a curve table); with ``strict`` the first is a DataError."""
+    row of a curve table); with ``strict`` the first is a DataError. Each says what forms are read (`FORMS`)."""
     bad = np.zeros(len(frame), dtype=bool)
     reasons: dict[int, list[str]] = {}
-    for column, what in columns.items():
-        _, wrong = numeric(frame, column, count=what != LOSSES)
+    refused: dict[str, str] = {}  # column -> the forms its values may take, for those with a value refused
+    for column, role in columns.items():
+        _, wrong = numeric(frame, column, count=role != LOSS and role)
         if strict and wrong.any():
             i = int(np.flatnonzero(wrong)[0])
             more = f" ({int(wrong.sum()) - 1} more bad values)" if wrong.sum() > 1 else ""
             raise DataError(
                 f"column {column!r}, {row_label(i, run_ids)}: value {_shown(frame[column].iloc[i])} is not usable; "
-                f"{what} must be finite numbers > 0{more}"
+                f"{HOLDS[role]} must be {FORMS[role]}{more}"
             )
         for i in np.flatnonzero(wrong):
             reasons.setdefault(int(i), []).append(f"{column} {_shown(frame[column].iloc[i])}")
         bad |= wrong
+        refused.update({column: FORMS[role]} if wrong.any() else {})
+    valid = "; ".join(f"{column}: {forms}" for column, forms in refused.items())
     if bad.all():
         first = int(np.flatnonzero(bad)[0])
         raise DataError(
             f"no usable rows: all {len(frame)} have a value that is not a finite number > 0 in "
-            f"{', '.join(columns)} (e.g. {row_label(first, run_ids)}: {', '.join(reasons[first])})"
+            f"{', '.join(columns)} (e.g. {row_label(first, run_ids)}: {', '.join(reasons[first])}); valid: {valid}"
         )
     if bad.any():
         listed = [f"{row_label(i, run_ids)}: {', '.join(reasons[i])}" for i in sorted(reasons)]
         warnings.append(
             f"excluded {len(listed)} of {len(frame)} {counted} whose {'/'.join(columns)} is not a finite number > 0: "
-            f"{listing(listed)} (--strict refuses such a table)"
+            f"{listing(listed)} (--strict refuses such a table; valid: {valid})"
         )
     return ~bad
 

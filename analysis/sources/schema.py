@@ -45,6 +45,7 @@ FALLBACK_COLUMNS = {
         "num_tokens",
         "training tokens",
         "training_tokens",
+        "train_tokens",
         "tokens_seen",
         "train/tokens_seen",
         "tokens_processed",

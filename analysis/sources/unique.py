@@ -47,7 +47,7 @@ def unique_tokens_of(frame: pd.DataFrame, column: str | None, tokens, warnings: 
 
     if column is None:
         return np.full(len(frame), np.nan)
-    values, bad = numeric(frame, column)
+    values, bad = numeric(frame, column, "d")
     values = np.where(bad, np.nan, values)
     epochs = np.asarray(tokens, dtype=float) / values
     median = float(np.nanmedian(epochs)) if np.isfinite(epochs).any() else None
