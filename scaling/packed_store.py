@@ -159,7 +159,9 @@ def _train_pack(todo: list, ckpt: dict | None, log) -> list[dict[str, Any]]:
             print(f"packed job {run.job} interrupted (second Ctrl-C): relaunch to resume", file=sys.stderr, flush=True)
             raise SystemExit(130) from None
     if guard.requested and not guard.time_limit:  # during the last step: the records are written
-        log(f"packed: {guard.name} arrived during the last step: the runs are recorded; exiting")
+        log(
+            f"packed: {guard.name} arrived at the runs' end (their last step or records): the runs are recorded; exiting"
+        )
         guard.exit()
     return records
 

@@ -356,6 +356,9 @@ def train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot
     with PreemptionGuard() as guard:
         try:
             outcome = train_until_stopped(run, guard)
+            # 5. record, under the guard: a signal while it is written (and the checkpoint removed, and the
+            # run's line printed) waits for the three, instead of leaving a recorded run's checkpoint behind
+            record = write_record(run, outcome, started_at, t_start)
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once
             step = run.state.saved_step
             kept = f"its checkpoint at step {step} is kept" if step else "no checkpoint was saved"
@@ -367,9 +370,6 @@ def train_owned(cfg: DictConfig, plan: RunPlan, paths: RunPaths, log, slot: Slot
             )
             run.tracker.finish(failed=True)
             raise SystemExit(130) from None
-        # 5. record, under the guard: a signal while it is written (and the checkpoint removed, and the
-        # run's line printed) waits for the three, instead of leaving a recorded run's checkpoint behind
-        record = write_record(run, outcome, started_at, t_start)
     if guard.requested and not guard.time_limit:  # a time-limit warning needs nothing more: the job ends now
         log(
             f"[{plan.run_id}] {guard.name} arrived at the run's end (its last step or its record): the run is "

@@ -11,6 +11,7 @@ reference sweep (~15 s) when this module runs first.
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -123,6 +124,7 @@ def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
     started = 2 if launcher == "joblib" else 1
     ready = lambda: len(RUN_STARTED.findall(launch.output)) >= started and any(store.glob("runs/*/ckpt.pt"))  # noqa: E731
     assert wait_until(ready, launch), launch.output[-3000:]
+    mark = len(launch.output)  # what was logged before the signal
     launch.signal_group(sig)
     rc = launch.wait(60)
     # basic: the run's own exit; joblib: the sweep's, after its workers' checkpoints
@@ -131,8 +133,9 @@ def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
     output = launch.output
     preempted = {run_id: int(step) for run_id, step in PREEMPTED.findall(output)}
     assert preempted and checkpoint_steps(store) == preempted, output[-3000:]
-    before_signal = output[: output.find("sweep: SIG")] if launcher == "joblib" else output
-    ended = set(RUN_COMPLETED.findall(before_signal))
+    # recorded: runs that ended before the signal, or that it reached at their end (the last step, the record)
+    at_end = set(re.findall(r"^\[([0-9a-f]{12})\] SIG\w+ arrived at the run's end", output, re.M))
+    ended = set(RUN_COMPLETED.findall(output[:mark])) | at_end
     assert "Traceback" not in output and set(records(store)) == ended, "a run was finished or started after the signal"
     assert "leaked" not in output, "loky's resource tracker warned about its cleanup"
 
@@ -142,12 +145,16 @@ def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
 
 
 @pytest.mark.slow
-def test_sigterm_to_a_joblib_sweep_with_an_idle_worker_checkpoints_the_running_run(tmp_path, tmp_path_factory):
+@pytest.mark.parametrize("how", ["SIGTERM to the group", "SIGTERM to the sweep", "Ctrl-C twice"])
+def test_a_signalled_joblib_sweep_with_an_idle_worker_checkpoints_the_running_run(tmp_path, tmp_path_factory, how):
     """Two runs on joblib's two workers: when the short one has finished, its worker is idle and the
     long one trains. SIGTERM to the group: the idle worker used to die of it at once, and loky then
     SIGKILLed the other worker before it saved its checkpoint (no "preempted" line, the run back to
     its last periodic checkpoint: 1 launch in 4 on 2026-11-26). Now the idle worker waits, parked,
-    until the sweep has gone, and the running run checkpoints at its current step."""
+    until the sweep has gone, and the running run checkpoints at its current step. The same for
+    SIGTERM to the sweep's process alone (it forwards it), and for Ctrl-C pressed twice, 0.3 s apart
+    (a parked worker ignores the second; a training one used to raise out of its park, end its job
+    and take the next queued run, found by review on 2026-11-26)."""
     reference = reference_store(tmp_path_factory)
     store = tmp_path / "store"
     overrides = ["budget=4e10,1e10", "hydra.sweeper.models=[d48]", "hydra/launcher=joblib"]
@@ -159,8 +166,15 @@ def test_sigterm_to_a_joblib_sweep_with_an_idle_worker_checkpoints_the_running_r
         )
 
     assert wait_until(one_done_one_training, launch), launch.output[-3000:]
-    launch.signal_group(signal.SIGTERM)
-    assert launch.wait(60) == 143, launch.output[-3000:]
+    if how == "SIGTERM to the group":
+        launch.signal_group(signal.SIGTERM)
+    elif how == "SIGTERM to the sweep":
+        os.kill(launch.proc.pid, signal.SIGTERM)
+    else:
+        launch.signal_group(signal.SIGINT)
+        time.sleep(0.3)
+        launch.signal_group(signal.SIGINT)
+    assert launch.wait(60) == (130 if how == "Ctrl-C twice" else 143), launch.output[-3000:]
     assert launch.group_is_gone(), "a process of the preempted sweep is still running"
     output = launch.output
     preempted = {run_id: int(step) for run_id, step in PREEMPTED.findall(output)}

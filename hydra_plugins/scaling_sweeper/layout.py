@@ -88,11 +88,10 @@ class Layout(NamedTuple):  # not a dataclass: Hydra's plugin scan runs this modu
 
 def plan_layout(launcher, launcher_cfg: DictConfig, train_cfg: DictConfig, n_jobs: int, runs_per_gpu: int) -> Layout:
     """The layout of ``n_jobs`` runs under ``launcher`` (the instantiated one, ``launcher_cfg`` its
-    config); a joblib launcher's worker count is set to the runs at once: one per run at once (not one
-    per core or slot), so that no worker sits idle from the start. A never-used loky worker dies of a
-    SIGTERM, and loky then SIGKILLs the others, runs saving their checkpoints among them (half of the
-    signalled one-run sweeps with two workers lost their checkpoint so, 2026-11-26; processes.py).
-    One run at once runs in the sweep's own process (joblib's sequential fallback), as under basic."""
+    config); a joblib launcher's worker count is set to the runs at once (not one per core or slot),
+    so that no worker sits unused from the start: one that never had a job dies of a signal and sets
+    off loky's kill of the others (processes.py). One run at once runs in the sweep's own process
+    (joblib's sequential fallback), as under basic."""
     gpus = devices.sweep_gpus(str(train_cfg.get("device", "auto")))
     n_parallel = concurrency(launcher_cfg, n_jobs, gpus, runs_per_gpu)
     slots = gpus * runs_per_gpu if gpus and is_local_launcher(launcher_cfg) else 0

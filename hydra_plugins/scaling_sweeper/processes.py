@@ -15,8 +15,13 @@ sweep reach them, they end when the sweep's process dies, and a relaunch names t
   other worker at once (loky's ``kill_workers``), which killed runs still saving their checkpoint, and
   idle workers died at the signal itself; so workers exit only after the sweep process, whose wait
   ends when each of its workers has exited or is parked (its name, ``/proc/PID/comm``, reads
-  `PARKED`). A worker still being spawned at the signal (before Python has set its handlers) can
-  still die of it, and set that off: a window of a second or so at the start of a launch.
+  `PARKED`). A worker parks only while its sweep is stopping (named `STOPPING`, which the worker
+  waits `STOP_NOTICE_S` to see): a worker signalled alone (``kill WORKER``) exits, and loky's kill of
+  the other workers follows as it always did (their runs keep their last periodic checkpoints). A worker that
+  has not yet had a job (one still being spawned, or one that another worker's quick jobs left
+  unused) has no handler: a signal kills it, loky is set off, and the runs keep their last periodic
+  checkpoints; a launch starts no more workers than runs at once (`layout.plan_layout`) to keep that
+  rare.
 - `orphaned_holders`: pids of live processes that hold run locks but whose sweep has died.
 """
 
@@ -34,7 +39,11 @@ SWEEP_PARENT_ENV = "SCALING_SWEEP_PARENT"  # host:pid of the sweep process, inhe
 POLL_S = 0.5  # how often a worker checks that its sweep process is alive
 GRACE_S = 60.0  # after the SIGTERM, how long a worker may take to checkpoint before it is ended
 STOP_WAIT_S = 120.0  # how long a signalled sweep waits for its workers' checkpoints (and they for it)
+STOP_NOTICE_S = 5.0  # how long a signalled worker waits to see its sweep stopping too, else it exits
 PARKED = "scaling-parked"  # a worker's process name once it is done and waits for its sweep to end
+STOPPING = "scaling-stop"  # the sweep's process name once a signal has told it to stop (15 characters at most)
+_stopping: list[int] = []  # in the sweep's process: the signal that stops it
+_parked: list[int] = []  # in a worker: parked (its watch thread then has nothing to say)
 
 
 def _child_pids() -> list[int]:
@@ -79,12 +88,33 @@ def alive(pid: int) -> bool:
     return bool(fields) and fields[0] != "Z"
 
 
-def parked(pid: int) -> bool:
-    """True for a worker that has stopped its work and waits for its sweep to end (`park_worker`)."""
+def _named(pid: int, name: str) -> bool:
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == PARKED
+        return Path(f"/proc/{pid}/comm").read_text().strip() == name
     except OSError:
         return False
+
+
+def _name_this_process(name: str) -> bool:
+    """Name this process (its main thread: ``ps``, /proc/PID/comm); False where that cannot be done."""
+    try:
+        Path("/proc/self/comm").write_text(name)
+        return True
+    except OSError:
+        return False
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # no one reads it any more (or it is closed)
+            pass
+
+
+def parked(pid: int) -> bool:
+    """True for a worker that has stopped its work and waits for its sweep to end (`park_worker`)."""
+    return _named(pid, PARKED)
 
 
 def busy(pid: int) -> bool:
@@ -95,14 +125,19 @@ def busy(pid: int) -> bool:
 def forward_sigterm_to_workers() -> None:
     """A SIGTERM to the sweep's own process (``kill PID``, a scheduler) or a Ctrl-C (SIGINT) reaches
     its local workers as SIGTERM (joblib, submitit_local): each running run checkpoints and exits
-    instead of being orphaned, and the sweep exits (143, or 130 for Ctrl-C). joblib's workers ignore
-    a terminal's SIGINT outside training, and joblib itself would go on launching runs after one.
-    In-process runs (basic launcher) install their own handlers while they train."""
+    instead of being orphaned, and the sweep exits (143, or 130 for Ctrl-C). joblib itself would go
+    on launching runs after a Ctrl-C. In-process runs (basic launcher) install their own handlers
+    while they train. The sweep names itself `STOPPING` first (its workers park only then, below);
+    a second signal while it waits changes nothing."""
 
     def handler(signum, frame):
+        if _stopping:  # a second signal, or a parked worker's own SIGTERM (`park_worker`)
+            return
         children = [pid for pid in _child_pids() if not _is_resource_tracker(pid)]
         if signum == signal.SIGINT and not children:  # nothing to forward to: Ctrl-C as usual
             raise KeyboardInterrupt
+        _stopping.append(signum)
+        _name_this_process(STOPPING)
         for pid in children:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -184,26 +219,30 @@ def _is_loky_worker() -> bool:
 
 
 def _park_then_exit(signum, frame) -> None:
-    park_worker(signum)
-    os._exit(128 + signum)
+    from scaling.preemption import exit_preempted  # which parks this worker first
+
+    exit_preempted(signum)
 
 
 def park_worker(signum: int) -> None:
-    """In a loky worker of a sweep that is still its parent: flush, name this process `PARKED`, and
-    wait (at most `STOP_WAIT_S`) until the sweep has gone; the caller then exits. Returns at once
-    elsewhere. Why a worker must outlive its sweep's wait: the module's docstring."""
+    """In a loky worker of a sweep that is still its parent: ignore further signals, flush, name this
+    process `PARKED`, and, once the sweep is stopping too, wait (at most `STOP_WAIT_S`) until it has
+    gone; the caller then exits. Returns at once elsewhere. Why a worker must outlive its sweep's
+    wait: the module's docstring."""
     parent = _sweep_parent()
     if parent is None or os.getppid() != parent or not _is_loky_worker():
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    try:
-        Path("/proc/self/comm").write_text(PARKED)
-    except OSError:  # not Linux: the sweep waits for this process's exit instead
+    for held in (signal.SIGTERM, signal.SIGINT):  # its work is done: a second Ctrl-C must not start a run
+        signal.signal(held, signal.SIG_IGN)
+    _flush()
+    if not _name_this_process(PARKED):  # not Linux: the sweep waits for this process's exit instead
         return
+    _parked.append(parent)
+    notice = time.monotonic() + STOP_NOTICE_S  # the sweep, signalled with it, names itself within it
+    while not _named(parent, STOPPING) and os.getppid() == parent:
+        if time.monotonic() > notice:  # this worker alone was signalled (or its sweep runs a run itself)
+            return
+        time.sleep(0.05)
     deadline = time.monotonic() + STOP_WAIT_S
     while os.getppid() == parent and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -212,7 +251,8 @@ def park_worker(signum: int) -> None:
 def _watch(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(POLL_S)
-    _exit_orphaned(parent, signal_first=True)
+    if not _parked:  # a parked worker exits by itself, its stop already said
+        _exit_orphaned(parent, signal_first=True)
 
 
 def _exit_orphaned(parent: int, signal_first: bool) -> None:
@@ -225,11 +265,7 @@ def _exit_orphaned(parent: int, signal_first: bool) -> None:
     if signal_first:  # the trainer's SIGTERM handler checkpoints the run and exits 143
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(GRACE_S)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _flush()
     os._exit(128 + signal.SIGTERM)
 
 
