@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_wsd.py                      # quick against quick-wsd (two full sweeps: long)
     .venv/bin/python bench/bench_wsd.py --tiny               # the same machinery in seconds of training
+    .venv/bin/python bench/bench_wsd.py --wsd quick-wsd16    # a trunk per distinct shape (15) instead of 8
 
 Runs ``scaling sweep COSINE`` and ``scaling sweep WSD`` (each into its own store under --out; finished
 runs are skipped, so a rerun only fits), then ``scaling fit STORE --approach 3 --bootstrap K`` on each:
