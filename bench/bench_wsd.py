@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_wsd.py                      # quick against quick-wsd (two full sweeps: long)
     .venv/bin/python bench/bench_wsd.py --tiny               # the same machinery in seconds of training
+    .venv/bin/python bench/bench_wsd.py --wsd quick-wsd16    # a trunk per distinct shape (15) instead of 8
 
 Runs ``scaling sweep COSINE`` and ``scaling sweep WSD`` (each into its own store under --out; finished
 runs are skipped, so a rerun only fits), then ``scaling fit STORE --approach 3 --bootstrap K`` on each:
@@ -100,6 +101,10 @@ def width_by_shape(store: Path, resamples: int) -> float | None:
         if runs["N"].nunique() > 1:
             with np.errstate(over="ignore"):  # a flat valley may send A or B to overflow; a stays finite
                 values.append(fit_parametric(replace(table, runs=runs), resamples=0).estimates["a"].value)
+    values = [np.nan if v is None else float(v) for v in values]
+    if unidentified := int(np.isnan(values).sum()):  # a refit that leaves a without a value
+        print(f"{store.name}: by shape, {unidentified} of {len(values)} refits left a unidentified; width of the rest")
+        values = [v for v in values if not np.isnan(v)]
     if len(values) < 2:  # e.g. --tiny's two shapes: most draws hold one N
         return None
     lower, upper = np.percentile(values, [2.5, 97.5])

@@ -37,6 +37,18 @@ def test_closed_form_counts_equal_built_model(name):
     assert m.lr == default_lr(m.d_model)
 
 
+@pytest.mark.parametrize("path", sorted((CONF_DIR / "model" / "fine").glob("d*.yaml")), ids=lambda p: p.stem)
+def test_intermediate_shapes_count_as_built_and_use_heads_of_8(path):
+    """conf/model/fine/: widths between the ladder's (model=fine/d40), heads of 8, the rule's depth and LR."""
+    m = OmegaConf.load(path)
+    shape = ModelShape(n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, name=m.name)
+    assert m.name == path.stem and m.d_model % 16 and m.d_model == 8 * m.n_head
+    assert m.n_layer == max(1, math.floor(m.d_model / 32 + 0.5)) and m.lr == default_lr(m.d_model)
+    counts = param_counts(shape)
+    assert counts["total"] == GPT(shape).num_params()
+    assert f"{counts['non_embedding']:,} non-embedding, {counts['total']:,} total" in path.read_text()
+
+
 def test_ladder_spans_more_than_100x_and_trains_on_cpu():
     ne = [
         non_embedding_params(

@@ -199,6 +199,18 @@ def test_the_quick_wsd_plan_branches_9_per_decade_with_10pct_cooldowns_for_fewer
     assert f"the grid's {len(grid)} points as separate runs" in line
 
 
+def test_the_quick_wsd16_plan_has_a_trunk_per_distinct_shape_within_quicks_flops(tmp_path):
+    """quick-wsd16: 15 trunks, each its own shape (the bootstrap's unit), within quick's 2.25e13 FLOPs."""
+    proc = run_cli("sweep", "quick-wsd16", "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)
+    runs = json.loads((tmp_path / "s" / "sweep.dry-run.json").read_text())["runs"]
+    trunks = [r for r in runs if any(o.startswith("train.branches=") for o in r["overrides"])]
+    assert len(trunks) == len({t["shape"] for t in trunks}) == 15 and len(runs) == 82
+    assert {t["budget_flops"] for t in trunks} == {3e11, 1e12, 3e12}
+    line = next(x for x in proc.stdout.splitlines() if "cooldown branches" in x)
+    assert "15 trunks and 67 cooldown branches" in line
+    assert float(line.split(" points for ")[1].split(" FLOPs")[0]) <= 2.25e13  # quick's 16 runs
+
+
 def test_a_branched_sweep_trains_every_planned_point_and_the_fit_reads_them(tmp_path):
     store = tmp_path / "store"
     args = ["budget=2e8,4e8,8e8", "model=d24,d32", *TINY[1:-2], "train.min_steps=8", "tracking=none"]
