@@ -22,7 +22,6 @@ from analysis.figures.axes import (
     FigureUnavailable,
     budget_colorbar,
     budget_colours,
-    legend,
     limits,
     log_axes,
     loss_label,
@@ -91,7 +90,9 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     ax.set_xlabel("parameters N")
     ax.set_ylabel(loss_label(report.loss_unit))
     style(ax, "IsoFLOP profiles (approach 2): loss against model size at fixed compute")
-    legend(ax, loc="best")  # "upper center" hid a run of the smallest budget
+    handles, labels = ax.get_legend_handles_labels()  # beside the axes: inside, any place hid some run
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     log_axes(ax, count_label)
     return fig
 
