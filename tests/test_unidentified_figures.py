@@ -75,7 +75,7 @@ def test_approach_3s_curves_say_their_level_rests_on_an_unidentified_e(no_floor)
     frontier = _line(loss_vs_compute(table, report), "fit:approach3")
     assert frontier.get_label() == "approach 3: loss at the compute-optimal N, D (E unidentified)"
     profiles = isoflop_profiles(report, table)
-    legend = [t.get_text() for t in profiles.axes[0].get_legend().get_texts()]
+    legend = [t.get_text() for t in profiles.legends[0].get_texts()]  # the figure's legend, below the axes
     assert "approach 3: L(N, C/6N) at each budget (E unidentified)" in legend
     for name in ("loss_vs_compute", "isoflop_profiles"):
         assert "the level rests on E, unidentified: the best fit puts E at 0" in figure_caption(name, report), name
