@@ -181,6 +181,24 @@ def test_train_tokens_is_read_as_d_and_a_budget_column_is_offered_as_c():
         table_from_frame(no_d, "b.csv", ColumnMap())
 
 
+def test_a_budget_column_is_offered_as_c_only_when_read_in_flops_and_as_budget_column_names_it():
+    # Before: 'budget_pfdays' was offered as --c-column, which reads it unscaled and is refused again ("median D
+    # 9.72e-11 tokens ... rename it 'budget_pfdays_pfdays'"); --budget-column was ignored; a name was not quoted.
+    no_d = ladder().drop(columns=["tokens", "flops"])
+    pfdays = no_d.rename(columns={"budget_flops": "budget_pfdays"}).assign(
+        budget_pfdays=lambda f: f.budget_pfdays / 8.64e19
+    )
+    with pytest.raises(DataError) as refused:
+        table_from_frame(pfdays, "pf.csv", ColumnMap())
+    assert "holds budgets" not in str(refused.value) and "--d-column or --c-column." in str(refused.value)
+    spaced = no_d.rename(columns={"budget_flops": "my budget"})
+    with pytest.raises(DataError, match=r"column 'my budget' holds budgets: --c-column 'my budget' if it is each"):
+        table_from_frame(spaced, "s.csv", ColumnMap(budget="my budget"))
+    with pytest.raises(DataError) as refused:
+        table_from_frame(no_d.rename(columns={"budget_flops": "budget"}), "n.csv", ColumnMap(budget="none"))
+    assert "holds budgets" not in str(refused.value)
+
+
 def test_a_budget_column_in_other_units_than_6nd_is_named_by_its_factor():
     # Before: "6·N·D differs from it by up to 100% (median 100%)" for N given in millions.
     runs = ladder().drop(columns=["flops"])
