@@ -134,5 +134,5 @@ def test_a_target_loss_above_the_losses_fitted_is_flagged(capsys, fit_file):
     within = optimal(capsys, "--target-loss", "2.5", "--law", fit_file)
     above = optimal(capsys, "--target-loss", "4.5", "--law", fit_file)  # the 1e18 runs' loss is about 3.2
     assert within["below_fitted_range"] is False and above["below_fitted_range"] is True
-    said = [n for n in above["notes"] if n.startswith("--target-loss 4.5 is above the law's loss at the smallest")]
-    assert len(said) == 1 and "outside the losses the law was fitted on; is it in nats/token?" in said[0]
+    said = [n for n in above["notes"] if n.startswith("--target-loss 4.5 is above the law's optimal loss at its small")]
+    assert len(said) == 1 and "fitted budget (" in said[0] and said[0].endswith("); is it in nats/token?")

@@ -52,13 +52,12 @@ def range_notes(compute: float, fitted_compute_min: float | None, fitted_compute
     }
 
 
-def above_fitted_losses_note(law, target: float) -> str:
-    """The note on a --target-loss whose budget is `below_fitted`: the target is above the losses fitted (a loss
-    in another unit, a bits/byte fit asked for 2.1 nats?)."""
-    highest = float(law._frontier_loss(law.params, law.fitted_compute_min))
+def above_fitted_losses_note(target: float, highest: float, loss_unit: str) -> str:
+    """The note on a --target-loss whose budget is `below_fitted`: the target is above ``highest``, the law's
+    optimal loss at its smallest fitted budget (a loss in another unit, a bits/byte fit asked for 2.1 nats?)."""
     return (
-        f"--target-loss {target:g} is above the law's loss at the smallest fitted budget ({highest:.4g} "
-        f"{law.loss_unit}): outside the losses the law was fitted on; is it in {law.loss_unit}?"
+        f"--target-loss {target:g} is above the law's optimal loss at its smallest fitted budget ({highest:.4g} "
+        f"{loss_unit}); is it in {loss_unit}?"
     )
 
 

@@ -137,9 +137,7 @@ class Law(abc.ABC):
         if not (np.isfinite(target) and target > 0):
             raise UserError(f"--target-loss {target!r} is not valid; give a loss > 0, in the law's unit")
         central = self._solve_budget(self.params, np.array([target]))[0]
-        draws = (
-            None if self.samples is None else self._solve_budget(self.samples, np.full(self._sample_count(), target))
-        )
+        draws = self._on_samples(self._solve_budget, np.full(self._sample_count(), target)) if self.samples else None
         never, size = (0, 0) if draws is None else (int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws))))
         if not np.isfinite(central):
             lowest = float(self._frontier_loss(self.params, 10.0 ** LOG10_BUDGET_RANGE[1]))
@@ -164,8 +162,9 @@ class Law(abc.ABC):
             ident.as_budget(allocation)
         elif allocation.loss is not None:  # the target asked for: no interval (the budget's carries the spread)
             allocation.loss = Estimate(float(target))
-        if allocation.below_range:  # a target above the losses fitted (a loss in another unit?)
-            allocation.notes.append(ident.above_fitted_losses_note(self, target))
+        if allocation.below_range:  # a target above the law's optimal loss at its smallest fitted budget
+            highest = float(self._frontier_loss(self.params, self.fitted_compute_min))
+            allocation.notes.append(ident.above_fitted_losses_note(target, highest, self.loss_unit))
         return allocation
 
     def _unreached(self, target: float, never: int, size: int, why: str) -> Allocation:
