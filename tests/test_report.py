@@ -21,6 +21,8 @@ from synthetic_store import write_store
 from analysis.describe.outliers import flagged_line
 from analysis.figures import FIGURES
 from analysis.fits.fit import fit_all
+from analysis.fits.identified import below_range_note
+from analysis.fits.optimal import law_from_fit
 from analysis.report import budget_ladder, fit_matches_source
 from analysis.report.allocation import allocation_blocks
 from analysis.report.blocks import Table
@@ -156,7 +158,8 @@ def test_allocation_rows_below_the_smallest_fitted_budget_are_flagged_like_those
     csv = tmp_path / "ladder.csv"
     isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 7, seed=0).to_csv(csv, index=False)
     source = read_source(str(csv))
-    blocks = allocation_blocks(fit_all(source.table, resamples=0), source)
+    fit = fit_all(source.table, resamples=0)
+    blocks = allocation_blocks(fit, source)
     ladder, by_approach = [b for b in blocks if isinstance(b, Table)]
     for table in (ladder, by_approach):
         budgets = [float(row[0]) for row in table.rows]
@@ -164,7 +167,8 @@ def test_allocation_rows_below_the_smallest_fitted_budget_are_flagged_like_those
         assert 1e18 in flagged and {1e19, 1e20, 1e21} & flagged == set(), (budgets, flagged)  # 1e18 < 1e19
         assert 1e24 in flagged  # and beyond 10x the largest run, as before
     (row,) = [row for row in ladder.rows if float(row[0]) == 1e18]
-    assert row[-1] == "⚠ below the fitted range: 10× below the smallest fitted budget (1e19 FLOPs)"
+    assert row[-1] == "⚠ " + below_range_note(1e18, law_from_fit(fit, "f").fitted_compute_min)  # `scaling optimal`'s
+    assert row[-1].startswith("⚠ below the fitted range: 1e+18 FLOPs is 10x below the smallest fitted budget (1e+19")
     assert "below the smallest fitted budget (1e19 FLOPs)" in " ".join(b.text for b in blocks if hasattr(b, "text"))
 
 

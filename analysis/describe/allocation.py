@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
-from analysis.fits.identified import AS_N, below_fitted
+from analysis.fits.identified import AS_N, below_range_note
 from analysis.fits.muennighoff_optimal import RepeatAllocation
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.flops import flops_6nd
@@ -71,19 +71,17 @@ def follows_n_cell(e, fmt=count_label) -> str:
     return AS_N_OPT if e.unidentified.startswith(AS_N) else interval_text(e, fmt)
 
 
-def allocation_cells(a, reference, fitted_compute_max: float, smallest_fitted_budget: float | None = None) -> list[str]:
+def allocation_cells(a, reference, fitted_compute_max: float, fitted_compute_min: float | None = None) -> list[str]:
     """One row of the report's ladder: budget, N_opt, D_opt, tokens/parameter, loss (with intervals),
     the reference law's N and D, and the note: an extrapolation beyond the largest fitted run, or a
-    budget below the smallest fitted budget. D and D/N unidentified with N_opt read `AS_N_OPT`."""
+    budget below the law's smallest fitted one (``a.below_range``, `below_range_note`, as `scaling optimal`
+    says). D and D/N unidentified with N_opt read `AS_N_OPT`."""
     c = a.budget.value
     note = ""
     if a.extrapolation:
         note = f"{FLAG} extrapolation: {times(c / fitted_compute_max)} the largest fitted run"
-    elif below_fitted(c, smallest_fitted_budget):
-        note = (
-            f"{FLAG} below the fitted range: {times(smallest_fitted_budget / c)} below the smallest fitted budget "
-            f"({flops_label(smallest_fitted_budget)} FLOPs)"
-        )
+    elif a.below_range:
+        note = f"{FLAG} {below_range_note(c, fitted_compute_min)}"
     return [
         flops_label(c),
         interval_text(a.n, count_label),

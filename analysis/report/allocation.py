@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cells, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
-from analysis.fits.identified import EXTRAPOLATION_FACTOR, below_fitted
+from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.fits.optimal import chosen_fit, law_from_fit
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
-from analysis.sources.schema import RunTable, Source
+from analysis.sources.schema import Source
 
 REPEAT_ONLY = (
     "The fit holds the data-constrained law only, which allocates compute under a number of unique tokens U: "
@@ -46,12 +46,12 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     reference = PRESETS["chinchilla"]()
     ladder = budget_ladder(float(source.table.budgets[0]))
     allocations = [law.allocate(c) for c in ladder]
-    smallest = smallest_fitted_budget(fit, approach, source.table)
+    smallest = law.fitted_compute_min  # as `scaling optimal` flags a budget below it (`Allocation.below_range`)
     rows = [
         allocation_cells(a, reference.allocate(c), law.fitted_compute_max, smallest)
         for a, c in zip(allocations, ladder)
     ]
-    flagged = {i for i, a in enumerate(allocations) if a.extrapolation or below_fitted(a.budget.value, smallest)}
+    flagged = {i for i, a in enumerate(allocations) if a.extrapolation or a.below_range}
     fitted_max = law.fitted_compute_max
     blocks += [
         Paragraph(
@@ -87,31 +87,21 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     if any(AS_N_OPT in row for row in rows):  # the reason of those cells, once
         blocks.append(Paragraph(AS_N_OPT_NOTE + "."))
     if len(fit.fits) > 1:
-        blocks += _approaches_side_by_side(fit, ladder, reference, source.table)
+        blocks += _approaches_side_by_side(fit, ladder, reference)
     return blocks
 
 
-def smallest_fitted_budget(fit: FitReport, approach: int, table: RunTable) -> float:
-    """The smallest budget an approach was fitted on: approach 2's smallest parabola; else the
-    smallest budget (the table's, `analysis.sources.budgets`) of the runs it fitted."""
-    one = {f.approach: f for f in fit.fits}[approach]
-    if approach == 2:
-        return min(p.budget for p in one.profiles)
-    used = table.runs[table.runs["run_id"].isin(set(one.run_id))]["budget"]
-    return float(used.min()) if len(used) else float(table.budgets[0])
-
-
-def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference, table: RunTable) -> list:
+def _approaches_side_by_side(fit: FitReport, ladder: list[float], reference) -> list:
     laws = {f.approach: law_from_fit(fit, "fit", f.approach) for f in fit.fits}
+    allocations = [[law.allocate(c) for law in laws.values()] for c in ladder]
     rows = [
-        [flops_label(c)]
-        + [n_opt_cell(law.allocate(c)) for law in laws.values()]
-        + [count_label(reference.allocate(c).n.value)]
-        for c in ladder
+        [flops_label(c)] + [n_opt_cell(a) for a in row] + [count_label(reference.allocate(c).n.value)]
+        for c, row in zip(ladder, allocations)
     ]
-    largest = max(f.fitted_compute_max for f in fit.fits)
-    smallest = min(smallest_fitted_budget(fit, k, table) for k in laws)
-    flagged = {i for i, c in enumerate(ladder) if c > EXTRAPOLATION_FACTOR * largest or below_fitted(c, smallest)}
+    # flagged where every approach's is: beyond 10x the largest fitted run of all, or below the smallest of all
+    flagged = {
+        i for i, row in enumerate(allocations) if all(a.extrapolation for a in row) or all(a.below_range for a in row)
+    }
     return [
         Paragraph(
             "N_opt by approach (the approaches disagree when the data cannot pin the exponent down); flagged "
