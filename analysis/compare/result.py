@@ -219,9 +219,15 @@ def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, dif
 def drift_cause(diffs: dict, intervals: bool) -> str:
     """What makes m(C) change with scale, as far as the intervals say: m is constant only when the frontier exponent
     γ and the floor E agree (`multiplier.DIFFERENCES`), so the differences named are those whose intervals exclude 0
-    (a Δγ consistent with 0 beside an E that differs read as the cause: t06, where only E differed)."""
+    (a Δγ consistent with 0 beside an E that differs read as the cause: t06, where only E differed). A difference
+    that is unidentified (`multiplier.differences` keeps its interval) says nothing: then the cause cannot be said."""
     said = {
-        name: f"{what} Δ{symbol} = {_interval(d['value'], d['lower'], d['upper'])}"
+        name: f"{what} Δ{symbol} "
+        + (
+            f"is unidentified ({d['unidentified']})"
+            if d.get("unidentified")
+            else f"= {_interval(d['value'], d['lower'], d['upper'])}"
+        )
         for name, what, symbol, d in (
             ("gamma", "frontier exponent difference", "γ", diffs["gamma"]),
             ("E", "irreducible-loss difference", "E", diffs["E"]),
@@ -229,11 +235,21 @@ def drift_cause(diffs: dict, intervals: bool) -> str:
     }
     if not intervals:
         return f"{said['gamma']}, {said['E']}; no intervals"
+    unknown = [name for name in said if diffs[name].get("unidentified")]
     differ = [
         name
         for name in said
-        if diffs[name]["lower"] is not None and not diffs[name]["lower"] <= 0 <= diffs[name]["upper"]
+        if name not in unknown
+        and diffs[name]["lower"] is not None
+        and not diffs[name]["lower"] <= 0 <= diffs[name]["upper"]
     ]
+    if unknown:
+        known = [
+            f"; {said[name]} {'excludes' if name in differ else 'is consistent with'} 0"
+            for name in said
+            if name not in unknown
+        ]
+        return f"the cause cannot be said: {' and '.join(said[name] for name in unknown)}{''.join(known)}"
     if differ == ["gamma"]:
         return said["gamma"]
     if differ == ["E"]:
