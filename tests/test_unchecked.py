@@ -60,6 +60,7 @@ def test_compare_without_pairs_prints_no_interval_text(tmp_path, runs):
     text = render_comparison(comparison)
     assert "bootstrap pairs" not in text and "(approach-3 frontiers; losses in nats/token; no intervals; m(C)" in text
     assert text.count(UNCHECKED) == 1
+    assert text.index(UNCHECKED) < text.index(comparison.summary)  # before any number, as fit and the report
 
 
 def test_the_report_summary_says_it_before_any_number(runs):

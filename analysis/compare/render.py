@@ -54,9 +54,9 @@ def render_comparison(comparison: Comparison) -> str:
         f"candidate: {c.candidate.source} ({c.candidate.runs} runs, budgets {_g(c.candidate.fitted_range[0])}–"
         f"{_g(c.candidate.fitted_range[1])} FLOPs)",
         *_outliers_line(c.candidate),
+        *unchecked([c.baseline.fit, c.candidate.fit]),  # said once, before any number (as `scaling fit`)
         "",
         c.summary,
-        *unchecked([c.baseline.fit, c.candidate.fit]),
         "",
         f"per budget (approach-3 frontiers; losses in {unit}; "
         + (f"{c.level:.0%} intervals from {c.pairs} bootstrap pairs; " if c.pairs else "no intervals; ")
