@@ -166,6 +166,16 @@ def test_beyond_the_fitted_budgets_it_is_flagged_and_a_wide_n_is_unidentified_as
         assert bool(got["D"].get("unidentified")) == bool(got["N"].get("unidentified"))
 
 
+def test_below_the_fitted_budgets_it_is_flagged_in_json_as_a_plain_allocation(capsys, fit_file):
+    # Before: --inference-tokens noted "below the fitted range" but its JSON had no below_fitted_range key.
+    near = optimal(capsys, "--law", fit_file, "--budget", "1e21", "--inference-tokens", "1e12")
+    low = optimal(capsys, "--law", fit_file, "--budget", "1e16", "--inference-tokens", "1e9")
+    plain = optimal(capsys, "--law", fit_file, "--budget", "1e16")
+    assert near["below_fitted_range"] is False and not any("below the fitted range" in n for n in near["notes"])
+    assert low["below_fitted_range"] is True is plain["below_fitted_range"]
+    assert len([n for n in low["notes"] if n.startswith("below the fitted range: ")]) == 1
+
+
 def test_a_target_some_samples_never_reach_keeps_an_unidentified_a_and_the_asked_quantity_has_no_interval(capsys):
     # a fit whose a is unidentified, 3 of 200 samples above the target (under the 2.5% tail: N keeps a bounded
     # interval): the allocation printed N 6.75e8 [2.99e8, 3.07e11] and saving 0.52 [0.33, 0.57] after calling it

@@ -32,7 +32,7 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits.bootstrap import AS_A
-from analysis.fits.identified import below_range_note, extrapolation_note, never_reached, never_reached_note, scale_rule
+from analysis.fits.identified import never_reached, never_reached_note, range_notes, scale_rule
 from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
 from scaling.errors import UserError
@@ -159,11 +159,12 @@ class InferenceAllocation:
     n_kind: str = "total"
     notes: list[str] = field(default_factory=list)
     extrapolation: bool = False  # its training FLOPs beyond `EXTRAPOLATION_FACTOR` x the largest fitted run
+    below_range: bool = False  # its training FLOPs below the smallest fitted (`identified.below_fitted`)
 
     def as_json(self) -> dict:
         out = {"law": self.law, "inference_tokens": self.inference_tokens, "level": self.level}
         out.update(target_loss=self.target_loss, total_budget_flops=self.budget, n_kind=self.n_kind)
-        out["extrapolation"] = self.extrapolation
+        out.update(extrapolation=self.extrapolation, below_fitted_range=self.below_range)
         out.update({k: v.as_json() for k, v in self.values.items()})
         return {**out, "notes": self.notes}
 
@@ -198,9 +199,8 @@ def inference_allocation(
     notes = list(law.notes)
     _flag_unidentified(law, values, given, budget, notes)
     scale_rule(values["N"], values["D"], values["tokens_per_parameter"])  # as a plain allocation's N_opt
-    if extrapolation := extrapolation_note(values["training_flops"].value, law.fitted_compute_max):
-        notes.append(extrapolation)
-    notes += [below] if (below := below_range_note(values["training_flops"].value, law.fitted_compute_min)) else []
+    ranged = range_notes(values["training_flops"].value, law.fitted_compute_min, law.fitted_compute_max)
+    notes += [note for note in ranged.values() if note]
     return InferenceAllocation(
         law=law.name,
         inference_tokens=inference_tokens,
@@ -210,7 +210,7 @@ def inference_allocation(
         budget=budget,
         n_kind=law.n_kind,
         notes=notes + never,
-        extrapolation=bool(extrapolation),
+        **{flag: bool(note) for flag, note in ranged.items()},  # extrapolation, below_range
     )
 
 
