@@ -159,6 +159,9 @@ def test_counts_followed_by_their_columns_unit_word_are_read_and_other_words_ref
     want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
     np.testing.assert_allclose(got["D"], want["D"], rtol=1e-5)
     np.testing.assert_allclose(got["N"], want["N"], rtol=1e-5)
+    # Before: '1.3 B tokens' was not read, though '1.3 B' alone is (a space before the suffix)
+    spaced = worded.assign(tokens=[f"{d / 1e9:.6g} B tokens" for d in runs["tokens"]])
+    np.testing.assert_allclose(table_from_frame(spaced, "spaced.csv", ColumnMap()).runs["D"], want["D"], rtol=1e-5)
     crossed = worded.assign(tokens=[f"{d / 1e9:.6g}B params" for d in runs["tokens"]])  # another column's word
     with pytest.raises(DataError, match=r"no usable rows.*valid: tokens: finite numbers > 0 \(e\.g\. .*14B tokens"):
         table_from_frame(crossed, "crossed.csv", ColumnMap())

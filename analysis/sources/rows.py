@@ -104,7 +104,8 @@ def _count(value, words: tuple[str, ...] = _ANY_WORD):
 
 def _without_unit_word(text: str, words: tuple[str, ...]) -> str:
     """``text`` less a unit word of ``words`` (any case, singular or plural) after its number: '1e19 FLOPs' -> '1e19'."""
-    match = re.fullmatch(r"(.*?[0-9.][kmbt]?)\s*([a-z]+)\s*", text, re.IGNORECASE)
+    # the suffix may stand apart, as `_COUNT` reads it ('1.3 B tokens'), but is then no word's first letter
+    match = re.fullmatch(r"(.*?[0-9.](?:[kmbt]|\s+[kmbt](?![a-z]))?)\s*([a-z]+)\s*", text, re.IGNORECASE)
     if match and match.group(2).lower().rstrip("s") in {w.rstrip("s") for w in words}:
         return match.group(1)
     return text
