@@ -28,7 +28,8 @@ from analysis.sources.check import table_from_frame
 from analysis.synthetic import QUICK_LAW
 from hydra_plugins.scaling_sweeper.branching import extra_budgets
 
-# Total parameters of the ladder's shapes (conf/model/*.yaml; `scaling shapes --kind total`).
+# Total parameters of the shapes used: the ladder's (conf/model/*.yaml) and the fine ones between them
+# (conf/model/fine/*.yaml: d40, d56, d72, d88, d104, d120), as `scaling shapes --kind total` gives them.
 SIZES = {
     "d16": 9456, "d24": 16488, "d32": 25056, "d40": 35160, "d48": 75072, "d56": 98336, "d64": 124672,
     "d72": 154080, "d80": 264400, "d88": 316184, "d96": 372576, "d104": 433576, "d112": 651168,
@@ -46,12 +47,17 @@ def cosine_design(grid: dict) -> list[tuple]:
     return [(s, f"{s}@{c:g}", SIZES[s], c / (6 * SIZES[s])) for c, shapes in grid.items() for s in shapes]
 
 
+QUICK16_PER_DECADE = 6  # sweeps/quick-wsd16.yaml's extra_points_per_decade: the design README calls quick-wsd16
 QUICK16 = {  # sweeps/quick-wsd16.yaml: 15 distinct shapes (fine/d40..fine/d120 between the ladder's)
     3e11: ["d16", "d24", "d32", "d40", "d48", "d56"],
     1e12: ["d64", "d72", "d80", "d88", "d96"],
     3e12: ["d104", "d112", "d120", "d128"],
 }
 TOKENS_PER_PARAM, MIN_TOKENS = (0.3, 2000), 100 * 1024  # quick's window and train.min_steps x 1,024 tokens
+
+
+def quick16_label(per_decade: float) -> str:
+    return "quick-wsd16" if per_decade == QUICK16_PER_DECADE else f"quick-wsd16/{per_decade:g}"
 
 
 def allowed(n: float, d: float) -> bool:
@@ -117,11 +123,18 @@ def main() -> None:
     p.add_argument("--slope", type=float, default=0.1, help="sd of a shape's misfit per decade of D")
     p.add_argument("--shift", type=float, default=0.005, help="sd of a run's (a trunk's) seed shift")
     p.add_argument("--noise", type=float, default=0.003, help="sd of each point's evaluation noise")
-    p.add_argument("--per-decade", type=float, nargs="+", default=[6], help="quick-wsd16's branch budgets per decade")
+    p.add_argument(
+        "--per-decade",
+        type=float,
+        nargs="+",
+        default=[QUICK16_PER_DECADE],
+        help="quick-wsd16's branch budgets per decade",
+    )
     how = p.parse_args()
     print_header("Simulated approach-3 width of a: WSD designs against quick")
     designs = {"quick": cosine_design(QUICK), "quick-wsd": wsd_design(QUICK, 9)}
-    designs |= {f"quick-wsd16/{k:g}": wsd_design(QUICK16, k) for k in how.per_decade}
+    # the sweep's own design is named as README names it; another --per-decade k reads quick-wsd16/k
+    designs |= {quick16_label(k): wsd_design(QUICK16, k) for k in how.per_decade}
     print(
         "points, training FLOPs (10% cooldowns):", {k: (len(v), f"{wsd_flops(v, 0.1):.3g}") for k, v in designs.items()}
     )
