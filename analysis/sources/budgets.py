@@ -16,6 +16,7 @@ and the widest budget, and `budget_table` says which runs went to which budget.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,6 +58,17 @@ def budget_column_of(frame: pd.DataFrame, named: str | None, source: str) -> str
 
     found = next((c for c in BUDGET_COLUMNS if c in frame.columns), None)  # else a usual name with its unit:
     return found or next((c for c in frame.columns if (u := split_unit(str(c), "c")) and u[0] in BUDGET_COLUMNS), None)
+
+
+def budget_as_c_offer(frame: pd.DataFrame, named: str | None, source: str) -> str:
+    """For a table with neither D nor C: the offer of its budget column (`budget_column_of`) as each run's own C,
+    when --c-column naming it reads it in FLOPs (no unit in its name: budget_pfdays would be read unscaled); ""."""
+    from analysis.sources.colunits import split_unit
+
+    budget = budget_column_of(frame, named, source)
+    if budget is None or split_unit(str(budget), "c") is not None:
+        return ""
+    return f" (column {budget!r} holds budgets: --c-column {shlex.quote(str(budget))} if it is each run's own C)"
 
 
 def budgets_of_frame(

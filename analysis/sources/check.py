@@ -20,14 +20,13 @@ Rules, applied the same way to every source (`analysis.sources.load` reads them)
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from analysis.sources import evalsets
-from analysis.sources.budgets import NOMINAL_FACTOR, budget_column_of, budgets_of_frame
+from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_column_of, budgets_of_frame
 from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
@@ -243,21 +242,13 @@ def _columns(frame: pd.DataFrame, columns: ColumnMap, source: str) -> tuple:
     for column in columns.as_given:  # a name that is no column is an error, as --n-column's is
         _pick_column(frame, "as_given", column, source)
     if d_col is None and c_col is None:
-        offer = _budget_as_c_offer(frame, columns.budget, source)
+        offer = budget_as_c_offer(frame, columns.budget, source)
         raise DataError(
             f"{source!r} has neither a token count D nor a compute C column (tried "
             f"{', '.join(FALLBACK_COLUMNS['d'] + FALLBACK_COLUMNS['c'])}); name one with --d-column "
             f"or --c-column{offer}{_n_alone(frame, n_col, loss_col)}. Columns present: {_present(frame)}"
         )
     return n_col, d_col, c_col, loss_col
-
-
-def _budget_as_c_offer(frame: pd.DataFrame, budget_named: str | None, source: str) -> str:
-    """The budget column offered as each run's own C when it is read in FLOPs (no unit in its name); else ""."""
-    budget = budget_column_of(frame, budget_named, source)
-    if budget is None or split_unit(str(budget), "c") is not None:
-        return ""
-    return f" (column {budget!r} holds budgets: --c-column {shlex.quote(str(budget))} if it is each run's own C)"
 
 
 def _n_alone(frame: pd.DataFrame, n_col: str, loss_col: str) -> str:
