@@ -186,8 +186,9 @@ def test_unidentified_intervals_are_words_not_numbers(tmp_path):
     frame = _runs(np.random.default_rng(3), budgets=[1e19, 1.4e19, 2e19], sizes=5, spread=0.3)
     fit = fit_isoflop(_table(frame, tmp_path), resamples=300, seed=0)
     a = fit.estimates["a"]
-    # every budget's N_opt interval is unbounded here, so none enters the law: a has no law, and says why
-    assert "3 of them with an unbounded N_opt" in a.unidentified
+    # 2 of the 3 budgets' N_opt is unbounded at the law's fixed 95% (`in_law`), so 1 enters the law: a has no law,
+    # and says why
+    assert "(2 of them with an unbounded N_opt) and the law needs 2 with a bounded N_opt" in a.unidentified
     assert interval_text(a) == f"unidentified ({a.unidentified})"
     unidentified = [p for p in fit.profiles if p.n_opt_unidentified]
     assert unidentified and unidentified[0].n_opt_unidentified.startswith(("interval spans", "interval unbounded"))

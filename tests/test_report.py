@@ -292,6 +292,7 @@ def test_report_without_any_fit_still_describes_the_runs(tmp_path, capsys):
     assert main(["report", str(path), "--out", str(out), "--bootstrap", "0"]) == 0
     text = out.read_text()
     assert "No scaling law could be fitted" in text and "IsoFLOP profiles: no law could be fitted" in text
+    assert "no bootstrap (no intervals on the laws)" in text  # approach 2's N_opt per budget has its own
     assert text.count("<img ") == 2  # loss against compute, training curves
 
 

@@ -14,7 +14,7 @@ from conftest import run_main
 
 from analysis.compare import compare_inputs, read_inputs
 from analysis.compare.render import render_comparison
-from analysis.fits.bootstrap import UNCHECKED
+from analysis.fits.bootstrap import PER_BUDGET_CHECKED, UNCHECKED
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.report.blocks import Bullets
@@ -34,6 +34,7 @@ def test_fit_and_optimal_without_a_bootstrap_say_once_that_identification_was_no
     runs.to_csv(path, index=False)
     text = run_main(capsys, "fit", str(path), "--approach", "3", "--bootstrap", "0", "--out", saved).stdout
     assert text.splitlines()[1] == UNCHECKED and text.count("identification not checked") == 1
+    assert "the laws' numbers" in UNCHECKED and PER_BUDGET_CHECKED not in text  # approach 2 was not fitted
     as_json = json.loads(run_main(capsys, "fit", str(path), "--approach", "3", "--bootstrap", "0", "--json").stdout)
     assert as_json["identification"] == UNCHECKED
     checked = run_main(capsys, "fit", str(path), "--approach", "3", "--bootstrap", "20").stdout

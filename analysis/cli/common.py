@@ -352,7 +352,7 @@ def source_and_fit(args: argparse.Namespace, verb: str):
     how = f"fitted by `scaling {verb}`: approaches 1-3, " + (
         f"{args.bootstrap} bootstrap resamples (seed {args.seed}), {args.level:.0%} intervals"
         if args.bootstrap
-        else "no bootstrap (no intervals)"
+        else "no bootstrap (no intervals on the laws)"
     )
     try:
         fit = fit_all(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.isoflop import in_law, left_out_of_law
 from analysis.fits.results import Estimate, FitReport, PowerLaw, no_law
+from analysis.fits.vertex_intervals import LAW_LEVEL
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
@@ -139,7 +140,7 @@ def profiles_text(fit) -> str:
         "N_opt ∝ C^a through all of their minima"
         if inside == len(fit.profiles)
         else f"N_opt ∝ C^a through the {inside} whose minimum lies inside their trained sizes"
-        + (" and is identified" if unidentified else "")
+        + (f" and whose N_opt interval is bounded at the law's {LAW_LEVEL:.0%}" if unidentified else "")
     )
     return f"{len(fit.profiles)} budgets; a parabola of loss in ln N per budget; {law}"
 
@@ -177,7 +178,7 @@ def has_intervals(fit) -> bool:
 
 def bootstrap_text(fit) -> str:
     boot = fit.bootstrap
-    if boot is None:  # approach 2's N_opt per budget has its intervals still (`isoflop.VERTEX_DRAWS`)
+    if boot is None:  # approach 2's N_opt per budget has its intervals still (`vertex_intervals.VERTEX_DRAWS`)
         per_budget = getattr(fit, "diagnostics", {}).get("n_opt_per_budget")
         return "none (0 resamples): no intervals" + (f" of the law; {per_budget}" if per_budget else "")
     notes = "".join(f"; {n}" for n in boot.notes)

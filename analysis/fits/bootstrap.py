@@ -37,7 +37,7 @@ import pandas as pd
 from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
-from analysis.fits.results import Bootstrap, Estimate
+from analysis.fits.results import Bootstrap, Estimate, IsoFLOPFit
 from analysis.fits.robust import robust_sigma
 
 MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
@@ -279,10 +279,15 @@ def summarize(
 # for a true 0.34, bare, that the default bootstrap calls unidentified).
 UNCHECKED = (
     "identification not checked: fitted without a bootstrap (--bootstrap 0), so nothing tested whether the runs pin "
-    "these numbers down (a poorly constrained fit prints confident wrong ones); refit with --bootstrap 200 or more"
+    "the laws' numbers down (a poorly constrained fit prints confident wrong ones); refit with --bootstrap 200 or more"
 )
+# What it adds when approach 2 is among the fits: its N_opt per budget was tested (`vertex_intervals.n_opt_intervals`).
+PER_BUDGET_CHECKED = "approach 2's per-budget N_opt intervals need no bootstrap and were tested"
 
 
 def unchecked(fits) -> list[str]:
-    """[`UNCHECKED`] when any of ``fits`` (approaches 1-3) has no bootstrap; else []."""
-    return [UNCHECKED] if any(fit.bootstrap is None for fit in fits) else []
+    """[`UNCHECKED`] when any of ``fits`` (approaches 1-3) has no bootstrap, with `PER_BUDGET_CHECKED` when
+    approach 2 is among them; else []."""
+    if not any(fit.bootstrap is None for fit in fits):
+        return []
+    return [UNCHECKED + ("; " + PER_BUDGET_CHECKED if any(isinstance(fit, IsoFLOPFit) for fit in fits) else "")]

@@ -17,7 +17,8 @@ ln N, asymmetric unless α = β), so that N_opt is biased by how far
 the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias.
 Such a budget keeps its parabola and its N_opt (reported unidentified) but is left out of the law
 and named (`left_out_of_law`), as is one whose minimum lies within its sizes but whose N_opt interval
-is unbounded (`in_law`: sizes all on one side of the optimum can put the vertex just inside them).
+is unbounded (`in_law`: sizes all on one side of the optimum can put the vertex just inside them), judged
+at a fixed 95% from fixed draws, whatever --level, --seed and --bootstrap (`vertex_intervals.LAW_LEVEL`).
 With fewer than `MIN_BUDGETS` budgets in the law, a, b and the
 coefficients are unidentified and have no value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a
 (`IsoFLOPFit.n_opt_law` NaN, no law samples): a law through extrapolated vertices would be a number
@@ -55,10 +56,9 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
-from analysis.fits.pooled_noise import VERTEX_DRAWS
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
-from analysis.fits.vertex_intervals import MINIMUM_REACH, n_opt_intervals, usable_minimum
+from analysis.fits.vertex_intervals import LAW_LEVEL, MINIMUM_REACH, VERTEX_DRAWS, n_opt_intervals, usable_minimum
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
 from analysis.sources.budgets import cluster_budgets
@@ -80,9 +80,17 @@ def bracketed(log_n_opt, log_n_min, log_n_max):
 
 def in_law(profile: Parabola) -> bool:
     """Whether a budget enters the law N_opt ∝ C^a and its validation: its minimum `bracketed` by its
-    sizes and its N_opt interval bounded (a vertex whose draws pass its sizes' reach sits where the
+    sizes and its N_opt bounded by the law's test (`Parabola.law_unbounded`: `LAW_LEVEL`, `VERTEX_DRAWS` of a fixed
+    stream, whatever --level, --seed and --bootstrap; a vertex whose draws pass its sizes' reach sits where the
     sizes end, not where the loss turns: t12's 6e20, all sizes above the optimum, put 2.27e9 there)."""
-    return profile.inside_range and not profile.n_opt_unidentified.startswith(UNBOUNDED)
+    return profile.inside_range and not _law_unbounded(profile)
+
+
+def _law_unbounded(profile: Parabola) -> str:
+    """`Parabola.law_unbounded`, or for a fit saved before it the test its law took: the printed interval's."""
+    if profile.law_unbounded is not None:
+        return profile.law_unbounded
+    return profile.n_opt_unidentified if profile.n_opt_unidentified.startswith(UNBOUNDED) else ""
 
 
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
@@ -93,8 +101,9 @@ def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
             "why": f"its minimum N = {p.n_opt:.3g} lies outside its trained sizes ({min(p.n):.3g} to {max(p.n):.3g}): "
             "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum"
             if not p.inside_range
-            else f"its minimum N = {p.n_opt:.3g} is unidentified ({p.n_opt_unidentified}): a vertex its runs do not "
-            "hold within its sizes, which the law would follow instead of the loss",
+            else f"its minimum N = {p.n_opt:.3g} has no bounded N_opt interval at the law's fixed {LAW_LEVEL:.0%} ({_law_unbounded(p)}; "
+            "the same whatever --level, --seed and --bootstrap): a vertex its runs do not hold within its sizes, "
+            "which the law would follow instead of the loss",
         }
         for p in profiles
         if not in_law(p)
@@ -102,7 +111,8 @@ def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
 
 
 def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> IsoFLOPFit:
-    """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no intervals)."""
+    """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no bootstrap, no intervals on the law;
+    the per-budget N_opt intervals then draw `VERTEX_DRAWS`)."""
     runs = table.runs
     groups, profiles, dropped = _profiles(table)
     interval_note = n_opt_intervals(profiles, resamples if resamples > 0 else VERTEX_DRAWS, seed, level)

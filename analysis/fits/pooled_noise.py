@@ -16,8 +16,6 @@ import numpy as np
 from analysis.fits.outliers import leverages, residual_outliers
 from analysis.fits.results import Parabola
 
-VERTEX_DRAWS = 1000  # draws of each parabola for its N_opt interval in a fit without a bootstrap (`isoflop`)
-
 
 def design_matrix(profile: Parabola) -> np.ndarray:
     """The parabola's least-squares design, columns 1, u, u² with u = ln N − its centre (runs × 3)."""

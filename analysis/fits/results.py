@@ -172,6 +172,7 @@ class Parabola:
     residuals: list[float]
     n_opt_interval: list[float] | None = None
     n_opt_unidentified: str = ""  # why the N_opt interval is not given as numbers ("" when it is)
+    law_unbounded: str | None = None  # why N_opt fails the law's test ("" if not; None: saved before it): `in_law`
     resamples_failed: int = 0  # bootstrap resamples in which this budget gave no minimum (left out of those)
 
     def __call__(self, n):
