@@ -267,7 +267,7 @@ def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):
     fig = isoflop_profiles(report, table)
     rings = [c for c in fig.axes[0].collections if c.get_gid() == "outliers"]
     assert len(rings) == 1 and len(rings[0].get_offsets()) == 5
-    assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 def test_a_law_whose_loss_rises_with_n_is_unidentified_and_refused_by_optimal(tmp_path, capsys):

@@ -277,6 +277,7 @@ def render_fit(report: FitReport) -> str:
         lines += [
             f"  C = {m.budget:<7} N_opt {m.n_opt}, D_opt {m.d_opt}, loss {m.loss}, sizes {m.sizes}"
             + ("" if m.inside else f"; {m.where}")
+            + (f"; {m.law_note}" if m.law_note else "")
             for m in d.minima
         ]
         lines += [f"  {why}" for why in d.dropped]

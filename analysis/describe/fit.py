@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.isoflop import in_law, left_out_of_law
-from analysis.fits.results import Estimate, FitReport, PowerLaw, no_law
-from analysis.fits.vertex_intervals import LAW_LEVEL
+from analysis.fits.results import UNBOUNDED, Estimate, FitReport, PowerLaw, no_law
+from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
@@ -70,6 +70,7 @@ class Minimum:
     loss: str
     inside: bool
     where: str
+    law_note: str = ""  # where the printed N_opt interval and the law's own test disagree (`law_test_text`)
 
 
 @dataclass
@@ -164,10 +165,23 @@ def describe_minimum(p, count=count_label) -> Minimum:
         d_opt="unidentified (as N_opt)" if p.n_opt_unidentified else count(p.d_opt),  # D_opt = C/(6·N_opt)
         loss=num(p.loss_opt),
         inside=p.inside_range,
-        where="inside the trained sizes"
+        where="inside the trained sizes" + (f"; {law_test_text(p)}" if law_test_text(p) else "")
         if p.inside_range
         else "outside the trained sizes: the parabola is extrapolated to its minimum",
+        law_note=law_test_text(p),
     )
+
+
+def law_test_text(p) -> str:
+    """Where a budget's printed N_opt interval (at --level, --seed, --bootstrap) and the law's own test
+    (`in_law`: `LAW_LEVEL`, `VERTEX_DRAWS` fixed draws) disagree on whether it is bounded, which one the law took."""
+    printed = p.n_opt_unidentified.startswith(UNBOUNDED)
+    if not p.inside_range or printed != in_law(p):
+        return ""
+    test = (
+        f"the law's own test ({VERTEX_DRAWS} fixed draws at {LAW_LEVEL:.0%}, whatever --level, --seed and --bootstrap)"
+    )
+    return f"bounded in {test}, so in the law" if printed else f"unbounded in {test}, so out of the law"
 
 
 def has_intervals(fit) -> bool:
