@@ -14,7 +14,7 @@ import pytest
 import analysis.fits.envelope as envelope
 import analysis.fits.isoflop as isoflop
 from analysis.cli.fit import fit_summary, render_fit
-from analysis.fits.bootstrap import unit_draws
+from analysis.fits.bootstrap import AS_E, AS_LOSS_LAW, unit_draws
 from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
 from analysis.fits.fit import fit_all
@@ -166,9 +166,21 @@ def test_approach1_keeps_a_when_only_the_law_with_a_floor_fails(tmp_path):
     assert fit.bootstrap.notes[0] == "runs resampled within each budget, with their whole loss curves"
     assert any("from a floor near 0 they do not converge" in n for n in fit.bootstrap.notes)
     report = FitReport(source="x", n_kind="total", runs=18, warnings=[], notes=[], envelope=fit)
-    report.save(tmp_path / "fit.json")  # NaN floor samples: saved as null, read back, loss intervals skip them
-    allocation = law_from_fit(FitReport.load(tmp_path / "fit.json"), "x", 1).allocate(1e21)
-    assert allocation.n.interval is not None and allocation.loss.interval is None
+    report.save(tmp_path / "fit.json")  # NaN floor samples: saved as null, read back
+    law = law_from_fit(FitReport.load(tmp_path / "fit.json"), "x", 1)
+    # the loss comes from the identified law without a floor, as the figure draws (it came from the unidentified
+    # law with one: a bare 0.642, no interval, not flagged); within the fitted budgets (1e18 to 1e22) it stands
+    allocation = law.allocate(1e21)
+    assert "loss_E" not in law.params and allocation.n.interval is not None and allocation.loss.interval is not None
+    assert not allocation.loss.unidentified
+    # beyond them it rests on a floor the fit cannot identify
+    assert law.allocate(1e24).loss.unidentified == AS_E and law.allocate(1e24).loss.interval is not None
+    # when neither law is identified (as the figure test plants it), no loss it predicts is a finding, nor a budget
+    for name in ("loss_A", "loss_alpha"):
+        fit.estimates[name].unidentified = "planted: interval spans 3 orders of magnitude"
+    law = law_from_fit(report, "x", 1)
+    assert law.allocate(1e21).loss.unidentified == AS_LOSS_LAW and not law.allocate(1e21).n.unidentified
+    assert law.budget_for_loss(0.7).budget.unidentified == AS_LOSS_LAW
 
 
 def test_approach1_within_budgets_covers_the_truth_with_narrower_intervals(monkeypatch):

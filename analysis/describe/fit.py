@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
+from analysis.fits.envelope import envelope_law
 from analysis.fits.isoflop import in_law, left_out_of_law
-from analysis.fits.results import UNBOUNDED, Estimate, FitReport, PowerLaw, no_law
+from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
 from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
@@ -257,32 +258,6 @@ def exponent_legend(fit) -> str:
     if a.unidentified:
         return f"approach {fit.approach}: N_opt ∝ C^a, a {interval_text(a, two)}"
     return f"approach {fit.approach}: N_opt ∝ C^{interval_text(a, two)}"
-
-
-@dataclass
-class EnvelopeLaw:
-    """Approach 1's loss law as a figure draws it (`envelope_law`)."""
-
-    law: PowerLaw
-    with_floor: bool
-    unidentified: str  # why the law drawn is unidentified ("": it is not): drawn dotted, without a band
-    floor_unidentified: str  # why the law with a floor is, when the law without one is drawn in its place
-
-
-def envelope_law(env) -> EnvelopeLaw:
-    """The law with a floor when fitted and identified; else the law without one when that is identified; else the
-    law with a floor (when fitted), flagged unidentified. A law is unidentified when one of its estimates is."""
-
-    def why(keys) -> str:
-        return next((e.unidentified for e in (env.estimates.get(k) for k in keys) if e and e.unidentified), "")
-
-    floor_why = why(("floor_E", "floor_A", "floor_alpha")) if env.loss_law_with_floor is not None else ""
-    if env.loss_law_with_floor is not None and not floor_why:
-        return EnvelopeLaw(env.loss_law_with_floor, True, "", "")
-    plain_why = why(("loss_A", "loss_alpha"))
-    if not plain_why or env.loss_law_with_floor is None:
-        return EnvelopeLaw(env.loss_law, False, plain_why, floor_why)
-    return EnvelopeLaw(env.loss_law_with_floor, True, floor_why, "")
 
 
 def envelope_law_legend(env) -> str:

@@ -9,7 +9,6 @@ from analysis.describe.fit import (
     band_phrase,
     drawable,
     drawn_phrase,
-    envelope_law,
     envelope_law_legend,
     fitted_phrase,
     floor_phrase,
@@ -34,6 +33,7 @@ from analysis.figures.axes import (
     size_norm,
     style,
 )
+from analysis.fits.envelope import envelope_law
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 

@@ -119,6 +119,8 @@ def no_width(lower: float, upper: float) -> bool:
 
 
 AS_A = "as the fit's a"  # a coefficient k of a law k·C^a whose exponent a is unidentified (`follows_exponent`)
+AS_E = "as the fit's E"  # a loss beyond the fitted budgets of a fit whose irreducible loss E is unidentified
+AS_LOSS_LAW = "as the fit's loss law"  # a loss from approach 1's loss law when that law is unidentified
 
 
 def follows_exponent(estimates: dict[str, Estimate], names: tuple[str, ...], exponent: str = "a") -> None:

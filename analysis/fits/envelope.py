@@ -39,6 +39,8 @@ them for the floor alone (its E = 7e-12), and every estimate lost its interval.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -71,6 +73,32 @@ LOSS_NAMES = ("loss_A", "loss_alpha")
 COEFFICIENTS = ("N_coefficient", "D_coefficient")  # of N_opt = k_N·C^a, D_opt = k_D·C^b: unidentified with a
 # the loss laws' terms A·C^(−α), exponent: coefficient, variable; judged as approach 3's A/N^α (`flag_wide_terms`)
 LOSS_TERMS = {"loss_alpha": ("loss_A", "C"), "floor_alpha": ("floor_A", "C")}
+
+
+@dataclass
+class EnvelopeLaw:
+    """Approach 1's loss law as the figures draw it and `scaling optimal` predicts with (`envelope_law`)."""
+
+    law: PowerLaw
+    with_floor: bool
+    unidentified: str  # why the law drawn is unidentified ("": it is not): drawn dotted, without a band
+    floor_unidentified: str  # why the law with a floor is, when the law without one is drawn in its place
+
+
+def envelope_law(env) -> EnvelopeLaw:
+    """The law with a floor when fitted and identified; else the law without one when that is identified; else the
+    law with a floor (when fitted), flagged unidentified. A law is unidentified when one of its estimates is."""
+
+    def why(keys) -> str:
+        return next((e.unidentified for e in (env.estimates.get(k) for k in keys) if e and e.unidentified), "")
+
+    floor_why = why(("floor_E", "floor_A", "floor_alpha")) if env.loss_law_with_floor is not None else ""
+    if env.loss_law_with_floor is not None and not floor_why:
+        return EnvelopeLaw(env.loss_law_with_floor, True, "", "")
+    plain_why = why(("loss_A", "loss_alpha"))
+    if not plain_why or env.loss_law_with_floor is None:
+        return EnvelopeLaw(env.loss_law, False, plain_why, floor_why)
+    return EnvelopeLaw(env.loss_law_with_floor, True, floor_why, "")
 
 
 def fit_envelope(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.fits import laws
-from analysis.fits.bootstrap import AS_A
+from analysis.fits.bootstrap import AS_A, AS_E
 from analysis.fits.identified import never_reached, never_reached_note, range_notes, scale_rule
 from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
@@ -230,4 +230,4 @@ def _flag_unidentified(law, values: dict[str, Estimate], given: str, budget, not
             "outside its fitted budgets"
         )
         for name in {"loss"} if given == "total_flops" else set(values) - {given}:
-            values[name].unidentified = values[name].unidentified or "as the fit's E"
+            values[name].unidentified = values[name].unidentified or AS_E

@@ -18,7 +18,8 @@ import numpy as np
 
 from analysis.fits import identified as ident
 from analysis.fits import laws
-from analysis.fits.bootstrap import AS_A, identification, reaches_zero, unchecked
+from analysis.fits.bootstrap import AS_A, AS_E, AS_LOSS_LAW, identification, reaches_zero, unchecked
+from analysis.fits.envelope import envelope_law
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -92,12 +93,14 @@ class Law(abc.ABC):
         loss_unit: str = DEFAULT_LOSS_UNIT,
         floor_unidentified: str = "",
         fitted_compute_min: float | None = None,
+        loss_unidentified: str = "",
     ):
         self.name, self.params, self.n_kind, self.level = name, params, n_kind, level
         self.loss_unit = loss_unit  # of every loss it predicts: a fit's (`FitReport.loss_unit`); presets' nats/token
         self.unidentified = unidentified  # why the fit does not pin down its allocation exponent a ("" if it does)
         # why it does not pin down its irreducible loss E ("" if it does): its loss beyond the fitted budgets is unknown
         self.floor_unidentified = floor_unidentified
+        self.loss_unidentified = loss_unidentified  # why its loss law is unidentified ("": it is not): approach 1's
         self.fitted_compute_min = fitted_compute_min  # the smallest fitted C (3: run's 6·N·D, 2: budget), or None
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.unknown = (0, "")  # how many samples have no value for anything the law derives, and why (`ParametricLaw`)
@@ -156,8 +159,8 @@ class Law(abc.ABC):
                 allocation.notes.append(ident.never_reached_note(never))
             if allocation.budget.unbounded:
                 allocation.budget.unidentified = f"{UNBOUNDED} above: {ident.never_reached(never, size)}"
-        if allocation.loss is not None and allocation.loss.unidentified == "as the fit's E":
-            allocation.budget.unidentified = "as the fit's E"  # the budget that reaches a loss rests on E as well
+        if allocation.loss is not None and allocation.loss.unidentified in (AS_E, AS_LOSS_LAW):
+            allocation.budget.unidentified = allocation.loss.unidentified  # the budget that reaches a loss rests on it
         if allocation.budget.unidentified:  # N, D, D/N and the loss are those of a budget the fit cannot give
             ident.as_budget(allocation)
         elif allocation.loss is not None:  # the target asked for: no interval (the budget's carries the spread)
@@ -217,7 +220,7 @@ class Law(abc.ABC):
         with E at 0 gave 3.909 [3.577, 4.118] at 1/100 of its budget, truth 3.51)."""
         if loss is None or not self.rests_on_floor(compute):
             return
-        loss.unidentified = "as the fit's E"
+        loss.unidentified = AS_E
         notes.append(
             f"the fit's irreducible loss E is unidentified ({self.floor_unidentified}): so is the loss it predicts "
             "outside its fitted budgets"
@@ -267,7 +270,11 @@ class Law(abc.ABC):
             if loss is not None and not np.isfinite(loss.value):  # no law at all (`parametric_form`): no loss
                 loss.unidentified = AS_A
             notes.append(f"the fit's exponent a is unidentified ({self.unidentified}): so are N, D and D/N")
-        self._floor_check(c, loss, notes)
+        if loss is not None and self.loss_unidentified:
+            loss.unidentified = AS_LOSS_LAW
+            notes.append(f"the fit's loss law is unidentified ({self.loss_unidentified}): so is the loss it predicts")
+        else:
+            self._floor_check(c, loss, notes)
         ranged = ident.range_notes(c, self.fitted_compute_min, self.fitted_compute_max)
         notes += [note for note in ranged.values() if note]
         return Allocation(
@@ -386,14 +393,17 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     common["fitted_compute_min"] = min(p.budget for p in fit.profiles) if fit.approach == 2 else min(fit.compute)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
-    if fit.approach == 1:
-        floor = fit.loss_law_with_floor
-        if floor is not None:
-            params.update(loss_E=floor.floor, loss_A=floor.coefficient, loss_alpha=-floor.exponent)
+    if fit.approach == 1:  # the loss law the figures draw (`envelope_law`): with a floor only when identified
+        drawn = envelope_law(fit)
+        params.update(loss_A=drawn.law.coefficient, loss_alpha=-drawn.law.exponent)
+        if drawn.with_floor:
+            params["loss_E"] = drawn.law.floor
             names.update(loss_E="floor_E", loss_A="floor_A", loss_alpha="floor_alpha")
         else:
-            params.update(loss_A=fit.loss_law.coefficient, loss_alpha=-fit.loss_law.exponent)
             names.update(loss_A="loss_A", loss_alpha="loss_alpha")
+        common["loss_unidentified"] = drawn.unidentified
+        # without an identified floor, a loss beyond the fitted budgets rests on one (E = 0 or E unidentified)
+        common["floor_unidentified"] = drawn.floor_unidentified or (drawn.unidentified if drawn.with_floor else "")
     if samples is not None:
         samples = {ours: samples[theirs] for ours, theirs in names.items()}
     return PowerLawAllocation(f"{label} (approach {fit.approach})", params, samples, **common)
