@@ -92,6 +92,23 @@ def test_out_csv_writes_the_proposed_runs_one_row_each(proposal):
     pd.testing.assert_frame_equal(rows, want, check_exact=False, rtol=1e-12)
 
 
+def test_a_target_below_the_fitted_range_is_said_and_too_few_resamples_are_refused(table, capsys):
+    # Before: --target-budget 1e15, 1000x below the smallest budget, planned for an N_opt extrapolated downwards
+    # and did not say so; --bootstrap 0 (or 5) fitted 20 resamples and did not say so either.
+    proc = run_main(capsys, "next", table, "--flops", FLOPS, "--target-budget", 1e15, "--bootstrap", 20, "--draws", 8)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "  target               below the fitted range: 1e+15 FLOPs is 1e+03x below the smallest fitted" in proc.stdout
+    )
+    answer = json.loads(
+        run_main(capsys, "next", table, "--flops", FLOPS, "--bootstrap", 20, "--draws", 8, "--json").stdout
+    )
+    assert answer["target_below_range"] is None  # the default target, 10x the largest budget
+    for k in (0, 5):
+        proc = run_main(capsys, "next", table, "--flops", FLOPS, "--bootstrap", k)
+        assert_one_line_error(proc, f"--bootstrap {k} is too few", "at least 20") and proc.stdout == ""
+
+
 def test_a_sweep_file_for_a_foreign_table_is_refused_in_one_line_and_nothing_is_written(table, capsys):
     out = table.with_name("next.yaml")
     proc = run_main(capsys, "next", table, "--flops", FLOPS, "--out", out, *QUICK)

@@ -16,9 +16,12 @@ from analysis.cli.common import add_table_options, column_map, count, parse, pos
 from analysis.cli.next_out import is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A
+from analysis.fits.identified import below_range_note
 from analysis.fits.results import Estimate
 from scaling.errors import Parser, UserError
+from scaling.flops import smallest_6nd
 
+MIN_BOOTSTRAP = 20  # resamples of the fit, at least: the simulated truths and N_opt's interval now
 DEFAULT_TARGET_FACTOR = 10.0  # the target: 10x the largest budget (`next_runs.nominal`), unless --target-budget
 # Simulated truths per design: at 48 a pair's narrowing of a 4-budget ladder's spread (0.136 -> 0.11) was
 # within 2 standard errors of the simulation's noise, so nothing could be picked (`next_runs.NOISE_Z`).
@@ -91,6 +94,11 @@ def next_main(argv: list[str]) -> int:
         raise UserError(
             f"--draws {args.draws} is too few to measure a spread; give at least 8 (default {DEFAULT_DRAWS})"
         )
+    if args.bootstrap < MIN_BOOTSTRAP:  # it took 20 where given fewer, 0 included, and did not say so
+        raise UserError(
+            f"--bootstrap {args.bootstrap} is too few: the fit's resamples are the truths the simulation draws and "
+            f"N_opt's interval now; give at least {MIN_BOOTSTRAP} (default 200)"
+        )
     store = is_store(args.source)
     shapes = store or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
     check_out(args, shapes)
@@ -119,6 +127,7 @@ def next_main(argv: list[str]) -> int:
     now = n_opt_now(law, target)
     outlook = nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target))
     result = summary(args, plan, target, now, ladder, outlook)
+    result["target_below_range"] = below_range_note(target, law.fitted_compute_min) or None
     result["outliers"] = (
         flagged_line(flagged.outliers, args.exclude_outliers, by_rule=True) if flagged.outliers else None
     )
@@ -143,7 +152,7 @@ def law_fit(args, table):
     from analysis.fits.results import no_law
 
     def fit(runs):
-        return fit_parametric(runs, resamples=max(args.bootstrap, 20), seed=args.seed)
+        return fit_parametric(runs, resamples=args.bootstrap, seed=args.seed)
 
     flagged = fit_flagged(table, fit, args.exclude_outliers)
     if no_law(flagged.fit):  # the runs contradict L = E + A/N^α + B/D^β: it cannot place candidates
@@ -327,7 +336,13 @@ def fit_law(fit):
 
     boot = fit.bootstrap
     return ParametricLaw(
-        "fit", dict(fit.params), boot.samples, level=boot.level, unidentified=fit.estimates["a"].unidentified
+        "fit",
+        dict(fit.params),
+        boot.samples,
+        level=boot.level,
+        unidentified=fit.estimates["a"].unidentified,
+        fitted_compute_min=smallest_6nd(fit.n, fit.d),  # as `optimal.law_from_fit` reads approach 3's range
+        fitted_compute_max=fit.fitted_compute_max,
     )
 
 

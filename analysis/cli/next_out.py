@@ -54,6 +54,7 @@ def render(r: dict) -> str:
     lines += [f"  reading              {r['reading']}"] if "reading" in r else []
     lines += [f"  proposed sizes       {r['sizes']}"] if "sizes" in r else []
     lines += [f"  outliers             {r['outliers']}"] if r.get("outliers") else []
+    lines += [f"  target               {r['target_below_range']}"] if r.get("target_below_range") else []
     lines.append(f"  N_opt now            {n_opt_shown(r['n_opt_now'])}")
     if not r["runs"]:
         lines.append(
