@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from analysis.fits.fit import fit_all
+from analysis.fits.optimal import law_from_fit
 from analysis.fits.results import FitReport
 from analysis.published import CHINCHILLA_TABLE3
 from analysis.sources.check import table_from_frame
@@ -127,6 +128,16 @@ def test_a_budget_below_the_fitted_range_is_flagged(capsys, fit_file, approach):
     assert inside["below_fitted_range"] is False and not any("below the fitted range" in n for n in inside["notes"])
     assert below["below_fitted_range"] is True and below["extrapolation"] is False
     assert any(n.startswith("below the fitted range: 1e+15 FLOPs is 1e+03x below") for n in below["notes"])
+
+
+def test_the_smallest_budget_is_not_below_the_range_its_runs_slightly_overshoot():
+    # Before: approach 3's range starts at its smallest run's 6·N·D; runs that step rounding put 0.02% above
+    # their 1e19 label made 1e19 itself "below the fitted range: ... 1x below" (the report flagged its first row).
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 7, seed=0)
+    runs["tokens"] *= 1.0002
+    law = law_from_fit(fit_all(table_from_frame(runs, "up.csv"), (3,), resamples=0), "up", 3)
+    assert law.fitted_compute_min > 1e19 and not law.allocate(1e19).below_range
+    assert law.allocate(8.5e18).below_range is False and law.allocate(8e18).below_range is True  # 20%: one budget
 
 
 def test_a_target_loss_above_the_losses_fitted_is_flagged(capsys, fit_file):

@@ -11,6 +11,7 @@ import numpy as np
 
 from analysis.fits.bootstrap import scale_identification
 from analysis.fits.results import UNBOUNDED, Estimate
+from analysis.sources.budgets import BUDGET_TOLERANCE
 
 AS_BUDGET = "as the budget's"  # N, D, D/N, loss (epochs) at a budget the fit does not identify
 AS_N = "as N's"  # how the reason of D, D/N (epochs) unidentified with N begins: "as N's: <N's reason>"
@@ -29,9 +30,11 @@ def extrapolation_note(compute: float, fitted_compute_max: float | None) -> str:
 
 
 def below_fitted(compute: float, smallest_fitted_budget: float | None) -> bool:
-    """A budget below the smallest fitted one: the law is extrapolated downwards (the report's ladder and
-    `scaling optimal` flag it)."""
-    return smallest_fitted_budget is not None and compute < smallest_fitted_budget * (1.0 - 1e-9)
+    """A budget below the smallest fitted one, and not the same budget by the clustering rule (within
+    `BUDGET_TOLERANCE`: approach 3's smallest is a run's 6·N·D, which rounding steps up puts just above its
+    label, and its label's row was flagged "1x below"): the law is extrapolated downwards (the report's ladder
+    and `scaling optimal` flag it)."""
+    return smallest_fitted_budget is not None and compute * (1.0 + BUDGET_TOLERANCE) < smallest_fitted_budget
 
 
 def below_range_note(compute: float, fitted_compute_min: float | None) -> str:
