@@ -14,7 +14,7 @@ from conftest import run_main
 
 from analysis.compare import compare_inputs, read_inputs
 from analysis.compare.render import render_comparison
-from analysis.fits.bootstrap import PER_BUDGET_CHECKED, UNCHECKED
+from analysis.fits.bootstrap import PER_BUDGET_CHECKED, UNCHECKED, unchecked
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
 from analysis.report.blocks import Bullets
@@ -51,6 +51,20 @@ def test_approach_2_keeps_its_per_budget_intervals_without_a_bootstrap(runs):
     assert bare.bootstrap is None and all(p.n_opt_interval for p in bare.profiles)
     assert [p.n_opt_interval for p in bare.profiles] == [p.n_opt_interval for p in booted.profiles]
     assert "N_opt per budget: 1000 draws" in bare.diagnostics["n_opt_per_budget"]
+
+
+def test_budgets_of_three_runs_are_not_said_to_have_tested_intervals():
+    # Before: every budget of 3 runs has no interval (no scatter left), yet the header said they "were tested"
+    three = fit_all(
+        table_from_frame(isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 3, seed=0), "three.csv"), (2,), resamples=0
+    )
+    assert all(p.n_opt_interval is None for p in three.isoflop.profiles)
+    assert unchecked(three.fits) == [UNCHECKED]
+    assert unchecked(
+        fit_all(
+            table_from_frame(isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 4, seed=0), "four.csv"), (2,), resamples=0
+        ).fits
+    ) == [f"{UNCHECKED}; {PER_BUDGET_CHECKED}"]
 
 
 def test_compare_without_pairs_prints_no_interval_text(tmp_path, runs):

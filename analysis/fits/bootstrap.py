@@ -289,7 +289,11 @@ PER_BUDGET_CHECKED = "approach 2's per-budget N_opt intervals need no bootstrap 
 
 def unchecked(fits) -> list[str]:
     """[`UNCHECKED`] when any of ``fits`` (approaches 1-3) has no bootstrap, with `PER_BUDGET_CHECKED` when
-    approach 2 is among them; else []."""
+    approach 2 is among them and tested some budget's N_opt; else []."""
     if not any(fit.bootstrap is None for fit in fits):
         return []
-    return [UNCHECKED + ("; " + PER_BUDGET_CHECKED if any(isinstance(fit, IsoFLOPFit) for fit in fits) else "")]
+    tested = any(
+        isinstance(fit, IsoFLOPFit) and any(p.n_opt_interval is not None or p.law_unbounded for p in fit.profiles)
+        for fit in fits
+    )  # budgets of 3 runs each leave no scatter to draw from (`n_opt_intervals`): nothing was tested there either
+    return [UNCHECKED + ("; " + PER_BUDGET_CHECKED if tested else "")]
