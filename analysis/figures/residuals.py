@@ -19,6 +19,7 @@ from analysis.figures.axes import (
     run_budgets,
     style,
 )
+from analysis.fits.envelope import envelope_law
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 from scaling.flops import flops_6nd
@@ -48,7 +49,7 @@ def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
     colours = budget_colours(np.concatenate([budget for _n, _p, budget in runs.values()] or [[]]))
     for ax, fit in zip(axes, report.fits):
         if fit.approach == 1:
-            key = "loss_law_with_floor" if fit.loss_law_with_floor is not None else "loss_law"
+            key = "loss_law_with_floor" if envelope_law(fit).with_floor else "loss_law"  # the law drawn
             percent = 100.0 * (np.exp(np.asarray(fit.residuals[key])) - 1.0)  # log(obs) − log(fit)
             ax.scatter(fit.compute, percent, color=APPROACH_COLOUR[1], s=26, edgecolors="black", linewidths=0.5)
             ax.set_xlabel(LABEL_COMPUTE)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.envelope import BINS_PER_DECADE, fit_envelope
+from analysis.fits.envelope import BINS_PER_DECADE, envelope_law, fit_envelope
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.isoflop import fit_isoflop, in_law
 from analysis.fits.outliers import RULE, fit_flagged
@@ -100,7 +100,9 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
                     table, bins_per_decade=bins_per_decade, resamples=resamples, seed=seed, level=level
                 )
                 if validate:
-                    report.envelope.validation = validate_envelope(table, bins_per_decade)
+                    report.envelope.validation = validate_envelope(
+                        table, bins_per_decade, envelope_law(report.envelope).with_floor
+                    )
             elif approach == 2:
                 report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
                 if validate:

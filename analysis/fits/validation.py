@@ -24,10 +24,12 @@ def _held_out(table: RunTable) -> tuple[float, RunTable, RunTable]:
     return largest, table.without_budget(largest), held
 
 
-def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
+def validate_envelope(table: RunTable, bins_per_decade: int, with_floor: bool) -> dict:
     """Refit approach 1 without the largest budget; errors of the predicted lowest loss and N_opt
     there, against the held-out budget's best run (its final loss and N; the envelope at that
-    compute, as far as the held-out sizes bracket the optimum)."""
+    compute, as far as the held-out sizes bracket the optimum). The loss law is the one the full fit's
+    figures and `scaling optimal` use (``with_floor``: `envelope.envelope_law`; the refit has no bootstrap
+    to judge it by)."""
     from analysis.fits.envelope import fit_envelope
 
     if len(table.budgets) < 2:
@@ -39,8 +41,8 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
         return {"skipped": f"the runs below the largest budget cannot be fitted alone: {err}"}
     best = held.loc[held["loss"].idxmin()]
     compute = float(best["C"])
-    # the law with a floor where it was fitted: a pure power law in C bends the wrong way near E
-    loss_law = fit.loss_law_with_floor or fit.loss_law
+    floor = with_floor and fit.loss_law_with_floor is not None
+    loss_law = fit.loss_law_with_floor if floor else fit.loss_law
     loss_pred, n_pred = float(loss_law(compute)), float(fit.n_opt_law(compute))
     return {
         **_held_out_keys(largest, rest.budgets[-1]),
@@ -48,7 +50,7 @@ def validate_envelope(table: RunTable, bins_per_decade: int) -> dict:
         "fitted_runs": int(len(rest)),
         "compute": compute,
         "best_run_id": str(best["run_id"]),
-        "loss_law": "L = E + A·C^-alpha" if fit.loss_law_with_floor is not None else "L = A·C^-alpha",
+        "loss_law": "L = E + A·C^-alpha" if floor else "L = A·C^-alpha",
         "loss_observed": float(best["loss"]),
         "loss_predicted": loss_pred,
         "loss_relative_error": loss_pred / float(best["loss"]) - 1.0,
