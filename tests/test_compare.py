@@ -151,6 +151,9 @@ def test_group_by_compare_cli_json_and_figure(pair, tmp_path, capsys):
     )
     assert same.returncode == 0, same.stderr
     assert "per budget" in same.stdout and (tmp_path / "x.svg").exists()
+    # Before: m ≈ 1 [0.85, 1.19] for m = 0.99999 read "(m < 1: the candidate is worse, ...)"
+    assert "the interval holds 1: consistent with no difference between them" in same.stdout, same.stdout
+    assert "the candidate is worse" not in same.stdout
     in_groups = read_groups(str(table), "recipe", ColumnMap(), "A", ["A"])
     c = compare_inputs(in_groups, resamples=RESAMPLES)[0]
     assert all(r.multiplier.lower <= 1.0 <= r.multiplier.upper for r in c.rows)
