@@ -177,8 +177,23 @@ def _identification(estimates: dict[str, Estimate], bracketed: int | None, compu
     the envelope's ``compute``); the coefficients with a (`follows_exponent`)."""
     if bracketed is not None:
         _unidentified_unless_bracketed(estimates, bracketed, len(compute))
+    _unidentified_if_rising(estimates)
     flag_wide_terms(estimates, LOSS_TERMS, {"C": float(compute.max())})
     follows_exponent(estimates, COEFFICIENTS)
+
+
+def _unidentified_if_rising(estimates: dict[str, Estimate]) -> None:
+    """A loss law whose best fit has α <= 0 has its loss rising (or flat) with compute along the envelope, against
+    the form L = A·C^-α: no law, its estimates unidentified (a diverged run as an envelope point printed floor_alpha
+    -5.165 [-5.247, -4.84], floor_E 2.901 for a true 1.69, all as numbers; user15's t4)."""
+    for names, alpha in ((LOSS_NAMES, "loss_alpha"), (FLOOR_NAMES, "floor_alpha")):
+        value = estimates[alpha].value if alpha in estimates else np.nan
+        if not value > 0 and np.isfinite(value):
+            for name in names:
+                estimates[name].unidentified = (
+                    f"alpha = {value:.3g} <= 0 at the best fit: the envelope's loss does not fall with compute (a "
+                    "diverged or mislabelled run among its lowest points?)"
+                )
 
 
 def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int) -> None:
@@ -251,8 +266,12 @@ class _EnvelopeGrid:
         self.units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(self.n_runs)
         self.budgets = runs["budget"].to_numpy()
         row = pd.Series(np.arange(self.n_runs), index=runs["run_id"]).reindex(points["run_id"]).to_numpy()
-        bins = np.floor(np.log10(points["C"].to_numpy()) * bins_per_decade).astype(int)
-        bins -= bins.min()
+        if self.from_curves:
+            bins = np.floor(np.log10(points["C"].to_numpy()) * bins_per_decade).astype(int)
+            bins -= bins.min()
+        else:  # a run's final point is its budget's: a bin per budget (a grid edge split 1e21's runs, and the bin
+            # holding only a diverged run at 9.998e20 made it an envelope point: floor_alpha -5.2, user15's t4)
+            bins = np.searchsorted(np.unique(self.budgets), self.budgets[row])
         n_bins = int(bins.max()) + 1
         self.loss = np.full((self.n_runs, n_bins), np.inf)
         self.compute = np.full((self.n_runs, n_bins), np.nan)
