@@ -5,6 +5,7 @@ table, 6e20's sizes all above its optimum) gave a = 0.5347 at --level 0.8 and 0.
 0.4516), and --seed alone changed the law's budgets on 8 of 40 synthetic ladders of 4 sizes."""
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -77,11 +78,21 @@ def test_the_text_names_the_laws_test_and_its_level(capsys, tmp_path):
     text = run_main(capsys, "fit", path, "--approach", "2", "--bootstrap", "0", "--level", "0.8", check=True).stdout
     assert "  a              0.4713 " in text
     assert (
-        "C = 6e20: its minimum N = 2.27e+09 has no bounded N_opt interval at the law's fixed 95% (interval unbounded: "
-        in text
+        "C = 6e20: its minimum N = 2.27e+09 has no bounded N_opt interval at the law's fixed 95%, the same whatever "
+        "--level, --seed and --bootstrap (interval unbounded: " in text
     )
     assert "through the 3 whose minimum lies inside their trained sizes and whose N_opt interval is bounded" in text
     assert "approach 2's per-budget N_opt intervals need no bootstrap and were tested" in text
+    # its own line says which test the law took, and so does --json
+    (line,) = [line for line in text.splitlines() if line.startswith("  C = 6e20")]
+    assert line.endswith(
+        "; unbounded in the law's own test (1000 fixed draws at 95%, whatever --level, --seed and "
+        "--bootstrap), so out of the law"
+    ), line
+    out = json.loads(
+        run_main(capsys, "fit", path, "--approach", "2", "--bootstrap", "0", "--level", "0.8", "--json").stdout
+    )
+    assert [(b["in_law"], bool(b["law_note"])) for b in out["budgets"]] == [(True, False)] * 3 + [(False, True)]
 
 
 def test_a_fit_saved_before_the_test_keeps_the_law_it_was_fitted_with():
@@ -90,6 +101,7 @@ def test_a_fit_saved_before_the_test_keeps_the_law_it_was_fitted_with():
     saved = Parabola(6e20, 6e20, 22.0, [2.4, 0.0, 0.1], [1e9] * 3, [2.4] * 3, ["r"] * 3, 2.27e9, 4.4e10, 2.35, True, [])
     assert in_law(saved)
     saved.n_opt_unidentified = unbounded
-    assert not in_law(saved) and unbounded in left_out_of_law([saved])[0]["why"]
+    why = left_out_of_law([saved])[0]["why"]
+    assert not in_law(saved) and unbounded in why and "at the law's fixed 95%" not in why  # not the test it took
     saved.law_unbounded = ""  # a fit made now: its own test decides
     assert in_law(saved) and not np.isnan(saved.n_opt)

@@ -106,7 +106,8 @@ def test_a_target_below_the_fitted_range_is_said_and_too_few_resamples_are_refus
     assert answer["target_below_range"] is None  # the default target, 10x the largest budget
     for k in (0, 5):
         proc = run_main(capsys, "next", table, "--flops", FLOPS, "--bootstrap", k)
-        assert_one_line_error(proc, f"--bootstrap {k} is too few", "at least 20") and proc.stdout == ""
+        assert_one_line_error(proc, f"--bootstrap {k} is too few", "at least 20")
+        assert proc.stdout == ""
 
 
 def test_a_sweep_file_for_a_foreign_table_is_refused_in_one_line_and_nothing_is_written(table, capsys):

@@ -13,10 +13,11 @@ from analysis.cli.common import (
     parse,
     tell,
 )
+from analysis.describe.fit import law_test_text
 from analysis.describe.numbers import num
 from analysis.fits.bootstrap import unchecked
 from analysis.fits.codec import to_jsonable
-from analysis.fits.isoflop import left_out_of_law
+from analysis.fits.isoflop import in_law, left_out_of_law
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport
 from scaling.errors import Parser, UserError
@@ -256,6 +257,8 @@ def _approach_summary(fit) -> dict:
                 "loss_opt": p.loss_opt,
                 "sizes": len(set(p.n)),
                 "inside_sampled_sizes": p.inside_range,
+                "in_law": in_law(p),  # the law's own test (`isoflop.in_law`), whatever the printed interval says
+                "law_note": law_test_text(p) or None,  # where the two disagree, which one the law took
             }
             for p in fit.profiles
         ]

@@ -62,7 +62,9 @@ def next_parser() -> argparse.ArgumentParser:
         metavar="D",
         help="propose no run needing more tokens than D (e.g. the corpus's training split, unless data repeat)",
     )
-    p.add_argument("--bootstrap", type=count, default=200, metavar="K", help="resamples of the fit (default 200)")
+    p.add_argument(
+        "--bootstrap", type=count, default=200, metavar="K", help="resamples of the fit, at least 20 (default 200)"
+    )
     p.add_argument(
         "--draws",
         type=count,

@@ -161,7 +161,7 @@ def limits(values, pad: float = 1.25) -> tuple[float, float]:
 def law_along(report: FitReport, approach: int, compute, with_floor: bool = True) -> dict[str, np.ndarray]:
     """N_opt, D_opt and (when the law predicts it) the optimal loss of one approach's law at each
     budget in ``compute``, with the lower/upper ends of their bootstrap intervals (NaN without).
-    ``with_floor=False``: approach 1's loss law without a floor (`law_from_fit` takes the one with a floor when fitted)."""
+    ``with_floor=False``: approach 1's loss law without a floor; True: the one `law_from_fit` takes (`envelope_law`'s)."""
     if not with_floor:
         report = replace(report, envelope=replace(report.envelope, loss_law_with_floor=None))
     law = law_from_fit(report, f"approach {approach}", approach)

@@ -93,6 +93,13 @@ def _law_unbounded(profile: Parabola) -> str:
     return profile.n_opt_unidentified if profile.n_opt_unidentified.startswith(UNBOUNDED) else ""
 
 
+def _law_test(profile: Parabola) -> str:
+    """The test `in_law` took: the law's own, or for a fit saved before it the printed interval's."""
+    if profile.law_unbounded is None:
+        return "in its printed interval, at the fit's --level and --seed (the fit was saved before the law's own test)"
+    return f"at the law's fixed {LAW_LEVEL:.0%}, the same whatever --level, --seed and --bootstrap"
+
+
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
     """The budgets left out of the law (`in_law`), each with why."""
     return [
@@ -101,9 +108,8 @@ def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
             "why": f"its minimum N = {p.n_opt:.3g} lies outside its trained sizes ({min(p.n):.3g} to {max(p.n):.3g}): "
             "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum"
             if not p.inside_range
-            else f"its minimum N = {p.n_opt:.3g} has no bounded N_opt interval at the law's fixed {LAW_LEVEL:.0%} ({_law_unbounded(p)}; "
-            "the same whatever --level, --seed and --bootstrap): a vertex its runs do not hold within its sizes, "
-            "which the law would follow instead of the loss",
+            else f"its minimum N = {p.n_opt:.3g} has no bounded N_opt interval {_law_test(p)} ({_law_unbounded(p)}): a "
+            "vertex its runs do not hold within its sizes, which the law would follow instead of the loss",
         }
         for p in profiles
         if not in_law(p)

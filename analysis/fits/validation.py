@@ -99,7 +99,8 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     largest, rest, _ = _held_out(table)
     if largest not in observed_n_opt:
         return {
-            "skipped": "the largest budget's parabola minimum is left out of the law: outside its trained sizes, or unidentified"
+            "skipped": "the largest budget's parabola minimum is left out of the law: outside its trained sizes, or its "
+            "N_opt unbounded in the law's own test (`isoflop.in_law`)"
         }
     try:
         fit = fit_isoflop(rest, resamples=0)

@@ -8,7 +8,8 @@ decided apart from the printed interval: from `VERTEX_DRAWS` draws of a fixed st
 (`Parabola.law_unbounded`), so the law's budgets, and its a, do not hang on --level, --seed or --bootstrap
 (t12's 6e20, 70 of 1000 draws past the reach, entered the law at --level 0.8 and pulled a from 0.47 to
 0.53; --seed alone changed the law's budgets on 8 of 40 synthetic ladders). The stream is the one the
-printed intervals draw at the defaults (seed 0, 1000 draws, 95%), so there the two agree."""
+printed intervals draw at the defaults (seed 0, 95%, 1000 draws for --bootstrap up to 1000), so there the two
+agree; where they do not, the budget's line says which the law took (`analysis.describe.fit.law_test_text`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from analysis.fits.pooled_noise import design_matrix, noisy_runs, pool
 from analysis.fits.results import UNBOUNDED, Parabola
 
 MINIMUM_REACH = 10.0  # a minimum beyond this factor of the sizes is no minimum
-VERTEX_DRAWS = 1000  # draws of each parabola: the law's test (`LAW_LEVEL`), and the intervals without a bootstrap
+VERTEX_DRAWS = 1000  # draws of each parabola: the law's test (`LAW_LEVEL`), and the fewest the printed intervals take
 LAW_LEVEL = 0.95  # the level at which a budget's N_opt must be bounded to enter the law (module docstring)
 LAW_SEED = 0  # the law's test draws the stream the printed intervals draw with --seed 0
 
