@@ -24,6 +24,7 @@ from analysis.fits.parametric import fit_parametric
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import FitReport
 from analysis.synthetic import QUICK_LAW, no_floor_ladder, quick_design
+from scaling.errors import UserError
 from tests.test_real_fits import LAW, TRUE_A, _runs, _table, final_points
 
 BUDGETS = np.logspace(18, 22, 5)
@@ -180,7 +181,8 @@ def test_approach1_keeps_a_when_only_the_law_with_a_floor_fails(tmp_path):
         fit.estimates[name].unidentified = "planted: interval spans 3 orders of magnitude"
     law = law_from_fit(report, "x", 1)
     assert law.allocate(1e21).loss.unidentified == AS_LOSS_LAW and not law.allocate(1e21).n.unidentified
-    assert law.budget_for_loss(0.7).budget.unidentified == AS_LOSS_LAW
+    with pytest.raises(UserError, match="--target-loss cannot be answered .* its loss law is unidentified"):
+        law.budget_for_loss(0.7)
 
 
 def test_approach1_within_budgets_covers_the_truth_with_narrower_intervals(monkeypatch):

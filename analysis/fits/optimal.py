@@ -139,6 +139,11 @@ class Law(abc.ABC):
             )
         if not (np.isfinite(target) and target > 0):
             raise UserError(f"--target-loss {target!r} is not valid; give a loss > 0, in the law's unit")
+        if self.loss_unidentified:  # each number it would quote (the budget, the loss it reaches) is the law's
+            raise UserError(
+                f"--target-loss cannot be answered with law {self.name!r}: its loss law is unidentified "
+                f"({self.loss_unidentified}); fit more budgets, or use approach 3"
+            )
         central = self._solve_budget(self.params, np.array([target]))[0]
         draws = self._on_samples(self._solve_budget, np.full(self._sample_count(), target)) if self.samples else None
         never, size = (0, 0) if draws is None else (int(np.isinf(draws).sum()), int(np.sum(~np.isnan(draws))))
@@ -159,7 +164,7 @@ class Law(abc.ABC):
                 allocation.notes.append(ident.never_reached_note(never))
             if allocation.budget.unbounded:
                 allocation.budget.unidentified = f"{UNBOUNDED} above: {ident.never_reached(never, size)}"
-        if allocation.loss is not None and allocation.loss.unidentified in (AS_E, AS_LOSS_LAW):
+        if allocation.loss is not None and allocation.loss.unidentified == AS_E:
             allocation.budget.unidentified = allocation.loss.unidentified  # the budget that reaches a loss rests on it
         if allocation.budget.unidentified:  # N, D, D/N and the loss are those of a budget the fit cannot give
             ident.as_budget(allocation)
