@@ -20,6 +20,7 @@ from analysis.fits import identified as ident
 from analysis.fits import laws
 from analysis.fits.bootstrap import AS_A, AS_E, AS_LOSS_LAW, identification, reaches_zero, unchecked
 from analysis.fits.envelope import envelope_law
+from analysis.fits.parametric_form import collinear_reason
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, ParametricFit
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.errors import UserError
@@ -393,6 +394,8 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
         common["floor_unidentified"] = fit.estimates["E"].unidentified if "E" in fit.estimates else ""
         common["fitted_compute_min"] = smallest_6nd(fit.n, fit.d)
+        # runs along one line of D/N see the loss only there: the optimum's loss, off it, is the law's split of its terms
+        common["loss_unidentified"] = collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals))
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
     common["fitted_compute_min"] = min(p.budget for p in fit.profiles) if fit.approach == 2 else min(fit.compute)

@@ -30,14 +30,41 @@ fit as `withhold` says (the exponent, its coefficient, E, a, b, G). A resample t
 3 distinct values of a term's variable (one that drops the lone D run) counts as a resample
 contradicting that term (the bootstrap rule above), so it cannot narrow intervals; when such
 resamples alone are more than the tail, E is unidentified too (it is not identified in them).
+
+One line (`collinear_reason`): runs whose ln D is a linear function of ln N (one tokens-per-parameter
+ratio, D = 20·N, or D ∝ N^k) see the law only along that line, E + A/N^α + B'/N^(kβ): two terms in N,
+either of which may be the D term (or one term, α = β), when k > 0 (on one budget's IsoFLOP sweep,
+D ∝ 1/N, the D term rises with N where the N term falls: their signs tell them apart). A Kaplan-style ladder with D = 20·N exactly
+printed α = β = 0.2327 and a = 0.5 [0.4999986, 0.5000007] as numbers (truth a ≈ 0.45), and `optimal`
+0.43 tokens per parameter (truth ~50). The terms are told apart only by the runs' departures r_i from
+the line (residuals of ln D regressed on ln N), through the D term's elasticity ε_D = β·(B/D^β)/L,
+which lies between 0 and 1 for any law of this form with β < 1. Least squares on the departures
+determines ε_D to ±z·σ/‖r‖ (σ the loss scatter, `robust_sigma` of the best fit's log-loss residuals,
+floored at `RESIDUALS_AT_ZERO`): when that 95% interval is wider than ε_D's whole range, 1, the runs
+cannot tell a D term that does nothing from one that does everything. Then α, β, A, B, a, b and G are
+unidentified with the design as the reason (values kept), and a term contradicted at the best fit is
+withheld with that reason (not "the loss does not fall with N": the split between the terms is
+arbitrary). Exactly collinear runs (‖r‖ = 0, or 1.4e-7 from rounding) always fire. D/N scattered by 1%
+(12 sizes, ‖r‖ 0.02 to 0.05) fires at a loss scatter of 0.01, but approach 3's near-least-absolute fit
+leaves σ = 0.003 to 0.005 on 1% noise, and there it does not: the width and sign rules flag a instead
+(2 of 2 seeds). D/N scattered by 30%, Kaplan's table read with total parameters (‖r‖ = 1.27, its fit
+unchanged) and IsoFLOP grids (‖r‖ of several) do not fire.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import norm
 
-from analysis.fits.bootstrap import flag_unresponsive, flag_wide_terms, follows_exponent, lower_at_bound
+from analysis.fits.bootstrap import (
+    RESIDUALS_AT_ZERO,
+    flag_unresponsive,
+    flag_wide_terms,
+    follows_exponent,
+    lower_at_bound,
+)
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
+from analysis.fits.robust import robust_sigma
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable (also the data-constrained law's)
 ALLOCATION = ("a", "b", "G")  # a = β/(α+β), b = α/(α+β), G: each needs both terms
@@ -66,6 +93,48 @@ def design_reasons(log_n: np.ndarray, log_d: np.ndarray) -> dict[str, str]:
     return out
 
 
+COLLINEAR_LEVEL = 0.95  # the D term's elasticity interval (module docstring) at this level
+ELASTICITY_RANGE = 1.0  # the range of a term's elasticity β·(B/D^β)/L: between 0 and 1
+COLLINEAR_NAMES = ("alpha", "beta", "A", "B", *ALLOCATION)  # what one line of runs leaves unidentified
+
+
+def collinear_reason(log_n: np.ndarray, log_d: np.ndarray, residuals: np.ndarray) -> str:
+    """Why the runs at ln N, ln D cannot tell the N term from the D term ("" when they can): ln D is (nearly) a
+    linear function of ln N, its departures too small for the loss scatter (``residuals``: the best fit's log-loss
+    residuals) to measure the D term's elasticity (module docstring). Fewer than `MIN_DISTINCT` values of N or D:
+    `design_reasons` speaks."""
+    x, y = np.asarray(log_n, float), np.asarray(log_d, float)  # not centred: D/N is named
+    counts = [int(distinct_counts(v, np.ones((1, len(v)), bool))[0]) for v in (x, y)]
+    if min(counts) < MIN_DISTINCT:
+        return ""
+    xc, yc = x - x.mean(), y - y.mean()
+    slope = float(xc @ yc / (xc @ xc))
+    lever = float(np.sqrt(np.sum(np.square(yc - slope * xc))))
+    sigma = max(robust_sigma(residuals), RESIDUALS_AT_ZERO) if np.all(np.isfinite(residuals)) else np.inf
+    width = 2 * float(norm.ppf(0.5 + COLLINEAR_LEVEL / 2)) * sigma / lever if lever > 0 else np.inf
+    if not (width > ELASTICITY_RANGE and slope > 0):  # k <= 0 (one budget: D ∝ 1/N): the D term rises with N
+        return ""
+    ratio = np.exp(y - x)
+    if ratio.max() <= ratio.min() * (1 + 1e-3):
+        line = f"every run has the same tokens per parameter (D/N = {np.median(ratio):.3g})"
+    elif ratio.max() <= 1.5 * ratio.min():
+        line = f"every run has nearly the same tokens per parameter (D/N {ratio.min():.3g} to {ratio.max():.3g})"
+    else:
+        line = f"every run has D ∝ N^{slope:.3g} (ln D a linear function of ln N)"
+    return (
+        f"{line}: the N and D terms cannot be told apart (the runs depart from that line by {lever:.2g} in ln D, "
+        f"too little for a loss scatter of {sigma:.2g}); train some sizes at other token counts (an IsoFLOP grid)"
+    )
+
+
+def flag_collinear(estimates: dict[str, Estimate], why: str) -> None:
+    """`collinear_reason`'s ``why`` on α, β, A, B, a, b and G (values kept), before any other reason: the design
+    is the cause (the intervals' widths or signs are its symptoms). Withheld ones (NaN) already carry it."""
+    for name in COLLINEAR_NAMES if why else ():
+        if name in estimates and np.isfinite(estimates[name].value):
+            estimates[name].unidentified = why
+
+
 def contradicted(values: dict) -> dict[str, np.ndarray]:
     """Per exponent, elementwise over ``values`` (one fit, or bootstrap samples): whether its term
     contradicts the form (exponent not > 0, or coefficient not a positive finite number)."""
@@ -77,12 +146,17 @@ def contradicted(values: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def best_fit_reasons(point: dict[str, float], log_n: np.ndarray, log_d: np.ndarray) -> dict[str, str]:
+def best_fit_reasons(
+    point: dict[str, float], log_n: np.ndarray, log_d: np.ndarray, collinear: str = ""
+) -> dict[str, str]:
     """Why each term of the best fit ``point`` to runs at ln N, ln D is unidentified ({} when none is):
-    too few distinct values (`design_reasons`), then a contradicted term."""
+    too few distinct values (`design_reasons`), then a contradicted term; on runs along one line
+    (``collinear``, `collinear_reason`) that line is the reason a term is contradicted."""
     out = design_reasons(log_n, log_d)
     for exponent, bad in contradicted(point).items():
-        if bad:
+        if bad and collinear:
+            out[exponent] = collinear
+        elif bad:
             coefficient, variable = TERMS[exponent]
             value = point[coefficient]
             why = (
@@ -100,7 +174,7 @@ def withhold(estimates: dict[str, Estimate], boot, reasons: dict[str, str]) -> l
     samples are dropped from ``boot``; returns the names withheld."""
     if not reasons:
         return []
-    why = "; ".join(reasons.values())
+    why = "; ".join(dict.fromkeys(reasons.values()))  # one line of runs is the reason for both terms once
     names = [k for k in estimates if k in {"E", *ALLOCATION, *reasons, *(TERMS[e][0] for e in reasons)}]
     for name in names:
         estimates[name] = Estimate(np.nan, unidentified=why)
