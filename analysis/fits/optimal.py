@@ -143,7 +143,7 @@ class Law(abc.ABC):
         if self.loss_unidentified:  # each number it would quote (the budget, the loss it reaches) is the law's
             raise UserError(
                 f"--target-loss cannot be answered with law {self.name!r}: its loss law is unidentified "
-                f"({self.loss_unidentified}); fit more budgets, or use approach 3"
+                f"({self.loss_unidentified}), so no budget that reaches a loss can be read from it"
             )
         central = self._solve_budget(self.params, np.array([target]))[0]
         draws = self._on_samples(self._solve_budget, np.full(self._sample_count(), target)) if self.samples else None
