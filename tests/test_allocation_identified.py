@@ -12,9 +12,10 @@ from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cel
 from analysis.fits import muennighoff as mf
 from analysis.fits.fit import fit_all
 from analysis.fits.muennighoff_optimal import repeat_law
-from analysis.fits.optimal import ParametricLaw, law_from_fit
+from analysis.fits.optimal import ParametricLaw
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import law_from_fit
 from analysis.report.allocation import allocation_blocks
 from analysis.report.blocks import Paragraph, Table
 from analysis.sources.check import table_from_frame

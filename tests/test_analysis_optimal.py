@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from analysis.fits.fit import fit_all
-from analysis.fits.optimal import law_from_fit
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import law_from_fit
 from analysis.published import CHINCHILLA_TABLE3
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs

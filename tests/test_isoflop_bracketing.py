@@ -19,10 +19,10 @@ from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
 from analysis.fits.fit import fit_all
 from analysis.fits.isoflop import fit_isoflop
-from analysis.fits.optimal import law_from_fit
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import law_from_fit
 from analysis.synthetic import QUICK_LAW, no_floor_ladder, quick_design
 from scaling.errors import UserError
 from tests.test_real_fits import LAW, TRUE_A, _runs, _table, final_points

@@ -11,8 +11,9 @@ import pytest
 from analysis.describe.numbers import interval_text
 from analysis.fits.codec import from_jsonable, to_jsonable
 from analysis.fits.fit import fit_all
-from analysis.fits.optimal import ParametricLaw, law_from_fit
+from analysis.fits.optimal import ParametricLaw
 from analysis.fits.results import Bootstrap, Estimate, FitReport
+from analysis.fits.saved_law import law_from_fit
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW
 from tests.test_parametric_form import d_ladder

@@ -147,12 +147,13 @@ def test_a_law_whose_resamples_all_agree_predicts_no_loss_interval():
     # unidentified, yet `scaling optimal` printed "predicted loss 2.348 [2.348, 2.348]" and the reason given
     # was "pooling two experiments".
     from analysis.fits.fit import fit_all
-    from analysis.fits.optimal import law_from_fit
+    from analysis.fits.saved_law import law_from_fit
 
     report = fit_all(table_from_frame(pythia_checkpoints(), "pythia.csv"), (1,), resamples=10)
     assert "one run per budget" in report.fits[0].estimates["a"].unidentified
-    loss = law_from_fit(report, "fit.json").allocate(1e21).loss
-    assert loss.value > 0 and "every resample gave" in loss.unidentified
+    allocation = law_from_fit(report, "fit.json").allocate(1e21)
+    assert allocation.loss.value > 0 and allocation.loss.unidentified == "as the fit's loss law"
+    assert any(n.startswith("the fit's loss law is unidentified (every resample gave") for n in allocation.notes)
 
 
 def test_a_run_exported_twice_once_rounded_is_counted_once():

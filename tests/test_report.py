@@ -22,7 +22,7 @@ from analysis.describe.outliers import flagged_line
 from analysis.figures import FIGURES
 from analysis.fits.fit import fit_all
 from analysis.fits.identified import below_range_note
-from analysis.fits.optimal import law_from_fit
+from analysis.fits.saved_law import law_from_fit
 from analysis.report import budget_ladder, fit_matches_source
 from analysis.report.allocation import allocation_blocks
 from analysis.report.blocks import Table

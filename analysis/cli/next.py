@@ -343,7 +343,7 @@ def fit_law(fit):
         boot.samples,
         level=boot.level,
         unidentified=fit.estimates["a"].unidentified,
-        fitted_compute_min=smallest_6nd(fit.n, fit.d),  # as `optimal.law_from_fit` reads approach 3's range
+        fitted_compute_min=smallest_6nd(fit.n, fit.d),  # as `saved_law.law_from_fit` reads approach 3's range
         fitted_compute_max=fit.fitted_compute_max,
     )
 

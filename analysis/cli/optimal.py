@@ -122,8 +122,8 @@ def optimal_main(argv: list[str]) -> int:
 def resolve_law(name: str, approach: int | None = None, level: float | None = None, max_tokens: float | None = None):
     """A preset by name, or the law of a FIT.json file (of a data-constrained fit alone: with unlimited unique data,
     `fresh_data_law`; ``max_tokens``, a cap on D that does not repeat, is refused there)."""
-    from analysis.fits.optimal import chosen_fit, law_from_fit
     from analysis.fits.presets import PRESET_NAMES, PRESETS
+    from analysis.fits.saved_law import chosen_fit, law_from_fit
 
     if name in PRESETS:
         if approach is not None:

@@ -7,7 +7,7 @@ coloured with viridis (perceptually uniform, monotone in lightness, so it surviv
 printing and the common colour-vision deficiencies; van der Walt & Smith 2015), cut at 90% so
 its palest yellow stays visible on white; categories (approaches, reference laws) use the
 Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"). Bands are the fit's bootstrap
-percentile intervals, evaluated along the curve (`analysis.fits.optimal.law_from_fit`).
+percentile intervals, evaluated along the curve (`analysis.fits.saved_law.law_from_fit`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from analysis.describe.numbers import count_label, flops_label
-from analysis.fits.optimal import law_from_fit
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import law_from_fit
 from analysis.sources.budgets import cluster_budgets
 from analysis.sources.schema import RunTable
 

@@ -259,3 +259,12 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
             estimates[name].unidentified = why if why.startswith("as ") else f"as {source}'s: {why}"
     if "G" in estimates:
         follows_exponent(estimates, ("G",))
+
+
+def judge(estimates: dict, boot, point: dict, objective, logs: tuple, theta) -> list[str]:
+    """The best fit's rules (`best_fit_reasons`, `withhold`) and the design's (`collinear_reason` of ln N, ln D in
+    ``logs``, `flag_collinear`) on approach 3's ``estimates``; returns the names withheld (no value)."""
+    collinear = collinear_reason(*logs, objective.residuals(theta))
+    withheld = withhold(estimates, boot, best_fit_reasons(point, objective.xc, objective.yc, collinear))
+    flag_collinear(estimates, collinear)
+    return withheld

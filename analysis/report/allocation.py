@@ -5,9 +5,9 @@ from __future__ import annotations
 from analysis.describe.allocation import AS_N_OPT, AS_N_OPT_NOTE, allocation_cells, n_opt_cell
 from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.identified import EXTRAPOLATION_FACTOR
-from analysis.fits.optimal import chosen_fit, law_from_fit
 from analysis.fits.presets import PRESETS
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import chosen_fit, law_from_fit
 from analysis.report.blocks import FLAG, Heading, Paragraph, Table
 from analysis.sources.schema import Source
 
