@@ -4,7 +4,9 @@ A run's budget is the value of the source's budget column when it has one: the c
 ``--budget-column``, else the first of `BUDGET_COLUMNS` present (``budget_flops`` is the results
 store's). Its values must all be finite numbers > 0; an auto-detected column with gaps is noted and
 not used. When 6·N·D differs from the column, a note says by how much: the fit uses the column
-(a warning when 100x or more off: a unit mix-up, a PF-day's 8.64e19 named as such).
+(a warning when 100x or more off: a unit mix-up, a PF-day's 8.64e19 named as such). Values within
+`AGREEING` of each other that the runs' own 6·N·D does not separate are one budget written twice
+(``1e19``, ``9.87e18``: `same_budgets`).
 
 Without a budget column (or with ``--budget-column none``) runs are clustered by C = 6·N·D in log
 space: sorted ascending, a run opens a new budget when its C exceeds its neighbour's (the next
@@ -101,9 +103,11 @@ def budgets_of_frame(
         requested = numeric(frame, column, "c")[0]  # text counts as N and D are read; "1.0e19 FLOPs" too
         bad = ~(np.isfinite(requested) & (requested > 0))
         if not bad.any():
-            given, written = requested, same_budgets(requested, notes)
-            requested = per_run_budgets(column, written, sizes, tolerance, notes)
-            clustered = not np.array_equal(written, requested)  # each run's C written as its budget
+            given = requested  # each run's C written as its budget is clustered, else close labels merged:
+            requested = per_run_budgets(column, given, sizes, tolerance, notes)  # (a label per run, rounded C,
+            clustered = not np.array_equal(given, requested)  # merged first would hide that most hold 1-2 sizes)
+            if not clustered and tolerance > 0:  # --budget-tolerance 0 keeps the column's values as written
+                requested = same_budgets(given, compute, notes)
             if clustered and (run_together := _run_together(requested, given)):
                 cautions.append(run_together)
             text, factor = _disagreement(column, requested, compute)
@@ -144,32 +148,66 @@ def _unusable(raw: pd.Series, bad: np.ndarray) -> str:
     return " and ".join(said)
 
 
-SAME_BUDGET = 0.01  # budget labels this close (relative, neighbour to neighbour) are one budget written twice
-
-
-def same_budgets(budgets: np.ndarray, notes: list[str] | None = None) -> np.ndarray:
-    """``budgets`` with values within `SAME_BUDGET` of their neighbour (the clustering rule of the module
-    docstring, `_groups`) written as one: each group's most frequent value (the smallest of ties), with a note
-    in ``notes`` naming the labels merged where they print apart. 1% is above a label's rounding (6e18 written
-    6.02e18 is 0.3% off; 6·N·D read back from CSV as 1e18 and 1.0000000000000001e18, 1e-16) and below any two
-    budgets a sweep means apart (a ladder's are 1.5x or more, a WSD sweep's branch budgets 14% from the
-    grid's): before, 6e18 and 6.02e18 were two budgets of 2 and 5 sizes, one without a parabola."""
+def same_budgets(budgets: np.ndarray, compute: np.ndarray, notes: list[str] | None = None) -> np.ndarray:
+    """``budgets`` with neighbouring values within `AGREEING` of each other that are one budget written twice
+    (``1e19`` and ``9.87e18``) written as one, with a note in ``notes`` naming the labels merged. Within
+    `AGREEING` a label and 6·N·D are one budget, and so are two labels, unless the runs' own 6·N·D
+    (``compute``) separates them (`_apart`: each label's runs lie nearer their own median C than the other's,
+    and the medians lie at least half as far apart as the labels): a designed 1e19/1.015e19 pair, or a
+    column of each run's C, keeps its values. Labels that print alike (``%g``) are always one: 6·N·D read back
+    from CSV as 1e18 and 1.0000000000000001e18. Each merged budget is its most frequent label (ties: the one
+    6·N·D agrees with best): the column's own convention, which the fit uses; 6·N·D's best would pick the
+    largest label of a column that counts compute below 6·N·D. Before (within 1%, without 6·N·D): 1e19, 1.0e19,
+    9.87e18 and 1E19 for each of 4 budgets were 8 budgets, 4 without a parabola, under "agrees within 2%"."""
     values, counts = np.unique(budgets, return_counts=True)
-    groups = _groups(np.log(values), SAME_BUDGET)
+    logs, log_c = np.log(values), np.log(np.asarray(compute, dtype=float))
+    runs = [log_c[budgets == v] for v in values]
+    groups = [[0]]
+    for i in range(1, len(values)):  # a label joins its neighbour's group within AGREEING of the group's first
+        close = logs[i] - logs[groups[-1][0]] <= np.log1p(AGREEING)
+        if f"{values[i - 1]:g}" == f"{values[i]:g}" or (
+            close and not _apart(runs[i - 1], runs[i], logs[i] - logs[i - 1])
+        ):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
     if len(groups) == len(values):
         return budgets
     written, said = {}, []
     for group in groups:
-        value = values[group[np.argmax(counts[group])]]
+        misfit = [float(np.median(np.abs(np.concatenate([runs[j] for j in group]) - logs[i]))) for i in group]
+        value = values[group[min(range(len(group)), key=lambda k: (-counts[group[k]], misfit[k]))]]
         written.update(dict.fromkeys(values[group], value))
-        if len(labels := dict.fromkeys(f"{v:g}" for v in values[group])) > 1:  # not 6·N·D's round-off
-            said.append(f"{', '.join(labels)} as {value:g}")
-    if said and notes is not None:  # three groups named: a column of each run's C merges many (`per_run_budgets`)
-        more = f"; and {len(said) - 3} more" if len(said) > 3 else ""
-        notes.append(
-            f"budget labels within {SAME_BUDGET:.0%} of each other read as one budget: {'; '.join(said[:3])}{more}"
-        )
+        if len(labels := list(dict.fromkeys(f"{v:g}" for v in values[group]))) > 1:  # not 6·N·D's round-off
+            said.append((labels, values[group[-1]] / values[group[0]] - 1.0, value))
+    if said and notes is not None:
+        notes.append(_merged(said))
     return np.array([written[b] for b in budgets])
+
+
+def _apart(low: np.ndarray, high: np.ndarray, gap: float) -> bool:
+    """Whether the runs' log 6·N·D of two labels (``low`` < ``high``, ``gap`` apart in log) separates them: the
+    medians at least half the labels' gap apart, and every run on its own label's side of their midpoint."""
+    centre_low, centre_high = float(np.median(low)), float(np.median(high))
+    middle = (centre_low + centre_high) / 2
+    return centre_high - centre_low >= gap / 2 and bool((low < middle).all() and (high > middle).all())
+
+
+def _merged(said: list) -> str:
+    """The one note on budget labels merged: the first group in full, then up to 3 more, and a count."""
+
+    def joined(labels):
+        return f"{', '.join(labels[:-1])} and {labels[-1]}"
+
+    (labels, spread, value), rest = said[0], said[1:]
+    text = (
+        f"budget labels {joined(labels)} lie {spread:.1%} apart and 6·N·D puts their runs at one budget: "
+        f"read as {value:g}"
+    )
+    if rest:
+        more = f"; and {len(rest) - 3} more" if len(rest) > 3 else ""
+        text += f" (likewise {'; '.join(f'{joined(ls)} as {v:g}' for ls, _, v in rest[:3])}{more})"
+    return text
 
 
 def _groups(sorted_log: np.ndarray, tolerance: float) -> list[np.ndarray]:

@@ -30,11 +30,16 @@ from scaling.errors import DataError, UserError
 # tokenizers, or in two units, lie on no one law); the corpus columns first (the store's own).
 CORPUS_COLUMNS = ("corpus_fingerprint", "corpus")
 EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "arm", "tokenizer", LOSS_UNIT_COLUMN)
-# Text columns of the store's records that may differ between repeated seeds of one experiment.
+# Text columns of the store's records that are bookkeeping (ids, outcome, where and when a run ran, its shape's
+# name for its N), which differ between repeated seeds of one experiment. Not a recipe: `schedule` (cosine,
+# wsd, constant) changes the loss and is checked as any other column; every run of one of our sweeps has one
+# schedule (a WSD trunk's branches too; records before WSD, empty, ran cosine: `load.py`). `architecture`
+# is warned about in its own words (`check._warn_mixed_architectures`).
 RUN_METADATA = frozenset(
-    {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "schedule", "branch_of", "device"}
-    | {"code_version", "architecture", "started_at", "finished_at", "pack_job", "param_count"}
+    {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "branch_of", "device"}
+    | {"code_version", "started_at", "finished_at", "pack_job", "param_count"}
 )
+WARNED_APART = ("architecture",)  # columns a check of their own warns about
 OPERATORS = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -191,7 +196,7 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
     for column in frame.columns:
         values = frame[column]
-        checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *skip)
+        checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
         if checked or pd.api.types.is_numeric_dtype(values):
             continue
         labels = values.fillna("").astype(str).to_numpy()

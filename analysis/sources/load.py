@@ -121,7 +121,10 @@ def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
             f"results store {str(path)!r} holds no readable run records under {str(path / 'runs')!r}"
             + (f" ({len(problems)} skipped: {problems[0]})" if problems else "")
         )
-    return store.runs, store.curves, list(store.problems)
+    runs = store.runs
+    if "schedule" in runs.columns:  # records before WSD name none: they ran cosine, as cosine runs since (their
+        runs["schedule"] = runs["schedule"].replace("", "cosine")  # ids kept), so a store that grew is one schedule
+    return runs, store.curves, list(store.problems)
 
 
 def _read_manifest(store: Path) -> tuple[dict, str]:
