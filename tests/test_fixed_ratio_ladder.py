@@ -9,13 +9,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import assert_one_line_error, run_main
 
 from analysis.fits import laws
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.parametric_form import COLLINEAR_NAMES, collinear_reason
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
-from tests.conftest import run_main
 
 SAME_RATIO = "every run has the same tokens per parameter (D/N = 20)"
 CANNOT = "the N and D terms cannot be told apart"
@@ -80,6 +80,9 @@ def test_optimal_on_a_one_ratio_fit_says_unidentified_and_why(capsys, tmp_path):
     for key in ("N", "D", "tokens_per_parameter", "loss"):
         assert answer[key]["unidentified"], key
     assert any(SAME_RATIO in note for note in answer["notes"])
+    # next cannot plan from it either, and says why (it blamed its tokens-per-parameter window before)
+    proc = run_main(capsys, "next", tmp_path / "fixed.csv", "--flops", 1e21, "--bootstrap", 20, "--draws", 8)
+    assert_one_line_error(proc, "approach 3 cannot plan runs from", SAME_RATIO)
 
 
 def test_an_isoflop_grid_fit_is_unaffected():

@@ -151,6 +151,7 @@ def law_fit(args, table):
     measured (the simulation's σ)."""
     from analysis.fits.outliers import fit_flagged
     from analysis.fits.parametric import fit_parametric
+    from analysis.fits.parametric_form import collinear_reason
     from analysis.fits.results import no_law
 
     def fit(runs):
@@ -161,6 +162,9 @@ def law_fit(args, table):
         raise UserError(
             f"approach 3's law of {args.source!r} is unidentified ({no_law(flagged.fit)}): it cannot plan runs"
         )
+    collinear = collinear_reason(np.log(flagged.fit.n), np.log(flagged.fit.d), np.asarray(flagged.fit.residuals))
+    if collinear:  # its N_opt is the law's split of terms the runs cannot tell apart: no size brackets anything
+        raise UserError(f"approach 3 cannot plan runs from {args.source!r}: {collinear}")
     if flagged.noise_scale is None:  # approach 3 fitted with the runs, not without them (--exclude-outliers)
         raise UserError(f"{args.source!r}: {'; '.join(flagged.notes)}: no noise scale to simulate runs with")
     return flagged
