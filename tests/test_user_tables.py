@@ -167,7 +167,10 @@ def test_json_and_json_lines_tables_read_as_the_csv_does(tmp_path, capsys):
     runs.to_json(tmp_path / "r.json", orient="records")
     runs.to_json(tmp_path / "c.json", orient="columns")
     runs.to_json(tmp_path / "r.jsonl", orient="records", lines=True)
-    for name in ("r.json", "c.json", "r.jsonl"):
+    # rows under one key, beside metadata: read as those rows (it said "no column for N ... Columns present: runs")
+    rows = json.loads(runs.to_json(orient="records"))
+    (tmp_path / "n.json").write_text(json.dumps({"meta": {"lab": "x", "tags": ["a", "b"]}, "runs": rows}))
+    for name in ("r.json", "c.json", "r.jsonl", "n.json"):
         got = read_table_file(tmp_path / name)
         assert np.allclose(got["val_loss"].to_numpy(float), runs["val_loss"]), name
     (tmp_path / "empty.csv").write_text("")

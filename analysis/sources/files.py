@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ FORMATS = ".csv, .tsv, .parquet, .json (an array of row objects) or .jsonl (one 
 
 
 def read_table_file(path: Path) -> pd.DataFrame:
-    """Read a CSV (or TSV), Parquet, JSON (an array of row objects, or an object of columns) or JSON
+    """Read a CSV (or TSV), Parquet, JSON (an array of row objects, an object of columns, or rows under one key) or JSON
     Lines file of runs; any failure becomes one DataError line. A CSV whose one column's name holds ';'
     (a comma-decimal locale's export: "3,1" is 3.1) or a tab is read with that separator."""
     if not path.exists():
@@ -30,6 +31,8 @@ def read_table_file(path: Path) -> pd.DataFrame:
     try:
         if kind == "Parquet":
             return pd.read_parquet(path)
+        if kind == "JSON" and (nested := _nested_records(path)) is not None:
+            return nested
         if kind.startswith("JSON"):
             return pd.read_json(  # exact floats (as the CSV's), ids kept as written ("007" stays text)
                 path,
@@ -103,3 +106,17 @@ def _orient(path: Path) -> str:
     with path.open() as handle:
         first = next((c for c in iter(lambda: handle.read(1), "") if not c.isspace()), "[")
     return "records" if first == "[" else "columns"
+
+
+def _nested_records(path: Path) -> pd.DataFrame | None:
+    """The rows of a JSON object that holds them under one key (``{"runs": [{...}, ...]}``, perhaps beside
+    metadata), or None for any other layout. It was read as an object of columns: "no column for N ...
+    Columns present: runs"."""
+    if _orient(path) != "columns":
+        return None
+    with path.open() as handle:
+        document = json.load(handle)
+    if not isinstance(document, dict):
+        return None
+    lists = [v for v in document.values() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
+    return pd.DataFrame.from_records(lists[0]) if len(lists) == 1 else None
