@@ -277,3 +277,14 @@ def test_a_named_budget_column_with_a_gap_is_one_line(tmp_path, capsys):
     # found by name rather than named, the gap is noted and C is clustered
     quiet = run_main(capsys, "fit", write(frame, tmp_path), "--approach", "2", "--bootstrap", "0")
     assert quiet.returncode == 0 and "column 'budget' has 1 missing budget value(s)" in quiet.stderr
+
+
+def test_where_reads_counts_as_the_n_column_does():
+    # Before (user15): --where params>=50M said "column 'params' is numeric; give a number", though the N column
+    # itself reads '50M'; a column of model names '70M', '1.4B' took == and != only.
+    from analysis.sources.groups import Where, apply_where
+
+    frame = pd.DataFrame({"params": [3e7, 7e7, 1.4e9], "model": ["30M", "70M", "1.4B"], "loss": [3.5, 3.2, 2.6]})
+    assert apply_where(frame, [Where("params", ">=", "50M")], "t.csv", [])["loss"].tolist() == [3.2, 2.6]
+    assert apply_where(frame, [Where("model", "<", "1B")], "t.csv", [])["loss"].tolist() == [3.5, 3.2]
+    assert apply_where(frame, [Where("model", "==", "70M")], "t.csv", [])["loss"].tolist() == [3.2]

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.budgets import cluster_budgets
-from analysis.sources.rows import listing
+from analysis.sources.rows import count_value, listing
 from analysis.sources.schema import LOSS_UNIT_COLUMN
 from scaling.errors import DataError, UserError
 
@@ -94,10 +94,13 @@ def apply_where(frame: pd.DataFrame, filters, source: str, notes: list[str]) -> 
 
 
 def _comparable(column: pd.Series, where: Where):
-    numbers = pd.to_numeric(column, errors="coerce")
+    """The column and the value compared, as numbers where every cell is one ('70M' and '1.4B' are, as the
+    N column reads them, and so is the value: `--where params>=50M`), else as text."""
+    counts = column if pd.api.types.is_numeric_dtype(column) else column.map(count_value)
+    numbers = pd.to_numeric(counts, errors="coerce")
     if numbers.notna().any() and numbers.notna().sum() == column.notna().sum():
         try:
-            return numbers, float(where.value)
+            return numbers, float(count_value(where.value))
         except ValueError:
             if where.op not in ("==", "!="):
                 raise DataError(

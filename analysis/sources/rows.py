@@ -91,6 +91,12 @@ _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([kmbt])\s*$", re
 _GROUPED = re.compile(r"^\s*[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?\s*$")  # 1,300,000,000: a spreadsheet's thousands
 
 
+def count_value(value):
+    """``value`` read as a count as the N, D and C columns read theirs ('50M' -> 5e7, '1.3B tokens'); anything
+    else unchanged (`--where params>=50M`)."""
+    return _count(value)
+
+
 def _count(value, words: tuple[str, ...] = _ANY_WORD):
     """'1.3B' -> 1.3e9, '1,300,000' -> 1.3e6, '14.29B tokens' -> 1.429e10 (a unit word of ``words`` after the
     number, singular or plural, dropped); anything else unchanged."""
