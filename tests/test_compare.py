@@ -117,6 +117,15 @@ def test_doubled_compute_gives_two(pair):
         assert r.loss_difference.value == pytest.approx(r.candidate_loss.value - r.baseline_loss.value)
 
 
+def test_a_candidates_answer_does_not_hang_on_the_others_listed(pair):
+    # Before: candidate k drew its bootstrap from seed + k, so 'constant' listed second read another interval
+    def compared(*names):
+        return compare_inputs(read_inputs([str(pair[n]) for n in names], ColumnMap()), resamples=40, seed=0)
+
+    alone, behind = compared("base", "constant")[0], compared("base", "steeper", "constant")[1]
+    assert [r.multiplier.interval for r in alone.rows] == [r.multiplier.interval for r in behind.rows]
+
+
 def test_group_by_compare_cli_json_and_figure(pair, tmp_path, capsys):
     """One table with a `recipe` column: the CLI compares the groups; `compare X X` contains 1."""
     table = tmp_path / "both.csv"

@@ -56,7 +56,9 @@ def compare_parser() -> argparse.ArgumentParser:
         help="compare sources evaluated on different data (their losses are then not comparable)",
     )
     p.add_argument("--bootstrap", type=count, default=1000, metavar="K", help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="seed: the baseline's; candidate k uses seed + k (default 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed: the baseline's; every candidate uses seed + 1 (default 0)"
+    )
     p.add_argument("--level", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
     p.add_argument(
         "--exclude-outliers",
