@@ -43,7 +43,7 @@ def caption(report: FitReport | None) -> str:
     return (
         "Validation loss against training compute C = 6·N·D for every run (curves: the loss as training "
         "went on; dots: final loss; colour: model size N). Diamonds: the envelope, the lowest loss "
-        f"reached in each compute bin; {_approach_1(report)}; dashed vermillion: "
+        f"reached in each {_bin(report)}; {_approach_1(report)}; dashed vermillion: "
         f"{drawn_phrase(report, 3, 'loss at the compute-optimal N and D')}{floor_phrase(report)}."
     )
 
@@ -116,6 +116,13 @@ def _runs(ax, table: RunTable, norm) -> None:
     ax.scatter([], [], color="0.6", s=28, edgecolors="black", linewidths=0.5, label="a run's final loss (colour: N)")
 
 
+def _bin(report: FitReport | None) -> str:
+    """What an envelope point is the lowest loss of: a compute bin of the curves, or a budget of final points."""
+    env = report.envelope if report is not None else None
+    curves = env is None or env.diagnostics.get("points_used") == "training curves"
+    return "compute bin" if curves else "budget (final points only)"
+
+
 def _envelope(ax, report: FitReport) -> None:
     """Approach 1: the envelope points and the law L(C) through them, with its bootstrap band."""
     env = report.envelope
@@ -128,7 +135,7 @@ def _envelope(ax, report: FitReport) -> None:
         edgecolors=REFERENCE_COLOUR,
         linewidths=1.0,
         zorder=4,
-        label="envelope: lowest loss per compute bin",
+        label=f"envelope: lowest loss per {_bin(report)}",
         gid="envelope",
     )
     c = np.geomspace(*env.diagnostics["compute_range"], 80)
