@@ -92,7 +92,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     style(ax, "IsoFLOP profiles (approach 2): loss against model size at fixed compute")
     handles, labels = ax.get_legend_handles_labels()  # beside the axes: inside, any place hid some run
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     log_axes(ax, count_label)
     return fig
 
