@@ -86,7 +86,8 @@ def render(r: dict) -> str:
     if r["out"] and is_csv(Path(r["out"])):
         lines.append(f"  runs file            {r['out']} (one row per run)")
     elif r["out"]:
-        lines.append(f"  sweep file           {r['out']} (launch: scaling sweep {r['out']})")
+        launch = f"launch: scaling sweep {r['out']}" if r["runs"] else "no runs: nothing to launch"
+        lines.append(f"  sweep file           {r['out']} ({launch})")
     return "\n".join(lines)
 
 
