@@ -211,12 +211,11 @@ def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, dif
             f"m(C) changes with scale: it goes from {_m(at[0])} at {lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs "
             f"({drift_cause(diffs, intervals)}); no single multiplier describes it"
         )
-    mid = at[1]
-    if mid.lower is not None and not mid.unidentified and mid.lower <= 1.0 <= mid.upper:
-        # a copy of the baseline printed "m ≈ 1 [0.85, 1.19] (m < 1: the candidate is worse ...)" for m = 0.99999
-        if not scale_dependent:
-            text += " (the interval holds 1: consistent with no difference between them)"
-    elif mid.value < 1:
+    mid = at[1]  # a copy of the baseline printed "m ≈ 1 [0.85, 1.19] (m < 1: the candidate is worse ...)"
+    holds_one = mid.lower is not None and not mid.unidentified and mid.lower <= 1.0 <= mid.upper
+    if holds_one and not scale_dependent:
+        text += " (the interval holds 1: consistent with no difference between them)"
+    elif not holds_one and mid.value < 1:
         text += " (m < 1: the candidate is worse, it needs more compute than the baseline)"
     return text
 

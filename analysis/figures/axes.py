@@ -13,7 +13,6 @@ percentile intervals, evaluated along the curve (`analysis.fits.saved_law.law_fr
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import matplotlib
 
@@ -158,12 +157,10 @@ def limits(values, pad: float = 1.25) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- laws along a curve, with bands
-def law_along(report: FitReport, approach: int, compute, with_floor: bool = True) -> dict[str, np.ndarray]:
+def law_along(report: FitReport, approach: int, compute) -> dict[str, np.ndarray]:
     """N_opt, D_opt and (when the law predicts it) the optimal loss of one approach's law at each
-    budget in ``compute``, with the lower/upper ends of their bootstrap intervals (NaN without).
-    ``with_floor=False``: approach 1's loss law without a floor; True: the one `law_from_fit` takes (`envelope_law`'s)."""
-    if not with_floor:
-        report = replace(report, envelope=replace(report.envelope, loss_law_with_floor=None))
+    budget in ``compute``, with the lower/upper ends of their bootstrap intervals (NaN without);
+    approach 1's loss law is the one drawn (`law_from_fit` takes `envelope_law`'s)."""
     law = law_from_fit(report, f"approach {approach}", approach)
     with np.errstate(all="ignore"):  # a bootstrap sample with an overflowed A gives NaN, which intervals skip
         allocations = [law.allocate(float(c)) for c in compute]
@@ -179,7 +176,7 @@ def law_along(report: FitReport, approach: int, compute, with_floor: bool = True
 
 
 # A law the fit calls unidentified (its interval does not pin it down): drawn dotted and thin, without a band, its
-# legend saying so; its value is not a finding (`analysis.describe.fit.envelope_law`, `exponent_legend`).
+# legend saying so; its value is not a finding (`analysis.fits.envelope.envelope_law`, `exponent_legend`).
 UNIDENTIFIED_LINE = {"linestyle": ":", "linewidth": 1.6}
 
 

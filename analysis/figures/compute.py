@@ -140,7 +140,7 @@ def _envelope(ax, report: FitReport) -> None:
     )
     c = np.geomspace(*env.diagnostics["compute_range"], 80)
     drawn = envelope_law(env)
-    curve = law_along(report, 1, c, with_floor=drawn.with_floor)
+    curve = law_along(report, 1, c)
     ax.plot(
         c,
         curve["loss"],
