@@ -78,6 +78,19 @@ def test_a_budget_trained_on_one_side_is_left_out_of_the_law_and_named(tmp_path)
     assert covered >= 18 and np.mean(errors) < 0.03, (covered, errors)  # measured: 20 of 20, 0.022
 
 
+def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
+    # The law N_opt ∝ C^a is fitted through 1e18..1e21: an allocation at 3e22 is flagged as beyond 10x its
+    # largest run (`EXTRAPOLATION_FACTOR`), as `scaling optimal` and the report say, though the table's largest
+    # runs sit at 1e22 (before, the range counted them: no flag below 1e23).
+    fit = fit_isoflop(_table(one_sided(0), tmp_path), resamples=100, seed=0)
+    assert fit.diagnostics["budgets_in_law"] == 4
+    assert 1e21 <= fit.fitted_compute_max < 1.5e21, fit.fitted_compute_max
+    report = FitReport(source="one_sided.csv", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit)
+    law = law_from_fit(report, "one_sided", approach=2)
+    assert law.fitted_compute_min == 1e18
+    assert law.allocate(3e22).extrapolation and not law.allocate(5e21).extrapolation
+
+
 def test_the_allocation_figure_shows_the_budget_left_out_hollow_without_an_interval(tmp_path):
     from analysis.figures.allocation import optimal_allocation
 

@@ -162,9 +162,16 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         estimates=estimates,
         residuals={"n_opt_law": (log_n_opt - np.log(n_law(np.exp(log_c)))).tolist()},
         diagnostics=diagnostics,
-        fitted_compute_max=float(runs["C"].max()),
+        fitted_compute_max=_largest_in_law(runs["C"].to_numpy(), groups, members),
         bootstrap=boot,
     )
+
+
+def _largest_in_law(compute: np.ndarray, groups: list[np.ndarray], members: np.ndarray) -> float:
+    """The largest 6·N·D among the runs of the budgets in the law (`in_law`), the edge past which its
+    allocation extrapolates; of all runs when no budget is in it (the law is then unidentified)."""
+    kept = [compute[idx] for idx, member in zip(groups, members) if member]
+    return float(np.concatenate(kept).max() if kept else compute.max())
 
 
 def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[str]]:
