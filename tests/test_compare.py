@@ -117,6 +117,21 @@ def test_doubled_compute_gives_two(pair):
         assert r.loss_difference.value == pytest.approx(r.candidate_loss.value - r.baseline_loss.value)
 
 
+def test_sources_whose_budgets_do_not_overlap_share_no_fitted_range(tmp_path, capsys):
+    # user16: a 1e16-1e18 baseline against a 1e20-1e22 candidate printed "m ≈ 1.96 [1.31, 2.93] across the shared
+    # fitted range 1e+18-1e+20" with the rows at 1e18 and 1e20 unflagged; each law is extrapolated 100x there
+    low, high = tmp_path / "low.csv", tmp_path / "high.csv"
+    isoflop_runs(BASE, np.geomspace(1e16, 1e18, 3), SIZES, noise=0.01, seed=4).to_csv(low, index=False)
+    isoflop_runs(CONSTANT, np.geomspace(1e20, 1e22, 3), SIZES, noise=0.01, seed=5).to_csv(high, index=False)
+    c = _compare([low, high], resamples=40)
+    assert not c.overlap and all(r.beyond_fitted_range for r in c.rows)
+    assert c.summary.startswith("the sources' fitted budgets do not overlap (1e+16–1e+18 and 1e+20–1e+22 FLOPs)")
+    assert "shared fitted range" not in c.summary and "in the gap between them, 1e+18–1e+20 FLOPs" in c.summary
+    out = run_main(capsys, "compare", low, high, "--bootstrap", "20", "--json", check=True).stdout
+    result = json.loads(out)["comparisons"][0]
+    assert result["shared_fitted_range"] is None and result["gap_between_fitted_ranges"] == [1e18, 1e20]
+
+
 def test_a_candidates_answer_does_not_hang_on_the_others_listed(pair):
     # Before: candidate k drew its bootstrap from seed + k, so 'constant' listed second read another interval
     def compared(*names):

@@ -299,6 +299,56 @@ def test_n_in_millions_without_a_budget_column_is_warned_about():
     assert not [w for w in table_from_frame(runs, "t.csv", ColumnMap()).warnings if "tokens per parameter" in w]
 
 
+def test_swapped_n_and_d_columns_are_warned_about_and_optimal_repeats_it(tmp_path, capsys):
+    # user16: N and D headers exchanged fitted silently (a = 0.55 for a true 0.45), then `optimal` printed
+    # 0.015 tokens per parameter with no note
+    runs = ladder().drop(columns=["flops", "budget_flops"])
+    swapped = runs.rename(columns={"params": "tokens", "tokens": "params"})
+    path = write(swapped, tmp_path, "swapped.csv")
+    said = [w for w in table_from_frame(swapped, "s.csv", ColumnMap()).warnings if "tokens per parameter" in w]
+    assert len(said) == 1 and "fewer tokens than parameters" in said[0] and "columns swapped" in said[0], said
+    out = tmp_path / "fit.json"
+    run_main(capsys, "fit", path, "--bootstrap", "0", "--out", out, check=True)
+    shown = run_main(capsys, "optimal", "--budget", "1e21", "--law", out, check=True).stdout
+    assert "note: the fit warned: the median run trains" in shown and "columns swapped" in shown, shown
+
+
+def test_one_run_id_on_two_rows_with_other_losses_is_named():
+    # user16: r12 listed twice, its loss 5% apart, was read silently as two seeds of one point
+    runs = ladder().drop(columns=["flops", "budget_flops"]).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+    twice = pd.concat([runs, runs.iloc[[12]].assign(val_loss=lambda f: f["val_loss"] * 1.05)], ignore_index=True)
+    table = table_from_frame(twice, "twice.csv", ColumnMap())
+    said = [w for w in table.warnings if "run ids are on several rows" in w]
+    assert len(said) == 1 and "r12 (" in said[0] and "read as repeated seeds of one point" in said[0], table.warnings
+    assert len(table.runs) == len(twice) and table.runs["unit"].nunique() == len(runs)  # kept, drawn as one unit
+    assert not [w for w in table_from_frame(runs, "once.csv", ColumnMap()).warnings if "run ids are on" in w]
+
+
+def test_a_headline_without_an_identified_a_says_so(tmp_path, capsys):
+    # user15, user16: one budget of 8 sizes printed no headline, 2 budgets of 4 "headline: approach 3", above
+    # every estimate unidentified
+    one = isoflop_runs(CHINCHILLA_APPROACH3, [1e20], 8, spread_decades=0.8, noise=0.005, seed=2)
+    shown = run_main(capsys, "fit", write(one, tmp_path), "--bootstrap", "50", check=True).stdout
+    assert "\nheadline: approach 3 (a is unidentified in it: these runs do not say how N_opt scales with C" in shown
+    ladder_shown = run_main(capsys, "fit", write(ladder(), tmp_path, "l.csv"), check=True).stdout
+    assert "\nheadline: approach 2, 3\n" in ladder_shown and "a is unidentified in" not in ladder_shown
+
+
+def test_two_csvs_joined_with_cat_skip_the_header_between_them(tmp_path, capsys):
+    # user16: the second file's header line read as a run of a third experiment, recipe 'recipe' (1 runs)
+    recipes = two_recipes("recipe")
+    half = len(recipes) // 2
+    path = tmp_path / "joined.csv"
+    path.write_text(recipes[:half].to_csv(index=False) + recipes[half:].to_csv(index=False))
+    proc = run_main(capsys, "fit", path, "--group-by", "recipe", "--bootstrap", "0", "--json", check=True)
+    assert proc.stderr.count(f"skipped row {half + 1}: the header again (files joined?)") == 2, proc.stderr
+    groups = [(g["source"].split(" [")[1], g["runs"]) for g in json.loads(proc.stdout)["groups"]]
+    assert groups == [("recipe=baseline]", half), ("recipe=new]", half)], groups
+    with_cat = run_main(capsys, "fit", path, "--where", "recipe==new", "--bootstrap", "0", "--json", check=True)
+    alone = run_main(capsys, "fit", write(recipes[half:], tmp_path), "--bootstrap", "0", "--json", check=True)
+    assert json.loads(with_cat.stdout)["a"] == json.loads(alone.stdout)["a"]
+
+
 def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
     # Before: "has no column for N ... Columns present: params;budget_flops;tokens;val_loss".
     runs = ladder()[["params", "budget_flops", "tokens", "val_loss"]]

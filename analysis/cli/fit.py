@@ -301,9 +301,18 @@ def _render_headline(report: FitReport) -> list[str]:
     one approach asked for (`--approach k`): its own lines say what it lacks, and a fit of several with none
     to headline is an error (`require_headline`)."""
     left_out = report.headline_left_out()
-    if not left_out or len(report.fits) + len(report.skipped) == 1:
+    # user16: "headline: approach 3" above eight unidentified estimates; the line now says a is unidentified
+    unidentified = [f for f in report.headline if f.estimates["a"].unidentified]
+    if len(report.fits) + len(report.skipped) == 1 or not (left_out or unidentified):
         return []
     lead = ", ".join(str(f.approach) for f in report.headline) or "none"
+    if unidentified and len(unidentified) == len(report.headline):
+        lead += (
+            f" (a is unidentified in {'each' if len(unidentified) > 1 else 'it'}: these runs do not say how N_opt "
+            "scales with C, nor what to train at another budget)"
+        )
+    elif unidentified:
+        lead += f" (a is unidentified in approach {', '.join(str(f.approach) for f in unidentified)})"
     return ["", f"headline: approach {lead}"] + [f"  approach {k} left out: {why}" for k, why in left_out.items()]
 
 

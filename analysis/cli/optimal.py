@@ -160,6 +160,7 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
         )
         raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
     law.notes += [left_out[f.approach] for f in report.fits if no_law(f)]
+    law.notes += [f"the fit warned: {warning}" for warning in report.warnings]  # units, swapped columns, exclusions
     return law
 
 

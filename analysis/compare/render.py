@@ -121,7 +121,8 @@ def comparison_json(comparison: Comparison) -> dict:
         "pairs": c.pairs,
         "summary": c.summary,
         "scale_dependent": c.scale_dependent,
-        "shared_fitted_range": list(c.shared_range),
+        "shared_fitted_range": list(c.shared_range) if c.overlap else None,  # none: the budgets do not overlap
+        "gap_between_fitted_ranges": None if c.overlap else list(c.shared_range),
         "budgets": [
             {
                 "compute": r.compute,

@@ -82,12 +82,13 @@ class Comparison:
     level: float
     rows: list[Row]
     differences: dict[str, dict]
-    shared_range: tuple[float, float]
+    shared_range: tuple[float, float]  # the range both fitted; when they do not overlap (`overlap`), the gap between
     scale_dependent: bool
     summary: str
     pairs: int
     notes: list[str] = field(default_factory=list)
     unidentified: str = ""  # why m(C) and the loss differences are unidentified ("" when they are not)
+    overlap: bool = True  # whether the sources' fitted budgets overlap (else every m(C) extrapolates one law)
 
 
 def budget_grid(baseline: Side, candidate: Side) -> tuple[np.ndarray, np.ndarray]:
@@ -96,15 +97,15 @@ def budget_grid(baseline: Side, candidate: Side) -> tuple[np.ndarray, np.ndarray
     top = union.max()
     grid = np.concatenate([union, [top * k for k in EXTRAPOLATE]])
     lo, hi = _shared(baseline, candidate)
-    slack = 1.0 + BUDGET_TOLERANCE
+    slack = 1.0 + BUDGET_TOLERANCE  # when the ranges do not overlap (lo > hi), every budget is beyond one of them
     return grid, (grid > hi * slack) | (grid < lo / slack)
 
 
 def _shared(baseline: Side, candidate: Side) -> tuple[float, float]:
-    """The compute range both sources fitted; when they do not overlap, the span between them."""
+    """The compute range both sources fitted: the larger smallest budget to the smaller largest; lo > hi when they
+    do not overlap (a user's 1e16-1e18 baseline and 1e20-1e22 candidate: "the shared fitted range 1e18-1e20")."""
     (b_lo, b_hi), (c_lo, c_hi) = baseline.fitted_range, candidate.fitted_range
-    lo, hi = max(b_lo, c_lo), min(b_hi, c_hi)
-    return (lo, hi) if lo <= hi else (hi, lo)
+    return max(b_lo, c_lo), min(b_hi, c_hi)
 
 
 def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
@@ -119,11 +120,11 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     ]
     diffs = differences(baseline.fit, candidate.fit, level)
     lo, hi = _shared(baseline, candidate)
+    overlap = lo <= hi
+    lo, hi = (lo, hi) if overlap else (hi, lo)  # no shared range: the gap between them
     ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
     scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
     notes = []
-    if baseline.fitted_range[0] > candidate.fitted_range[1] or candidate.fitted_range[0] > baseline.fitted_range[1]:
-        notes.append("the two sources' budgets do not overlap: every m(C) extrapolates one of the laws")
     if unbounded := [i for i, r in enumerate(rows) if r.multiplier.unbounded]:
         at = ", ".join(f"{grid[i]:.3g}" for i in unbounded)
         counts = ", ".join(str(int(values["multiplier"]["infinite"][i])) for i in unbounded)
@@ -142,13 +143,26 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         differences=diffs,
         shared_range=(lo, hi),
         scale_dependent=scale_dependent,
-        summary=f"m(C) is unidentified: {why['multiplier']}"
-        if why["multiplier"]
-        else _summary(ends, (lo, hi), scale_dependent, diffs, values["pairs"] > 0),
+        summary=(
+            ""
+            if overlap
+            else f"the sources' fitted budgets do not overlap ({_span(baseline)} and {_span(candidate)} FLOPs), so "
+            "every m(C) extrapolates one of the laws; "
+        )
+        + (
+            f"m(C) is unidentified: {why['multiplier']}"
+            if why["multiplier"]
+            else _summary(ends, (lo, hi), scale_dependent, diffs, values["pairs"] > 0, overlap)
+        ),
         pairs=values["pairs"],
         notes=notes,
         unidentified=why["multiplier"],
+        overlap=overlap,
     )
+
+
+def _span(side: Side) -> str:
+    return "{:.3g}–{:.3g}".format(*side.fitted_range)
 
 
 def _why(*sides) -> str:
@@ -196,14 +210,17 @@ def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float,
     return not (drift_flat and gamma_flat)
 
 
-def _summary(ends: dict, shared: tuple[float, float], scale_dependent: bool, diffs: dict, intervals: bool) -> str:
+def _summary(
+    ends: dict, shared: tuple[float, float], scale_dependent: bool, diffs: dict, intervals: bool, overlap: bool
+) -> str:
     m = ends["multiplier"]
     at = [_estimate(m, i, pairs=int(ends["pairs"])) for i in range(3)]
     lo, hi = shared
     if not scale_dependent:
         why = "its drift and the exponent difference are consistent with 0" if intervals else "no intervals"
+        where = "across the shared fitted range" if overlap else "in the gap between them,"
         text = (
-            f"m ≈ {_m(at[1])} across the shared fitted range {lo:.3g}–{hi:.3g} FLOPs ({why}): the candidate "
+            f"m ≈ {_m(at[1])} {where} {lo:.3g}–{hi:.3g} FLOPs ({why}): the candidate "
             f"reaches with C the loss the baseline needs {at[1].value:.3g}·C for"
         )
     else:

@@ -51,7 +51,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
             upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
     right.axhline(1.0, color="0.3", linestyle=":", linewidth=1.0)
-    lo, hi = first.shared_range
+    lo, hi = first.shared_range if first.overlap else (compute[-1], compute[-1])  # no overlap: all extrapolated
     for ax in (left, right):
         ax.set_xlim(compute[0], compute[-1])
         for start, stop in ((compute[0], lo), (hi, compute[-1])):

@@ -113,6 +113,19 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
     return ""
 
 
+def outside(estimate: Estimate) -> str:
+    """Why an interval that leaves out its own estimate identifies nothing ("" when it holds it): the resamples
+    are not spread around the fit (few of them, many failed and left out: `--bootstrap 20 --level 0.8` printed
+    a = 0.3761 [0.2174, 0.3657], 9 of 20 failed)."""
+    value, interval = estimate.value, estimate.interval
+    if interval is None or not np.isfinite(value) or interval[0] <= value <= interval[1]:
+        return ""
+    return (
+        f"its interval {interval[0]:.4g} to {interval[1]:.4g} leaves out the estimate {value:.4g}: the resamples "
+        "are not spread around the fit (too few of them, or many failed); refit with more runs or --bootstrap"
+    )
+
+
 def no_width(lower: float, upper: float) -> bool:
     """Whether [lower, upper] has no width (`ZERO_WIDTH`, relative): every resample gave one value."""
     return upper - lower <= ZERO_WIDTH * max(abs(lower), abs(upper))
@@ -250,7 +263,7 @@ def estimates_from_samples(
     out = {}
     for name, value in values.items():
         e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
-        e.unidentified = e.unidentified or identification(name, e.lower, e.upper)
+        e.unidentified = e.unidentified or identification(name, e.lower, e.upper) or outside(e)
         if not samples:  # `summarize` withheld them: the data cannot say how far off any estimate is
             e.unidentified = "no interval: too few resamples could be refitted"
         out[name] = e

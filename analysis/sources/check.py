@@ -213,6 +213,11 @@ def _warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str], scaled: 
             f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them "
             + (f"as read, with {' and '.join(scaled)}" if scaled else "as given")
         )
+    elif ratio < 1.0:  # user16: N and D swapped read as a = 0.55 for a true 0.45, then 0.015 tokens per parameter
+        warnings.append(
+            f"the median run trains {ratio:.3g} tokens per parameter (D/N), fewer tokens than parameters (published "
+            f"runs: about 1 to a few thousand): are the N and D columns swapped? Read the other way, {1 / ratio:.3g}"
+        )
 
 
 def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -52,6 +53,19 @@ def read_table_file(path: Path) -> pd.DataFrame:
     except Exception as err:  # pandas/pyarrow raise many types; the user needs the file and the reason
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise DataError(f"cannot read {str(path)!r} as {kind}: {reason} (tables are read from {FORMATS})") from None
+
+
+def without_repeated_headers(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
+    """``frame`` less the rows that repeat its header cell for cell (CSVs joined with `cat`), its columns' types
+    read again without them (the header's text made every column text), and those rows' numbers (1-based): a
+    row 'recipe' among a recipe column's values read as a third experiment (user16)."""
+    cells = frame.astype(str).apply(lambda column: column.str.strip())
+    repeats = (cells == [str(name).strip() for name in frame.columns]).all(axis=1).to_numpy()
+    if not repeats.any():
+        return frame, []
+    kept = frame[~repeats].astype(str)
+    again = pd.read_csv(io.StringIO(kept.to_csv(index=False))).set_axis(kept.index)
+    return again, [int(i) + 1 for i in frame.index[repeats]]
 
 
 _COMMA_DECIMAL = re.compile(r"^\s*[-+]?[0-9]*,[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")

@@ -14,8 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.sources.check import table_from_frame
-from analysis.sources.files import read_table_file
+from analysis.sources.files import read_table_file, without_repeated_headers
 from analysis.sources.groups import apply_where, split_groups
+from analysis.sources.rows import listing
 from analysis.sources.schema import ColumnMap, RunTable, Source
 from scaling.errors import DataError, UserError
 
@@ -87,8 +88,11 @@ def _read_raw(source: str) -> dict:
     elif is_store(source):
         raw["frame"], raw["curves"], raw["problems"] = _read_store(path)
         raw["manifest"], raw["manifest_problem"] = _read_manifest(path)
-    else:
-        raw["frame"] = read_table_file(path)
+    else:  # rows keep their place in the file (row 58 stays "row 58" after a repeated header above it is skipped)
+        raw["frame"], repeated = without_repeated_headers(read_table_file(path).reset_index(drop=True))
+        if repeated:
+            raw["problems"].append(f"{listing([f'row {i}' for i in repeated])}: the header again (files joined?)")
+        return raw
     raw["frame"] = raw["frame"].reset_index(drop=True)
     return raw
 

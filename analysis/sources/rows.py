@@ -185,7 +185,26 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
             f"counted once {len(listed)} exact duplicate rows (the same N, D and loss as an earlier row), "
             f"{int((~repeated).sum())} runs remain: {listing(listed)}"
         )
+    _warn_one_id_two_losses(runs[~repeated], run_ids.to_numpy()[~repeated], warnings)
     return ~repeated
+
+
+def _warn_one_id_two_losses(runs: pd.DataFrame, run_ids: np.ndarray, warnings: list[str]) -> None:
+    """A warning naming the run ids that several kept rows share at one N and D with other losses: read as seeds
+    of one point (`unit_ids` draws them together), they may be one run listed twice (a rerun, a stale export),
+    which would widen and shift that point (user16: r12 twice, its loss 5% apart, passed silently)."""
+    keyed = runs.assign(run_id=pd.Series(run_ids, index=runs.index).astype(str))
+    shared = keyed[keyed.duplicated(subset=["run_id", "N", "D"], keep=False)]
+    if shared.empty:
+        return
+    listed = [
+        f"{run_id} ({', '.join(f'{x:.4g}' for x in group['loss'])})" for run_id, group in shared.groupby("run_id")
+    ]
+    warnings.append(
+        f"{len(listed)} run ids are on several rows at one N and D with different losses, read as repeated seeds of "
+        f"one point (the bootstrap draws them together): {listing(listed)}; if a run was listed twice (a rerun, a "
+        "stale export), keep its one row, and give seeds a 'seed' column"
+    )
 
 
 # the most a run listed twice, once rounded, can differ by: N and D rounded to 2 significant digits, a loss to 4
