@@ -63,3 +63,15 @@ def test_two_budgets_3x_apart_leave_a_and_b_unidentified_and_a_clean_ladder_keep
         e = fit.estimates[name]
         assert not e.unidentified and 0 < e.lower < L[name] < e.upper, (name, e)
     assert not fit.estimates["G"].unidentified and not fit.estimates["a"].unidentified
+
+
+def test_an_interval_that_leaves_out_its_own_estimate_identifies_nothing():
+    # `--bootstrap 20 --level 0.8` printed a = 0.3761 [0.2174, 0.3657], 9 of 20 resamples failed: the 11 refitted
+    # were not spread around the fit
+    from analysis.fits.bootstrap import estimates_from_samples
+
+    draws = np.linspace(0.2, 0.37, 11)
+    away = estimates_from_samples({"a": 0.3761}, {"a": draws}, 0.8)["a"]
+    assert away.unidentified.startswith("its interval 0.217 to 0.353 leaves out the estimate 0.3761"), away
+    inside = estimates_from_samples({"a": 0.3}, {"a": draws}, 0.8)["a"]
+    assert not inside.unidentified and inside.lower < 0.3 < inside.upper
