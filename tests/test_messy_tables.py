@@ -349,6 +349,19 @@ def test_two_csvs_joined_with_cat_skip_the_header_between_them(tmp_path, capsys)
     assert json.loads(with_cat.stdout)["a"] == json.loads(alone.stdout)["a"]
 
 
+def test_optimal_from_approach_2_says_its_budgets_are_a_nominal_columns(tmp_path, capsys):
+    # user16: a budget column 1.3x 6·N·D; `fit` said approach 2 places N_opt against the column's budgets, `optimal
+    # --approach 2` printed its N_opt beside "6·N·D = 1e+21" without a word of it
+    runs = ladder().drop(columns=["flops"]).assign(budget_flops=lambda f: f["budget_flops"] * 1.3)
+    out = tmp_path / "fit.json"
+    run_main(capsys, "fit", write(runs, tmp_path), "--bootstrap", "0", "--out", out, check=True)
+    said = "note: the fit's budget column 'budget_flops': 5 budgets; 6·N·D differs from it by up to"
+    two = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--approach", "2", check=True).stdout
+    assert said in two and "approaches 1 and 2 give N_opt against the column's budgets" in two, two
+    three = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--approach", "3", check=True).stdout
+    assert said not in three
+
+
 def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
     # Before: "has no column for N ... Columns present: params;budget_flops;tokens;val_loss".
     runs = ladder()[["params", "budget_flops", "tokens", "val_loss"]]

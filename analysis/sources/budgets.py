@@ -260,6 +260,9 @@ def _parabolas(budgets: np.ndarray, sizes) -> int:
 UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
 WARNED_FACTOR = 100.0  # and this many times off, a warning: approaches 1-2 place N_opt against wrong budgets
 NOMINAL_FACTOR = 1.25  # beyond this (median) the column counts compute otherwise than 6·N·D, not by rounding
+# what such a note says; `optimal` repeats the note when it allocates from approach 1 or 2 (user16: N_opt of a
+# column 1.3x 6·N·D printed beside "6·N·D = 1e+21" without it)
+NOMINAL_BUDGETS = "approaches 1 and 2 give N_opt against the column's budgets"
 
 
 def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tuple[str, float]:
@@ -284,7 +287,7 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
     text = f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); the fit uses the column"
     if not 1 / NOMINAL_FACTOR <= factor <= NOMINAL_FACTOR:  # a convention, not rounding: say what it changes
         text += (
-            f", and 6·N·D is {factor:.3g}x it (median): approaches 1 and 2 give N_opt against the column's budgets, "
+            f", and 6·N·D is {factor:.3g}x it (median): {NOMINAL_BUDGETS}, "
             "approach 3 against C = 6·N·D, so their N_opt(C) differ by that factor in C (--budget-column none "
             "groups by 6·N·D instead)"
         )
