@@ -123,7 +123,7 @@ def test_the_data_constrained_law_is_dotted_when_an_estimate_is_unidentified(tmp
 
 @pytest.mark.parametrize("budgets", [[1e17, 1e18, 1e19], [1e18]])
 def test_the_lr_laws_ticks_are_dotted_when_an_exponent_is_unidentified(tmp_path, budgets):
-    """At one budget D's exponent is left out of the law (a single D per N: `hplaws.WITHOUT_TERM`), which is no
+    """At one budget D's exponent is left out of the law (ln D a linear function of ln N: `hplaws.WITHOUT_TERM`), which is no
     unidentified value drawn: dashed. An exponent whose interval is too wide to pin it down (planted): dotted."""
     runs = lr_sweep_runs(CHINCHILLA_LAW, budgets, np.geomspace(2e7, 2e8, 4), noise=0.005)
     runs.to_csv(tmp_path / "lr.csv", index=False)

@@ -71,7 +71,11 @@ def test_an_interval_that_leaves_out_its_own_estimate_identifies_nothing():
     from analysis.fits.bootstrap import estimates_from_samples
 
     draws = np.linspace(0.2, 0.37, 11)
-    away = estimates_from_samples({"a": 0.3761}, {"a": draws}, 0.8)["a"]
+    away = estimates_from_samples({"a": 0.3761}, {"a": draws}, 0.8, failed=9)["a"]
     assert away.unidentified.startswith("its interval 0.217 to 0.353 leaves out the estimate 0.3761"), away
-    inside = estimates_from_samples({"a": 0.3}, {"a": draws}, 0.8)["a"]
+    assert "the resamples left after 9 failed are not spread around the fit" in away.unidentified
+    inside = estimates_from_samples({"a": 0.3}, {"a": draws}, 0.8, failed=9)["a"]
     assert not inside.unidentified and inside.lower < 0.3 < inside.upper
+    # none failed: a skewed bootstrap may leave out its estimate at a narrow --level (review15b: 1 seed in 8 at
+    # --level 0.5 on a clean ladder): the percentile method's known behaviour, not a failure
+    assert not estimates_from_samples({"a": 0.3761}, {"a": draws}, 0.8)["a"].unidentified

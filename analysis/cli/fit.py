@@ -312,7 +312,8 @@ def _render_headline(report: FitReport) -> list[str]:
             "scales with C, nor what to train at another budget)"
         )
     elif unidentified:
-        lead += f" (a is unidentified in approach {', '.join(str(f.approach) for f in unidentified)})"
+        which = ", ".join(str(f.approach) for f in unidentified)
+        lead += f" (a is unidentified in approach{'es' * (len(unidentified) > 1)} {which})"
     return ["", f"headline: approach {lead}"] + [f"  approach {k} left out: {why}" for k, why in left_out.items()]
 
 

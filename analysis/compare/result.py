@@ -120,8 +120,8 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     ]
     diffs = differences(baseline.fit, candidate.fit, level)
     lo, hi = _shared(baseline, candidate)
-    overlap = lo <= hi
-    lo, hi = (lo, hi) if overlap else (hi, lo)  # no shared range: the gap between them
+    overlap = lo <= hi * (1.0 + BUDGET_TOLERANCE) ** 2  # as `budget_grid` flags a row: within the tolerance both ways
+    lo, hi = (lo, hi) if lo <= hi else (hi, lo)  # no shared range: the gap between them
     ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
     scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
     notes = []
@@ -147,7 +147,7 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
             ""
             if overlap
             else f"the sources' fitted budgets do not overlap ({_span(baseline)} and {_span(candidate)} FLOPs), so "
-            "every m(C) extrapolates one of the laws; "
+            "every m(C) extrapolates at least one of the laws; "
         )
         + (
             f"m(C) is unidentified: {why['multiplier']}"
@@ -225,7 +225,8 @@ def _summary(
         )
     else:
         text = (
-            f"m(C) changes with scale: it goes from {_m(at[0])} at {lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs "
+            f"m(C) changes with scale: {'in the gap between them, ' * (not overlap)}it goes from {_m(at[0])} at "
+            f"{lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs "
             f"({drift_cause(diffs, intervals)}); no single multiplier describes it"
         )
     mid = at[1]  # a copy of the baseline printed "m ≈ 1 [0.85, 1.19] (m < 1: the candidate is worse ...)"

@@ -20,7 +20,7 @@ CAPTION = (
     "band, and each source's lowest observed loss per budget (markers). Right: the effective compute multiplier "
     "m(C), the compute the baseline needs to reach the loss the candidate reaches with C, with its bootstrap band; "
     "m = 1 (dotted) means no difference. Shaded: beyond the fitted range (either source's budgets), where a law "
-    "is extrapolated."
+    "is extrapolated: all of it when the two sources' budgets do not overlap."
 )
 
 

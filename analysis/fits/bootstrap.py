@@ -113,16 +113,20 @@ def identification(name: str, lower: float | None, upper: float | None) -> str:
     return ""
 
 
-def outside(estimate: Estimate) -> str:
-    """Why an interval that leaves out its own estimate identifies nothing ("" when it holds it): the resamples
-    are not spread around the fit (few of them, many failed and left out: `--bootstrap 20 --level 0.8` printed
-    a = 0.3761 [0.2174, 0.3657], 9 of 20 failed)."""
+OUTSIDE = "its interval"  # how `outside`'s reason begins (`parametric_form.flag_floor` gives E at 0 before it)
+
+
+def outside(estimate: Estimate, failed: int) -> str:
+    """Why an interval drawn from the resamples left after ``failed`` ones were dropped, and leaving out its own
+    estimate, identifies nothing ("" when none failed or it holds the estimate): the resamples that could be
+    refitted are not spread around the fit (`--bootstrap 20 --level 0.8` printed a = 0.3761 [0.2174, 0.3657], 9 of
+    20 failed). Without failures a percentile interval may leave out a skewed estimate at a narrow --level."""
     value, interval = estimate.value, estimate.interval
-    if interval is None or not np.isfinite(value) or interval[0] <= value <= interval[1]:
+    if not failed or interval is None or not np.isfinite(value) or interval[0] <= value <= interval[1]:
         return ""
     return (
-        f"its interval {interval[0]:.4g} to {interval[1]:.4g} leaves out the estimate {value:.4g}: the resamples "
-        "are not spread around the fit (too few of them, or many failed); refit with more runs or --bootstrap"
+        f"{OUTSIDE} {interval[0]:.4g} to {interval[1]:.4g} leaves out the estimate {value:.4g}: the resamples "
+        f"left after {failed} failed are not spread around the fit; refit with more runs or --bootstrap"
     )
 
 
@@ -255,15 +259,15 @@ def scale_identification(lower: float | None, upper: float | None) -> str:
 
 
 def estimates_from_samples(
-    values: dict[str, float], samples: dict[str, np.ndarray], level: float
+    values: dict[str, float], samples: dict[str, np.ndarray], level: float, failed: int = 0
 ) -> dict[str, Estimate]:
     """An `Estimate` per name: the full-sample value with the percentile interval of its samples,
     flagged unidentified by `identification` (or `Estimate.from_samples`: an interval unbounded by
-    overflowed resamples)."""
+    overflowed resamples), or by `outside` when ``failed`` resamples were left out."""
     out = {}
     for name, value in values.items():
         e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
-        e.unidentified = e.unidentified or identification(name, e.lower, e.upper) or outside(e)
+        e.unidentified = e.unidentified or identification(name, e.lower, e.upper) or outside(e, failed)
         if not samples:  # `summarize` withheld them: the data cannot say how far off any estimate is
             e.unidentified = "no interval: too few resamples could be refitted"
         out[name] = e

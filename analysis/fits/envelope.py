@@ -136,7 +136,7 @@ def fit_envelope(
     if resamples > 0:
         with one_blas_thread():
             samples, boot, floor_why = _bootstrap(grid, with_floor, resamples, seed, level)
-        estimates = estimates_from_samples(point, samples, level)
+        estimates = estimates_from_samples(point, samples, level, boot.failed)
         for name in FLOOR_NAMES if floor_why and samples else ():
             estimates[name].unidentified = floor_why
     else:

@@ -10,8 +10,8 @@ in tokens = batch_size · seq_len), fitted by least squares in log space, in bot
 
 Intervals: a bootstrap over the points, resampling within sizes (each N keeps its number of points)
 when every size has two points or more, else over all points. An exponent the data cannot pin down
-is "unidentified", with the reason: a single N (the N exponent), a single D per N (the Step Law's D
-exponent), a single C, too few points for the law, or a bootstrap interval wider than `MAX_WIDTH`.
+is "unidentified", with the reason: a single N (the N exponent), ln D a linear function of ln N (the Step
+Law's D exponent: one budget, or one tokens-per-parameter ratio), a single C, too few points for the law, or a bootstrap interval wider than `MAX_WIDTH`.
 A law without an identified term is fitted without it (its exponent 0 in the law, flagged).
 
 The laws are written into FIT.json as ``"hyperparameter_laws": {"lr": LAW, "batch_tokens": LAW}``
@@ -98,10 +98,18 @@ def _unidentified(key: str, logs: dict, sizes: np.ndarray) -> str:
     x = logs[key]
     if x.size == 0 or np.ptp(x) < 1e-6:
         return {"n_exponent": "a single N", "c_exponent": "a single C"}.get(key, "a single D")
-    one_d_per_n = all(np.ptp(x[sizes == n]) < 1e-3 for n in np.unique(sizes))
-    if key == "d_exponent" and "n_exponent" in logs and one_d_per_n:
-        return "a single D per N: D's effect cannot be told from N's"
+    if key == "d_exponent" and "n_exponent" in logs and _on_one_line(logs["n_exponent"], x):
+        return "ln D a linear function of ln N over the points (one budget, or one D/N): D's effect cannot be told from N's"
     return ""
+
+
+def _on_one_line(log_n: np.ndarray, log_d: np.ndarray) -> bool:
+    """Whether ln D is a linear function of ln N (its residual spans under 1e-3): the Step Law's design matrix is
+    then singular. Each size at one budget is not (user17: an IsoFLOP grid, 5 sizes per budget, no size at two
+    budgets, had D's exponent left out as "a single D per N" and N's printed -0.63 [-0.71, -0.54] for -0.713)."""
+    design = np.column_stack([np.ones_like(log_n), log_n])
+    residual = log_d - design @ np.linalg.lstsq(design, log_d, rcond=None)[0]
+    return bool(np.ptp(residual) < 1e-3)
 
 
 def _solve(design: np.ndarray, y: np.ndarray) -> np.ndarray:

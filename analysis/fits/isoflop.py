@@ -144,7 +144,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         samples, boot = _bootstrap(
             log_n, loss, [(idx, units[idx]) for idx in groups], profiles, log_c, resamples, seed, level
         )
-        estimates = estimates_from_samples(point, samples, level)
+        estimates = estimates_from_samples(point, samples, level, boot.failed)
         boot.notes += [interval_note] if interval_note else []
     else:  # the per-budget N_opt intervals need no bootstrap (`n_opt_intervals`): kept, their note among the law's
         estimates = {k: Estimate(v) for k, v in point.items()}

@@ -209,7 +209,7 @@ def fit_muennighoff(
             draw = (_units(runs), resamples, seed, level)
             two_stages = muennighoff_stages.bootstrap_two_stages
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
-            estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta)
+            estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta, boot.failed)
         _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
     return MuennighoffFit(
         source=table.source,
@@ -229,13 +229,13 @@ def fit_muennighoff(
 
 
 def _with_intervals(
-    point: dict, samples: dict, level: float, fixed: dict, objective: RepeatObjective, theta: np.ndarray
+    point: dict, samples: dict, level: float, fixed: dict, objective: RepeatObjective, theta: np.ndarray, failed: int
 ) -> dict[str, Estimate]:
     """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval
     spans too many decades, a held R_N without an interval; then any far narrower than the runs' scatter
     allows (at the best fit ``theta`` of ``objective``), and A, B too wide for the runs' N, D to pin
     (`analysis.fits.bootstrap.flag_unresponsive`, `flag_wide_terms`)."""
-    estimates = estimates_from_samples(point, samples, level)
+    estimates = estimates_from_samples(point, samples, level, failed)
     for name in ("R_D", "R_N"):
         e = estimates[name]
         e.unidentified = "" if name in fixed else e.unidentified or scale_identification(e.lower, e.upper)

@@ -333,7 +333,7 @@ def _intervals(
         form.flag_floor(estimates, at_floor, objective.e_floor)
         return estimates, None
     samples, boot, distinct = _bootstrap(objective, theta_c, grid, resamples, seed, level, units)
-    estimates = estimates_from_samples(point, samples, level)
+    estimates = estimates_from_samples(point, samples, level, boot.failed)
     resampled, notes = form.resample_reasons(samples, level, distinct)
     form.flag_resampled(estimates, resampled)
     form.flag_floor(estimates, at_floor, objective.e_floor)  # before the narrowness rule: E at 0 is the reason to give

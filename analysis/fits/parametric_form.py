@@ -57,6 +57,7 @@ import numpy as np
 from scipy.stats import norm
 
 from analysis.fits.bootstrap import (
+    OUTSIDE,
     RESIDUALS_AT_ZERO,
     flag_unresponsive,
     flag_wide_terms,
@@ -229,8 +230,13 @@ def flag_floor(estimates: dict[str, Estimate], at_floor: bool, log_floor: float)
     """E is unidentified when the best fit puts it at 0 (below `E_FLOOR_FRACTION` of the lowest loss; ``log_floor``
     is the log of that): a percentile interval around an estimate on its bound says nothing about where the loss
     levels off (one budget of 9 runs drawn with E = 1.69 gave E = 6e-10 [8e-116, 0.42], printed as identified
-    before). Otherwise an interval reaching below it reaches the bound 0 and says so (`lower_at_bound`)."""
-    if at_floor and "E" in estimates and not estimates["E"].unidentified:
+    before); that is the reason given, before any its interval gave (`outside`: samples all above a bound). Otherwise
+    an interval reaching below it reaches the bound 0 and says so (`lower_at_bound`)."""
+    if (
+        at_floor
+        and "E" in estimates
+        and (not estimates["E"].unidentified or estimates["E"].unidentified.startswith(OUTSIDE))
+    ):
         estimates["E"].unidentified = FLOOR_REASON
     lower_at_bound(estimates.get("E"), float(np.exp(log_floor)))
 

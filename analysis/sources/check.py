@@ -27,7 +27,7 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_column_of, budgets_of_frame
-from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit
+from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit, warn_tokens_per_parameter
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
@@ -83,7 +83,7 @@ def table_from_frame(
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings, what)
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
-    _warn_tokens_per_parameter(runs, warnings, scaled)
+    warn_tokens_per_parameter(runs, warnings, scaled, d_col is not None)
     first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)
@@ -196,28 +196,6 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
     return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
-
-
-TOKENS_PER_PARAMETER = (1e-2, 1e5)  # median D/N outside this: N or D is in other units (millions? billions?)
-
-
-def _warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str], scaled: list[str]) -> None:
-    """Published runs train 1 to a few thousand tokens per parameter; a median D/N 1e6 away from
-    that is a count in millions or billions, which C = 6·N·D and every N or D printed inherit.
-    ``scaled``: the columns scaled by the unit in their names (`colunits`), which the warning names."""
-    ratio = float(np.median(runs["D"] / runs["N"])) if len(runs) else 20.0
-    low, high = TOKENS_PER_PARAMETER
-    if not low <= ratio <= high:
-        warnings.append(
-            f"the median run trains {ratio:.3g} tokens per parameter (D/N; published runs: about 1 to a few "
-            f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them "
-            + (f"as read, with {' and '.join(scaled)}" if scaled else "as given")
-        )
-    elif ratio < 1.0:  # user16: N and D swapped read as a = 0.55 for a true 0.45, then 0.015 tokens per parameter
-        warnings.append(
-            f"the median run trains {ratio:.3g} tokens per parameter (D/N), fewer tokens than parameters (published "
-            f"runs: about 1 to a few thousand): are the N and D columns swapped? Read the other way, {1 / ratio:.3g}"
-        )
 
 
 def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:

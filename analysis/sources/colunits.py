@@ -162,3 +162,29 @@ def refuse_perplexity(loss_column: str, source: str) -> None:
             "loss: give the cross-entropy, ln(perplexity) in nats/token (log2 in bits/token with --loss-unit bits), "
             "as a column named with --loss-column"
         )
+
+
+TOKENS_PER_PARAMETER = (1e-2, 1e5)  # median D/N outside this: N or D is in other units (millions? billions?)
+
+
+def warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str], scaled: list[str], tokens: bool) -> None:
+    """Published runs train 1 to a few thousand tokens per parameter; a median D/N 1e6 away from
+    that is a count in millions or billions, which C = 6·N·D and every N or D printed inherit.
+    ``scaled``: the columns scaled by the unit in their names (`colunits`), which the warning names."""
+    ratio = float(np.median(runs["D"] / runs["N"])) if len(runs) else 20.0
+    low, high = TOKENS_PER_PARAMETER
+    if not low <= ratio <= high:
+        warnings.append(
+            f"the median run trains {ratio:.3g} tokens per parameter (D/N; published runs: about 1 to a few "
+            f"thousand): is N or D in millions or billions? C = 6·N·D and every N and D printed use them "
+            + (f"as read, with {' and '.join(scaled)}" if scaled else "as given")
+        )
+    elif ratio < 1.0:  # user16: N and D swapped read as a = 0.55 for a true 0.45, then 0.015 tokens per parameter
+        warnings.append(
+            f"the median run trains {ratio:.3g} tokens per parameter (D/N), fewer tokens than parameters (published "
+            + (
+                f"runs: about 1 to a few thousand): are the N and D columns swapped? Read so, {1 / ratio:.3g}"
+                if tokens
+                else "runs: about 1 to a few thousand; D = C/(6N)): is N or C in other units?"
+            )
+        )

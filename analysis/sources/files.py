@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from scaling.errors import DataError
@@ -56,16 +57,43 @@ def read_table_file(path: Path) -> pd.DataFrame:
 
 
 def without_repeated_headers(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
-    """``frame`` less the rows that repeat its header cell for cell (CSVs joined with `cat`), its columns' types
-    read again without them (the header's text made every column text), and those rows' numbers (1-based): a
-    row 'recipe' among a recipe column's values read as a third experiment (user16)."""
-    cells = frame.astype(str).apply(lambda column: column.str.strip())
-    repeats = (cells == [str(name).strip() for name in frame.columns]).all(axis=1).to_numpy()
+    """A CSV's ``frame`` less the rows that repeat its header cell for cell (files joined with `cat`), its columns'
+    types read again without them (the header's text made them text), and those rows' numbers (1-based): a row
+    'recipe' among a recipe column's values read as a third experiment (user16). A cell repeats its column's name
+    as text, as a number (a column named 2024), or blank under pandas' `Unnamed: k` (an index column's)."""
+    names = [_header_cell(name) for name in frame.columns]
+    if frame.empty or any(isinstance(n, str) and n and not _is_text(frame[c]) for c, n in zip(frame.columns, names)):
+        return frame, []  # a column of numbers under a word has no header row inside it: no need to look (fast)
+    repeats = np.ones(len(frame), bool)
+    for column, name in zip(frame.columns, names):
+        values = frame[column]
+        if name == "":
+            repeats &= values.isna().to_numpy()
+        elif isinstance(name, float):
+            repeats &= pd.to_numeric(values, errors="coerce").to_numpy(float) == name
+        else:
+            repeats &= values.astype(object).where(values.notna(), "").astype(str).str.strip().to_numpy() == name
     if not repeats.any():
         return frame, []
-    kept = frame[~repeats].astype(str)
+    kept = frame[~repeats]
     again = pd.read_csv(io.StringIO(kept.to_csv(index=False))).set_axis(kept.index)
     return again, [int(i) + 1 for i in frame.index[repeats]]
+
+
+def _header_cell(name) -> str | float:
+    """What a row repeating the header holds under column ``name``: "" (blank) under `Unnamed: k`, the number a
+    numeric name reads as, else the name as text."""
+    text = str(name).strip()
+    if text.startswith("Unnamed: "):
+        return ""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _is_text(column: pd.Series) -> bool:
+    return pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)
 
 
 _COMMA_DECIMAL = re.compile(r"^\s*[-+]?[0-9]*,[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")

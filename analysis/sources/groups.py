@@ -250,5 +250,7 @@ def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str
 
 
 def _values(column: pd.Series) -> str:
-    values = list(column.astype(str).unique())
+    # pandas 3's astype(str) keeps a blank cell missing (NaN, not "nan"), which join refused (review15b: a text
+    # column with blank cells ended `scaling fit` in a TypeError)
+    values = list(dict.fromkeys("(blank)" if pd.isna(v) else str(v) for v in column))
     return ", ".join(values[:MAX_VALUES]) + (", ..." if len(values) > MAX_VALUES else "")

@@ -89,7 +89,9 @@ def _read_raw(source: str) -> dict:
         raw["frame"], raw["curves"], raw["problems"] = _read_store(path)
         raw["manifest"], raw["manifest_problem"] = _read_manifest(path)
     else:  # rows keep their place in the file (row 58 stays "row 58" after a repeated header above it is skipped)
-        raw["frame"], repeated = without_repeated_headers(read_table_file(path).reset_index(drop=True))
+        raw["frame"], repeated = read_table_file(path).reset_index(drop=True), []
+        if path.suffix.lower() in (".csv", ".tsv", ".txt", ""):  # a CSV's header may come again (files joined)
+            raw["frame"], repeated = without_repeated_headers(raw["frame"])
         if repeated:
             raw["problems"].append(f"{listing([f'row {i}' for i in repeated])}: the header again (files joined?)")
         return raw

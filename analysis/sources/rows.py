@@ -185,26 +185,38 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
             f"counted once {len(listed)} exact duplicate rows (the same N, D and loss as an earlier row), "
             f"{int((~repeated).sum())} runs remain: {listing(listed)}"
         )
-    _warn_one_id_two_losses(runs[~repeated], run_ids.to_numpy()[~repeated], warnings)
+    _warn_one_id_two_losses(runs, frame, run_ids, ~repeated, warnings)
     return ~repeated
 
 
-def _warn_one_id_two_losses(runs: pd.DataFrame, run_ids: np.ndarray, warnings: list[str]) -> None:
-    """A warning naming the run ids that several kept rows share at one N and D with other losses: read as seeds
-    of one point (`unit_ids` draws them together), they may be one run listed twice (a rerun, a stale export),
-    which would widen and shift that point (user16: r12 twice, its loss 5% apart, passed silently)."""
-    keyed = runs.assign(run_id=pd.Series(run_ids, index=runs.index).astype(str))
-    shared = keyed[keyed.duplicated(subset=["run_id", "N", "D"], keep=False)]
-    if shared.empty:
-        return
-    listed = [
-        f"{run_id} ({', '.join(f'{x:.4g}' for x in group['loss'])})" for run_id, group in shared.groupby("run_id")
-    ]
-    warnings.append(
-        f"{len(listed)} run ids are on several rows at one N and D with different losses, read as repeated seeds of "
-        f"one point (the bootstrap draws them together): {listing(listed)}; if a run was listed twice (a rerun, a "
-        "stale export), keep its one row, and give seeds a 'seed' column"
-    )
+def _warn_one_id_two_losses(
+    runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series, kept: np.ndarray, warnings: list[str]
+) -> None:
+    """A warning naming the run ids that several kept rows share at one N and D with only the loss differing (no
+    seed, hyperparameter or other column): read as seeds of one point (`unit_ids` draws them together), they may be
+    one run listed twice (a rerun, a stale export), which would widen and shift that point (user16: r12 twice, its
+    loss 5% apart, passed silently). The loss column is the one holding each row's loss."""
+    ids = pd.Series(run_ids.to_numpy()).astype(str)
+    keys = pd.DataFrame({"id": ids, "N": runs["N"].to_numpy(), "D": runs["D"].to_numpy()})[kept]
+    listed = []
+    for (run_id, _, _), positions in keys.groupby(["id", "N", "D"], sort=False).indices.items():
+        rows = np.flatnonzero(kept)[positions]
+        if len(rows) > 1 and _only_the_loss_differs(frame.iloc[rows], runs["loss"].to_numpy()[rows]):
+            listed.append(f"{run_id} ({', '.join(f'{x:.4g}' for x in runs['loss'].to_numpy()[rows])})")
+    if listed:
+        many = len(listed) > 1
+        warnings.append(
+            f"{len(listed)} run id{'s are' if many else ' is'} on several rows at one N and D with only the loss "
+            f"differing, read as repeated seeds of one point (the bootstrap draws them together): {listing(listed)}; "
+            "if a run was listed twice (a rerun, a stale export), keep its one row; if these are seeds, give them a "
+            "'seed' column"
+        )
+
+
+def _only_the_loss_differs(rows: pd.DataFrame, loss: np.ndarray) -> bool:
+    differing = [c for c in rows.columns if rows[c].astype(str).str.strip().nunique() > 1]
+    as_loss = [np.allclose(pd.to_numeric(rows[c], errors="coerce").to_numpy(float), loss) for c in differing]
+    return bool(differing) and all(as_loss)
 
 
 # the most a run listed twice, once rounded, can differ by: N and D rounded to 2 significant digits, a loss to 4
