@@ -164,3 +164,17 @@ def test_bad_hp_options(grid, small):
     frame = pd.read_csv(grid / "grid.csv")
     frame.assign(lr=frame["lr"].astype(str) + "x").to_csv(bad, index=False)
     assert_one_line_error(run_cli("fit", bad, "--approach", "2"), "column 'lr'", "not numbers > 0")
+
+
+@pytest.mark.parametrize("batches, at_edge", [((8, 16, 32), False), ((16, 32, 64), True)])
+def test_a_batch_optimum_at_the_grids_edge_leaves_the_batch_law_unidentified(tmp_path, batches, at_edge):
+    """user17: 11 of 20 best batch sizes at the grid's ends printed b = 0.446 [0.38, 0.51] for a true 0.571, no
+    word of the edge. The loss's batch term is least at 16 sequences: (8, 16, 32) brackets it, (16, 32, 64) not."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, BUDGETS[:3], SIZES[:4], batch_sizes=batches, noise=0.001)
+    runs.to_csv(tmp_path / "b.csv", index=False)
+    sweep = load_runs(str(tmp_path / "b.csv")).hparams
+    assert sweep.optima["batch_edge"].all() == at_edge and sweep.optima["batch_edge"].any() == at_edge
+    law = fit_hyperparameter_laws(sweep, resamples=50)["step_law"]["batch_tokens"]
+    why = law["d_exponent"].get("unidentified", "")
+    assert ("12 of 12 points have their best batch size at the grid's edge" in why) == at_edge, why
+    assert ("at_edge" in law) == at_edge

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from analysis.describe.numbers import num
+from analysis.fits.hplaws import WITHOUT_TERM
 from scaling import hplaws
 from scaling.errors import UserError
 
@@ -33,9 +34,10 @@ def law_lines(law: dict) -> list[str]:
     exponents = [k for k in VARIABLE if k in law]
     letter = {k: "b" if k == "d_exponent" or target == "batch_tokens" else "a" for k in exponents}
     formula = f"{SYMBOL[target]} = c" + "".join(f"·{VARIABLE[k]}^{letter[k]}" for k in exponents)
+    left_out = [f"    note: {law['at_edge']}"] if law.get("at_edge") else []
     if law.get("unidentified"):
-        return [f"{formula}: unidentified ({law['unidentified']})"]
-    lines = [f"{formula}   ({law.get('points', '?')} points; {law.get('bootstrap', 'no bootstrap')})"]
+        return [f"{formula}: unidentified ({law['unidentified']})", *left_out]
+    lines = [f"{formula}   ({law.get('points', '?')} points; {law.get('bootstrap', 'no bootstrap')})", *left_out]
     lines.append(f"    c = {value_text(law.get('coefficient'))}")
     lines += [f"    {letter[k]} ({VARIABLE[k]} exponent) = {value_text(law[k])}" for k in exponents]
     return lines
@@ -86,15 +88,27 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
         law = laws.get(target)
         if isinstance(law, dict):
             value = hplaws.evaluate(law, n_non_embedding=n, tokens=d, flops=budget)
+            why = _unidentified_exponent(law)
             if math.isfinite(value):
                 out[target] = value
-                lines.append(f"  {target:<18} {num(value)}  ({unit})")
+                lines.append(f"  {target:<18} {num(value)}  ({unit})" + (f": unidentified ({why})" if why else ""))
+                out.update({f"{target}_unidentified": why} if why else {})
             elif allocation.n.unidentified:  # no N_opt to evaluate the law at (`analysis.fits.isoflop`: no law)
                 out[target] = None
                 lines.append(f"  {target:<18} unidentified (as N_opt)")
     if any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
         lines.append("  note: the Step Law's N is non-embedding; evaluated here at N_opt as the law gives it")
     return lines, out
+
+
+def _unidentified_exponent(law: dict) -> str:
+    """Why a fitted law's recommendation is unidentified: an exponent it uses that is ("" when none; a term the
+    fit left out, `hplaws.WITHOUT_TERM`, is not used: its exponent is 0 in the law)."""
+    for key, variable in VARIABLE.items():
+        why = law.get(key, {}).get("unidentified", "") if isinstance(law.get(key), dict) else ""
+        if why and not why.endswith(WITHOUT_TERM):
+            return f"its {variable} exponent is: {why}"
+    return ""
 
 
 LAW_HEADER = ["target", "form", "c", "N exponent", "D exponent", "C exponent", "points"]

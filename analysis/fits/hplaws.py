@@ -26,6 +26,7 @@ import numpy as np
 from analysis.fits.results import Estimate
 
 MAX_WIDTH = 2.0  # an exponent whose bootstrap interval is wider than this is unidentified
+MAX_EDGE_SHARE = 0.2  # with more of the points' best value at the grid's edge than this, its exponents are unidentified
 WITHOUT_TERM = "fitted without this term"  # ends the reason of a term the data cannot fit: the law leaves it out
 TERMS = {  # (law, target) -> the regressors of each exponent: (exponent key, column of optima)
     ("step_law", "lr"): (("n_exponent", "N_hp"), ("d_exponent", "D")),
@@ -34,6 +35,8 @@ TERMS = {  # (law, target) -> the regressors of each exponent: (exponent key, co
     ("deepseek", "batch_tokens"): (("c_exponent", "C"),),
 }
 TARGET_COLUMN = {"lr": "lr_opt", "batch_tokens": "batch_tokens"}
+EDGE_COLUMN = {"lr": "edge", "batch_tokens": "batch_edge"}  # a point whose best value is at its grid's edge
+EDGE_WHAT = {"lr": "LR", "batch_tokens": "batch size"}
 
 
 def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
@@ -55,7 +58,20 @@ def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, leve
             out[form][target] = law
     out["laws"] = {target: law for target, law in out["step_law"].items() if law["coefficient"] is not None}
     out["points"] = points[
-        ["N", "N_hp", "D", "C", "budget", "runs", "lr_best", "lr_interp", "lr_opt", "batch_tokens", "edge"]
+        [
+            "N",
+            "N_hp",
+            "D",
+            "C",
+            "budget",
+            "runs",
+            "lr_best",
+            "lr_interp",
+            "lr_opt",
+            "batch_tokens",
+            "edge",
+            "batch_edge",
+        ]
     ].to_dict(orient="records")
     return out
 
@@ -66,11 +82,19 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
     terms = TERMS[(form, target)]
     logs = {key: np.log(np.asarray(points[column], dtype=float)) for key, column in terms}
     usable = np.isfinite(y) & (y > 0) & np.all([np.isfinite(v) for v in logs.values()], axis=0)
+    edge = usable & np.asarray(points.get(EDGE_COLUMN[target], False), dtype=bool)
     y, logs = np.log(y[usable]), {k: v[usable] for k, v in logs.items()}
     sizes = np.asarray(points["N_hp"], dtype=float)[usable]
     why = {key: _unidentified(key, logs, sizes) for key, _ in terms}
     fitted = [key for key, _ in terms if not why[key]]
     law: dict = {"form": form, "target": target, "points": int(usable.sum())}
+    at_edge = (
+        f"{int(edge.sum())} of {int(usable.sum())} points have their best {EDGE_WHAT[target]} at the grid's edge (the "
+        "optimum lies beyond it there, or fewer than 3 values were swept): the law through the grid's end is biased "
+        "towards the grid; widen it there"
+    )
+    if edge.any():  # user17: 11 of 20 best batch sizes at the grid's ends gave b = 0.446 [0.38, 0.51] for 0.571
+        law["at_edge"] = at_edge  # leaving them out biases the other way (b = 0.22 there): the survivors are censored
     if len(y) < len(fitted) + 2:
         reason = f"{len(y)} points, fewer than the {len(fitted) + 2} a law with {len(fitted)} exponent(s) needs"
         law.update(unidentified=reason, coefficient=None)
@@ -88,6 +112,8 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
         estimate = Estimate.from_samples(value[j], samples[:, j], level)
         if estimate.interval is not None and estimate.upper - estimate.lower > MAX_WIDTH:
             estimate.unidentified = f"its {level:.0%} interval is wider than {MAX_WIDTH:g}"
+        elif edge.sum() > MAX_EDGE_SHARE * usable.sum():
+            estimate.unidentified = at_edge
         law[key] = estimate.as_json()
     law["bootstrap"] = _how_resampled(sizes, len(samples))
     return law

@@ -43,7 +43,8 @@ class HyperSweep:
              batch_size and seq_len), chosen (True: the run stands for its point in the fits).
     optima:  one row per (N, budget): N, N_hp, D, C, budget, runs, lr_best, loss_best, lr_interp,
              loss_interp (NaN at the grid's edge), lr_opt (interpolated where possible, else best),
-             batch_size, batch_tokens (of the best setting), edge (True: best LR at the grid's edge).
+             batch_size, batch_tokens (of the best setting), edge (True: best LR at the grid's edge),
+             batch_edge (True: best batch size at the grid's edge, or fewer than 3 swept).
     reduce:  "best" or "interpolate"; n_hp: which N the laws use ("non-embedding" or "as fitted");
     note:    how many runs became how many points, and how.
     """
@@ -148,8 +149,15 @@ def _optima(rows: pd.DataFrame, swept: list[str], keys: list[str]) -> tuple[pd.D
         point.update(budget=first.budget, runs=len(group), loss_best=float(settings.min()))
         point.update(_lr_optimum(group, swept, dict(zip(swept, best))))
         point.update(batch_size=first.get("batch_size", np.nan), batch_tokens=first.batch_tokens)
+        point["batch_edge"] = "batch_size" in swept and _at_edge(group["batch_size"], point["batch_size"])
         out.append(point)
     return pd.DataFrame(out), chosen
+
+
+def _at_edge(values: pd.Series, best) -> bool:
+    """Whether ``best`` is the smallest or largest of the swept ``values``: the optimum may lie beyond the grid."""
+    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    return bool(numbers.nunique() < 3 or best <= numbers.min() or best >= numbers.max())
 
 
 def _lr_optimum(group: pd.DataFrame, swept: list[str], best: dict) -> dict:
