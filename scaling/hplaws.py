@@ -18,6 +18,7 @@ This module imports no torch.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,26 @@ def _number(value: Any) -> float:
     if isinstance(value, dict):
         value = value.get("estimate")
     return float(value)
+
+
+EXPONENTS = {"step_law": ("n_exponent", "d_exponent"), "deepseek": ("c_exponent",)}
+
+
+def law_problem(law: Any) -> str:
+    """What is wrong with a law read from a file ("" when nothing is): its form, a coefficient that is not a finite
+    number > 0 (a learning rate or batch size from it would be <= 0), an exponent that is not a finite number (a
+    hand-edited FIT.json's null ended `optimal` in a TypeError; its -1 coefficient advised lr -1.4e-06: user17)."""
+    if not isinstance(law, dict) or law.get("form") not in FORMS:
+        form = law.get("form") if isinstance(law, dict) else law
+        return f"form {form!r} is not one of {', '.join(FORMS)}"
+    values = {"coefficient": law.get("coefficient"), **{k: law.get(k, 0.0) for k in EXPONENTS[law["form"]]}}
+    for key, value in values.items():
+        number = value.get("estimate") if isinstance(value, dict) else value
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            return f"{key} = {number!r} is not a finite number"
+        if key == "coefficient" and number <= 0:
+            return f"coefficient = {number!r} must be > 0"
+    return ""
 
 
 def evaluate(law: dict[str, Any], *, n_non_embedding: float, tokens: float, flops: float) -> float:
@@ -75,6 +96,6 @@ def load(name_or_path: str, key: str = "optim.lr_law") -> dict[str, Any]:
     if not isinstance(laws, dict) or "lr" not in laws:
         raise ConfigError(f"{key}: {path} has no 'hyperparameter_laws' with an 'lr' law; fit one with `scaling fit`")
     for name, law in laws.items():
-        if isinstance(law, dict) and law.get("form") not in FORMS:
-            raise ConfigError(f"{key}: {path}: law {name!r} has form {law.get('form')!r}; valid: {', '.join(FORMS)}")
+        if isinstance(law, dict) and (problem := law_problem(law)):
+            raise ConfigError(f"{key}: {path}: law {name!r}: {problem}; fit it again with `scaling fit`")
     return laws

@@ -51,6 +51,26 @@ def test_a_fit_file_missing_a_key_is_one_line_naming_it(saved_fit, tmp_path, ver
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edited.json"]  # nothing written
 
 
+@pytest.mark.parametrize(
+    "law, said",
+    [
+        ({"form": "step_law", "coefficient": {"estimate": 1.8}, "n_exponent": {"estimate": None}}, "n_exponent = None"),
+        (
+            {"form": "step_law", "coefficient": -1, "n_exponent": -0.7, "d_exponent": 0.3},
+            "coefficient = -1 must be > 0",
+        ),
+        ({"form": "kaplan", "coefficient": 1.0}, "form 'kaplan' is not one of step_law, deepseek"),
+    ],
+)
+def test_a_hand_edited_hyperparameter_law_is_one_line(saved_fit, tmp_path, law, said):
+    # user17: a null exponent ended `optimal` in a TypeError; a -1 coefficient advised lr -1.4e-06
+    _store, fit = saved_fit
+    edited = _edited(fit, tmp_path, lambda d: d.update(hyperparameter_laws={"lr": law}))
+    assert_one_line_error(run_cli("optimal", "--budget", "1e20", "--law", edited), "edited.json", "'lr'", said)
+    proc = run_cli("train", "budget=1e9", "model=d16", f"optim.lr_law={edited}", "store=" + str(tmp_path / "s"))
+    assert_one_line_error(proc, "optim.lr_law", "'lr'", said)
+
+
 def test_a_law_that_gives_no_finite_allocation_is_an_error(saved_fit, tmp_path):
     _store, fit = saved_fit
 

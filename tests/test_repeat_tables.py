@@ -81,6 +81,18 @@ def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_
         run_cli("optimal", "--budget", "1e21", "--law", fit, "--max-tokens", "1e10"), str(fit)
     )
     assert "give --unique-tokens U" in error, error
+    # user17: a FIT.json edited by hand (R_N deleted, R_D = -3) ended `optimal` in a KeyError, or printed a NaN loss
+    saved = json.loads(fit.read_text())
+    for edit, said in (
+        (lambda e: e.pop("R_N"), "estimates lack 'R_N'"),
+        (lambda e: e["R_D"].update(value=-3.0), "'R_D' = -3.0 must be > 0"),
+    ):
+        data = json.loads(json.dumps(saved))
+        edit(data["muennighoff"]["estimates"])
+        edited = repeated / "edited.json"
+        edited.write_text(json.dumps(data))
+        args = ("optimal", "--budget", "1e21", "--law", edited, "--unique-tokens", "4e9")
+        assert_one_line_error(run_cli(*args), "edited.json", "data-constrained fit", said)
 
 
 def test_the_warnings_command_keeps_this_commands_options_and_runs_as_printed(repeated, capsys):

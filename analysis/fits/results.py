@@ -9,7 +9,6 @@ intervals and the bootstrap samples (so predictions can carry intervals too).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -359,7 +358,9 @@ class FitReport:
             report = from_jsonable(cls, data)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DataError(f"fit file {str(path)!r} is incomplete or damaged ({type(err).__name__}: {err})") from None
-        check_estimates(report, str(path))
+        from analysis.fits.fit_file import check_numbers  # it reads this module's classes
+
+        check_numbers(report, str(path))
         report.loss_unit = parse_loss_unit(report.loss_unit, f"fit file {str(path)!r}: key 'loss_unit' =")
         return report
 
@@ -370,31 +371,3 @@ def no_law(fit) -> str:
     (`analysis.fits.parametric_form`), leaves a without a value (NaN) and says why."""
     a = fit.estimates["a"]
     return (a.unidentified or "no value") if a.value != a.value else ""
-
-
-# The estimates each approach's law needs, those that must be > 0 for its form to hold, and those that
-# may be null (NaN) when flagged unidentified: approach 2 with too few bracketed budgets has no law, nor
-# has approach 3 when the runs contradict its form (`analysis.fits.parametric_form`).
-REQUIRED_ESTIMATES = {1: ("a", "b", "N_coefficient"), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
-POSITIVE_ESTIMATES = {1: ("N_coefficient",), 2: ("N_coefficient",), 3: ("A", "B", "alpha", "beta", "a", "b")}
-NULLABLE_ESTIMATES = {1: (), 2: ("a", "b", "N_coefficient"), 3: PARAMETRIC_NAMES + ("a", "b")}
-
-
-def check_estimates(report: FitReport, path: str) -> None:
-    """A loaded fit (perhaps hand-edited or damaged) has each approach's estimates, finite (or null where
-    `NULLABLE_ESTIMATES` allows it and the estimate says why it is unidentified), and > 0 where the law
-    needs it; else one DataError line naming the file, approach, key and value."""
-    redo = "write it again with `scaling fit SOURCE --out FIT.json`"
-    for fit in report.fits:
-        where = f"fit file {path!r}, approach {fit.approach}"
-        missing = [k for k in REQUIRED_ESTIMATES[fit.approach] if k not in fit.estimates]
-        if missing:
-            raise DataError(f"{where}: estimates lack {', '.join(map(repr, missing))}; the file is damaged: {redo}")
-        for key in REQUIRED_ESTIMATES[fit.approach]:
-            value = fit.estimates[key].value
-            if key in NULLABLE_ESTIMATES[fit.approach] and fit.estimates[key].unidentified and value != value:
-                continue  # NaN: no value, and the file says why
-            if not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise DataError(f"{where}: estimate {key!r} = {value!r} is not a finite number; {redo}")
-            if key in POSITIVE_ESTIMATES[fit.approach] and value <= 0:
-                raise DataError(f"{where}: estimate {key!r} = {value!r} must be > 0 for the law to hold; {redo}")
