@@ -373,6 +373,17 @@ def test_optimal_from_approach_2_says_its_budgets_are_a_nominal_columns(tmp_path
     assert said not in three
 
 
+def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
+    # user17: two runs of an LR x batch sweep, batch 128 and 256, whose rounded losses matched were "counted once"
+    runs = ladder().drop(columns=["flops", "budget_flops"]).assign(batch_size=128)
+    other = runs.iloc[[3]].assign(batch_size=256, run_id="other")
+    table = table_from_frame(pd.concat([runs, other], ignore_index=True), "b.csv", ColumnMap())
+    assert not [w for w in table.warnings if "exact duplicate" in w]
+    assert table.hparams.optima["runs"].sum() == len(runs) + 1  # both kept: the sweep's reduction picks one
+    copied = table_from_frame(pd.concat([runs, runs.iloc[[3]]], ignore_index=True), "c.csv", ColumnMap())
+    assert [w for w in copied.warnings if "counted once 1 exact duplicate rows" in w] and len(copied.runs) == len(runs)
+
+
 def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
     # Before: "has no column for N ... Columns present: params;budget_flops;tokens;val_loss".
     runs = ladder()[["params", "budget_flops", "tokens", "val_loss"]]

@@ -165,8 +165,10 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
     digits the shorter of the two shows (3.8332 and 3.833226) and every other column of ``frame`` (row-aligned
     with ``runs``) agreeing, is that run again (an export appended to another, rounded): counted once too, in
     a warning of its own. Seeds under one run id (a seed, or any column, differs; or a loss at full precision
-    0.2% apart) are kept."""
-    repeated = runs.duplicated(subset=["N", "D", "loss"], keep="first").to_numpy().copy()
+    0.2% apart) are kept. An exact duplicate agrees in every other column too (the run id aside): rows of an LR or
+    batch sweep whose losses happen to match are different runs (user17: batch 128 and 256 were counted once)."""
+    keys = _exact_keys(runs, frame)
+    repeated = keys.duplicated(keep="first").to_numpy().copy()
     again = _same_run_again(runs, frame, run_ids, repeated)
     if again:
         listed = [f"{row_label(i, run_ids)} = {row_label(j, run_ids)}" for i, j in again.items()]
@@ -176,13 +178,16 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
         )
         repeated[list(again)] = True
     if repeated.any() and len(again) < repeated.sum():
-        first = runs.groupby(["N", "D", "loss"], sort=False).cumcount().to_numpy() == 0
-        first_pos = {key: i for i, key in enumerate(zip(runs["N"], runs["D"], runs["loss"])) if first[i]}
-        keys = list(zip(runs["N"], runs["D"], runs["loss"]))
+        rows = list(keys.itertuples(index=False, name=None))
+        first_pos = {}
+        for i, key in enumerate(rows):
+            first_pos.setdefault(key, i)
+        keys = rows
         exact = [i for i in np.flatnonzero(repeated) if i not in again]
         listed = [f"{row_label(i, run_ids)} = {row_label(first_pos[keys[i]], run_ids)}" for i in exact]
         warnings.append(
-            f"counted once {len(listed)} exact duplicate rows (the same N, D and loss as an earlier row), "
+            f"counted once {len(listed)} exact duplicate rows (the same N, D, loss and other columns as an earlier "
+            "row, its run id aside), "
             f"{int((~repeated).sum())} runs remain: {listing(listed)}"
         )
     _warn_one_id_two_losses(runs, frame, run_ids, ~repeated, warnings)
@@ -217,6 +222,13 @@ def _only_the_loss_differs(rows: pd.DataFrame, loss: np.ndarray) -> bool:
     differing = [c for c in rows.columns if rows[c].astype(str).str.strip().nunique() > 1]
     as_loss = [np.allclose(pd.to_numeric(rows[c], errors="coerce").to_numpy(float), loss) for c in differing]
     return bool(differing) and all(as_loss)
+
+
+def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """Per row: N, D, loss and the text of every other column of ``frame`` but the run id (blank: "")."""
+    others = [c for c in frame.columns if str(c) != "run_id"]
+    text = {f"column {c}": frame[c].astype(object).where(frame[c].notna(), "").astype(str).to_numpy() for c in others}
+    return pd.DataFrame({"N": runs["N"].to_numpy(), "D": runs["D"].to_numpy(), "loss": runs["loss"].to_numpy(), **text})
 
 
 # the most a run listed twice, once rounded, can differ by: N and D rounded to 2 significant digits, a loss to 4
