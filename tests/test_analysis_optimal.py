@@ -105,6 +105,11 @@ def test_capped_tokens_spend_the_budget_on_a_bigger_model_at_a_higher_loss(capsy
     assert capped["loss"]["estimate"] > free["loss"]["estimate"]
     loose = optimal(capsys, "--budget", "1e23", "--law", "chinchilla-parametric", "--max-tokens", "1e13")
     assert loose["N"] == free["N"] and any("does not bind" in n for n in loose["notes"])
+    # user17: Kaplan's capped note compared with 1.897 "(same law)" beside its plain 1.868, two different fits
+    kaplan = optimal(capsys, "--budget", "1e23", "--law", "kaplan", "--max-tokens", "1e10")["notes"]
+    plain = optimal(capsys, "--budget", "1e23", "--law", "kaplan")["loss"]["estimate"]
+    assert any(f"its compute frontier, a separate fit, gives {plain:.4g} there" in n for n in kaplan), kaplan
+    assert not any("separate fit" in n for n in capped["notes"])
 
 
 def test_a_fit_gives_intervals_and_flags_extrapolation(capsys, fit_file):

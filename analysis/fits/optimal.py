@@ -212,9 +212,15 @@ class Law(abc.ABC):
             allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
         elif loss is not None:
             unconstrained = float(self._loss(self.params, free.n.value, free.d.value))
+            frontier = free.loss.value if free.loss is not None else unconstrained
+            other = (  # Kaplan's L(N, D) (Eq. 1.5) and frontier (Eq. 1.3) are two fits: 1.897 and 1.868 at 1e23
+                f"; its compute frontier, a separate fit, gives {frontier:.4g} there"
+                if np.isfinite(frontier) and abs(frontier / unconstrained - 1.0) > 1e-3
+                else ""
+            )
             allocation.notes.append(
                 f"loss {loss.value:.4g} against {unconstrained:.4g} {self.loss_unit} at the unconstrained optimum "
-                "(same law)"
+                f"(both from the law's L(N, D){other})"
             )
         return allocation
 
