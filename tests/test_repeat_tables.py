@@ -139,3 +139,12 @@ def test_report_and_plot_show_a_saved_data_constrained_fit_its_law_and_intervals
     run_main(capsys, "plot", path, "--fit", fit, "--out", tmp_path / "figures", check=True)
     captions = (tmp_path / "figures" / "captions.md").read_text()
     assert "Grey dashes: the data-constrained law of Muennighoff et al. 2023 fitted to these runs (R*_D = " in captions
+
+
+def test_a_unique_tokens_value_that_is_no_count_is_named_by_row():
+    # user17: U = -5 or "lots" left the run out of the data-constrained fit with only "left out 1 runs"
+    runs = table([0.5, 1, 2, 4]).astype({"unique_tokens": object})
+    runs.loc[3, "unique_tokens"], runs.loc[7, "unique_tokens"] = -5.0, "lots"
+    said = [w for w in table_from_frame(runs, "u.csv").warnings if "column 'unique_tokens'" in w]
+    assert len(said) == 1 and "2 values are not a count of unique tokens > 0 (row 4: -5.0, row 8: 'lots')" in said[0]
+    assert not [w for w in table_from_frame(table([0.5, 1]), "ok.csv").warnings if "not a count" in w]

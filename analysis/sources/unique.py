@@ -49,6 +49,14 @@ def unique_tokens_of(frame: pd.DataFrame, column: str | None, tokens, warnings: 
         return np.full(len(frame), np.nan)
     values, bad = numeric(frame, column, "d")
     values = np.where(bad, np.nan, values)
+    cells = frame[column]
+    given = bad & cells.notna().to_numpy() & (cells.astype(object).astype(str).str.strip() != "").to_numpy()
+    if given.any():  # user17: U = -5 or "lots" left its run out of the data-constrained fit with no row named
+        listed = ", ".join(f"row {i + 1}: {v!r}" for i, v in zip(frame.index[given][:5], cells[given][:5]))
+        warnings.append(
+            f"column {column!r}: {int(given.sum())} values are not a count of unique tokens > 0 ({listed}"
+            f"{', ...' if given.sum() > 5 else ''}): those runs have none, and the data-constrained fit leaves them out"
+        )
     epochs = np.asarray(tokens, dtype=float) / values
     median = float(np.nanmedian(epochs)) if np.isfinite(epochs).any() else None
     if median is not None and not EPOCHS[0] <= median <= EPOCHS[1]:
