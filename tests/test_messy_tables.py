@@ -384,6 +384,16 @@ def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
     assert [w for w in copied.warnings if "counted once 1 exact duplicate rows" in w] and len(copied.runs) == len(runs)
 
 
+def test_a_filtered_source_is_named_with_its_filter(tmp_path, capsys):
+    # user17: a report of --where recipe==better said only "recipes.csv" in its title and tables
+    path = write(two_recipes("recipe"), tmp_path)
+    shown = run_main(capsys, "fit", path, "--where", "recipe==new", "--bootstrap", "0", check=True).stdout
+    assert shown.startswith(f"{path} [recipe==new]: 35 runs"), shown[:200]
+    out = tmp_path / "f.json"
+    run_main(capsys, "fit", path, "--where", "recipe==new", "--bootstrap", "0", "--out", out, check=True)
+    assert json.loads(out.read_text())["source"] == f"{path} [recipe==new]"
+
+
 def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
     # Before: "has no column for N ... Columns present: params;budget_flops;tokens;val_loss".
     runs = ladder()[["params", "budget_flops", "tokens", "val_loss"]]

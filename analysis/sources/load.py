@@ -29,8 +29,11 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
     raw = _read_raw(source)
     notes: list[str] = []
     frame = apply_where(raw["frame"], columns.where, source, notes)
+    # the rows kept are named with the source, as a group's are (user17: a report of --where recipe==better said
+    # only "recipes.csv" in its title, table and figures)
+    label = f"{source} [{' and '.join(map(str, columns.where))}]" if columns.where else source
     checked = _checked(
-        raw, source, frame, replace(columns, where=(), refit=(source, *columns.refit)), allow_mixed_corpora
+        raw, label, frame, replace(columns, where=(), refit=(source, *columns.refit)), allow_mixed_corpora
     )
     checked.table.notes[:0] = notes
     return checked
