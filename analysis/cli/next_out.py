@@ -133,7 +133,9 @@ def runs_csv(rows: list[dict], shapes: bool, store: bool) -> str:
     import pandas as pd
 
     columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
-    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
+    frame = pd.DataFrame(rows, columns=columns)  # a clustered budget's 9.999999999999986e+17 is 1e18 (user17)
+    frame["budget_flops"] = [float(f"{value:.12g}") for value in frame["budget_flops"]]
+    return frame.to_csv(index=False)
 
 
 def sweep_yaml(base: dict, plan, args, target: float) -> str:
