@@ -55,9 +55,10 @@ def law_problem(law: Any) -> str:
     """What is wrong with a law read from a file ("" when nothing is): its form, a coefficient that is not a finite
     number > 0 (a learning rate or batch size from it would be <= 0), an exponent that is not a finite number (a
     hand-edited FIT.json's null ended `optimal` in a TypeError; its -1 coefficient advised lr -1.4e-06: user17)."""
-    if not isinstance(law, dict) or law.get("form") not in FORMS:
-        form = law.get("form") if isinstance(law, dict) else law
-        return f"form {form!r} is not one of {', '.join(FORMS)}"
+    if not isinstance(law, dict):
+        return f"{law!r} is not a law (an object with a form, a coefficient and exponents)"
+    if law.get("form") not in FORMS:
+        return f"form {law.get('form')!r} is not one of {', '.join(FORMS)}"
     values = {"coefficient": law.get("coefficient"), **{k: law.get(k, 0.0) for k in EXPONENTS[law["form"]]}}
     for key, value in values.items():
         number = value.get("estimate") if isinstance(value, dict) else value
@@ -96,6 +97,6 @@ def load(name_or_path: str, key: str = "optim.lr_law") -> dict[str, Any]:
     if not isinstance(laws, dict) or "lr" not in laws:
         raise ConfigError(f"{key}: {path} has no 'hyperparameter_laws' with an 'lr' law; fit one with `scaling fit`")
     for name, law in laws.items():
-        if isinstance(law, dict) and (problem := law_problem(law)):
+        if problem := law_problem(law):
             raise ConfigError(f"{key}: {path}: law {name!r}: {problem}; fit it again with `scaling fit`")
     return laws

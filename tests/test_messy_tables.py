@@ -380,7 +380,11 @@ def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
     table = table_from_frame(pd.concat([runs, other], ignore_index=True), "b.csv", ColumnMap())
     assert not [w for w in table.warnings if "exact duplicate" in w]
     assert table.hparams.optima["runs"].sum() == len(runs) + 1  # both kept: the sweep's reduction picks one
-    copied = table_from_frame(pd.concat([runs, runs.iloc[[3]]], ignore_index=True), "c.csv", ColumnMap())
+    # one run twice under another id, or recorded at another time (review15c: a store's started_at, wandb's
+    # _timestamp): still one run
+    again = runs.iloc[[3]].assign(run_id="copy", started_at="later", _timestamp=2.0)
+    both = pd.concat([runs.assign(started_at="now", _timestamp=1.0), again], ignore_index=True)
+    copied = table_from_frame(both, "c.csv", ColumnMap())
     assert [w for w in copied.warnings if "counted once 1 exact duplicate rows" in w] and len(copied.runs) == len(runs)
 
 
@@ -392,6 +396,11 @@ def test_a_filtered_source_is_named_with_its_filter(tmp_path, capsys):
     out = tmp_path / "f.json"
     run_main(capsys, "fit", path, "--where", "recipe==new", "--bootstrap", "0", "--out", out, check=True)
     assert json.loads(out.read_text())["source"] == f"{path} [recipe==new]"
+    grouped = run_main(capsys, "fit", path, "--where", "params>=50M", "--group-by", "recipe", "--bootstrap", "0")
+    assert f"{path} [params>=50M and recipe=new]: " in grouped.stdout  # a group names the filter too
+    slash = write(two_recipes("recipe").replace({"recipe": {"new": "org/new"}}), tmp_path, "s.csv")
+    run_main(capsys, "report", slash, "--where", "recipe==org/new", "--bootstrap", "0", "--out", tmp_path / "r.html")
+    assert (tmp_path / "r.md").read_text().startswith("# Scaling-law report: s.csv [recipe==org/new]\n")
 
 
 def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):

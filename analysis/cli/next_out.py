@@ -118,7 +118,7 @@ def plan_rows(plan) -> list[dict]:
     return [
         {
             "shape": c.shape,
-            "budget_flops": c.budget,
+            "budget_flops": float(f"{c.budget:.12g}"),  # a clustered budget's 9.999999999999986e+17 is 1e18 (user17)
             "params": c.n,
             "tokens": c.tokens,
             "tokens_per_param": c.tokens_per_param,
@@ -133,9 +133,7 @@ def runs_csv(rows: list[dict], shapes: bool, store: bool) -> str:
     import pandas as pd
 
     columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
-    frame = pd.DataFrame(rows, columns=columns)  # a clustered budget's 9.999999999999986e+17 is 1e18 (user17)
-    frame["budget_flops"] = [float(f"{value:.12g}") for value in frame["budget_flops"]]
-    return frame.to_csv(index=False)
+    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
 
 
 def sweep_yaml(base: dict, plan, args, target: float) -> str:

@@ -44,7 +44,7 @@ def check_estimates(report: FitReport, path: str) -> None:
             value = fit.estimates[key].value
             if key in NULLABLE_ESTIMATES[fit.approach] and fit.estimates[key].unidentified and value != value:
                 continue  # NaN: no value, and the file says why
-            if not isinstance(value, (int, float)) or not math.isfinite(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise DataError(f"{where}: estimate {key!r} = {value!r} is not a finite number; {REDO}")
             if key in POSITIVE_ESTIMATES[fit.approach] and value <= 0:
                 raise DataError(f"{where}: estimate {key!r} = {value!r} must be > 0 for the law to hold; {REDO}")

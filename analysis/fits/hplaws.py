@@ -112,8 +112,10 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
         estimate = Estimate.from_samples(value[j], samples[:, j], level)
         if estimate.interval is not None and estimate.upper - estimate.lower > MAX_WIDTH:
             estimate.unidentified = f"its {level:.0%} interval is wider than {MAX_WIDTH:g}"
-        elif edge.sum() > MAX_EDGE_SHARE * usable.sum():
-            estimate.unidentified = at_edge
+        elif edge.sum() > MAX_EDGE_SHARE * usable.sum():  # the law's `at_edge` note says why at length
+            estimate.unidentified = (
+                f"best {EDGE_WHAT[target]} at the grid's edge at {int(edge.sum())} of {len(y)} points"
+            )
         law[key] = estimate.as_json()
     law["bootstrap"] = _how_resampled(sizes, len(samples))
     return law

@@ -21,5 +21,9 @@ def hyperparameter_blocks(fit: FitReport | None) -> list:
             "`scaling optimal` recommends them, `optim.lr_law=FIT.json` trains with the Step Law ones."
         ),
         Table(LAW_HEADER, law_rows(hp)),
-        Bullets(list(hp.get("notes", []))),
+        Bullets([*hp.get("notes", []), *dict.fromkeys(law["at_edge"] for law in _laws(hp) if law.get("at_edge"))]),
     ]
+
+
+def _laws(hp: dict) -> list[dict]:
+    return [law for form in ("step_law", "deepseek") for law in hp.get(form, {}).values()]

@@ -47,8 +47,12 @@ def text_column(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def sweep_name(source: Source) -> str:
+    """The store's sweep, else the file's name with the filter or group its label adds (`SOURCE [COL==VALUE]`:
+    a filter value with a '/' made the path's name "pythia]", review15c)."""
     names = sorted(set(text_column(source.frame, "sweep")))
-    return source.manifest.get("sweep") or (", ".join(names) if names else Path(source.table.source).name)
+    origin, label = source.origin or source.table.source, source.table.source
+    fallback = Path(origin).name + (label[len(origin) :] if label.startswith(origin) else "")
+    return source.manifest.get("sweep") or (", ".join(names) if names else fallback)
 
 
 def about_blocks(source: Source, fit: FitReport | None, how_fitted: str, generated_at: datetime) -> list:

@@ -155,9 +155,11 @@ def _optima(rows: pd.DataFrame, swept: list[str], keys: list[str]) -> tuple[pd.D
 
 
 def _at_edge(values: pd.Series, best) -> bool:
-    """Whether ``best`` is the smallest or largest of the swept ``values``: the optimum may lie beyond the grid."""
+    """Whether ``best`` is the smallest or largest of the swept ``values`` (or not a number): the optimum may lie
+    beyond the grid. Compared as numbers: a column with a blank cell is text (review15c: "16" against 32.0)."""
     numbers = pd.to_numeric(values, errors="coerce").dropna()
-    return bool(numbers.nunique() < 3 or best <= numbers.min() or best >= numbers.max())
+    best = pd.to_numeric(pd.Series([best]), errors="coerce").iloc[0]
+    return bool(numbers.nunique() < 3 or not best > numbers.min() or not best < numbers.max())
 
 
 def _lr_optimum(group: pd.DataFrame, swept: list[str], best: dict) -> dict:

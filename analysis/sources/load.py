@@ -54,9 +54,8 @@ def read_groups(
     groups = []
     for value, rows in split_groups(frame, group_by, source, distinct_case):
         refit = (source, *columns.refit, "--where", f"{group_by}=={value}")  # the group, as one table
-        checked = _checked(
-            raw, f"{source} [{group_by}={value}]", rows, replace(no_where, refit=refit), allow_mixed_corpora
-        )
+        label = f"{source} [{' and '.join([*map(str, columns.where), f'{group_by}={value}'])}]"  # as `read_source`'s
+        checked = _checked(raw, label, rows, replace(no_where, refit=refit), allow_mixed_corpora)
         checked.table.notes[:0] = notes
         groups.append((value, checked))
     return groups
@@ -117,6 +116,7 @@ def _checked(raw: dict, source: str, frame: pd.DataFrame, columns: ColumnMap, al
         problems=raw["problems"],
         manifest=raw["manifest"],
         manifest_problem=raw["manifest_problem"],
+        origin=columns.refit[0] if columns.refit else source,
     )
 
 

@@ -187,7 +187,7 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
         listed = [f"{row_label(i, run_ids)} = {row_label(first_pos[keys[i]], run_ids)}" for i in exact]
         warnings.append(
             f"counted once {len(listed)} exact duplicate rows (the same N, D, loss and other columns as an earlier "
-            "row, its run id aside), "
+            "row, its run id and times aside), "
             f"{int((~repeated).sum())} runs remain: {listing(listed)}"
         )
     _warn_one_id_two_losses(runs, frame, run_ids, ~repeated, warnings)
@@ -225,8 +225,12 @@ def _only_the_loss_differs(rows: pd.DataFrame, loss: np.ndarray) -> bool:
 
 
 def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """Per row: N, D, loss and the text of every other column of ``frame`` but the run id (blank: "")."""
-    others = [c for c in frame.columns if str(c) != "run_id"]
+    """Per row: N, D, loss and the text of every other column of ``frame`` (blank: "") but a run's bookkeeping: its
+    id, a store's `RUN_METADATA` (times, device), wandb's `_`-keys (`_timestamp`, `_runtime`), which differ between
+    two copies of one run (review15c: a run recorded twice at two times was counted twice)."""
+    from analysis.sources.groups import RUN_METADATA
+
+    others = [c for c in frame.columns if str(c) not in RUN_METADATA and not str(c).startswith("_")]
     text = {f"column {c}": frame[c].astype(object).where(frame[c].notna(), "").astype(str).to_numpy() for c in others}
     return pd.DataFrame({"N": runs["N"].to_numpy(), "D": runs["D"].to_numpy(), "loss": runs["loss"].to_numpy(), **text})
 

@@ -284,3 +284,4 @@ class Source:
     problems: list[str] = field(default_factory=list)
     manifest: dict = field(default_factory=dict)
     manifest_problem: str = ""
+    origin: str = ""  # the source as given (a path), where ``table.source`` adds a filter or group: `SOURCE [..]`

@@ -54,7 +54,8 @@ def unique_tokens_of(frame: pd.DataFrame, column: str | None, tokens, warnings: 
     if given.any():  # user17: U = -5 or "lots" left its run out of the data-constrained fit with no row named
         listed = ", ".join(f"row {i + 1}: {v!r}" for i, v in zip(frame.index[given][:5], cells[given][:5]))
         warnings.append(
-            f"column {column!r}: {int(given.sum())} values are not a count of unique tokens > 0 ({listed}"
+            f"column {column!r}: {int(given.sum())} value{'s are' if given.sum() > 1 else ' is'} not a count of unique "
+            f"tokens > 0 ({listed}"
             f"{', ...' if given.sum() > 5 else ''}): those runs have none, and the data-constrained fit leaves them out"
         )
     epochs = np.asarray(tokens, dtype=float) / values
