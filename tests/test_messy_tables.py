@@ -6,6 +6,7 @@ cannot identify must print as unidentified, never as a number with a tight (or z
 interval; each unit mix-up is named. (~13 s: a few CLI processes.)"""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -341,6 +342,9 @@ def test_a_headline_without_an_identified_a_says_so(tmp_path, capsys):
     one = isoflop_runs(CHINCHILLA_APPROACH3, [1e20], 8, spread_decades=0.8, noise=0.005, seed=2)
     shown = run_main(capsys, "fit", write(one, tmp_path), "--bootstrap", "50", check=True).stdout
     assert "\nheadline: approach 3 (a is unidentified in it: these runs do not say how N_opt scales with C" in shown
+    # what one IsoFLOP sweep does say: its own minimum, with an interval (truth 6.45e8 at 1e20)
+    found = re.search(r"its one budget's loss is least at N = (\S+) \[(\S+), (\S+)\] \(95%\), D = ", shown)
+    assert found and float(found[2]) <= 6.45e8 <= float(found[3]), shown
     ladder_shown = run_main(capsys, "fit", write(ladder(), tmp_path, "l.csv"), check=True).stdout
     assert "\nheadline: approach 2, 3\n" in ladder_shown and "a is unidentified in" not in ladder_shown
 

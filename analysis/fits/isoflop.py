@@ -187,8 +187,24 @@ def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[s
             profiles.append(profile)
             groups.append(idx)
     if len(profiles) < 2:
-        raise DataError(_refusal(table, dropped))
+        raise DataError(_refusal(table, dropped) + _lone_minimum(profiles))
     return groups, profiles, dropped
+
+
+def _lone_minimum(profiles: list[Parabola]) -> str:
+    """What one budget's parabola says without a law across budgets (""; with none): its minimum N with the
+    interval `n_opt_intervals` gives at 95% (one IsoFLOP sweep printed every estimate unidentified, no N at all)."""
+    if len(profiles) != 1:
+        return ""
+    (p,) = profiles
+    n_opt_intervals(profiles, VERTEX_DRAWS, 0, 0.95)
+    where = (
+        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] (95%)"
+        if p.n_opt_interval is not None and not p.n_opt_unidentified
+        else f"(unidentified: {p.n_opt_unidentified})"
+    )
+    inside = "" if p.inside_range else " (outside its trained sizes: the parabola's vertex extrapolated)"
+    return f"; its one budget's loss is least at N = {p.n_opt:.3g} {where}{inside}, D = {p.compute / (6 * p.n_opt):.3g}"
 
 
 LISTED = 10  # a refusal lists this many budgets (35 per-run budgets made a line of 4,000 characters, twice)
