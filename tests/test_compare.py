@@ -195,7 +195,8 @@ def test_group_by_reads_the_table_as_fit_does_with_where_budget_and_experiment_o
     args = ["compare", table, "--group-by", "recipe", "--bootstrap", 0, "--json"]
     proc = run_cli(*args, "--where", "recipe!=C", "--budget-column", "none", "--budget-tolerance", "0.3", check=True)
     (result,) = json.loads(proc.stdout)["comparisons"]
-    assert result["baseline"]["source"].endswith("[recipe=A]") and result["candidate"]["source"].endswith("[recipe=B]")
+    assert result["baseline"]["source"].endswith("[recipe!=C and recipe=A]")  # the group names the filter too
+    assert result["candidate"]["source"].endswith("[recipe!=C and recipe=B]")
     assert "--where recipe!=C: kept" in proc.stderr and "clustered from C = 6·N·D" in proc.stderr, proc.stderr
     assert_one_line_error(run_cli(*args), "no usable rows")  # without --where, group C is read, and has none
     both.assign(dataset=np.arange(len(both)) % 2).to_csv(table, index=False)
