@@ -67,6 +67,16 @@ def sweep_gpus(device: str) -> int:
     return 0
 
 
+def check_device_here(name: str) -> None:
+    """`pick_device`'s refusal, before a sweep whose runs train on this machine writes anything (review: a sweep
+    with train.device=cuda on a CPU machine wrote its plan, launched, then failed); torch only where a device is."""
+    kind = name.partition(":")[0]
+    if kind == "cuda" and not os.path.exists("/dev/nvidiactl"):
+        raise ConfigError(f"train.device: {name!r} is not available on this machine (no CUDA); valid: auto, cpu")
+    if kind in ("cuda", "mps"):
+        pick_device(name)
+
+
 def pick_device(name: str):
     """The torch device for ``train.device``; ConfigError when this machine has none of that kind."""
     import torch

@@ -84,26 +84,34 @@ class RunPlan:
 
 
 def check_settings_used(cfg: DictConfig) -> None:
-    """Settings a single run would leave silently unused, refused in one line: model.target_params with a
-    ladder shape (read by model=nearest only), model.kwargs without model._target_ (the ladder's models
-    take none), train.compile_mode without train.compile=true. (A sweep may cross model=d32,nearest with
-    one target, or train.compile=false,true with one mode: its other jobs ignore them.)"""
+    """The first of `settings_unused`, refused in one line (a single run's; a sweep's when no job reads it)."""
+    for message in settings_unused(cfg).values():
+        raise ConfigError(message)
+
+
+def settings_unused(cfg: DictConfig) -> dict[str, str]:
+    """Settings a run would leave silently unused, by key, with the line refusing each: model.target_params with a
+    ladder shape (read by model=nearest only), model.kwargs without model._target_ (the ladder's models take none),
+    train.compile_mode without train.compile=true. (A sweep may cross model=d32,nearest with one target, or
+    train.compile=false,true with one mode: its other jobs ignore them; it refuses one that no job reads.)"""
     m, t = cfg.model, cfg.train
+    out = {}
     if m.name != "nearest" and not OmegaConf.is_missing(m, "target_params") and m.target_params is not None:
-        raise ConfigError(
+        out["model.target_params"] = (
             f"model.target_params: {m.target_params:g} is read by model=nearest only, not model={m.name}; "
             "add model=nearest, or drop model.target_params"
         )
     if m.get("kwargs") and not m.get("_target_"):
-        raise ConfigError(
+        out["model.kwargs"] = (
             f"model.kwargs: {dict(m.kwargs)} are read by a model of your own only (model._target_=package.module."
             "factory, docs/MODELS.md); the ladder's models take none: drop them, or set model._target_"
         )
     if t.compile_mode != "default" and not t.compile:
-        raise ConfigError(
+        out["train.compile_mode"] = (
             f"train.compile_mode: {t.compile_mode} is read only with train.compile=true; add train.compile=true, "
             "or drop train.compile_mode"
         )
+    return out
 
 
 def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:

@@ -12,6 +12,7 @@ module runs alone.
 
 import json
 import math
+import os
 import shutil
 
 import numpy as np
@@ -158,6 +159,13 @@ SWEEPER_CASES = [  # found by the sweeper's plan, after Hydra has started: subpr
         "a `+` sweeper setting it lacks",
         [str(SWEEP), "+hydra.sweeper.modles=[d32]", f"store={S}"],
         ["hydra.sweeper.modles: not a setting of the scaling sweeper", "did you mean models?"],
+    ),
+    # user18: `train` refuses these, the sweep trained with them (99 threads on 2 cores; settings left unread)
+    ("threads beyond the cores", [str(SWEEP), "train.threads=100000", f"store={S}"], ["train.threads: 100000 is more"]),
+    (
+        "a setting no job reads",
+        [str(SWEEP), "train.compile_mode=max-autotune", f"store={S}"],
+        ["train.compile_mode: max-autotune is read only with train.compile=true", "(no job of this sweep reads it)"],
     ),
 ]
 FIT = [
@@ -382,6 +390,19 @@ def test_a_device_this_machine_lacks_is_refused_before_anything_is_written(capfd
     (line,) = [line for line in err.splitlines() if line.startswith("error:")]
     assert f"train.device: '{device}' is not available" in line
     assert snapshot(files["workdir"]) == before
+
+
+def test_a_sweep_on_a_device_this_machine_lacks_is_refused_before_it_writes(files):
+    """user18: `scaling sweep ... train.device=cuda` on a CPU machine wrote its plan and hydra/ into a new store,
+    launched, and only then failed."""
+    import torch
+
+    if torch.cuda.is_available() or os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has CUDA")
+    store = files["workdir"] / "new-store"
+    proc = run_cli("sweep", str(SWEEP), "train.device=cuda", f"store={store}", timeout=120)
+    assert_one_line_error(proc, "train.device: 'cuda' is not available on this machine")
+    assert not store.exists()
 
 
 BAD_FLAGS = [

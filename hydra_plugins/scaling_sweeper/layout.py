@@ -34,6 +34,27 @@ def check_launcher(launcher_cfg: DictConfig) -> None:
             )
 
 
+def check_jobs_here(launcher_cfg: DictConfig, cfgs: list[DictConfig]) -> None:
+    """What each run checks before it trains, checked before the sweep writes anything, when its runs train on
+    this machine (every launcher but SLURM's, whose jobs run on the cluster's nodes): train.threads within the
+    usable cores, train.device present (user18: train.threads=99 trained at 99 threads on 2 cores; train.device=cuda
+    wrote the sweep's plan, launched, then failed). And a setting that no job reads (`plan.settings_unused`)."""
+    from scaling.errors import ConfigError
+    from scaling.machine import check_threads
+    from scaling.plan import settings_unused
+
+    unread = [settings_unused(cfg) for cfg in cfgs]
+    for key, message in (unread[0] if unread else {}).items():
+        if all(key in each for each in unread):
+            raise ConfigError(f"{message} (no job of this sweep reads it)")
+    if "Slurm" in str(launcher_cfg.get("_target_", "")):
+        return
+    for threads in sorted({int(cfg.train.threads or 0) for cfg in cfgs}):
+        check_threads(threads)
+    for device in sorted({str(cfg.train.device) for cfg in cfgs}):
+        devices.check_device_here(device)
+
+
 def _is_submitit_local(launcher_cfg: DictConfig) -> bool:
     return str(launcher_cfg.get("_target_", "")).endswith("submitit_launcher.LocalLauncher")
 

@@ -49,7 +49,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from hydra_plugins.scaling_sweeper import branching, outcome, pack, processes, settings
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
-from hydra_plugins.scaling_sweeper.layout import check_launcher, is_local_launcher, launch_chunk_size, plan_layout
+from hydra_plugins.scaling_sweeper.layout import (
+    check_jobs_here,
+    check_launcher,
+    is_local_launcher,
+    launch_chunk_size,
+    plan_layout,
+)
 from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
 from scaling.flops import TOKENS_PER_PARAM
 
@@ -177,9 +183,10 @@ class ScalingSweeper(Sweeper):
 
         kept, dropped, duplicates, by_id = [], [], [], {}
         lo, hi = self.tokens_per_param
-        for overrides in jobs:
+        cfgs = [self.compose(overrides) for overrides in jobs]
+        check_jobs_here(self.config.hydra.launcher, cfgs)  # as each run would, before anything is written
+        for overrides, cfg in zip(jobs, cfgs):
             label = " ".join(overrides)
-            cfg = self.compose(overrides)
             try:  # planned once here; the job gets this plan (the `plan` override at launch)
                 plan = plan_run(cfg)
             except BudgetTooSmall as err:  # fewer than train.min_steps steps of this shape: dropped
