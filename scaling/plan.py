@@ -21,7 +21,7 @@ from scaling import data_config, evalsets, hparams, schedule
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
-from scaling.shapes import ModelShape, ladder_lr, nearest_shape
+from scaling.shapes import MIN_WIDTH, ModelShape, ladder_lr, nearest_shape
 from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
@@ -87,6 +87,18 @@ def check_settings_used(cfg: DictConfig) -> None:
     """The first of `settings_unused`, refused in one line (a single run's; a sweep's when no job reads it)."""
     for message in settings_unused(cfg).values():
         raise ConfigError(message)
+
+
+def repeats_unasked(cfg: DictConfig, plan) -> str:
+    """Why ``plan`` may not train ("" when it may): it needs more tokens than the corpus's training split holds,
+    and train.allow_repeat is false (a sweep drops the job; `scaling train` refuses it: it trained 4.5 epochs
+    silently, user18)."""
+    if cfg.train.allow_repeat or plan.tokens <= plan.corpus_train_tokens:
+        return ""
+    return (
+        f"needs {plan.tokens:,} tokens but the corpus's training split holds {plan.corpus_train_tokens:,} "
+        f"({plan.tokens / plan.corpus_train_tokens:.3g} epochs; set train.allow_repeat=true to repeat data)"
+    )
 
 
 def settings_unused(cfg: DictConfig) -> dict[str, str]:
@@ -217,8 +229,12 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         min_budget = flops_6nd(n_budget, tokens_per_step * cfg.train.min_steps)
         raise BudgetTooSmall(
             f"budget: {cfg.budget:.3g} FLOPs buys model {shape.name} (N={n_budget:,}) only {steps} optimizer steps of "
-            f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g} "
-            f"or a smaller model"
+            f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g}"
+            + (
+                " or a smaller model"
+                if shape.d_model > MIN_WIDTH
+                else f" (d{MIN_WIDTH} is the ladder's smallest shape)"
+            )
         )
     tokens = steps * tokens_per_step
     warmup, cooldown = schedule.warmup_steps(cfg.optim, steps), schedule.cooldown_steps(cfg.train, steps)

@@ -217,6 +217,7 @@ def progress(store: Path) -> dict:
     elapsed = (tally["last_finish"] if done and tally["last_finish"] else time.time()) - launched
     remaining = tally["flops_total"] - tally["flops_done"]
     eta = elapsed * remaining / tally["flops_done_now"] if tally["flops_done_now"] > 0 else None
+    planned = {run["run_id"] for run in manifest["runs"]}
     return {
         "sweep": manifest["sweep"],
         "planned": len(manifest["runs"]),
@@ -225,6 +226,9 @@ def progress(store: Path) -> dict:
         **{k: v for k, v in tally.items() if k not in INTERNAL},
         "elapsed_s": elapsed,
         "eta_s": eta,
+        # runs of earlier launches into this store with another plan (user18: a second launch's `status` read
+        # "2/2 runs done" beside 6 records); the fits read them all
+        "outside_plan": sum(p.is_dir() and p.name not in planned for p in (Path(store) / "runs").glob("*")),
     }
 
 
@@ -252,6 +256,10 @@ def format_progress(store: Path, final: bool = False, runs: bool = False, p: dic
         eta = (
             "" if final or p["eta_s"] is None or p["pending"] + p["running"] == 0 else f", ETA {_duration(p['eta_s'])}"
         )
+        if (
+            runs and p["pending"] and not p["running"]
+        ):  # `status` of a sweep that is not training: no ETA (user18: "ETA 2m24s"
+            eta = "; nothing is training now (stopped, or waiting in a queue: relaunch a stopped sweep to finish it)"
         flops = f"{p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs ({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
         head = f"[{p['sweep'] or 'sweep'}] {done}/{p['planned']} runs done"
     else:
@@ -261,6 +269,8 @@ def format_progress(store: Path, final: bool = False, runs: bool = False, p: dic
     line = f"{head} ({counts}), {p['running']} running, {p['pending']} pending; {flops}" + (
         f"; {planning} at planning (see sweep.json)" if planning else ""
     )
+    if runs and p.get("outside_plan"):
+        line += f"\n  and {p['outside_plan']} more runs in the store from earlier launches (not in this plan)"
     if (final or runs) and p["failed_runs"]:
         line += "\n  failed: " + "; ".join(p["failed_runs"])
     if runs and p["running_runs"]:

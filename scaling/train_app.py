@@ -192,7 +192,7 @@ def precheck(argv: list[str]) -> list[Path]:
     Returns the store directories it created (`scaling.store.check_writable_store`)."""
     from omegaconf import open_dict
 
-    from scaling.plan import check_settings_used, plan_run
+    from scaling.plan import check_settings_used, plan_run, repeats_unasked
     from scaling.store import check_writable_store
 
     args = parse_command_line(argv)
@@ -223,12 +223,14 @@ def precheck(argv: list[str]) -> list[Path]:
         with open_dict(cfg):
             del cfg["hydra"]
         check_settings_used(cfg)
-        _PRECHECKED[_config_key(cfg)] = plan_run(cfg)
+        _PRECHECKED[_config_key(cfg)] = plan = plan_run(cfg)
         from scaling.machine import check_threads
         from scaling.train import preflight  # torch: only for a run about to train
 
-        check_threads(cfg.train.threads)  # here, not in the sweeper: a sweep's jobs may run on other machines
+        check_threads(cfg.train.threads)  # here, and in a sweep whose jobs run on this machine (`check_jobs_here`)
         preflight(cfg)
+        if why := repeats_unasked(cfg, plan):
+            raise ConfigError(f"train.allow_repeat: budget {cfg.budget:.3g} (model {plan.shape.name}) {why}")
     return [] if args.cfg else check_writable_store(cfg.store)
 
 

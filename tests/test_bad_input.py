@@ -27,6 +27,11 @@ S = "{store}"  # placeholders, filled in from the `files` fixture
 
 TRAIN = [
     ("unknown nested key", ["train.lr=3", f"store={S}"], ["train.lr", "not in 'TrainConfig'"]),
+    (  # user18: a sweep dropped it, `scaling train` trained 4.5 epochs of repeated data silently
+        "repeated data unasked",
+        ["budget=3e10", "model=d16", "data.max_train_tokens=100000", f"store={S}"],
+        ["train.allow_repeat", "needs 528,384 tokens", "holds 100,000", "set train.allow_repeat=true"],
+    ),
     (  # Hydra's own advice (`+train.min_stpes=3`) would add a key nothing reads: the close key instead
         "a typo in a typed section",
         ["train.min_stpes=3", f"store={S}"],
@@ -359,7 +364,7 @@ def test_bad_input_is_one_line_and_changes_nothing(capfd, files, no_hydra, verb,
     "verb, case, argv, names",
     [("sweep", *c) for c in SWEEPER_CASES]
     + [
-        ("train", *TRAIN[5]),
+        ("train", *TRAIN[6]),
         ("fit", *FIT[2]),
         ("optimal", *OPTIMAL[0]),
         ("report", *REPORT[3]),

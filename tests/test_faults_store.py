@@ -349,3 +349,20 @@ def test_a_record_that_is_not_utf8_is_named_and_skipped_by_every_verb_and_kept_a
     (kept,) = set_aside_files(store)
     assert kept.read_bytes() == b"garbage\x00\xff"
     assert outcome(records(store)[garbled]) == outcome(want[garbled])
+
+
+def test_status_of_a_sweep_that_is_not_training_gives_no_eta(tmp_path):
+    # user18: `scaling status` of a sweep stopped 16 minutes before printed "0 running, 1 pending; ... ETA 2m24s"
+    from scaling.progress import format_progress
+
+    p = dict(sweep="faults", planned=4, dropped=0, duplicates=0, completed=3, failed=0, errored=0, skipped=0)
+    p.update(pending=1, running=0, flops_done=3e10, flops_total=4e10, elapsed_s=1009.0, eta_s=144.0)
+    p.update(failed_runs=[], running_runs=[])
+    stopped = format_progress(tmp_path, runs=True, p=p)
+    assert "ETA" not in stopped and "nothing is training now (stopped, or waiting in a queue" in stopped, stopped
+    assert "ETA 2m24s" in format_progress(tmp_path, runs=True, p={**p, "running": 1, "pending": 0})
+    assert "ETA 2m24s" in format_progress(tmp_path, p=p)  # a run's own line between two runs keeps it
+    # user18: a second launch into the store with another plan read "2/2 runs done" beside 6 records
+    assert "and 4 more runs in the store from earlier launches" in format_progress(
+        tmp_path, runs=True, p={**p, "outside_plan": 4}
+    )

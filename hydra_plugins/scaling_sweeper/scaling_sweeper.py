@@ -178,7 +178,7 @@ class ScalingSweeper(Sweeper):
         job (``reason``: never launched); a job whose run id a kept one already has is merged into it
         (``same_as``: that job's label; trained and counted once)."""
         from scaling.errors import UserError
-        from scaling.plan import BudgetTooSmall, plan_run
+        from scaling.plan import BudgetTooSmall, plan_run, repeats_unasked
         from scaling.store import RunPaths, run_state
 
         kept, dropped, duplicates, by_id = [], [], [], {}
@@ -204,14 +204,8 @@ class ScalingSweeper(Sweeper):
                     }
                 )
                 continue
-            if not cfg.train.allow_repeat and plan.tokens > plan.corpus_train_tokens:
-                dropped.append(
-                    {
-                        "overrides": overrides,
-                        "reason": f"needs {plan.tokens:,} tokens but the corpus's "
-                        f"training split holds {plan.corpus_train_tokens:,} (set train.allow_repeat=true to repeat data)",
-                    }
-                )
+            if why := repeats_unasked(cfg, plan):
+                dropped.append({"overrides": overrides, "reason": why})
                 continue
             if plan.run_id in by_id:  # a budget or shape listed twice: one run, trained and counted once
                 duplicates.append({"overrides": overrides, "same_as": by_id[plan.run_id]["label"]})  # merged, not lost
