@@ -256,9 +256,8 @@ def format_progress(store: Path, final: bool = False, runs: bool = False, p: dic
         eta = (
             "" if final or p["eta_s"] is None or p["pending"] + p["running"] == 0 else f", ETA {_duration(p['eta_s'])}"
         )
-        if (
-            runs and p["pending"] and not p["running"]
-        ):  # `status` of a sweep that is not training: no ETA (user18: "ETA 2m24s"
+        # `status` of a sweep that is not training: no ETA (user18: "ETA 2m24s" 16 minutes after it had stopped)
+        if runs and p["pending"] and not p["running"]:
             eta = "; nothing is training now (stopped, or waiting in a queue: relaunch a stopped sweep to finish it)"
         flops = f"{p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs ({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
         head = f"[{p['sweep'] or 'sweep'}] {done}/{p['planned']} runs done"
