@@ -21,7 +21,7 @@ from scaling import data_config, evalsets, hparams, schedule
 from scaling.config import validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
-from scaling.shapes import MIN_WIDTH, ModelShape, ladder_lr, nearest_shape
+from scaling.shapes import MIN_WIDTH, ModelShape, ladder_lr, nearest_shape, shape_for_width
 from scaling.store import run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
@@ -124,6 +124,15 @@ def settings_unused(cfg: DictConfig) -> dict[str, str]:
             "or drop train.compile_mode"
         )
     return out
+
+
+def _smaller(cfg: DictConfig, shape: ModelShape) -> str:
+    """The rest of a too-small budget's advice: a smaller model, unless it is the ladder's smallest shape as the
+    ladder builds it (user18: d16 was told "or a smaller model"), or fewer tokens per step."""
+    ladder = shape_for_width(MIN_WIDTH, shape.vocab_size, shape.seq_len, shape.arch, shape.tied_head)
+    smallest = not cfg.model.get("_target_") and dataclasses.replace(shape, name=ladder.name) == ladder
+    model = f" (d{MIN_WIDTH} is the ladder's smallest shape)" if smallest else ", a smaller model"
+    return f"{model}, or a smaller train.batch_size (more steps of fewer tokens)"
 
 
 def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
@@ -230,11 +239,7 @@ def plan_run(cfg: DictConfig) -> RunPlan:
         raise BudgetTooSmall(
             f"budget: {cfg.budget:.3g} FLOPs buys model {shape.name} (N={n_budget:,}) only {steps} optimizer steps of "
             f"{tokens_per_step:,} tokens; train.min_steps is {cfg.train.min_steps}: use budget >= {min_budget:.3g}"
-            + (
-                " or a smaller model"
-                if shape.d_model > MIN_WIDTH
-                else f" (d{MIN_WIDTH} is the ladder's smallest shape)"
-            )
+            f"{_smaller(cfg, shape)}"
         )
     tokens = steps * tokens_per_step
     warmup, cooldown = schedule.warmup_steps(cfg.optim, steps), schedule.cooldown_steps(cfg.train, steps)

@@ -227,8 +227,11 @@ def progress(store: Path) -> dict:
         "elapsed_s": elapsed,
         "eta_s": eta,
         # runs of earlier launches into this store with another plan (user18: a second launch's `status` read
-        # "2/2 runs done" beside 6 records); the fits read them all
-        "outside_plan": sum(p.is_dir() and p.name not in planned for p in (Path(store) / "runs").glob("*")),
+        # "2/2 runs done" beside 6 records); the fits read them all. A run: a directory with a record or checkpoint
+        "outside_plan": sum(
+            p.name not in planned and any((p / name).exists() for name in ("record.json", "ckpt.pt"))
+            for p in (Path(store) / "runs").glob("*")
+        ),
     }
 
 
@@ -269,7 +272,7 @@ def format_progress(store: Path, final: bool = False, runs: bool = False, p: dic
         f"; {planning} at planning (see sweep.json)" if planning else ""
     )
     if runs and p.get("outside_plan"):
-        line += f"\n  and {p['outside_plan']} more runs in the store from earlier launches (not in this plan)"
+        line += f"\n  and {p['outside_plan']} more runs in the store, not in this plan (an earlier launch's)"
     if (final or runs) and p["failed_runs"]:
         line += "\n  failed: " + "; ".join(p["failed_runs"])
     if runs and p["running_runs"]:

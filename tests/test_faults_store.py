@@ -363,6 +363,17 @@ def test_status_of_a_sweep_that_is_not_training_gives_no_eta(tmp_path):
     assert "ETA 2m24s" in format_progress(tmp_path, runs=True, p={**p, "running": 1, "pending": 0})
     assert "ETA 2m24s" in format_progress(tmp_path, p=p)  # a run's own line between two runs keeps it
     # user18: a second launch into the store with another plan read "2/2 runs done" beside 6 records
-    assert "and 4 more runs in the store from earlier launches" in format_progress(
-        tmp_path, runs=True, p={**p, "outside_plan": 4}
-    )
+    import json as json_
+
+    from scaling.progress import progress
+
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "runs" / "a" / "record.json").write_text("{}")  # the plan's
+    (tmp_path / "runs" / "b").mkdir()
+    (tmp_path / "runs" / "b" / "ckpt.pt").write_text("")  # an earlier plan's, stopped
+    (tmp_path / "runs" / "notes").mkdir()  # no run
+    run = {"run_id": "a", "overrides": [], "flops": 1e10, "state_at_launch": "new"}
+    manifest = {"sweep": "s", "launched_at_unix": 0.0, "runs": [run], "dropped": [], "duplicates": []}
+    (tmp_path / "sweep.json").write_text(json_.dumps(manifest))
+    assert progress(tmp_path)["outside_plan"] == 1
+    assert "and 1 more runs in the store, not in this plan" in format_progress(tmp_path, runs=True)

@@ -343,7 +343,9 @@ def test_a_headline_without_an_identified_a_says_so(tmp_path, capsys):
     shown = run_main(capsys, "fit", write(one, tmp_path), "--bootstrap", "50", check=True).stdout
     assert "\nheadline: approach 3 (a is unidentified in it: these runs do not say how N_opt scales with C" in shown
     # what one IsoFLOP sweep does say: its own minimum, with an interval (truth 6.45e8 at 1e20)
-    found = re.search(r"its one budget's loss is least at N = (\S+) \[(\S+), (\S+)\] \(95%\), D = ", shown)
+    found = re.search(
+        r"the budget of C = 1e\+20 alone has its least loss at N = (\S+) \[(\S+), (\S+)\] \(95%\), D = ", shown
+    )
     assert found and float(found[2]) <= 6.45e8 <= float(found[3]), shown
     ladder_shown = run_main(capsys, "fit", write(ladder(), tmp_path, "l.csv"), check=True).stdout
     assert "\nheadline: approach 2, 3\n" in ladder_shown and "a is unidentified in" not in ladder_shown

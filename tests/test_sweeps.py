@@ -499,3 +499,25 @@ def test_status_of_a_sweep_json_that_is_not_a_plan_is_one_line(tmp_path, plan):
     """Valid JSON that is not a plan (edited by hand): before, a traceback (TypeError, KeyError)."""
     (tmp_path / "sweep.json").write_text(plan)
     assert_one_line_error(run_cli("status", tmp_path), "sweep.json: not a sweep plan", "relaunching the sweep")
+
+
+def test_a_setting_some_jobs_read_plans_and_one_only_dropped_jobs_read_is_refused(tmp_path):
+    """user18 and review15d: a sweep refuses a setting no job that will train reads (a run refuses it), and plans one
+    that some of its jobs read (model=d32,nearest with one target); a dry run plans for another machine (no device
+    check)."""
+    models = "hydra.sweeper.models=[d32,nearest]"
+    read = sweep(
+        "tiny",
+        "hydra.sweeper.budgets=[2e10]",
+        models,
+        "model.target_params=3e4",
+        "hydra.sweeper.dry_run=true",
+        "train.device=cuda",
+        store=tmp_path / "a",
+    )
+    assert "nothing launched" in read.stdout
+    # nearest to 3e5 is dropped at 2e10 (too few steps): only d32 trains, and it does not read the target
+    unread = sweep(
+        "tiny", "hydra.sweeper.budgets=[2e10]", models, "model.target_params=3e5", store=tmp_path / "b", check=False
+    )
+    assert_one_line_error(unread, "model.target_params: 300000 is read by model=nearest only", "no job of this sweep")

@@ -120,7 +120,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     """Fit approach 2 to ``table`` and bootstrap it (``resamples`` = 0: no bootstrap, no intervals on the law);
     the per-budget N_opt intervals draw ``resamples`` or `VERTEX_DRAWS`, whichever is more."""
     runs = table.runs
-    groups, profiles, dropped = _profiles(table)
+    groups, profiles, dropped = _profiles(table, seed, level)
     # at least the law's VERTEX_DRAWS: at the defaults the printed intervals are the law's test (`in_law`)
     interval_note = n_opt_intervals(profiles, max(resamples, VERTEX_DRAWS), seed, level)
     members = np.array([in_law(p) for p in profiles])
@@ -174,7 +174,7 @@ def _largest_in_law(compute: np.ndarray, groups: list[np.ndarray], members: np.n
     return float(np.concatenate(kept).max() if kept else compute.max())
 
 
-def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[str]]:
+def _profiles(table: RunTable, seed: int, level: float) -> tuple[list[np.ndarray], list[Parabola], list[str]]:
     """Each budget's parabola (with its run indices), or why it has none; at least 2 parabolas or a DataError."""
     runs = table.runs
     groups, profiles, dropped = [], [], []
@@ -187,24 +187,26 @@ def _profiles(table: RunTable) -> tuple[list[np.ndarray], list[Parabola], list[s
             profiles.append(profile)
             groups.append(idx)
     if len(profiles) < 2:
-        raise DataError(_refusal(table, dropped) + _lone_minimum(profiles))
+        raise DataError(_refusal(table, dropped) + _lone_minimum(profiles, seed, level))
     return groups, profiles, dropped
 
 
-def _lone_minimum(profiles: list[Parabola]) -> str:
+def _lone_minimum(profiles: list[Parabola], seed: int, level: float) -> str:
     """What one budget's parabola says without a law across budgets (""; with none): its minimum N with the
     interval `n_opt_intervals` gives at 95% (one IsoFLOP sweep printed every estimate unidentified, no N at all)."""
     if len(profiles) != 1:
         return ""
     (p,) = profiles
-    n_opt_intervals(profiles, VERTEX_DRAWS, 0, 0.95)
+    n_opt_intervals(profiles, VERTEX_DRAWS, seed, level)
     where = (
-        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] (95%)"
+        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] ({level:.0%})"
         if p.n_opt_interval is not None and not p.n_opt_unidentified
-        else f"(unidentified: {p.n_opt_unidentified})"
+        else f"(unidentified: {p.n_opt_unidentified})"  # outside the trained sizes among the reasons it gives
     )
-    inside = "" if p.inside_range else " (outside its trained sizes: the parabola's vertex extrapolated)"
-    return f"; its one budget's loss is least at N = {p.n_opt:.3g} {where}{inside}, D = {p.compute / (6 * p.n_opt):.3g}"
+    return (
+        f"; the budget of C = {p.compute:.3g} alone has its least loss at N = {p.n_opt:.3g} {where}, "
+        f"D = {p.compute / (6 * p.n_opt):.3g}"
+    )
 
 
 LISTED = 10  # a refusal lists this many budgets (35 per-run budgets made a line of 4,000 characters, twice)

@@ -38,21 +38,27 @@ def check_jobs_here(launcher_cfg: DictConfig, cfgs: list[DictConfig]) -> None:
     """What each run checks before it trains, checked before the sweep writes anything, when its runs train on
     this machine (every launcher but SLURM's, whose jobs run on the cluster's nodes): train.threads within the
     usable cores, train.device present (user18: train.threads=99 trained at 99 threads on 2 cores; train.device=cuda
-    wrote the sweep's plan, launched, then failed). And a setting that no job reads (`plan.settings_unused`)."""
-    from scaling.errors import ConfigError
+    wrote the sweep's plan, launched, then failed). Not for a dry run, which may plan on another machine."""
     from scaling.machine import check_threads
-    from scaling.plan import settings_unused
 
-    unread = [settings_unused(cfg) for cfg in cfgs]
-    for key, message in (unread[0] if unread else {}).items():
-        if all(key in each for each in unread):
-            raise ConfigError(f"{message} (no job of this sweep reads it)")
     if "Slurm" in str(launcher_cfg.get("_target_", "")):
         return
     for threads in sorted({int(cfg.train.threads or 0) for cfg in cfgs}):
         check_threads(threads)
     for device in sorted({str(cfg.train.device) for cfg in cfgs}):
         devices.check_device_here(device)
+
+
+def check_read(cfgs: list[DictConfig]) -> None:
+    """A setting that none of the jobs that will train reads (`plan.settings_unused`), refused as a run refuses
+    it (a sweep may cross model=d32,nearest with one target: the nearest jobs read it; dropped jobs read nothing)."""
+    from scaling.errors import ConfigError
+    from scaling.plan import settings_unused
+
+    unread = [settings_unused(cfg) for cfg in cfgs]
+    for key, message in (unread[0] if unread else {}).items():
+        if all(key in each for each in unread):
+            raise ConfigError(f"{message} (no job of this sweep reads it)")
 
 
 def _is_submitit_local(launcher_cfg: DictConfig) -> bool:

@@ -52,6 +52,7 @@ from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import (
     check_jobs_here,
     check_launcher,
+    check_read,
     is_local_launcher,
     launch_chunk_size,
     plan_layout,
@@ -108,6 +109,7 @@ class ScalingSweeper(Sweeper):
         self.params = dict(params or {})
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
+        self.jobs_checked = False  # `plan` checks the jobs as their runs would, once (`check_jobs_here`, `check_read`)
         self.runs_per_gpu = runs_per_gpu
         self.pack = pack  # None: auto, resolved by `settings.check`
         self.pack_rule = None  # which LR groups pack packs (`pack.Rule`): set by `settings.check`
@@ -184,7 +186,10 @@ class ScalingSweeper(Sweeper):
         kept, dropped, duplicates, by_id = [], [], [], {}
         lo, hi = self.tokens_per_param
         cfgs = [self.compose(overrides) for overrides in jobs]
-        check_jobs_here(self.config.hydra.launcher, cfgs)  # as each run would, before anything is written
+        first = not self.jobs_checked  # refine's stage 2 plans a subset of the jobs checked here
+        if first and not self.dry_run:
+            check_jobs_here(self.config.hydra.launcher, cfgs)  # as each run would, before anything is written
+        reading = []  # the configs of the jobs that will train (kept, or merged into a kept one)
         for overrides, cfg in zip(jobs, cfgs):
             label = " ".join(overrides)
             try:  # planned once here; the job gets this plan (the `plan` override at launch)
@@ -207,12 +212,16 @@ class ScalingSweeper(Sweeper):
             if why := repeats_unasked(cfg, plan):
                 dropped.append({"overrides": overrides, "reason": why})
                 continue
+            reading.append(cfg)
             if plan.run_id in by_id:  # a budget or shape listed twice: one run, trained and counted once
                 duplicates.append({"overrides": overrides, "same_as": by_id[plan.run_id]["label"]})  # merged, not lost
                 continue
             state = run_state(RunPaths(Path(cfg.store), plan.run_id))
             job = {"overrides": overrides, "label": label, "run_id": plan.run_id, "plan": plan, "state": state}
             kept.append(by_id.setdefault(plan.run_id, {**job, "store": cfg.store}))
+        if first:
+            check_read(reading)
+            self.jobs_checked = True
         return kept, dropped, duplicates
 
     def compose(self, overrides: list[str]) -> DictConfig:
