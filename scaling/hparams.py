@@ -40,6 +40,18 @@ def law_of(cfg: DictConfig) -> dict[str, Any] | None:
     return hplaws.load(str(name), key="optim.lr_law")
 
 
+def law_warnings(cfg: DictConfig, laws: dict[str, Any] | None) -> list[str]:
+    """A line per law optim.lr_law trains with whose fit called a value unidentified (`hplaws.unidentified_in`):
+    `scaling optimal` marks its recommendation so; a run trained with it used to say nothing (review15c)."""
+    used = [("lr", True), ("batch_tokens", bool(cfg.optim.batch_law))]
+    return [
+        f"optim.lr_law: {cfg.optim.lr_law}: the {target} law's {', '.join(why)} unidentified by its fit "
+        f"({next(iter(why.values()))}): the run trains with its value anyway"
+        for target, on in used
+        if on and laws and (why := hplaws.unidentified_in(laws.get(target)))
+    ]
+
+
 def _value(law: Any, what: str, source: str, **at: float) -> float:
     """One law's value, or ConfigError naming optim.lr_law when it is not a positive number."""
     try:

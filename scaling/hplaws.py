@@ -49,6 +49,17 @@ def _number(value: Any) -> float:
 
 
 EXPONENTS = {"step_law": ("n_exponent", "d_exponent"), "deepseek": ("c_exponent",)}
+WITHOUT_TERM = "fitted without this term"  # ends the reason of a term a fit could not fit: the law leaves it out
+
+
+def unidentified_in(law: Any) -> dict[str, str]:
+    """The values of a fitted law (a FIT.json's) that its fit calls unidentified, by key, with why; a term fitted
+    without (`WITHOUT_TERM`: its exponent 0) is absent from the law, not unidentified in it."""
+    return {
+        key: value["unidentified"]
+        for key, value in (law.items() if isinstance(law, dict) else ())
+        if isinstance(value, dict) and value.get("unidentified") and not value["unidentified"].endswith(WITHOUT_TERM)
+    }
 
 
 def law_problem(law: Any) -> str:

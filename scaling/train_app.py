@@ -231,6 +231,10 @@ def precheck(argv: list[str]) -> list[Path]:
         preflight(cfg)
         if why := repeats_unasked(cfg, plan):
             raise ConfigError(f"train.allow_repeat: budget {cfg.budget:.3g} (model {plan.shape.name}) {why}")
+        from scaling.hparams import law_of, law_warnings
+
+        for line in law_warnings(cfg, law_of(cfg)):
+            print(f"warning: {line}", file=sys.stderr)
     return [] if args.cfg else check_writable_store(cfg.store)
 
 

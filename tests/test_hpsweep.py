@@ -198,6 +198,25 @@ def test_a_sweep_from_a_fitted_lr_law_trains_at_its_rates(tmp_path):
     assert runs[0]["tokens"] % (2 * 32) == 0
 
 
+def test_a_law_whose_fit_left_a_value_unidentified_is_trained_with_a_warning(tmp_path):
+    """review15c: `optimal` marks a recommendation from an unidentified exponent; a run trained with it said
+    nothing. A term the fit left out (exponent 0, `hplaws.WITHOUT_TERM`) is not warned about."""
+    law = json.loads(json.dumps(LAW))
+    law["batch_tokens"]["d_exponent"] = {"estimate": 0.4, "unidentified": "best batch size at the grid's edge"}
+    law["lr"]["d_exponent"] = {
+        "estimate": 0.0,
+        "unidentified": f"ln D a linear function of ln N; {hplaws.WITHOUT_TERM}",
+    }
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"approach3": {}, "hyperparameter_laws": law}))
+    args = ("tiny", "budget=2e8", "model=d32", f"optim.lr_law={fit}", "hydra.sweeper.dry_run=true", *TINY_TRAIN)
+    said = sweep(*args, store=tmp_path / "s").stderr
+    assert said.count("warning: optim.lr_law:") == 1, said
+    assert "the batch_tokens law's d_exponent unidentified by its fit (best batch size at the grid's edge)" in said
+    quiet = sweep(*args, "optim.batch_law=false", store=tmp_path / "q").stderr
+    assert "warning: optim.lr_law" not in quiet
+
+
 def test_a_preset_law_by_name(tmp_path):
     proc = sweep(
         "tiny",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 from analysis.describe.numbers import num
-from analysis.fits.hplaws import WITHOUT_TERM
 from scaling import hplaws
 from scaling.errors import UserError
 
@@ -102,13 +101,10 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
 
 
 def _unidentified_exponent(law: dict) -> str:
-    """Why a fitted law's recommendation is unidentified: an exponent it uses that is ("" when none; a term the
-    fit left out, `hplaws.WITHOUT_TERM`, is not used: its exponent is 0 in the law)."""
-    for key, variable in VARIABLE.items():
-        why = law.get(key, {}).get("unidentified", "") if isinstance(law.get(key), dict) else ""
-        if why and not why.endswith(WITHOUT_TERM):
-            return f"its {variable} exponent is: {why}"
-    return ""
+    """Why a fitted law's recommendation is unidentified: an exponent it uses that is ("" when none;
+    `hplaws.unidentified_in`)."""
+    why = hplaws.unidentified_in(law)
+    return next((f"its {VARIABLE[key]} exponent is: {why[key]}" for key in VARIABLE if key in why), "")
 
 
 LAW_HEADER = ["target", "form", "c", "N exponent", "D exponent", "C exponent", "points"]

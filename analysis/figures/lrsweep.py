@@ -11,11 +11,11 @@ from matplotlib.ticker import LogLocator
 
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures.axes import DPI, SIZE_CMAP, FigureUnavailable, loss_label, size_colorbar, size_norm, style
-from analysis.fits.hplaws import WITHOUT_TERM
 from analysis.fits.results import FitReport
 from analysis.sources.hparams import LR
 from analysis.sources.schema import RunTable
 from scaling import hplaws
+from scaling.hplaws import unidentified_in
 
 MAX_PANEL_COLUMNS = 3
 
@@ -43,13 +43,8 @@ def caption(report: FitReport | None) -> str:
 
 def _unidentified(law: dict | None) -> str:
     """The LR law's estimates its fit calls unidentified ("n_exponent, d_exponent"), or "": its ticks are then
-    dotted. A term fitted without (`hplaws.WITHOUT_TERM`: the data cannot fit it) is absent from the law, not
-    unidentified in it."""
-    return ", ".join(
-        key
-        for key, value in (law or {}).items()
-        if isinstance(value, dict) and value.get("unidentified") and not value["unidentified"].endswith(WITHOUT_TERM)
-    )
+    dotted (`scaling.hplaws.unidentified_in`)."""
+    return ", ".join(unidentified_in(law))
 
 
 def lr_sweep(table: RunTable, report: FitReport | None = None) -> Figure:

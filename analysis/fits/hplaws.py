@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.results import Estimate
+from scaling.hplaws import WITHOUT_TERM
 
 MAX_WIDTH = 2.0  # an exponent whose bootstrap interval is wider than this is unidentified
 MAX_EDGE_SHARE = 0.2  # with more of the points' best value at the grid's edge than this, its exponents are unidentified
-WITHOUT_TERM = "fitted without this term"  # ends the reason of a term the data cannot fit: the law leaves it out
 TERMS = {  # (law, target) -> the regressors of each exponent: (exponent key, column of optima)
     ("step_law", "lr"): (("n_exponent", "N_hp"), ("d_exponent", "D")),
     ("step_law", "batch_tokens"): (("d_exponent", "D"),),

@@ -4,6 +4,7 @@ the launcher settings that cannot work (checked before anything is written)."""
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 from omegaconf import DictConfig
@@ -47,6 +48,14 @@ def check_jobs_here(launcher_cfg: DictConfig, cfgs: list[DictConfig]) -> None:
         check_threads(threads)
     for device in sorted({str(cfg.train.device) for cfg in cfgs}):
         devices.check_device_here(device)
+
+
+def warn_of_laws(cfg: DictConfig) -> None:
+    """The warning a run gives on an optim.lr_law with unidentified values (`hparams.law_warnings`), once."""
+    from scaling.hparams import law_of, law_warnings
+
+    for line in law_warnings(cfg, law_of(cfg)):
+        print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 def check_read(cfgs: list[DictConfig]) -> None:

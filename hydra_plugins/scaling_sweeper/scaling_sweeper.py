@@ -56,6 +56,7 @@ from hydra_plugins.scaling_sweeper.layout import (
     is_local_launcher,
     launch_chunk_size,
     plan_layout,
+    warn_of_laws,
 )
 from hydra_plugins.scaling_sweeper.summary import format_plan, print_summary
 from scaling.flops import TOKENS_PER_PARAM
@@ -189,6 +190,8 @@ class ScalingSweeper(Sweeper):
         first = not self.jobs_checked  # refine's stage 2 plans a subset of the jobs checked here
         if first and not self.dry_run:
             check_jobs_here(self.config.hydra.launcher, cfgs)  # as each run would, before anything is written
+        if first and cfgs:
+            warn_of_laws(cfgs[0])
         reading = []  # the configs of the jobs that will train (kept, or merged into a kept one)
         for overrides, cfg in zip(jobs, cfgs):
             label = " ".join(overrides)
