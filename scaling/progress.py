@@ -229,8 +229,9 @@ def progress(store: Path) -> dict:
         # runs of earlier launches into this store with another plan (user18: a second launch's `status` read
         # "2/2 runs done" beside 6 records); the fits read them all. A run: a directory with a record or checkpoint
         "outside_plan": sum(
-            p.name not in planned and any((p / name).exists() for name in ("record.json", "ckpt.pt"))
+            p.name not in planned and (paths.record.exists() or paths.checkpoint.exists())
             for p in (Path(store) / "runs").glob("*")
+            for paths in [RunPaths(store, p.name)]
         ),
     }
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.sources.rows import text_cells
 from scaling.errors import DataError
 
 JSON_LINES = (".jsonl", ".ndjson")
@@ -72,7 +73,7 @@ def without_repeated_headers(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[in
         elif isinstance(name, float):
             repeats &= pd.to_numeric(values, errors="coerce").to_numpy(float) == name
         else:
-            repeats &= values.astype(object).where(values.notna(), "").astype(str).str.strip().to_numpy() == name
+            repeats &= text_cells(values) == name
     if not repeats.any():
         return frame, []
     kept = frame[~repeats]

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.budgets import cluster_budgets
-from analysis.sources.rows import count_value, listing
+from analysis.sources.rows import count_value, listing, text_cells
 from analysis.sources.schema import LOSS_UNIT_COLUMN
 from scaling.errors import DataError, UserError
 
@@ -178,7 +178,7 @@ def experiment_labels(column: pd.Series, missing: bool = True) -> pd.Series:
     experiment: which recipe such a row ran is unknown, so it is pooled with none), or "" (not counted)
     when not ``missing``: a corpus fingerprint is missing where a run was not scored on that set, and
     such a row has no loss either."""
-    labels = column.astype(object).where(column.notna(), "").astype(str).str.strip()
+    labels = pd.Series(text_cells(column), index=column.index)
     return labels.where(labels != "", MISSING if missing else "")
 
 

@@ -224,6 +224,11 @@ def _only_the_loss_differs(rows: pd.DataFrame, loss: np.ndarray) -> bool:
     return bool(differing) and all(as_loss)
 
 
+def text_cells(column: pd.Series) -> np.ndarray:
+    """Each cell as its text, stripped, a blank one as "" (pandas 3's astype(str) keeps a missing cell NaN)."""
+    return column.astype(object).where(column.notna(), "").astype(str).str.strip().to_numpy()
+
+
 def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """Per row: N, D, loss and the text of every other column of ``frame`` (blank: "") but a run's bookkeeping: its
     id, a store's `RUN_METADATA` (times, device), wandb's `_`-keys (`_timestamp`, `_runtime`), which differ between
@@ -231,7 +236,7 @@ def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     from analysis.sources.groups import RUN_METADATA
 
     others = [c for c in frame.columns if str(c) not in RUN_METADATA and not str(c).startswith("_")]
-    text = {f"column {c}": frame[c].astype(object).where(frame[c].notna(), "").astype(str).to_numpy() for c in others}
+    text = {f"column {c}": text_cells(frame[c]) for c in others}
     return pd.DataFrame({"N": runs["N"].to_numpy(), "D": runs["D"].to_numpy(), "loss": runs["loss"].to_numpy(), **text})
 
 
