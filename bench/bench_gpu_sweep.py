@@ -117,7 +117,8 @@ def main() -> None:
     peak = start(f"The gpu sweep end to end, budgets {args.budgets}")
     print(f"bf16 matmul peak {peak / 1e12:.0f} TFLOP/s", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        sweep, grid = cut_sweep(args.budgets, Path(tmp))
+        (Path(tmp) / "sweep").mkdir()  # its own folder: Hydra reads folders beside a sweep file as config groups
+        sweep, grid = cut_sweep(args.budgets, Path(tmp) / "sweep")
         tokens = tokens_needed(grid, vocab=50304, seq_len=1024)
         t0 = time.perf_counter()
         corpus = random_corpus(Path(tmp) / "corpus", tokens, 50304)
