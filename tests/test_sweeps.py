@@ -141,6 +141,25 @@ def test_quick_plans_15_runs_over_a_decade(tmp_path):
     assert len(runs) >= 15 and len(budgets) >= 3 and budgets[-1] / budgets[0] >= 10 and fewest_shapes >= 5
 
 
+def pairs(runs: pd.DataFrame) -> list[tuple[float, str]]:
+    return sorted(zip(runs.budget_flops, runs["shape"]))
+
+
+def test_budgets_and_models_beside_a_grid_cut_it(tmp_path):
+    """A mapping can only be added to on the command line; hydra.sweeper.budgets and .models cut a
+    sweep file's grid instead (before: models were ignored beside a grid, silently)."""
+    runs = planned("quick", tmp_path / "a", "hydra.sweeper.budgets=[1e12,3e12]", "hydra.sweeper.models=[d48,d64,d112]")
+    assert pairs(runs) == [(1e12, "d48"), (1e12, "d64"), (3e12, "d112"), (3e12, "d48"), (3e12, "d64")]
+    runs = planned("quick", tmp_path / "b", "hydra.sweeper.models=[d16]")  # a row left empty is dropped
+    assert pairs(runs) == [(3e11, "d16")]
+    for bad, names in [
+        ("hydra.sweeper.budgets=[2e12]", ["hydra.sweeper.budgets", "2e+12", "3e+11, 1e+12, 3e+12", "budget="]),
+        ("hydra.sweeper.models=[d8]", ["hydra.sweeper.models", "d8", "d112", "model="]),
+    ]:
+        assert_one_line_error(sweep("quick", bad, store=tmp_path / "c", check=False), *names)
+        assert nothing_written(tmp_path / "c")
+
+
 def test_default_plans_4_budgets_over_30x_within_the_corpus(tmp_path):
     runs = planned("default", tmp_path / "store")
     budgets, fewest_shapes = budgets_and_shapes(runs)

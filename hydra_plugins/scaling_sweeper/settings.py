@@ -39,6 +39,41 @@ def budget(value: Any, key: str) -> float:
     return budget
 
 
+def cut_grid(grid: dict[float, list[str]], budgets: list[float], models: list[str]) -> dict[float, list[str]]:
+    """A grid cut by the budgets and models given beside it (on the command line, where a mapping can
+    only be added to, as ``hydra.sweeper.budgets=[1e15] hydra.sweeper.models=[d64,d128]``): its rows
+    at ``budgets`` (all if none), each with the shapes it has of ``models`` (all if none); a row left
+    with none is dropped. ConfigError naming a budget or model the grid lacks, or a cut that keeps nothing."""
+    from scaling.errors import ConfigError
+
+    listed = ", ".join(f"{b:g}" for b in grid)
+    missing = [b for b in budgets if not any(math.isclose(b, g, rel_tol=1e-9) for g in grid)]
+    if missing:
+        raise ConfigError(
+            f"hydra.sweeper.budgets: {missing[0]:g} is not a budget of the sweep's grid ({listed}); beside a grid, "
+            "budgets keep some of its rows. To sweep other budgets, sweep them: budget=... model=... (replaces the grid)"
+        )
+    shapes = {s for row in grid.values() for s in row}
+    if any(m not in shapes for m in models):
+        unknown = next(m for m in models if m not in shapes)
+        raise ConfigError(
+            f"hydra.sweeper.models: {unknown} is not a shape of the sweep's grid ({', '.join(sorted(shapes))}); "
+            "beside a grid, models keep some of its shapes. To sweep others: budget=... model=... (replaces the grid)"
+        )
+    kept = {
+        b: [s for s in row if not models or s in models]
+        for b, row in grid.items()
+        if not budgets or any(math.isclose(b, x, rel_tol=1e-9) for x in budgets)
+    }
+    kept = {b: row for b, row in kept.items() if row}
+    if not kept:
+        raise ConfigError(
+            f"hydra.sweeper.models: none of {', '.join(models)} is in the grid at budget(s) "
+            f"{', '.join(f'{b:g}' for b in budgets)}; the grid: {listed}"
+        )
+    return kept
+
+
 def check(sweeper) -> None:
     """Budgets, grid and tokens_per_param as numbers, runs_per_gpu, the hyperparameter axes and
     packing of ``sweeper`` (a `ScalingSweeper`), normalised in place; ConfigError naming a bad one."""
@@ -56,6 +91,9 @@ def check(sweeper) -> None:
         if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
             raise ConfigError(f"hydra.sweeper.grid.{key}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
         sweeper.grid[budget(key, f"hydra.sweeper.grid key {key!r}")] = list(shapes)
+    if sweeper.grid and (sweeper.budgets or sweeper.models):
+        sweeper.grid = cut_grid(sweeper.grid, sweeper.budgets, sweeper.models)
+        sweeper.budgets = sorted(sweeper.grid)
     try:
         lo, hi = (float(x) for x in sweeper.tokens_per_param)
     except (TypeError, ValueError):
