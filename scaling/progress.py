@@ -236,6 +236,12 @@ def progress(store: Path) -> dict:
     }
 
 
+def stalled(p: dict) -> bool:
+    """Runs are left but none is training (a stopped sweep, or one waiting in a queue): `status` gives
+    no ETA then, in its line or its JSON. (A sweep's own line between two runs keeps its ETA.)"""
+    return p["pending"] > 0 and not p["running"]
+
+
 def print_after_run(store: Path) -> None:
     """Print the progress line of the sweep a run just ended in; nothing after the sweep's last run,
     whose line the sweeper prints once its launch returns (`format_progress(final=True)`): before, twice."""
@@ -261,7 +267,7 @@ def format_progress(store: Path, final: bool = False, runs: bool = False, p: dic
             "" if final or p["eta_s"] is None or p["pending"] + p["running"] == 0 else f", ETA {_duration(p['eta_s'])}"
         )
         # `status` of a sweep that is not training: no ETA (user18: "ETA 2m24s" 16 minutes after it had stopped)
-        if runs and p["pending"] and not p["running"]:
+        if runs and stalled(p):
             eta = "; nothing is training now (stopped, or waiting in a queue: relaunch a stopped sweep to finish it)"
         flops = f"{p['flops_done']:.3g}/{p['flops_total']:.3g} FLOPs ({share:.0%}); elapsed {_duration(p['elapsed_s'])}{eta}"
         head = f"[{p['sweep'] or 'sweep'}] {done}/{p['planned']} runs done"
@@ -291,7 +297,8 @@ def status_main(argv: list[str]) -> int:
         if problem:
             print(f"warning: skipped {problem} (a relaunch keeps it aside and trains the run again)", file=sys.stderr)
     if args.json:
-        print(json.dumps(progress(Path(args.store))))
+        p = progress(Path(args.store))
+        print(json.dumps({**p, "eta_s": None} if stalled(p) else p))
     else:
         print(format_progress(Path(args.store), runs=True))
     return 0

@@ -377,3 +377,17 @@ def test_status_of_a_sweep_that_is_not_training_gives_no_eta(tmp_path):
     (tmp_path / "sweep.json").write_text(json_.dumps(manifest))
     assert progress(tmp_path)["outside_plan"] == 1
     assert "and 1 more runs in the store, not in this plan" in format_progress(tmp_path, runs=True)
+
+
+def test_status_json_of_a_sweep_that_is_not_training_has_no_eta(tmp_path, monkeypatch, capsys):
+    import json as json_
+
+    import scaling.progress
+
+    p = dict(sweep="s", planned=2, completed=1, pending=1, running=0, eta_s=144.0)
+    monkeypatch.setattr(scaling.progress, "progress", lambda store: p)
+    assert scaling.progress.status_main([str(tmp_path), "--json"]) == 0
+    assert json_.loads(capsys.readouterr().out)["eta_s"] is None  # before: 144.0, as if training
+    p.update(running=1, pending=0)
+    assert scaling.progress.status_main([str(tmp_path), "--json"]) == 0
+    assert json_.loads(capsys.readouterr().out)["eta_s"] == 144.0
