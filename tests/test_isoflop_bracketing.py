@@ -87,16 +87,16 @@ def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
     assert 1e21 <= fit.fitted_compute_max < 1.5e21, fit.fitted_compute_max
     report = FitReport(source="one_sided.csv", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit)
     law = law_from_fit(report, "one_sided", approach=2)
-    assert law.fitted_compute_min == 1e18
+    assert law.fitted_compute_min == pytest.approx(1e18, rel=0.01)  # its runs' 6·N·D, as the largest
     assert law.allocate(3e22).extrapolation and not law.allocate(5e21).extrapolation
-    # review15b: the smallest budget left out moves the other end (`saved_law._smallest_in_law`)
+    # review15b: the smallest budget left out moves the other end (`isoflop._in_law_compute`)
     rng = np.random.default_rng(3)
     low_side = pd.concat([_runs(rng, budgets=BUDGETS[:1], spread=0.6, centre=0.12), _runs(rng, budgets=BUDGETS[1:])])
     fit = fit_isoflop(_table(low_side, tmp_path), resamples=100, seed=0)
     assert [x["budget"] for x in fit.diagnostics["left_out_of_law"]] == [1e18]
     report = FitReport(source="low.csv", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit)
     law = law_from_fit(report, "low", approach=2)
-    assert law.fitted_compute_min == 1e19 and law.allocate(3e18).below_range
+    assert law.fitted_compute_min == pytest.approx(1e19, rel=0.01) and law.allocate(3e18).below_range
 
 
 def test_the_allocation_figure_shows_the_budget_left_out_hollow_without_an_interval(tmp_path):

@@ -154,6 +154,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}
         if boot is not None:
             boot.samples = {k: v for k, v in boot.samples.items() if k not in LAW_KEYS}
+    law_range = _in_law_compute(runs["C"].to_numpy(), groups, members)
     return IsoFLOPFit(
         profiles=profiles,
         dropped=dropped,
@@ -162,16 +163,17 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         estimates=estimates,
         residuals={"n_opt_law": (log_n_opt - np.log(n_law(np.exp(log_c)))).tolist()},
         diagnostics=diagnostics,
-        fitted_compute_max=_largest_in_law(runs["C"].to_numpy(), groups, members),
+        fitted_compute_max=law_range.max(),
+        fitted_compute_min=law_range.min(),
         bootstrap=boot,
     )
 
 
-def _largest_in_law(compute: np.ndarray, groups: list[np.ndarray], members: np.ndarray) -> float:
-    """The largest 6·N·D among the runs of the budgets in the law (`in_law`), the edge past which its
+def _in_law_compute(compute: np.ndarray, groups: list[np.ndarray], members: np.ndarray) -> np.ndarray:
+    """The 6·N·D of the runs of the budgets in the law (`in_law`): its fitted range, beyond which its
     allocation extrapolates; of all runs when no budget is in it (the law is then unidentified)."""
     kept = [compute[idx] for idx, member in zip(groups, members) if member]
-    return float(np.concatenate(kept).max() if kept else compute.max())
+    return np.concatenate(kept) if kept else compute
 
 
 def _profiles(table: RunTable, seed: int, level: float) -> tuple[list[np.ndarray], list[Parabola], list[str]]:

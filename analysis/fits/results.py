@@ -196,6 +196,7 @@ class IsoFLOPFit:
     residuals: dict[str, list[float]]
     diagnostics: dict[str, Any]
     fitted_compute_max: float
+    fitted_compute_min: float  # the law's fitted range: its budgets' runs (`isoflop._in_law_compute`)
     bootstrap: Bootstrap | None = None
     validation: dict[str, Any] | None = None
     approach: int = 2

@@ -8,7 +8,6 @@ import numpy as np
 
 from analysis.fits.bootstrap import unchecked
 from analysis.fits.envelope import envelope_law
-from analysis.fits.isoflop import in_law
 from analysis.fits.optimal import Law, ParametricLaw, PowerLawAllocation
 from analysis.fits.parametric_form import collinear_reason
 from analysis.fits.results import FitReport, ParametricFit
@@ -51,7 +50,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         common["loss_unidentified"] = collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals))
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
-    common["fitted_compute_min"] = _smallest_in_law(fit.profiles) if fit.approach == 2 else min(fit.compute)
+    common["fitted_compute_min"] = fit.fitted_compute_min if fit.approach == 2 else min(fit.compute)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
     if fit.approach == 1:  # the loss law the figures draw (`envelope_law`): with a floor only when identified
@@ -68,9 +67,3 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     if samples is not None:
         samples = {ours: samples[theirs] for ours, theirs in names.items()}
     return PowerLawAllocation(f"{label} (approach {fit.approach})", params, samples, **common)
-
-
-def _smallest_in_law(profiles) -> float:
-    """The smallest budget in approach 2's law (`in_law`), below which its allocation leaves the fitted
-    range; the smallest of all when none is in it (the law is then unidentified)."""
-    return min([p.budget for p in profiles if in_law(p)] or [p.budget for p in profiles])
