@@ -156,8 +156,8 @@ def _record(paths: RunPaths) -> dict:
 
 
 def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
-    """Counts and FLOPs of ``runs`` by the state each is in now. A run done before this launch is
-    "skipped"; an errored run whose record is older than the launch is "pending" (the launch retries it)."""
+    """Counts and FLOPs of ``runs`` by the state each is in now. A run completed before this launch is
+    "skipped", one that failed then is "failed" still; an errored run whose record is older than the launch is "pending" (the launch retries it)."""
     counts = {"completed": 0, "failed": 0, "errored": 0, "running": 0, "pending": 0, "skipped": 0}
     flops_total = flops_done = flops_done_now = 0.0
     failed, running, last_finish = [], [], None
@@ -171,8 +171,12 @@ def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
         flops = record.get("flops", 0.0) if run["flops"] is None else run["flops"]
         flops_total += flops
         if state in FINISHED and run["state_at_launch"] in FINISHED:
-            counts["skipped"] += 1
             flops_done += flops
+            if state == RunState.COMPLETED:
+                counts["skipped"] += 1
+            else:  # failed before this launch and not retried (user19: `status` after a relaunch hid it)
+                counts["failed"] += 1
+                failed.append(f"{run['run_id']} ({record.get('reason', '')})")
         elif record:
             counts[str(state)] += 1
             if state != RunState.ERRORED:  # an errored run's FLOPs are still to train

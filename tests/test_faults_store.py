@@ -67,6 +67,10 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     assert again.returncode == 1 and "3 already finished (skipped)" in again.stdout
     assert "2 of 3 planned runs did not complete (2 diverged" in one_error_line(again)
     assert not RUN_STARTED.findall(again.stdout)
+    # user19: after the relaunch, `status` read "0 failed, 3 skipped" and `--json` "failed_runs": []
+    status = json.loads(run_cli("status", store, "--json").stdout)
+    assert (status["failed"], status["skipped"]) == (2, 1)
+    assert f"{nan_run['run_id']} ({nan_run['reason']})" in status["failed_runs"]
 
     # fits use the completed runs only, and say which were left out and why
     fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json", timeout=120)
