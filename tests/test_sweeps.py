@@ -152,12 +152,37 @@ def test_budgets_and_models_beside_a_grid_cut_it(tmp_path):
     assert pairs(runs) == [(1e12, "d48"), (1e12, "d64"), (3e12, "d112"), (3e12, "d48"), (3e12, "d64")]
     runs = planned("quick", tmp_path / "b", "hydra.sweeper.models=[d16]")  # a row left empty is dropped
     assert pairs(runs) == [(3e11, "d16")]
+    # user19: what the cut leaves out of what was asked is named
+    cut = ("hydra.sweeper.dry_run=true", "hydra.sweeper.budgets=[3e11,3e12]", "hydra.sweeper.models=[d16]")
+    assert (
+        "note: budget 3e+12: the grid has none of d16 there; left out"
+        in sweep("quick", *cut, store=tmp_path / "n").stderr
+    )
+    cut = ("hydra.sweeper.dry_run=true", "hydra.sweeper.budgets=[3e11]", "hydra.sweeper.models=[d16,d96]")
+    assert (
+        "note: model d96: not in the grid at budget(s) 3e+11; left out"
+        in sweep("quick", *cut, store=tmp_path / "o").stderr
+    )
+    # model= replaces the grid, at its budgets unless budgets are given (user19: refused as a bad cut)
+    assert pairs(planned("quick", tmp_path / "m", "model=d64")) == [(3e11, "d64"), (1e12, "d64"), (3e12, "d64")]
+    assert pairs(planned("quick", tmp_path / "k", "hydra.sweeper.budgets=[1e12]", "model=d64")) == [(1e12, "d64")]
+    # a sweep file's own budgets and models yield to a grid given on the command line
+    assert pairs(planned("tiny", tmp_path / "t", "+hydra.sweeper.grid={1e11:[d16]}")) == [(1e11, "d16")]
     for bad, names in [
         ("hydra.sweeper.budgets=[2e12]", ["hydra.sweeper.budgets", "2e+12", "3e+11, 1e+12, 3e+12", "budget="]),
         ("hydra.sweeper.models=[d8]", ["hydra.sweeper.models", "d8", "d112", "model="]),
     ]:
         assert_one_line_error(sweep("quick", bad, store=tmp_path / "c", check=False), *names)
         assert nothing_written(tmp_path / "c")
+
+
+def test_a_budget_keeps_every_digit_in_its_run(tmp_path):
+    # user19: 1.2345678e11 was planned as 1.23457e+11 (a run id other than `scaling train`'s), 1.2345699e11 merged into it
+    runs = planned(
+        "tiny", tmp_path / "s", "hydra.sweeper.budgets=[1.2345678e11,1.2345699e11]", "hydra.sweeper.models=[d16]"
+    )
+    assert sorted(runs.budget_flops) == [1.2345678e11, 1.2345699e11]
+    assert "budget=1.2345678e+11" in manifest(tmp_path / "s", "sweep.dry-run.json")["runs"][0]["overrides"]
 
 
 def test_default_plans_4_budgets_over_30x_within_the_corpus(tmp_path):

@@ -149,8 +149,8 @@ class ScalingSweeper(Sweeper):
                 values = [override.get_value_element_as_str()]
             if key == "budget":
                 self.budgets, self.grid = [settings.budget(v, "budget") for v in values], {}
-            elif key == "model":
-                self.models, self.grid = values, {}
+            elif key == "model":  # at the grid's budgets unless budgets are given
+                self.budgets, self.models, self.grid = self.budgets or sorted(self.grid), values, {}
             else:
                 axes[key] = [f"{key}={v}" for v in values]
         for key, values in self.hyper.axes().items():  # replace a single value given for the key
@@ -159,10 +159,11 @@ class ScalingSweeper(Sweeper):
 
                 raise ConfigError(f"{key}: swept both on the command line and by hydra.sweeper; give one")
             axes[key] = values
-        pairs = []
-        for budget in self.budgets or sorted(self.grid):
-            for model in self.grid.get(budget, self.models):
-                pairs.append([f"budget={budget:g}", f"model={model}"])
+        if self.grid:  # the file's budgets and models yield to a grid; the command line's cut it
+            self.grid = settings.cut_here(self)
+            self.budgets = sorted(self.grid)
+        budgets = self.budgets or sorted(self.grid)
+        pairs = [[f"budget={settings.text(b)}", f"model={m}"] for b in budgets for m in self.grid.get(b, self.models)]
         if not pairs:
             from scaling.errors import ConfigError
 

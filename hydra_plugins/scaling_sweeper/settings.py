@@ -39,39 +39,64 @@ def budget(value: Any, key: str) -> float:
     return budget
 
 
-def cut_grid(grid: dict[float, list[str]], budgets: list[float], models: list[str]) -> dict[float, list[str]]:
-    """A grid cut by the budgets and models given beside it (on the command line, where a mapping can
-    only be added to, as ``hydra.sweeper.budgets=[1e15] hydra.sweeper.models=[d64,d128]``): its rows
-    at ``budgets`` (all if none), each with the shapes it has of ``models`` (all if none); a row left
-    with none is dropped. ConfigError naming a budget or model the grid lacks, or a cut that keeps nothing."""
+def given_here(sweeper, key: str) -> bool:
+    """Whether hydra.sweeper.KEY was given on the command line (not only in the sweep file)."""
+    overrides = sweeper.config.hydra.overrides.hydra if sweeper.config is not None else []
+    return any(o.lstrip("+~").split("=", 1)[0] == f"hydra.sweeper.{key}" for o in overrides)
+
+
+def cut_here(sweeper) -> dict[float, list[str]]:
+    """The sweeper's grid cut by the hydra.sweeper.budgets and .models given on the command line
+    (`cut_grid`; those of the sweep file yield to its grid), its notes printed."""
+    import sys
+
+    cut = [getattr(sweeper, k) if given_here(sweeper, k) else [] for k in ("budgets", "models")]
+    grid, notes = cut_grid(sweeper.grid, *cut) if any(cut) else (sweeper.grid, [])
+    print("".join(f"note: {n}\n" for n in notes), end="", file=sys.stderr, flush=True)
+    return grid
+
+
+def cut_grid(
+    grid: dict[float, list[str]], budgets: list[float], models: list[str]
+) -> tuple[dict[float, list[str]], list[str]]:
+    """A grid cut by the budgets and models given on the command line beside it (where a mapping can only
+    be merged into the file's): its rows at ``budgets`` (all if none), each with its shapes among
+    ``models`` (all if none); and a note for each budget or model asked for that the cut leaves out.
+    ConfigError naming a budget or model the grid lacks, or a cut that keeps nothing."""
     from scaling.errors import ConfigError
 
     listed = ", ".join(f"{b:g}" for b in grid)
-    missing = [b for b in budgets if not any(math.isclose(b, g, rel_tol=1e-9) for g in grid)]
+    rows = {b: next((g for g in grid if math.isclose(b, g, rel_tol=1e-9)), None) for b in budgets}
+    missing = [b for b, row in rows.items() if row is None]
     if missing:
         raise ConfigError(
             f"hydra.sweeper.budgets: {missing[0]:g} is not a budget of the sweep's grid ({listed}); beside a grid, "
             "budgets keep some of its rows. To sweep other budgets, sweep them: budget=... model=... (replaces the grid)"
         )
-    shapes = {s for row in grid.values() for s in row}
-    if any(m not in shapes for m in models):
-        unknown = next(m for m in models if m not in shapes)
+    shapes = sorted({s for row in grid.values() for s in row})
+    unknown = [m for m in models if m not in shapes]
+    if unknown:
         raise ConfigError(
-            f"hydra.sweeper.models: {unknown} is not a shape of the sweep's grid ({', '.join(sorted(shapes))}); "
+            f"hydra.sweeper.models: {unknown[0]} is not a shape of the sweep's grid ({', '.join(shapes)}); "
             "beside a grid, models keep some of its shapes. To sweep others: budget=... model=... (replaces the grid)"
         )
-    kept = {
-        b: [s for s in row if not models or s in models]
-        for b, row in grid.items()
-        if not budgets or any(math.isclose(b, x, rel_tol=1e-9) for x in budgets)
-    }
-    kept = {b: row for b, row in kept.items() if row}
+    kept = {b: [s for s in grid[b] if not models or s in models] for b in (rows.values() if budgets else grid)}
+    notes = [
+        f"budget {b:g}: the grid has none of {', '.join(models)} there; left out" for b, r in kept.items() if not r
+    ]
+    kept = {b: r for b, r in kept.items() if r}
     if not kept:
-        raise ConfigError(
-            f"hydra.sweeper.models: none of {', '.join(models)} is in the grid at budget(s) "
-            f"{', '.join(f'{b:g}' for b in budgets)}; the grid: {listed}"
-        )
-    return kept
+        raise ConfigError(f"hydra.sweeper.models: none of {', '.join(models)} is in the grid at {listed}")
+    for m in models:
+        if budgets and not any(m in r for r in kept.values()):
+            notes.append(f"model {m}: not in the grid at budget(s) {', '.join(f'{b:g}' for b in kept)}; left out")
+    return kept, notes
+
+
+def text(budget: float) -> str:
+    """A budget as a job's override: short where that is exact (1e+12), else every digit (user19: 1.2345678e11
+    became 1.23457e+11, its run id not `scaling train`'s, and 1.2345699e11 merged into it)."""
+    return next(t for t in (f"{budget:.{digits}g}" for digits in range(6, 18)) if float(t) == budget)
 
 
 def check(sweeper) -> None:
@@ -91,9 +116,6 @@ def check(sweeper) -> None:
         if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
             raise ConfigError(f"hydra.sweeper.grid.{key}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
         sweeper.grid[budget(key, f"hydra.sweeper.grid key {key!r}")] = list(shapes)
-    if sweeper.grid and (sweeper.budgets or sweeper.models):
-        sweeper.grid = cut_grid(sweeper.grid, sweeper.budgets, sweeper.models)
-        sweeper.budgets = sorted(sweeper.grid)
     try:
         lo, hi = (float(x) for x in sweeper.tokens_per_param)
     except (TypeError, ValueError):
