@@ -199,6 +199,16 @@ def test_the_quick_wsd_plan_branches_9_per_decade_with_10pct_cooldowns_for_fewer
     assert f"the grid's {len(grid)} points as separate runs" in line
 
 
+def test_a_sweep_files_own_warmup_steps_are_kept_for_trunks_and_branches(tmp_path):
+    # user19: a file's optim.warmup_steps: 10 was rescaled to 1 on every run, silently (the command line's was kept)
+    (tmp_path / "sw").mkdir()
+    sweep = tmp_path / "sw" / "w.yaml"
+    sweep.write_text("defaults: [quick-wsd, _self_]\nsweep: w\noptim:\n  warmup_steps: 10\n")
+    run_cli("sweep", str(sweep), "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)
+    runs = json.loads((tmp_path / "s" / "sweep.dry-run.json").read_text())["runs"]
+    assert len(runs) > 8 and not [o for r in runs for o in r["overrides"] if o.startswith("optim.warmup_steps")]
+
+
 def test_the_quick_wsd16_plan_has_a_trunk_per_distinct_shape_within_quicks_flops(tmp_path):
     """quick-wsd16: 15 trunks, each its own shape (the bootstrap's unit), within quick's 2.25e13 FLOPs."""
     proc = run_cli("sweep", "quick-wsd16", "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)

@@ -65,7 +65,8 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
             raise ConfigError("hydra.sweeper.branches: true needs train.schedule=wsd (cooldown branches)")
         grid = sorted({_budget_of(m) for m in members})
         candidates = grid[:-1] + extra_budgets(grid, per_decade)
-        given = any(o.startswith("optim.warmup_steps=") for o in rest)
+        # set on the command line or in the sweep file (user19: the file's was rescaled, silently)
+        given = sweeper.config.optim.warmup_steps is not None or any(o.startswith("optim.warmup_steps=") for o in rest)
         warmup = max(1, round(top["plan"].warmup_steps * min(candidates, default=grid[-1]) / grid[-1]))
         fixed = [] if given else [f"optim.warmup_steps={warmup}"]  # warmup_frac of the smallest point's steps
         base = [*top["overrides"], *fixed]
