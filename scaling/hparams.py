@@ -52,6 +52,16 @@ def law_warnings(cfg: DictConfig, laws: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def check_batch_not_set(cfg: DictConfig, laws: dict[str, Any] | None, key: str) -> None:
+    """ConfigError when ``key`` (train.batch_size given on the command line, hydra.sweeper.batch_sizes) sets a
+    batch that optim.lr_law's batch law sets too (user19: the batch axis was ignored, silently)."""
+    if laws and cfg.optim.batch_law and "batch_tokens" in laws:
+        raise ConfigError(
+            f"{key}: optim.lr_law={cfg.optim.lr_law} sets each run's batch (its batch_tokens law), so {key} would "
+            f"be ignored; give optim.batch_law=false to set the batch yourself, or drop {key}"
+        )
+
+
 def _value(law: Any, what: str, source: str, **at: float) -> float:
     """One law's value, or ConfigError naming optim.lr_law when it is not a positive number."""
     try:

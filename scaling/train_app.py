@@ -215,6 +215,10 @@ def precheck(argv: list[str]) -> list[Path]:
         extra_dir=args.config_dir,
         with_hydra=True,
     )
+    if any(o.lstrip("+").split("=", 1)[0] == "train.batch_size" for o in args.overrides):
+        from scaling.hparams import check_batch_not_set, law_of
+
+        check_batch_not_set(cfg, law_of(cfg), "train.batch_size")
     if args.multirun:
         from hydra_plugins.scaling_sweeper.layout import check_launcher
 

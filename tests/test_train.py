@@ -119,6 +119,8 @@ def test_rerun_is_a_no_op(seed_0_store):
         (["param_count=embedding"], ["param_count", "embedding", "non_embedding"]),
         (["model=nearest"], ["model.target_params"]),
         (["model.target_params=1e5"], ["model.target_params", "model=nearest only, not model=d32"]),  # was unused
+        # user19: the law's batch replaced the one asked for, silently
+        (["optim.lr_law=step_law", "train.batch_size=4"], ["train.batch_size", "optim.batch_law=false"]),
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, names):

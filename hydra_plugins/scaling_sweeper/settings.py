@@ -139,6 +139,10 @@ def check(sweeper) -> None:
             f"{valid_keys_hint(unknown[0], keys(), 'hydra.sweeper')}"
         )
     sweeper.hyper = HyperAxes.from_settings(*(sweeper.hyper_settings.get(k) for k in names))
+    if sweeper.hyper_settings.get("batch_sizes") and sweeper.config is not None:
+        from scaling.hparams import check_batch_not_set, law_of
+
+        check_batch_not_set(sweeper.config, law_of(sweeper.config), "hydra.sweeper.batch_sizes")
     lr_axis = bool(sweeper.hyper_settings.get("lr_multipliers") or sweeper.hyper_settings.get("lr_grid"))
     sweeper.pack_rule = pack.AUTO if sweeper.pack is None else pack.EVERY
     if sweeper.pack is None:  # pack where it was measured to pay (`pack.auto`)
