@@ -86,10 +86,15 @@ def _hint(text: str) -> str:
             return (
                 f" [{group}.{rest} belongs to {options}: choose one first, e.g. {group}={having[0]} {group}.{rest}=...]"
             )
-    unknown = re.search(r"Key '\w+' not in '\w+'; full_key: ((?:\w+\.)*)(\w+)", text)
-    valid = _section_keys(unknown[1].rstrip(".")) if unknown else None
+    unknown = re.search(r"Key '\w+' not in '(\w+)'; full_key: ((?:\w+\.)*)(\w+)", text)
+    valid = _section_keys(unknown[2].rstrip(".")) if unknown else None
+    if valid and unknown[2] == "hydra.sweeper." and unknown[1] != "ScalingSweeperConf" and unknown[3] in valid:
+        return (  # user19: "Key 'budgets' not in 'BasicSweeperConf' [did you mean budgets?]"
+            f" [hydra.sweeper.{unknown[3]} is a setting of the scaling sweeper, which this config does not use: add "
+            "`- override hydra/sweeper: scaling` to the sweep file's defaults]"
+        )
     if valid:  # a typo in a typed section (Hydra's advice, `+key`, would add a key nothing reads)
-        return f" [{valid_keys_hint(unknown[2], valid, unknown[1].rstrip('.'))}]"
+        return f" [{valid_keys_hint(unknown[3], valid, unknown[2].rstrip('.'))}]"
     grouped = re.search(r"Could not override '(\w+)'\. No match in the defaults list", text)
     if grouped and grouped[1] in (schema_keys("") or []):  # a plain key that a directory made a group
         return (

@@ -349,6 +349,17 @@ def test_a_store_directory_beside_the_sweep_file_is_one_line(tmp_path):
     assert nothing_written(tmp_path / "store")
 
 
+def test_a_sweep_file_without_the_scaling_sweeper_is_told_to_add_it(tmp_path):
+    # user19: "Key 'budgets' not in 'BasicSweeperConf' [did you mean budgets? ...]"
+    (tmp_path / "sw").mkdir()
+    (tmp_path / "sw" / "plain.yaml").write_text("defaults: [config, _self_]\nhydra:\n  sweeper:\n    budgets: [4e10]\n")
+    proc = sweep(str(tmp_path / "sw" / "plain.yaml"), store=tmp_path / "store", check=False)
+    assert_one_line_error(
+        proc, "hydra.sweeper.budgets is a setting of the scaling sweeper", "override hydra/sweeper: scaling"
+    )
+    assert "did you mean" not in proc.stderr and nothing_written(tmp_path / "store")
+
+
 def snapshot(root: Path) -> dict[str, tuple]:
     """Every path under ``root`` with its kind, bytes and modification time."""
     return {
