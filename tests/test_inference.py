@@ -117,6 +117,17 @@ def test_the_saving_is_positive_and_the_reference_is_the_training_optimum():
     assert k - 1 == pytest.approx(v["inference_flops"].value / v["training_flops"].value, rel=1e-9)
 
 
+@pytest.mark.parametrize("target", [2.0, 2.2])
+def test_a_target_losss_intervals_are_the_zero_inference_routes(capsys, fit_file, target):
+    # user20: `--target-loss 2.0` took N's and D's intervals at the central budget (D 9.605e11 [4.98e11,
+    # 1.154e12] against a true 1.209e12; 16 of 20 ladders covered); T = 0 takes each sample at its own budget
+    plain = optimal(capsys, "--law", fit_file, "--target-loss", str(target))
+    zero = optimal(capsys, "--law", fit_file, "--target-loss", str(target), "--inference-tokens", "0")
+    for key in ("N", "D", "tokens_per_parameter"):
+        assert plain[key]["interval"] == pytest.approx(zero[key]["interval"], rel=1e-6), key
+        assert plain[key].get("unidentified") == zero[key].get("unidentified"), key
+
+
 def test_cli_with_a_fit_gives_bootstrap_intervals_for_every_quantity(capsys, fit_file):
     got = optimal(capsys, "--law", fit_file, "--target-loss", "2.2", "--inference-tokens", "1e12")
     for key in ("N", "D", "tokens_per_parameter", "training_flops", "inference_flops", "saving_flops"):

@@ -91,8 +91,10 @@ class DataConstrainedLaw(Law):
             )
         return super().budget_for_loss(target)
 
-    def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
-        base = super()._allocation(budget, n, loss)
+    def _allocation(
+        self, budget: Estimate, n: Estimate, d: Estimate | None = None, ratio: Estimate | None = None, *, loss
+    ) -> Allocation:
+        base = super()._allocation(budget, n, d, ratio, loss=loss)
         u = self.unique_tokens
         epochs = Estimate(base.d.value / u, unidentified=base.d.unidentified)
         if base.d.lower is not None:

@@ -120,7 +120,7 @@ class Law(abc.ABC):
     def allocate(self, budget: float) -> Allocation:
         """N_opt, D_opt = C/(6·N_opt), D/N and the loss at the optimum, with intervals."""
         loss = self._estimate(self._frontier_loss, budget) if self.predicts_loss else None
-        return self._allocation(Estimate(budget), self.n_opt(budget), loss)
+        return self._allocation(Estimate(budget), self.n_opt(budget), loss=loss)
 
     def n_opt(self, budget: float) -> Estimate:
         """N_opt with its interval, unidentified only where it reaches 0 (interval kept: D's comes from it);
@@ -155,7 +155,11 @@ class Law(abc.ABC):
                     "loss bounds it); give a higher target"
                 )
             return self._unreached(target, never, size, f"the fit's own law never reaches the target: {reach}")
-        allocation = self.allocate(central)
+        if draws is None:
+            allocation = self.allocate(central)
+        else:  # each sample at the budget where its own law reaches the target
+            loss = self._estimate(self._frontier_loss, central)
+            allocation = self._allocation(Estimate(central), *self._at_own_budgets(central, draws), loss=loss)
         allocation.budget, allocation.target_loss = Estimate(central), target
         if draws is not None:
             allocation.budget = self.interval(central, draws)
@@ -174,11 +178,28 @@ class Law(abc.ABC):
             allocation.notes.append(ident.above_fitted_losses_note(target, highest, self.loss_unit))
         return allocation
 
+    def _at_own_budgets(self, central: float, draws: np.ndarray) -> tuple[Estimate, Estimate, Estimate]:
+        """N_opt, D and D/N at a target's budget, their intervals from each sample at its own budget ``draws``
+        (user20: taken at the central budget, they left out the budget's spread and missed the truth in 4 of 20
+        ladders). A sample that never reaches the target costs +inf in N and D; its D/N is the one at the
+        largest budget searched, the extreme it tends to."""
+        never = np.isinf(draws)
+        at = np.where(never, 10.0 ** LOG10_BUDGET_RANGE[1], draws)
+        with np.errstate(all="ignore"):
+            n = np.asarray(self._n_opt(self.samples, at), float)
+            d = tokens_6nd(at, n)
+            ratio = d / n
+        n_central = float(self._n_opt(self.params, central))
+        n_est = self.interval(n_central, np.where(never, np.inf, n))
+        n_est.unidentified = n_est.unidentified or reaches_zero(n_est.lower, n_est.upper)
+        d_est = self.interval(tokens_6nd(central, n_central), np.where(never, np.inf, d))
+        return n_est, d_est, self.interval(tokens_6nd(central, n_central**2), ratio)
+
     def _unreached(self, target: float, never: int, size: int, why: str) -> Allocation:
         """A ``target`` the fit's own law never reaches but some samples do (``never`` of ``size`` do not; its E is above
         it, E's interval is not): the budget is unidentified, and all at it (78 of 200 samples of a 2-budget fit did)."""
         loss = Estimate(np.nan) if self.predicts_loss else None
-        allocation = self._allocation(Estimate(np.nan), Estimate(np.nan), loss)
+        allocation = self._allocation(Estimate(np.nan), Estimate(np.nan), loss=loss)
         allocation.budget = Estimate(np.nan, unidentified=f"{UNBOUNDED} above: {ident.never_reached(never, size)}")
         allocation.target_loss = target
         ident.as_budget(allocation)
@@ -201,7 +222,7 @@ class Law(abc.ABC):
         n = params_6nd(budget, max_tokens)
         point = self._loss(self.params, n, max_tokens)
         loss = None if point is None else self.interval(float(point), self._on_samples(self._loss, n, max_tokens))
-        allocation = self._allocation(Estimate(budget), Estimate(n), loss)
+        allocation = self._allocation(Estimate(budget), Estimate(n), loss=loss)
         allocation.max_tokens = max_tokens
         optimum = f"D_opt = {free.d.value:.4g}" if np.isfinite(free.d.value) else "D_opt unidentified: it may not bind"
         allocation.notes.append(
@@ -268,10 +289,13 @@ class Law(abc.ABC):
             estimate.unidentified = f"{count} of {len(draws)} resamples {why}"
         return estimate
 
-    def _allocation(self, budget: Estimate, n: Estimate, loss: Estimate | None) -> Allocation:
+    def _allocation(
+        self, budget: Estimate, n: Estimate, d: Estimate | None = None, ratio: Estimate | None = None, *, loss
+    ) -> Allocation:
+        """The allocation at ``budget``; D and D/N from N's interval at that budget unless given."""
         c = budget.value
-        d = ident.falling(n, lambda x: tokens_6nd(c, x))  # D = C/(6N)
-        ratio = ident.falling(n, lambda x: tokens_6nd(c, x**2))  # D/N
+        d = ident.falling(n, lambda x: tokens_6nd(c, x)) if d is None else d  # D = C/(6N)
+        ratio = ident.falling(n, lambda x: tokens_6nd(c, x**2)) if ratio is None else ratio  # D/N
         ident.scale_rule(n, d, ratio)
         notes = list(self.notes)
         if self.unidentified:  # the fit's own a is unidentified: so is every allocation it makes
