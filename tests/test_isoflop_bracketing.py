@@ -99,6 +99,22 @@ def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
     assert law.fitted_compute_min == pytest.approx(1e19, rel=0.01) and law.allocate(3e18).below_range
 
 
+def test_a_fit_saved_before_the_laws_smaller_end_was_kept_still_loads(tmp_path):
+    # user20: a FIT.json of a few minutes before (no isoflop.fitted_compute_min) ended in "incomplete or damaged"
+    import json
+
+    from analysis.fits.results import FitReport
+
+    fit = fit_isoflop(_table(one_sided(0), tmp_path), resamples=50, seed=0)
+    path = tmp_path / "old.json"
+    FitReport(source="one_sided.csv", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit).save(path)
+    data = json.loads(path.read_text())
+    del data["isoflop"]["fitted_compute_min"]
+    path.write_text(json.dumps(data))
+    law = law_from_fit(FitReport.load(path), "old", approach=2)
+    assert law.fitted_compute_min == 1e18  # its smallest budget in the law, as such fits were read then
+
+
 def test_the_allocation_figure_shows_the_budget_left_out_hollow_without_an_interval(tmp_path):
     from analysis.figures.allocation import optimal_allocation
 

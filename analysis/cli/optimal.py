@@ -137,10 +137,16 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
         )
     try:
         report = FitReport.load(name)
-    except DataError as err:  # a table, say: the fit comes first
+    except DataError as err:  # a table, say: the fit comes first (a damaged fit file: fitted again)
+        again = "incomplete or damaged" in str(err)
         raise UserError(
-            f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of "
-            f"runs, `scaling fit {name} --out FIT.json` first"
+            f"--law {name!r}: {err}; "
+            + (
+                "fit its source again: `scaling fit SOURCE --out FIT.json`"
+                if again
+                else f"--law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of runs, "
+                f"`scaling fit {name} --out FIT.json` first"
+            )
         ) from None
     if report.muennighoff is not None and not report.fits and approach is None:  # no token repeats: U → ∞
         from analysis.fits.muennighoff_optimal import fresh_data_law

@@ -169,6 +169,14 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     )
 
 
+def fitted_min(fit: IsoFLOPFit) -> float:
+    """The smaller end of the law's fitted range; for a fit saved before it was kept (2026-11-27), its smallest
+    budget in the law (user20: such a FIT.json no longer loaded)."""
+    if np.isfinite(fit.fitted_compute_min):
+        return fit.fitted_compute_min
+    return min([p.budget for p in fit.profiles if in_law(p)] or [p.budget for p in fit.profiles])
+
+
 def _in_law_compute(compute: np.ndarray, groups: list[np.ndarray], members: np.ndarray) -> np.ndarray:
     """The 6·N·D of the runs of the budgets in the law (`in_law`): its fitted range, beyond which its
     allocation extrapolates; of all runs when no budget is in it (the law is then unidentified)."""

@@ -196,10 +196,12 @@ class IsoFLOPFit:
     residuals: dict[str, list[float]]
     diagnostics: dict[str, Any]
     fitted_compute_max: float
-    fitted_compute_min: float  # the law's fitted range: its budgets' runs (`isoflop._in_law_compute`)
     bootstrap: Bootstrap | None = None
     validation: dict[str, Any] | None = None
     approach: int = 2
+    # the law's fitted range from below: its budgets' runs (`isoflop._in_law_compute`); NaN in a fit saved
+    # before 2026-11-27 (`isoflop.fitted_min` reads it)
+    fitted_compute_min: float = float("nan")
 
 
 # ---------------------------------------------------------------- approach 3

@@ -8,6 +8,7 @@ import numpy as np
 
 from analysis.fits.bootstrap import unchecked
 from analysis.fits.envelope import envelope_law
+from analysis.fits.isoflop import fitted_min
 from analysis.fits.optimal import Law, ParametricLaw, PowerLawAllocation
 from analysis.fits.parametric_form import collinear_reason
 from analysis.fits.results import FitReport, ParametricFit
@@ -50,7 +51,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         common["loss_unidentified"] = collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals))
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
-    common["fitted_compute_min"] = fit.fitted_compute_min if fit.approach == 2 else min(fit.compute)
+    common["fitted_compute_min"] = fitted_min(fit) if fit.approach == 2 else min(fit.compute)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
     if fit.approach == 1:  # the loss law the figures draw (`envelope_law`): with a floor only when identified
