@@ -237,6 +237,8 @@ def test_unreadable_and_missing_files(capsys, tmp_path):
         (["--bootstrap", "-1"], "--bootstrap"),
         (["--level", "1.5"], "--level"),
         (["--approach", "4"], "--approach"),
+        (["--seed", "-1"], "--seed: '-1' is not valid"),  # user20: numpy's traceback
+        (["--bins-per-decade", "0"], "whole number >= 1"),  # user20: taken, then approach 1 skipped
     ],
 )
 def test_bad_fit_options(capsys, csv, argv, fragment):

@@ -92,14 +92,23 @@ def level(text: str) -> float:
     return value
 
 
-def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a whole number >= 0")
-    return value
+def whole(least: int):
+    """An argparse type: a whole number >= ``least`` (user20: --seed -1 ended in numpy's traceback,
+    --bins-per-decade 0 was taken and approach 1 skipped)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a whole number >= {least}")
+        return value
+
+    return parse
+
+
+count = whole(0)
 
 
 def tell(lines: list[str], prefix: str) -> None:
@@ -116,10 +125,10 @@ def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
         metavar="K",
         help=f"bootstrap resamples (default {default_resamples}; 0: none)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--seed", type=count, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--level", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
     p.add_argument(
-        "--bins-per-decade", type=count, default=10, help="compute bins per decade for approach 1 (default 10)"
+        "--bins-per-decade", type=whole(1), default=10, help="compute bins per decade for approach 1 (default 10)"
     )
 
 

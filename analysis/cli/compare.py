@@ -57,7 +57,7 @@ def compare_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bootstrap", type=count, default=1000, metavar="K", help="bootstrap resamples (default 1000)")
     p.add_argument(
-        "--seed", type=int, default=0, help="seed: the baseline's; every candidate uses seed + 1 (default 0)"
+        "--seed", type=count, default=0, help="seed: the baseline's; every candidate uses seed + 1 (default 0)"
     )
     p.add_argument("--level", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
     p.add_argument(

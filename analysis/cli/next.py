@@ -72,7 +72,7 @@ def next_parser() -> argparse.ArgumentParser:
         metavar="M",
         help=f"simulated truths per design (default {DEFAULT_DRAWS}; fewer resolve only larger narrowings)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the simulations (default 0)")
+    p.add_argument("--seed", type=count, default=0, help="seed of the bootstrap and the simulations (default 0)")
     p.add_argument(
         "--exclude-outliers",
         action="store_true",
