@@ -246,6 +246,14 @@ def test_bad_fit_options(capsys, csv, argv, fragment):
     assert_one_line_error(code, err, fragment)
 
 
+def test_too_few_resamples_for_the_level_are_warned_about(capsys, csv):
+    # user20: --bootstrap 2 printed E 1.645 [1.747, 1.754] under "95% percentile intervals", nothing said
+    code, _, err = run_cli(capsys, "fit", csv(), "--bootstrap", "2", "--approach", "3")
+    assert code == 0 and "warning: --bootstrap 2 is too few resamples for 95% intervals (each tail needs one: 40" in err
+    code, _, err = run_cli(capsys, "fit", csv(), "--bootstrap", "20", "--level", "0.8", "--approach", "3")
+    assert code == 0 and "too few" not in err  # 10 are enough at 80%
+
+
 @pytest.mark.parametrize(
     "argv, fragment",
     [

@@ -42,6 +42,10 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace | int:
     except SystemExit as done:  # --help
         return int(done.code or 0)
     args.refit_words = refit_words(parser, words)
+    if hasattr(args, "bootstrap") and hasattr(args, "level"):
+        from analysis.fits.bootstrap import too_few
+
+        tell([why] if (why := too_few(args.bootstrap, args.level)) else [], "warning")
     return args
 
 

@@ -42,6 +42,21 @@ from analysis.fits.robust import robust_sigma
 
 MIN_SUCCESS = 0.5  # with fewer resamples than this fraction refitted, intervals are withheld
 MAX_DECADES = 1.0  # a scale's interval spanning more orders of magnitude than this is unidentified
+
+
+def too_few(resamples: int, level: float) -> str:
+    """Why ``resamples`` are too few for percentile intervals at ``level`` ("" when they are not): each tail
+    needs one resample, so at least 2 / (1 − level) (40 at 95%; user20: --bootstrap 2 printed E 1.645 [1.747,
+    1.754], an interval leaving out its estimate, under the label "95% percentile intervals")."""
+    need = int(np.ceil(2.0 / (1.0 - level) - 1e-9))
+    if not 0 < resamples < need:
+        return ""
+    return (
+        f"--bootstrap {resamples} is too few resamples for {level:.0%} intervals (each tail needs one: {need} or "
+        "more); the intervals printed are rough and may leave out their own estimate"
+    )
+
+
 MAX_EXPONENT_WIDTH = 0.5  # an allocation exponent's interval wider than this is unidentified
 ZERO_WIDTH = 1e-6  # an exponent's interval narrower than this, relative, has no width: unidentified
 TOO_NARROW = 0.1  # an interval narrower than this fraction of the residuals' least width is unidentified
