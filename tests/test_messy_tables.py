@@ -314,6 +314,14 @@ def test_swapped_n_and_d_columns_are_warned_about_and_optimal_repeats_it(tmp_pat
     assert "note: the fit warned: the median run trains" in shown and "columns swapped" in shown, shown
 
 
+def test_perplexities_in_a_loss_column_are_warned_about():
+    # user20: exp(L) in a column named val_loss fitted silently, E = 6.4 nats and alpha 0.62 for 0.34
+    runs = ladder().drop(columns=["flops", "budget_flops"])
+    said = [w for w in table_from_frame(runs.assign(val_loss=np.exp(runs["val_loss"])), "p.csv", ColumnMap()).warnings]
+    assert [w for w in said if "above 13.8, a uniform guess over a million tokens" in w and "perplexities" in w], said
+    assert not [w for w in table_from_frame(runs, "t.csv", ColumnMap()).warnings if "uniform guess" in w]
+
+
 def test_one_run_id_on_two_rows_with_other_losses_is_named():
     # user16: r12 listed twice, its loss 5% apart, was read silently as two seeds of one point
     runs = ladder().drop(columns=["flops", "budget_flops"]).assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])

@@ -27,7 +27,13 @@ import pandas as pd
 
 from analysis.sources import evalsets
 from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_column_of, budgets_of_frame
-from analysis.sources.colunits import apply_column_units, refuse_perplexity, split_unit, warn_tokens_per_parameter
+from analysis.sources.colunits import (
+    apply_column_units,
+    refuse_perplexity,
+    split_unit,
+    warn_loss_range,
+    warn_tokens_per_parameter,
+)
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import reduce_sweep
@@ -84,6 +90,7 @@ def table_from_frame(
     frame, run_ids = frame[keep], run_ids[keep]
     runs = _runs(frame, run_ids, (n_col, d_col, c_col, loss_col), columns.n_kind, notes)
     warn_tokens_per_parameter(runs, warnings, scaled, d_col is not None)
+    warn_loss_range(runs, columns.unit_of_loss(loss_col), warnings)
     first = first_of_duplicates(runs, frame, run_ids, warnings)
     runs, frame = runs[first].reset_index(drop=True), frame[first]
     runs["U"] = unique_tokens_of(frame, unique_col, runs["D"].to_numpy(), warnings)

@@ -188,3 +188,20 @@ def warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str], scaled: l
                 else "runs: about 1 to a few thousand; D = C/(6N)): is N or C in other units?"
             )
         )
+
+
+# the most a loss can plausibly be: a uniform guess over a million tokens (vocabularies reach ~256k), or a byte
+MOST_LOSS = {"nats/token": np.log(1e6), "bits/token": np.log2(1e6), "bits/byte": 8.0}
+
+
+def warn_loss_range(runs: pd.DataFrame, unit: str, warnings: list[str]) -> None:
+    """A median loss above `MOST_LOSS` in its unit is no cross-entropy a model has: perplexities in a column
+    named loss, or another unit (user20: exp(L) read as nats gave E = 6.4 and alpha 0.62 for 0.34, unwarned)."""
+    most = MOST_LOSS.get(unit)
+    median = float(np.median(runs["loss"])) if len(runs) else 0.0
+    if most is not None and median > most:
+        warnings.append(
+            f"the median loss {median:.4g} {unit} is above {most:.3g}, a uniform guess over a million tokens"
+            + (" (8 bits a byte)" if unit == "bits/byte" else "")
+            + ": are these perplexities (give ln of them), or in another unit (--loss-unit)?"
+        )
