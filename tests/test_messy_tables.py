@@ -314,6 +314,14 @@ def test_swapped_n_and_d_columns_are_warned_about_and_optimal_repeats_it(tmp_pat
     assert "note: the fit warned: the median run trains" in shown and "columns swapped" in shown, shown
 
 
+def test_blanks_around_header_names_are_dropped(tmp_path):
+    # user20: " params" and "val_loss " were not found (the error listed them, blanks unseen)
+    runs = ladder().drop(columns=["flops", "budget_flops"])
+    padded = runs.rename(columns={"params": " params", "val_loss": "val_loss "})
+    padded.to_csv(tmp_path / "p.csv", index=False)
+    assert list(read_table_file(tmp_path / "p.csv").columns) == list(runs.columns)
+
+
 def test_perplexities_in_a_loss_column_are_warned_about():
     # user20: exp(L) in a column named val_loss fitted silently, E = 6.4 nats and alpha 0.62 for 0.34
     runs = ladder().drop(columns=["flops", "budget_flops"])

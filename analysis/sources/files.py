@@ -31,6 +31,17 @@ def read_table_file(path: Path) -> pd.DataFrame:
     kind = kind.get(suffix, "CSV")
     if path.is_file() and path.stat().st_size == 0:
         raise DataError(f"{str(path)!r} is empty; give a table of runs ({FORMATS}) with a header row and a row per run")
+    return _stripped_headers(_read(path, kind, suffix))
+
+
+def _stripped_headers(frame: pd.DataFrame) -> pd.DataFrame:
+    """Column names without blanks around them (user20: " params" and "Loss " were not found), unless
+    that would make two names one."""
+    names = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    return frame.set_axis(names, axis=1) if len(set(names)) == len(names) else frame
+
+
+def _read(path: Path, kind: str, suffix: str) -> pd.DataFrame:
     try:
         if kind == "Parquet":
             return pd.read_parquet(path)
