@@ -132,6 +132,13 @@ def test_sources_whose_budgets_do_not_overlap_share_no_fitted_range(tmp_path, ca
     assert result["shared_fitted_range"] is None and result["gap_between_fitted_ranges"] == [1e18, 1e20]
 
 
+def test_a_source_against_itself_is_named_so(pair):
+    # user20: `compare base.csv base.csv` printed m ~ 1 [0.874, 1.22] as if two recipes' runs
+    same = _compare([pair["base"], pair["base"]], resamples=20)
+    assert any("hold the same runs" in n and "by construction" in n for n in same.notes), same.notes
+    assert not any("same runs" in n for n in _compare([pair["base"], pair["constant"]], resamples=20).notes)
+
+
 def test_a_candidates_answer_does_not_hang_on_the_others_listed(pair):
     # Before: candidate k drew its bootstrap from seed + k, so 'constant' listed second read another interval
     def compared(*names):

@@ -77,4 +77,18 @@ def compare_inputs(
     # listed (candidate k drew from seed + k: 'same' read m ≈ 0.997 [0.816, 1.09] listed third, [0.811, 1.08] alone)
     sides = [fit_side(item, resamples, seed + min(k, 1), level, exclude_outliers) for k, item in enumerate(inputs)]
     with np.errstate(all="ignore"):
-        return [compare(sides[0], side, level) for side in sides[1:]]
+        out = [compare(sides[0], side, level) for side in sides[1:]]
+    for item, comparison in zip(inputs[1:], out):
+        if _same_runs(inputs[0].table.runs, item.table.runs):  # user20: a source against itself, unremarked
+            comparison.notes.append(
+                "the baseline and the candidate hold the same runs (N, D, loss): m = 1 by construction, and its "
+                "interval treats them as two independent samples of them"
+            )
+    return out
+
+
+def _same_runs(a, b) -> bool:
+    """Whether two run tables hold the same (N, D, loss) rows, in any order."""
+    columns = ["N", "D", "loss"]
+    key = lambda runs: runs[columns].sort_values(columns).to_numpy()  # noqa: E731
+    return len(a) == len(b) and bool(np.array_equal(key(a), key(b)))
