@@ -80,16 +80,16 @@ def test_a_budget_trained_on_one_side_is_left_out_of_the_law_and_named(tmp_path)
 
 def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
     # The law N_opt ∝ C^a is fitted through 1e18..1e21: an allocation at 3e22 is flagged as beyond 10x its
-    # largest run (`EXTRAPOLATION_FACTOR`), as `scaling optimal` and the report say, though the table's largest
+    # largest budget (`EXTRAPOLATION_FACTOR`), as `scaling optimal` and the report say, though the table's largest
     # runs sit at 1e22 (before, the range counted them: no flag below 1e23).
     fit = fit_isoflop(_table(one_sided(0), tmp_path), resamples=100, seed=0)
     assert fit.diagnostics["budgets_in_law"] == 4
     assert 1e21 <= fit.fitted_compute_max < 1.5e21, fit.fitted_compute_max
     report = FitReport(source="one_sided.csv", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit)
     law = law_from_fit(report, "one_sided", approach=2)
-    assert law.fitted_compute_min == pytest.approx(1e18, rel=0.01)  # its runs' 6·N·D, as the largest
+    assert law.fitted_compute_min == pytest.approx(1e18, rel=0.01)  # its smallest budget in the law
     assert law.allocate(3e22).extrapolation and not law.allocate(5e21).extrapolation
-    # review15b: the smallest budget left out moves the other end (`isoflop._in_law_compute`)
+    # review15b: the smallest budget left out moves the other end (`isoflop.law_budgets`)
     rng = np.random.default_rng(3)
     low_side = pd.concat([_runs(rng, budgets=BUDGETS[:1], spread=0.6, centre=0.12), _runs(rng, budgets=BUDGETS[1:])])
     fit = fit_isoflop(_table(low_side, tmp_path), resamples=100, seed=0)
@@ -97,6 +97,17 @@ def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
     report = FitReport(source="low.csv", n_kind="total", runs=45, warnings=[], notes=[], isoflop=fit)
     law = law_from_fit(report, "low", approach=2)
     assert law.fitted_compute_min == pytest.approx(1e19, rel=0.01) and law.allocate(3e18).below_range
+
+
+def test_the_fitted_range_is_in_the_budget_columns_units(tmp_path):
+    # user20: budgets labelled 1.4x their runs' 6·N·D; --budget 1.2e22 (8.6x the largest label, 1.4e21) was
+    # flagged "12x the largest fitted run (1e+21 FLOPs)": the law's C is the column's, so is its range
+    rng = np.random.default_rng(0)
+    labelled = _runs(rng, budgets=BUDGETS[:4]).assign(budget_flops=lambda f: 1.4 * f["budget_flops"])
+    fit = fit_isoflop(_table(labelled, tmp_path), resamples=50, seed=0)
+    assert (fit.fitted_compute_min, fit.fitted_compute_max) == pytest.approx((1.4e18, 1.4e21))
+    law = law_from_fit(FitReport(source="x", n_kind="total", runs=36, warnings=[], notes=[], isoflop=fit), "x", 2)
+    assert not law.allocate(1.2e22).extrapolation and law.allocate(1.5e22).extrapolation
 
 
 def test_a_fit_saved_before_the_laws_smaller_end_was_kept_still_loads(tmp_path):

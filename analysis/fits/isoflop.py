@@ -154,7 +154,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         estimates = {key: Estimate(np.nan, unidentified=law_unidentified) for key in LAW_KEYS}
         if boot is not None:
             boot.samples = {k: v for k, v in boot.samples.items() if k not in LAW_KEYS}
-    law_range = _in_law_compute(runs["C"].to_numpy(), groups, members)
+    law_range = law_budgets(profiles)
     return IsoFLOPFit(
         profiles=profiles,
         dropped=dropped,
@@ -169,19 +169,19 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     )
 
 
+def law_budgets(profiles: list[Parabola]) -> np.ndarray:
+    """The budgets in the law (`in_law`), in the units its C has (a budget column's, as the queries to it):
+    its fitted range, beyond which its allocation extrapolates; all of them when none is in it (the law is
+    then unidentified). (user20: the range's top was its runs' largest 6·N·D, which a budget column 1.4x
+    6·N·D put below the largest budget fitted.)"""
+    kept = [p.budget for p in profiles if in_law(p)] or [p.budget for p in profiles]
+    return np.asarray(kept, float)
+
+
 def fitted_min(fit: IsoFLOPFit) -> float:
-    """The smaller end of the law's fitted range; for a fit saved before it was kept (2026-11-27), its smallest
-    budget in the law (user20: such a FIT.json no longer loaded)."""
-    if np.isfinite(fit.fitted_compute_min):
-        return fit.fitted_compute_min
-    return min([p.budget for p in fit.profiles if in_law(p)] or [p.budget for p in fit.profiles])
-
-
-def _in_law_compute(compute: np.ndarray, groups: list[np.ndarray], members: np.ndarray) -> np.ndarray:
-    """The 6·N·D of the runs of the budgets in the law (`in_law`): its fitted range, beyond which its
-    allocation extrapolates; of all runs when no budget is in it (the law is then unidentified)."""
-    kept = [compute[idx] for idx, member in zip(groups, members) if member]
-    return np.concatenate(kept) if kept else compute
+    """The smaller end of the law's fitted range; for a fit saved before it was kept (2026-11-27), read
+    from its profiles (user20: such a FIT.json no longer loaded)."""
+    return fit.fitted_compute_min if np.isfinite(fit.fitted_compute_min) else float(law_budgets(fit.profiles).min())
 
 
 def _profiles(table: RunTable, seed: int, level: float) -> tuple[list[np.ndarray], list[Parabola], list[str]]:

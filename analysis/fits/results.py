@@ -199,7 +199,7 @@ class IsoFLOPFit:
     bootstrap: Bootstrap | None = None
     validation: dict[str, Any] | None = None
     approach: int = 2
-    # the law's fitted range from below: its budgets' runs (`isoflop._in_law_compute`); NaN in a fit saved
+    # the law's fitted range from below (`isoflop.law_budgets`, as fitted_compute_max); NaN in a fit saved
     # before 2026-11-27 (`isoflop.fitted_min` reads it)
     fitted_compute_min: float = float("nan")
 
