@@ -261,6 +261,7 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         # before: nan and -1 added no branch, silently; 1e6 planned for hours
         (["hydra.sweeper.extra_points_per_decade=nan"], ["hydra.sweeper.extra_points_per_decade", "[0, 100]"]),
         (["hydra.sweeper.extra_points_per_decade=1e6"], ["hydra.sweeper.extra_points_per_decade", "1000000.0"]),
+        (["hydra.sweeper.extra_points_per_decade=5"], ["hydra.sweeper.extra_points_per_decade", "branches=true"]),
         (  # before: the sweeper replaced the given branches, silently
             ["train.schedule=wsd", "hydra.sweeper.branches=true", "train.branches=[1e10]"],
             ["train.branches: [10000000000.0] with hydra.sweeper.branches=true; give one"],

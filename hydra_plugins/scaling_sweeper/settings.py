@@ -172,3 +172,8 @@ def _check_counts(sweeper) -> None:
             f"hydra.sweeper.extra_points_per_decade: {x!r} is not valid; it must be a number in "
             f"[0, {MAX_EXTRA_PER_DECADE}] (more cooldown branches' budgets per decade)"
         )
+    if x and not sweeper.branches:  # user19: 5 extra points a decade added none, silently
+        raise ConfigError(
+            f"hydra.sweeper.extra_points_per_decade: {x:g} adds cooldown branches, and is read only with "
+            "hydra.sweeper.branches=true (and train.schedule=wsd); add them, or drop it"
+        )
