@@ -99,6 +99,17 @@ def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
     assert law.fitted_compute_min == pytest.approx(1e19, rel=0.01) and law.allocate(3e18).below_range
 
 
+def test_a_profile_bent_by_a_diverged_run_with_a_finite_loss_is_warned_about(tmp_path):
+    # user20: a loss of 7.5 among 2.3s put 1e21's minimum at 1.585, below every run, and said nothing
+    from analysis.fits.isoflop import bent
+
+    runs = _runs(np.random.default_rng(1), budgets=BUDGETS[:4])
+    assert bent(fit_isoflop(_table(runs, tmp_path), resamples=0).profiles) == []
+    runs.loc[runs.index[-1], "loss"] = 7.5  # the largest size at 1e21
+    said = bent(fit_isoflop(_table(runs, tmp_path), resamples=0).profiles)
+    assert len(said) == 1 and said[0].startswith("budget 1e+21: its parabola's minimum loss") and "bends it" in said[0]
+
+
 def test_the_fitted_range_is_in_the_budget_columns_units(tmp_path):
     # user20: budgets labelled 1.4x their runs' 6·N·D; --budget 1.2e22 (8.6x the largest label, 1.4e21) was
     # flagged "12x the largest fitted run (1e+21 FLOPs)": the law's C is the column's, so is its range

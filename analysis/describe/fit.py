@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.envelope import envelope_law
-from analysis.fits.isoflop import in_law, left_out_of_law
+from analysis.fits.isoflop import bent, in_law, left_out_of_law
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
 from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
@@ -109,6 +109,7 @@ def describe_approach(fit, compact: bool = True, unit: str = DEFAULT_LOSS_UNIT) 
     elif fit.approach == 2:
         d.lines.append(Line("profiles", profiles_text(fit)))
         d.minima = [describe_minimum(p, count) for p in fit.profiles]
+        d.warnings += bent(fit.profiles)
         d.dropped = [f"budget without a parabola: {why}" for why in fit.dropped]
         d.dropped += [
             f"budget left out of the law N_opt ∝ C^a: C = {flops_label(x['budget'])}: {x['why']}"

@@ -100,6 +100,22 @@ def _law_test(profile: Parabola) -> str:
     return f"at the law's fixed {LAW_LEVEL:.0%}, the same whatever --level, --seed and --bootstrap"
 
 
+BENT_SHARE = 0.1  # a parabola's minimum loss this share below its budget's lowest run: bent by a run off it
+
+
+def bent(profiles: list[Parabola]) -> list[str]:
+    """A line per budget whose parabola's minimum loss lies more than `BENT_SHARE` below every run's loss
+    there: a run off the profile (a diverged run with a finite loss, say) bends it, and its N_opt with it
+    (user20: a loss of 7.5 among 2.3s put 1e21's minimum at 1.585, N_opt 1.225e9 [8.28e8, 1.504e9] for 1.824e9)."""
+    return [
+        f"budget {p.budget:.3g}: its parabola's minimum loss {p.loss_opt:.4g} lies {1 - p.loss_opt / min(p.loss):.0%} "
+        f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (see the "
+        "outliers; --exclude-outliers drops them)"
+        for p in profiles
+        if p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss)
+    ]
+
+
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
     """The budgets left out of the law (`in_law`), each with why."""
     return [
@@ -136,6 +152,7 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
         "budgets_in_law": int(members.sum()),
         "sizes_per_budget": [len(set(p.n)) for p in profiles],
         "left_out_of_law": left_out_of_law(profiles),
+        "bent": bent(profiles),
     }
     boot = None
     if resamples > 0:
