@@ -199,6 +199,20 @@ def test_the_quick_wsd_plan_branches_9_per_decade_with_10pct_cooldowns_for_fewer
     assert f"the grid's {len(grid)} points as separate runs" in line
 
 
+def test_the_cost_of_a_branched_warmup_axis_counts_grid_points_and_cooldowns(tmp_path):
+    # user19: "1.00x the 6 runs (8.6e+12 FLOPs)" (each trunk's warmup in steps read as another run; the
+    # branches counted whole, though they train only their cooldowns): 2 fracs x 3 points is 2x the 3 runs
+    axis = (
+        "hydra.sweeper.models=[d48]",
+        "hydra.sweeper.extra_points_per_decade=0",
+        "hydra.sweeper.warmup_fracs=[0.02,0.1]",
+    )
+    proc = run_cli("sweep", "quick-wsd", *axis, "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)
+    cost = next(line for line in proc.stdout.splitlines() if "cost:" in line)
+    spent = next(line for line in proc.stdout.splitlines() if "cooldown branches" in line).split(" points for ")[1]
+    assert "6 runs" in cost and "2.00x the 3 runs" in cost and f"runs, {spent.split(' FLOPs')[0]} FLOPs" in cost, cost
+
+
 def test_a_sweep_files_own_warmup_steps_are_kept_for_trunks_and_branches(tmp_path):
     # user19: a file's optim.warmup_steps: 10 was rescaled to 1 on every run, silently (the command line's was kept)
     (tmp_path / "sw").mkdir()

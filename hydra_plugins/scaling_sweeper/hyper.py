@@ -88,8 +88,11 @@ class HyperAxes:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        """The config keys these axes set (those a no-hyperparameter sweep leaves alone)."""
-        return (self.lr_key, "train.batch_size", "optim.warmup_frac")
+        """The config keys these axes set (those a no-hyperparameter sweep leaves alone); with branches, a
+        trunk's warmup in steps follows its warmup_frac (`branching.plan_trunks`)."""
+        return (self.lr_key, "train.batch_size", "optim.warmup_frac") + (
+            ("optim.warmup_steps",) * bool(self.warmup_fracs)
+        )
 
     def axes(self) -> dict[str, list[str]]:
         """Swept key -> its overrides, in the order the sweeper crosses them (none: no axis)."""
@@ -114,9 +117,10 @@ class HyperAxes:
         if not self.axes():
             return None
         base: dict[tuple, list[float]] = {}
-        for j in jobs:
-            base.setdefault(self.base_key(j["overrides"]), []).append(j["plan"].flops)
-        total = sum(j["plan"].flops for j in jobs)
+        spent = [j.get("flops_to_train", j["plan"].flops) for j in jobs]  # a cooldown branch: its cooldown only
+        for j, flops in zip(jobs, spent):
+            base.setdefault(self.base_key(j["overrides"]), []).append(flops)
+        total = sum(spent)
         without = sum(sum(f) / len(f) for f in base.values())
         line = (
             f"cost: {len(jobs)} runs, {total:.3g} FLOPs (6ND): {total / without:.2f}x the {len(base)} runs "
