@@ -262,6 +262,15 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
         (["hydra.sweeper.extra_points_per_decade=nan"], ["hydra.sweeper.extra_points_per_decade", "[0, 100]"]),
         (["hydra.sweeper.extra_points_per_decade=1e6"], ["hydra.sweeper.extra_points_per_decade", "1000000.0"]),
         (["hydra.sweeper.extra_points_per_decade=5"], ["hydra.sweeper.extra_points_per_decade", "branches=true"]),
+        (
+            [
+                "train.schedule=wsd",
+                "hydra.sweeper.branches=true",
+                "hydra.sweeper.lr_multipliers=[0.5,2]",
+                "hydra.sweeper.lr_refine=true",
+            ],
+            ["hydra.sweeper.lr_refine with hydra.sweeper.branches=true"],
+        ),
         (  # before: the sweeper replaced the given branches, silently
             ["train.schedule=wsd", "hydra.sweeper.branches=true", "train.branches=[1e10]"],
             ["train.branches: [10000000000.0] with hydra.sweeper.branches=true; give one"],

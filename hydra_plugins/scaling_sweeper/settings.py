@@ -172,6 +172,11 @@ def _check_counts(sweeper) -> None:
             f"hydra.sweeper.extra_points_per_decade: {x!r} is not valid; it must be a number in "
             f"[0, {MAX_EXTRA_PER_DECADE}] (more cooldown branches' budgets per decade)"
         )
+    if sweeper.branches and sweeper.hyper_settings.get("lr_refine"):  # user19: stage 2 trained unbranched runs
+        raise ConfigError(
+            "hydra.sweeper.lr_refine with hydra.sweeper.branches=true: stage 2's LRs are chosen per (shape, budget) "
+            "and would train as standalone runs beside the trunks; refine without branches, or give a finer lr grid"
+        )
     if x and not sweeper.branches:  # user19: 5 extra points a decade added none, silently
         raise ConfigError(
             f"hydra.sweeper.extra_points_per_decade: {x:g} adds cooldown branches, and is read only with "
