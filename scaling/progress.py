@@ -158,7 +158,7 @@ def _record(paths: RunPaths) -> dict:
 def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
     """Counts and FLOPs of ``runs`` by the state each is in now. A run completed before this launch is
     "skipped", one that failed then is "failed" still; an errored run whose record is older than the launch is "pending" (the launch retries it)."""
-    counts = {"completed": 0, "failed": 0, "errored": 0, "running": 0, "pending": 0, "skipped": 0}
+    counts = {"completed": 0, "failed": 0, "errored": 0, "running": 0, "pending": 0, "resumable": 0, "skipped": 0}
     flops_total = flops_done = flops_done_now = 0.0
     failed, running, last_finish = [], [], None
     for run in runs:
@@ -190,6 +190,7 @@ def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
             running.append(run["run_id"])
         else:
             counts["pending"] += 1
+            counts["resumable"] += paths.checkpoint.exists()  # user19: a run stopped at step 1969 read as pending
     tally = {"flops_total": flops_total, "flops_done": flops_done, "flops_done_now": flops_done_now}
     return {**counts, **tally, "last_finish": last_finish, "failed_runs": failed, "running_runs": running}
 
@@ -279,7 +280,8 @@ def format_progress(store: Path, final: bool = False, runs: bool = False, p: dic
         flops = f"{p['flops_done']:.3g} FLOPs trained"
         head = f"[{store}] {done}/{p['planned']} runs done (no sweep plan: runs of `scaling train`)"
     planning = planning_counts(p["duplicates"], p["dropped"])
-    line = f"{head} ({counts}), {p['running']} running, {p['pending']} pending; {flops}" + (
+    resume = f" ({p['resumable']} to resume from a checkpoint)" if p.get("resumable") else ""
+    line = f"{head} ({counts}), {p['running']} running, {p['pending']} pending{resume}; {flops}" + (
         f"; {planning} at planning (see sweep.json)" if planning else ""
     )
     if runs and p.get("outside_plan"):

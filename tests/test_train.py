@@ -163,7 +163,8 @@ def test_status_of_a_store_of_single_runs_reports_its_runs(tmp_path, seed_0_stor
     assert progress["sweep"] is None and progress["planned"] == 3 and progress["eta_s"] is None
     assert (progress["completed"], progress["failed"], progress["running"]) == (1, 1, 1)
     documented = (
-        "sweep planned dropped duplicates completed failed errored running pending skipped flops_total flops_done"
+        "sweep planned dropped duplicates completed failed errored running pending resumable skipped flops_total"
+        " flops_done"
     )
     documented += " failed_runs running_runs elapsed_s eta_s"  # docs/CONTRACTS.md, `scaling status --json`
     assert sorted(progress) == sorted(documented.split())
