@@ -380,12 +380,12 @@ def test_status_of_a_sweep_that_is_not_training_gives_no_eta(tmp_path):
     manifest = {"sweep": "s", "launched_at_unix": 0.0, "runs": [run], "dropped": [], "duplicates": []}
     (tmp_path / "sweep.json").write_text(json_.dumps(manifest))
     assert progress(tmp_path)["outside_plan"] == 1
+    assert "and 1 more runs in the store, not in this plan" in format_progress(tmp_path, runs=True)
     # user19: a run stopped with a checkpoint read as plain "pending"
     manifest["runs"].append({"run_id": "b", "overrides": [], "flops": 1e10, "state_at_launch": "partial"})
     (tmp_path / "sweep.json").write_text(json_.dumps(manifest))
     assert progress(tmp_path)["resumable"] == 1  # 'a' is pending too: its record is no record ({})
     assert "2 pending (1 to resume from a checkpoint)" in format_progress(tmp_path, runs=True)
-    assert "and 1 more runs in the store, not in this plan" in format_progress(tmp_path, runs=True)
 
 
 def test_status_json_of_a_sweep_that_is_not_training_has_no_eta(tmp_path, monkeypatch, capsys):
