@@ -33,6 +33,8 @@ from scaling.train_app import compose_config
 
 # d32 at seq_len 32 (N = 21,984): 2 x 32 = 64 tokens per step; 2e8 FLOPs buys 24 steps.
 TINY_TRAIN = [*SHARED_TINY_TRAIN, "hydra.sweeper.tokens_per_param=[0,1e9]", "tracking=none"]
+# with a law that sets the batch, train.batch_size is refused (user19: ignored, silently)
+LAW_TRAIN = [o for o in TINY_TRAIN if not o.startswith("train.batch_size=")]
 
 
 def sweep(*args, store: Path, check: bool = True):
@@ -163,7 +165,7 @@ def test_a_sweep_from_a_fitted_lr_law_trains_at_its_rates(tmp_path):
     fit = tmp_path / "fit.json"
     fit.write_text(json.dumps({"approach3": {}, "hyperparameter_laws": LAW}))
     store = tmp_path / "store"
-    proc = sweep("tiny", "budget=2e8,4e8", "model=d32", f"optim.lr_law={fit}", *TINY_TRAIN, store=store)
+    proc = sweep("tiny", "budget=2e8,4e8", "model=d32", f"optim.lr_law={fit}", *LAW_TRAIN, store=store)
     assert f"peak LR from optim.lr_law={fit}: " in proc.stdout
     recs = records(store)
     assert len(recs) == 2
@@ -209,7 +211,7 @@ def test_a_law_whose_fit_left_a_value_unidentified_is_trained_with_a_warning(tmp
     }
     fit = tmp_path / "fit.json"
     fit.write_text(json.dumps({"approach3": {}, "hyperparameter_laws": law}))
-    args = ("tiny", "budget=2e8", "model=d32", f"optim.lr_law={fit}", "hydra.sweeper.dry_run=true", *TINY_TRAIN)
+    args = ("tiny", "budget=2e8", "model=d32", f"optim.lr_law={fit}", "hydra.sweeper.dry_run=true", *LAW_TRAIN)
     said = sweep(*args, store=tmp_path / "s").stderr
     assert said.count("warning: optim.lr_law:") == 1, said
     assert "the batch_tokens law's d_exponent unidentified by its fit (best batch size at the grid's edge)" in said
@@ -224,7 +226,7 @@ def test_a_preset_law_by_name(tmp_path):
         "model=d32",
         "optim.lr_law=deepseek",
         "hydra.sweeper.dry_run=true",
-        *TINY_TRAIN,
+        *LAW_TRAIN,
         store=tmp_path / "store",
     )
     assert "peak LR from optim.lr_law=deepseek: " in proc.stdout

@@ -206,6 +206,25 @@ def test_a_target_some_samples_never_reach_keeps_an_unidentified_a_and_the_asked
     assert budget.values["loss"].interval is not None and not budget.values["loss"].unidentified
 
 
+@pytest.mark.parametrize("never", [5, 18])
+def test_samples_that_never_reach_a_target_cost_the_same_in_both_routes(never):
+    # review16: D/N's interval took a never-reaching sample at 1e60 FLOPs ([4.63, 10410] against [4.61, 6204]),
+    # and N's said "resamples overflowed to +inf" where T = 0 says "never reach the target loss"
+    rng = np.random.default_rng(0)
+    samples = {k: np.float64(v) * np.exp(0.02 * rng.standard_normal(400)) for k, v in LAW.items()}
+    samples["E"][:never] = 2.5
+    law = ParametricLaw("x", dict(LAW), samples)
+    plain, zero = law.budget_for_loss(2.3), inference_allocation(law, 0.0, target_loss=2.3).values
+    pairs = {"N": plain.n, "D": plain.d, "tokens_per_parameter": plain.tokens_per_parameter}
+    for key in ("N", "D") if never == 18 else pairs:  # 18 of 400: beyond the tail, unbounded
+        assert (pairs[key].interval is None) == (zero[key].interval is None), key
+        if zero[key].interval is not None:
+            assert pairs[key].interval == pytest.approx(zero[key].interval, rel=1e-6), key
+        assert pairs[key].unidentified == zero[key].unidentified, key
+    if never == 18:
+        assert plain.n.unidentified == "interval unbounded above: 18 of 400 samples never reach the target loss"
+
+
 def test_the_training_optimal_model_is_printed_with_its_intervals(fit_file):
     text = run_cli("optimal", "--law", fit_file, "--budget", "1e21", "--inference-tokens", "1e12").stdout
     (line,) = [x for x in text.splitlines() if x.strip().startswith("training-optimal")]

@@ -121,7 +121,7 @@ def test_the_fitted_range_is_in_the_budget_columns_units(tmp_path):
     assert not law.allocate(1.2e22).extrapolation and law.allocate(1.5e22).extrapolation
 
 
-def test_a_fit_saved_before_the_laws_smaller_end_was_kept_still_loads(tmp_path):
+def test_a_fit_saved_before_the_laws_smaller_end_was_kept_still_loads(tmp_path, capsys):
     # user20: a FIT.json of a few minutes before (no isoflop.fitted_compute_min) ended in "incomplete or damaged"
     import json
 
@@ -135,6 +135,13 @@ def test_a_fit_saved_before_the_laws_smaller_end_was_kept_still_loads(tmp_path):
     path.write_text(json.dumps(data))
     law = law_from_fit(FitReport.load(path), "old", approach=2)
     assert law.fitted_compute_min == 1e18  # its smallest budget in the law, as such fits were read then
+    # a damaged fit file is told to be fitted again, not fitted as a table (user20, review16)
+    from scaling.cli import main
+
+    path.write_text(path.read_text()[:500])
+    assert main(["optimal", "--law", str(path), "--budget", "1e21"]) == 2
+    err = capsys.readouterr().err
+    assert "not valid JSON" in err and "fit its source again: `scaling fit SOURCE" in err and "first" not in err
 
 
 def test_the_allocation_figure_shows_the_budget_left_out_hollow_without_an_interval(tmp_path):

@@ -172,6 +172,20 @@ def test_allocation_rows_below_the_smallest_fitted_budget_are_flagged_like_those
     assert "below the smallest fitted budget (1e19 FLOPs)" in " ".join(b.text for b in blocks if hasattr(b, "text"))
 
 
+def test_the_sources_warnings_lead_the_summary(tmp_path):
+    # user20: N in millions and D in billions: "model sizes from 20.2 to 7.26k parameters" led the summary, the
+    # warning that says why came 180 lines below
+    from analysis.report.sweep import summary_blocks
+
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 7, seed=0)
+    csv = tmp_path / "swapped.csv"
+    runs.rename(columns={"params": "tokens", "tokens": "params"}).to_csv(csv, index=False)
+    source = read_source(str(csv))
+    items = summary_blocks(source, fit_all(source.table, resamples=0), [])[1].items
+    warned = [i for i, item in enumerate(items) if "columns swapped? Read so, it is" in item]
+    assert warned and warned[0] < min(i for i, item in enumerate(items) if item.startswith("Approach"))
+
+
 def test_flagged_outliers_are_listed_with_rule_detail_and_whether_excluded(tmp_path):
     csv = tmp_path / "planted.csv"
     frame = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.005, seed=3)

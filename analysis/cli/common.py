@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from analysis.cli.argtypes import count, level, whole
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import Parser, UserError
@@ -42,7 +43,9 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace | int:
     except SystemExit as done:  # --help
         return int(done.code or 0)
     args.refit_words = refit_words(parser, words)
-    if hasattr(args, "bootstrap") and hasattr(args, "level"):
+    if (
+        hasattr(args, "bootstrap") and hasattr(args, "level") and not getattr(args, "fit", None)
+    ):  # a --fit: not resampled
         from analysis.fits.bootstrap import too_few
 
         tell([why] if (why := too_few(args.bootstrap, args.level)) else [], "warning")
@@ -71,48 +74,6 @@ def refit_words(parser: Parser, words: list[str]) -> tuple[str, ...]:
             takes_value = action.nargs != 0
             out += [action.option_strings[-1], *([value if joined else next(rest)] if takes_value else [])]
     return tuple(out)
-
-
-def positive_float(what: str):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {what}") from None
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"{text!r} is not valid; give {what} (a finite number > 0)")
-        return value
-
-    return parse
-
-
-def level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a confidence level between 0 and 1, e.g. 0.95")
-    return value
-
-
-def whole(least: int):
-    """An argparse type: a whole number >= ``least`` (user20: --seed -1 ended in numpy's traceback,
-    --bins-per-decade 0 was taken and approach 1 skipped)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text!r} is not valid; give a whole number >= {least}")
-        return value
-
-    return parse
-
-
-count = whole(0)
 
 
 def tell(lines: list[str], prefix: str) -> None:
@@ -285,18 +246,21 @@ def where(text: str):
 def column_map(args: argparse.Namespace):
     from analysis.sources.schema import ColumnMap
 
+    def name(column):  # as a table's header names are read: without blanks around them (`files._stripped_headers`)
+        return column.strip() if isinstance(column, str) else column
+
     return ColumnMap(
-        n=args.n_column,
-        d=args.d_column,
-        c=args.c_column,
-        loss=args.loss_column,
+        n=name(args.n_column),
+        d=name(args.d_column),
+        c=name(args.c_column),
+        loss=name(args.loss_column),
         loss_unit=args.loss_unit,
         n_kind=args.n_kind,
-        budget=args.budget_column,
+        budget=name(args.budget_column),
         budget_tolerance=args.budget_tolerance,
         strict=args.strict,
         where=tuple(args.where),
-        experiment=args.experiment_column,
+        experiment=name(args.experiment_column),
         hp_columns=args.hp_columns,
         hp_reduce=args.hp_reduce,
         unique=getattr(args, "unique_column", None),

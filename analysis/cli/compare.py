@@ -7,13 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.cli.argtypes import count, level
 from analysis.cli.common import (
     FIGURE_FORMATS,
     add_table_options,
     check_output_dir,
     column_map,
-    count,
-    level,
     parse,
     tell,
     write_output,

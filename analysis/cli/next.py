@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.cli.common import add_table_options, column_map, count, parse, positive_float, tell, write_output
+from analysis.cli.argtypes import count, positive_float
+from analysis.cli.common import add_table_options, column_map, parse, tell, write_output
 from analysis.cli.next_out import is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A

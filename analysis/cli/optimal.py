@@ -9,11 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.cli.common import (
-    level,
-    parse,
-    positive_float,
-)
+from analysis.cli.argtypes import level, positive_float
+from analysis.cli.common import parse
 from analysis.cli.inference import inference_main, inference_tokens
 from analysis.fits.codec import to_jsonable
 from analysis.fits.results import FitReport, no_law
@@ -138,15 +135,17 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
     try:
         report = FitReport.load(name)
     except DataError as err:  # a table, say: the fit comes first (a damaged fit file: fitted again)
-        again = "incomplete or damaged" in str(err)
-        raise UserError(
-            f"--law {name!r}: {err}; "
-            + (
-                "fit its source again: `scaling fit SOURCE --out FIT.json`"
-                if again
-                else f"--law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of runs, "
-                f"`scaling fit {name} --out FIT.json` first"
+        head = Path(name).read_text(errors="replace")[:4096]
+        if '"source"' in head and '"n_kind"' in head:  # how a fit file begins: a damaged one, not a table
+            again = (
+                ""
+                if "scaling fit SOURCE" in str(err)
+                else "; fit its source again: `scaling fit SOURCE --out FIT.json`"
             )
+            raise UserError(f"--law {name!r}: {err}{again}") from None
+        raise UserError(
+            f"--law {name!r}: {err}; --law takes a preset ({', '.join(PRESET_NAMES)}) or a FIT.json: for a table of "
+            f"runs, `scaling fit {name} --out FIT.json` first"
         ) from None
     if report.muennighoff is not None and not report.fits and approach is None:  # no token repeats: U → ∞
         from analysis.fits.muennighoff_optimal import fresh_data_law

@@ -52,7 +52,7 @@ def too_few(resamples: int, level: float) -> str:
     if not 0 < resamples < need:
         return ""
     return (
-        f"--bootstrap {resamples} is too few resamples for {level:.0%} intervals (each tail needs one: {need} or "
+        f"--bootstrap {resamples} is too few resamples for {level * 100:g}% intervals (each tail needs one: {need} or "
         "more); the intervals printed are rough and may leave out their own estimate"
     )
 

@@ -19,10 +19,9 @@ Such a budget keeps its parabola and its N_opt (reported unidentified) but is le
 and named (`left_out_of_law`), as is one whose minimum lies within its sizes but whose N_opt interval
 is unbounded (`in_law`: sizes all on one side of the optimum can put the vertex just inside them), judged
 at a fixed 95% from fixed draws, whatever --level, --seed and --bootstrap (`vertex_intervals.LAW_LEVEL`).
-With fewer than `MIN_BUDGETS` budgets in the law, a, b and the
-coefficients are unidentified and have no value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a
-(`IsoFLOPFit.n_opt_law` NaN, no law samples): a law through extrapolated vertices would be a number
-without meaning.
+With fewer than `MIN_BUDGETS` budgets in the law, a, b and the coefficients are unidentified and have no
+value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a (`IsoFLOPFit.n_opt_law` NaN, no law
+samples): a law through extrapolated vertices would be a number without meaning.
 A parabola whose minimum lies more than `MINIMUM_REACH`× beyond its sizes (or that does not curve
 upward) has no usable minimum at all (`usable_minimum`): the budget is listed as dropped.
 
@@ -104,9 +103,8 @@ BENT_SHARE = 0.1  # a parabola's minimum loss this share below its budget's lowe
 
 
 def bent(profiles: list[Parabola]) -> list[str]:
-    """A line per budget whose parabola's minimum loss lies more than `BENT_SHARE` below every run's loss
-    there: a run off the profile (a diverged run with a finite loss, say) bends it, and its N_opt with it
-    (user20: a loss of 7.5 among 2.3s put 1e21's minimum at 1.585, N_opt 1.225e9 [8.28e8, 1.504e9] for 1.824e9)."""
+    """A line per budget whose parabola's minimum loss lies more than `BENT_SHARE` below its every run's: a run off
+    the profile bends it (user20: a finite 7.5 among 2.3s put N_opt at 1.225e9 [8.28e8, 1.504e9] for 1.824e9)."""
     return [
         f"budget {p.budget:.3g}: its parabola's minimum loss {p.loss_opt:.4g} lies {1 - p.loss_opt / min(p.loss):.0%} "
         f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (see the "
@@ -187,17 +185,14 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
 
 
 def law_budgets(profiles: list[Parabola]) -> np.ndarray:
-    """The budgets in the law (`in_law`), in the units its C has (a budget column's, as the queries to it):
-    its fitted range, beyond which its allocation extrapolates; all of them when none is in it (the law is
-    then unidentified). (user20: the range's top was its runs' largest 6·N·D, which a budget column 1.4x
-    6·N·D put below the largest budget fitted.)"""
+    """The budgets in the law (`in_law`; all when none is), in its C's units (user20: not its runs' 6·N·D, which a
+    budget column 1.4x 6·N·D put below its largest budget): its fitted range, beyond which it extrapolates."""
     kept = [p.budget for p in profiles if in_law(p)] or [p.budget for p in profiles]
     return np.asarray(kept, float)
 
 
 def fitted_min(fit: IsoFLOPFit) -> float:
-    """The smaller end of the law's fitted range; for a fit saved before it was kept (2026-11-27), read
-    from its profiles (user20: such a FIT.json no longer loaded)."""
+    """The law's fitted range from below; read from the profiles of a fit saved before it was kept (2026-11-27)."""
     return fit.fitted_compute_min if np.isfinite(fit.fitted_compute_min) else float(law_budgets(fit.profiles).min())
 
 

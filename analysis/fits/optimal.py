@@ -181,18 +181,21 @@ class Law(abc.ABC):
     def _at_own_budgets(self, central: float, draws: np.ndarray) -> tuple[Estimate, Estimate, Estimate]:
         """N_opt, D and D/N at a target's budget, their intervals from each sample at its own budget ``draws``
         (user20: taken at the central budget, they left out the budget's spread and missed the truth in 4 of 20
-        ladders). A sample that never reaches the target costs +inf in N and D; its D/N is the one at the
-        largest budget searched, the extreme it tends to."""
+        ladders). A sample that never reaches the target costs +inf in N and D and has no D/N, as in
+        `inference.never_reaching`."""
         never = np.isinf(draws)
-        at = np.where(never, 10.0 ** LOG10_BUDGET_RANGE[1], draws)
         with np.errstate(all="ignore"):
-            n = np.asarray(self._n_opt(self.samples, at), float)
-            d = tokens_6nd(at, n)
-            ratio = d / n
+            n = np.where(never, np.inf, np.asarray(self._n_opt(self.samples, np.where(never, 1.0, draws)), float))
+            d = np.where(never, np.inf, tokens_6nd(draws, n))
+            ratio = np.where(never, np.nan, d / n)  # no value, as `inference.never_reaching` has it
         n_central = float(self._n_opt(self.params, central))
-        n_est = self.interval(n_central, np.where(never, np.inf, n))
+        n_est = self.interval(n_central, n)
         n_est.unidentified = n_est.unidentified or reaches_zero(n_est.lower, n_est.upper)
-        d_est = self.interval(tokens_6nd(central, n_central), np.where(never, np.inf, d))
+        d_est = self.interval(tokens_6nd(central, n_central), d)
+        for estimate in (n_est, d_est):  # unbounded by the samples that never reach the target, said so
+            if estimate.unbounded:
+                why = ident.never_reached(int(never.sum()), int(np.sum(~np.isnan(draws))))
+                estimate.unidentified = f"{UNBOUNDED} above: {why}"
         return n_est, d_est, self.interval(tokens_6nd(central, n_central**2), ratio)
 
     def _unreached(self, target: float, never: int, size: int, why: str) -> Allocation:

@@ -110,6 +110,9 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
         f"{flops_label(budgets[0])} to {flops_label(budgets[-1])} FLOPs and model sizes from "
         f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."
     ]
+    # the source's warnings before any number they bear on (user20: "model sizes from 20.2 to 7.26k parameters"
+    # led the summary, the N-in-millions warning 180 lines below)
+    items += [f"{FLAG} {line[0].upper()}{line[1:]}" for line in table.lines()[0]]
     if table.hparams is not None:
         items.append(f"A {table.hparams.note}.")
     if fit is None:

@@ -121,8 +121,7 @@ def budgets_of_frame(
                 f"budget; budgets must be finite numbers > 0 ({int(bad.sum())} such values), or use "
                 "--budget-column none to cluster C = 6·N·D"
             )
-        # a warning: the column's grouping is given up for a row or two (user20: a 'Total' row without a budget
-        # made its own budget at 2.26e23, approach 1's floor 2.574 for 1.69, said in a note)
+        # a warning: the column's grouping is given up (user20: a 'Total' row without one, in a note, was a budget)
         (notes if warnings is None else warnings).append(
             f"column {column!r} has {_unusable(raw, bad)}: it is not used, budgets are clustered from C = 6·N·D; "
             "fill or drop those rows to group runs by it"

@@ -183,7 +183,7 @@ def warn_tokens_per_parameter(runs: pd.DataFrame, warnings: list[str], scaled: l
         warnings.append(
             f"the median run trains {ratio:.3g} tokens per parameter (D/N), fewer tokens than parameters (published "
             + (
-                f"runs: about 1 to a few thousand): are the N and D columns swapped? Read so, {1 / ratio:.3g}"
+                f"runs: about 1 to a few thousand): are the N and D columns swapped? Read so, it is {1 / ratio:.3g}"
                 if tokens
                 else "runs: about 1 to a few thousand; D = C/(6N)): is N or C in other units?"
             )

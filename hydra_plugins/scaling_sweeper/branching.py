@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+from hydra_plugins.scaling_sweeper.settings import text
+
 TO_RUN = ("new", "partial", "corrupt", "errored")
 
 
@@ -44,7 +46,8 @@ def extra_budgets(budgets: list[float], per_decade: float) -> list[float]:
 
 
 def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: float):
-    """(jobs, dropped, summary line): one trunk per group with its branches as jobs (``branch_of``)."""
+    """(jobs, dropped, summary line): one trunk per group with its branches as jobs (``branch_of``). A warmup in
+    steps set on the command line or in the sweep file is kept (user19: the file's was rescaled, silently)."""
     from scaling.branch_plan import plan_branches
     from scaling.errors import ConfigError
     from scaling.plan import plan_run
@@ -65,7 +68,6 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
             raise ConfigError("hydra.sweeper.branches: true needs train.schedule=wsd (cooldown branches)")
         grid = sorted({_budget_of(m) for m in members})
         candidates = grid[:-1] + extra_budgets(grid, per_decade)
-        # set on the command line or in the sweep file (user19: the file's was rescaled, silently)
         given = sweeper.config.optim.warmup_steps is not None or any(o.startswith("optim.warmup_steps=") for o in rest)
         warmup = max(1, round(top["plan"].warmup_steps * min(candidates, default=grid[-1]) / grid[-1]))
         fixed = [] if given else [f"optim.warmup_steps={warmup}"]  # warmup_frac of the smallest point's steps
@@ -74,14 +76,10 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
         trunk_plan = plan_run(cfg)
         branches, bad = plan_branches(cfg, trunk_plan)
         for b in [b for b in branches if not lo <= b.plan.tokens / b.plan.n_budget <= hi]:
-            bad.append(
-                (
-                    b.plan.budget,
-                    f"{b.plan.tokens / b.plan.n_budget:.3g} tokens per parameter is outside [{lo:g}, {hi:g}]",
-                )
-            )
+            ratio = b.plan.tokens / b.plan.n_budget
+            bad.append((b.plan.budget, f"{ratio:.3g} tokens per parameter is outside [{lo:g}, {hi:g}]"))
             branches.remove(b)
-        dropped += [{"overrides": [f"budget={b:g}", *rest], "reason": f"not a branch: {why}"} for b, why in bad]
+        dropped += [{"overrides": [f"budget={text(b)}", *rest], "reason": f"not a branch: {why}"} for b, why in bad]
         listed = ",".join(repr(b.plan.budget) for b in branches)
         trunk = {**top, "overrides": [*base, f"train.branches=[{listed}]"], "plan": trunk_plan}
         trunk["run_id"], trunk["label"] = trunk_plan.run_id, " ".join(trunk["overrides"])

@@ -149,8 +149,9 @@ class ScalingSweeper(Sweeper):
                 values = [override.get_value_element_as_str()]
             if key == "budget":
                 self.budgets, self.grid = [settings.budget(v, "budget") for v in values], {}
-            elif key == "model":  # at the grid's budgets unless budgets are given
-                self.budgets, self.models, self.grid = self.budgets or sorted(self.grid), values, {}
+            elif key == "model":  # at the grid's budgets unless budgets are given here
+                here = settings.given_here(self, "budgets") or not self.grid
+                self.budgets, self.models, self.grid = self.budgets if here else sorted(self.grid), values, {}
             else:
                 axes[key] = [f"{key}={v}" for v in values]
         for key, values in self.hyper.axes().items():  # replace a single value given for the key

@@ -86,7 +86,8 @@ def cut_grid(
     ]
     kept = {b: r for b, r in kept.items() if r}
     if not kept:
-        raise ConfigError(f"hydra.sweeper.models: none of {', '.join(models)} is in the grid at {listed}")
+        at = ", ".join(f"{b:g}" for b in rows.values()) + " (hydra.sweeper.budgets)" if budgets else listed
+        raise ConfigError(f"hydra.sweeper.models: none of {', '.join(models)} is in the grid at {at}")
     for m in models:
         if budgets and not any(m in r for r in kept.values()):
             notes.append(f"model {m}: not in the grid at budget(s) {', '.join(f'{b:g}' for b in kept)}; left out")
@@ -177,8 +178,8 @@ def _check_counts(sweeper) -> None:
             "hydra.sweeper.lr_refine with hydra.sweeper.branches=true: stage 2's LRs are chosen per (shape, budget) "
             "and would train as standalone runs beside the trunks; refine without branches, or give a finer lr grid"
         )
-    if x and not sweeper.branches:  # user19: 5 extra points a decade added none, silently
-        raise ConfigError(
+    if x and not sweeper.branches and given_here(sweeper, "extra_points_per_decade"):  # user19: added none, silently
+        raise ConfigError(  # (a sweep file's, with branches=false on the command line: its separate runs, as asked)
             f"hydra.sweeper.extra_points_per_decade: {x:g} adds cooldown branches, and is read only with "
             "hydra.sweeper.branches=true (and train.schedule=wsd); add them, or drop it"
         )
