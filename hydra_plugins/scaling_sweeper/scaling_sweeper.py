@@ -266,7 +266,7 @@ class ScalingSweeper(Sweeper):
                 raise ConfigError(
                     f"sweep {self.config.sweep or 'sweep'}: all {len(dropped)} combinations were dropped "
                     "(reasons above), nothing to run; change hydra.sweeper budgets/models/grid, "
-                    "hydra.sweeper.tokens_per_param or train.min_steps"
+                    "hydra.sweeper.tokens_per_param, train.min_steps or train.allow_repeat"
                 )
         except UserError as err:
             print(f"error: {err}", file=sys.stderr, flush=True)
