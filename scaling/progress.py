@@ -125,6 +125,11 @@ def runs_in_store(store: Path) -> list[dict]:
     """A store without a plan (runs of `scaling train`): every run directory under STORE/runs, as a
     plan's run (FLOPs unknown until its record gives them; nothing was there before)."""
     runs = sorted(p.name for p in (Path(store) / "runs").glob("*") if p.is_dir())
+    if not runs and (Path(store) / DRY_RUN_MANIFEST).exists():  # user19: read as "no sweep plan here"
+        raise UserError(
+            f"{Path(store)}: only a dry run's plan ({DRY_RUN_MANIFEST}), nothing launched; launch the sweep "
+            "without hydra.sweeper.dry_run=true to train it"
+        )
     if not runs:
         raise UserError(
             f"{Path(store) / MANIFEST}: no sweep plan here, and no runs under {Path(store) / 'runs'}; give a "

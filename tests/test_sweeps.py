@@ -562,6 +562,8 @@ def test_tracking_on_writes_tagged_offline_runs_and_sync_needs_a_login(tmp_path)
 def test_status_of_a_bad_path_is_one_line(tmp_path):
     assert_one_line_error(run_cli("status", tmp_path / "nowhere"), str(tmp_path / "nowhere"), "not a directory")
     assert_one_line_error(run_cli("status", tmp_path), "sweep.json", "scaling sweep")
+    (tmp_path / "sweep.dry-run.json").write_text("{}")  # user19: a dry run's store read "no sweep plan here"
+    assert_one_line_error(run_cli("status", tmp_path), "only a dry run's plan", "hydra.sweeper.dry_run=true")
 
 
 @pytest.mark.parametrize("plan", ["[]", '{"runs": 3}', '{"sweep": "x", "runs": [{"run_id": "a"}], "dropped": []}'])
