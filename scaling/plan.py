@@ -132,7 +132,7 @@ def _smaller(cfg: DictConfig, shape: ModelShape) -> str:
     ladder = shape_for_width(MIN_WIDTH, shape.vocab_size, shape.seq_len, shape.arch, shape.tied_head)
     smallest = not cfg.model.get("_target_") and dataclasses.replace(shape, name=ladder.name) == ladder
     model = f" (d{MIN_WIDTH} is the ladder's smallest shape)" if smallest else ", a smaller model"
-    return f"{model}, or a smaller train.batch_size (more steps of fewer tokens)"
+    return f"{model}, or a smaller train.batch_size or train.seq_len (more steps of fewer tokens)"
 
 
 def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
