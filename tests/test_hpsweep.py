@@ -215,7 +215,7 @@ def test_a_law_whose_fit_left_a_value_unidentified_is_trained_with_a_warning(tmp
     said = sweep(*args, store=tmp_path / "s").stderr
     assert said.count("warning: optim.lr_law:") == 1, said
     assert "the batch_tokens law's d_exponent unidentified by its fit (best batch size at the grid's edge)" in said
-    quiet = sweep(*args, "optim.batch_law=false", store=tmp_path / "q").stderr
+    quiet = sweep(*args, "optim.batch_law=false", "train.batch_size=2", store=tmp_path / "q").stderr
     assert "warning: optim.lr_law" not in quiet
 
 

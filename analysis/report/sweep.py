@@ -112,7 +112,8 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
     ]
     # the source's warnings before any number they bear on (user20: "model sizes from 20.2 to 7.26k parameters"
     # led the summary, the N-in-millions warning 180 lines below)
-    items += [f"{FLAG} {line[0].upper()}{line[1:]}" for line in table.lines()[0]]
+    plain = fit is None or bool(fit.fits)  # a data-constrained fit alone: not approaches 1-3's lines (`source_and_fit`)
+    items += [f"{FLAG} {line[0].upper()}{line[1:]}" for line in table.lines(plain)[0]]
     if table.hparams is not None:
         items.append(f"A {table.hparams.note}.")
     if fit is None:
