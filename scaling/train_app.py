@@ -189,6 +189,11 @@ def first_values(overrides: list[str]) -> list[str]:
     return firsts
 
 
+def override_key(override: str) -> str:
+    """The key a command-line override names: ``+a.b=1``, ``++a.b=1``, ``~a.b`` and ``a.b=1,2`` all name a.b."""
+    return override.lstrip("+~").split("=", 1)[0]
+
+
 def precheck(argv: list[str]) -> list[Path]:
     """Before Hydra takes over: compose what the command line asks for, Hydra section included,
     and plan a single run, so that an unknown key, a wrong type, an unknown launcher or model, or
@@ -220,7 +225,7 @@ def precheck(argv: list[str]) -> list[Path]:
         extra_dir=args.config_dir,
         with_hydra=True,
     )
-    if any(o.lstrip("+").split("=", 1)[0] == "train.batch_size" for o in args.overrides):
+    if any(override_key(o) == "train.batch_size" for o in args.overrides):
         from scaling.hparams import check_batch_not_set, law_of
 
         check_batch_not_set(cfg, law_of(cfg), "train.batch_size")

@@ -90,5 +90,6 @@ def compare_inputs(
 def _same_runs(a, b) -> bool:
     """Whether two run tables hold the same (N, D, loss) rows, in any order."""
     columns = ["N", "D", "loss"]
-    key = lambda runs: runs[columns].sort_values(columns).to_numpy()  # noqa: E731
-    return len(a) == len(b) and bool(np.array_equal(key(a), key(b)))
+    return len(a) == len(b) and bool(
+        np.array_equal(a[columns].sort_values(columns).to_numpy(), b[columns].sort_values(columns).to_numpy())
+    )

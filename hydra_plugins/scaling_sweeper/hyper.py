@@ -90,9 +90,8 @@ class HyperAxes:
     def keys(self) -> tuple[str, ...]:
         """The config keys these axes set (those a no-hyperparameter sweep leaves alone); with branches, a
         trunk's warmup in steps follows its warmup_frac (`branching.plan_trunks`)."""
-        return (self.lr_key, "train.batch_size", "optim.warmup_frac") + (
-            ("optim.warmup_steps",) * bool(self.warmup_fracs)
-        )
+        keys = (self.lr_key, "train.batch_size", "optim.warmup_frac")
+        return (*keys, "optim.warmup_steps") if self.warmup_fracs else keys
 
     def axes(self) -> dict[str, list[str]]:
         """Swept key -> its overrides, in the order the sweeper crosses them (none: no axis)."""

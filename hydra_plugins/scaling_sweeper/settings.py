@@ -41,8 +41,10 @@ def budget(value: Any, key: str) -> float:
 
 def given_here(sweeper, key: str) -> bool:
     """Whether hydra.sweeper.KEY was given on the command line (not only in the sweep file)."""
+    from scaling.train_app import override_key
+
     overrides = sweeper.config.hydra.overrides.hydra if sweeper.config is not None else []
-    return any(o.lstrip("+~").split("=", 1)[0] == f"hydra.sweeper.{key}" for o in overrides)
+    return any(override_key(o) == f"hydra.sweeper.{key}" for o in overrides)
 
 
 def cut_here(sweeper) -> dict[float, list[str]]:
