@@ -110,15 +110,19 @@ def test_a_profile_bent_by_a_diverged_run_with_a_finite_loss_is_warned_about(tmp
     assert len(said) == 1 and said[0].startswith("budget 1e+21: its parabola's minimum loss") and "bends it" in said[0]
 
 
-def test_the_fitted_range_is_in_the_budget_columns_units(tmp_path):
-    # user20: budgets labelled 1.4x their runs' 6·N·D; --budget 1.2e22 (8.6x the largest label, 1.4e21) was
-    # flagged "12x the largest fitted run (1e+21 FLOPs)": the law's C is the column's, so is its range
+def test_the_fitted_range_is_where_the_law_places_its_budgets(tmp_path):
+    # user20: budgets labelled 1.4x their runs' 6·N·D; the law's C was the column's but its range 6·N·D's. Since
+    # 2026-11-27 the law places each budget at its runs' 6·N·D (a nominal label's D_opt was 1.4x off), and so
+    # does its range: the labels move neither.
     rng = np.random.default_rng(0)
-    labelled = _runs(rng, budgets=BUDGETS[:4]).assign(budget_flops=lambda f: 1.4 * f["budget_flops"])
+    runs = _runs(rng, budgets=BUDGETS[:4])
+    labelled = runs.assign(budget_flops=lambda f: 1.4 * f["budget_flops"])
     fit = fit_isoflop(_table(labelled, tmp_path), resamples=50, seed=0)
-    assert (fit.fitted_compute_min, fit.fitted_compute_max) == pytest.approx((1.4e18, 1.4e21))
+    assert (fit.fitted_compute_min, fit.fitted_compute_max) == pytest.approx((1e18, 1e21))
     law = law_from_fit(FitReport(source="x", n_kind="total", runs=36, warnings=[], notes=[], isoflop=fit), "x", 2)
-    assert not law.allocate(1.2e22).extrapolation and law.allocate(1.5e22).extrapolation
+    assert not law.allocate(9e21).extrapolation and law.allocate(1.2e22).extrapolation
+    same = fit_isoflop(_table(runs, tmp_path), resamples=50, seed=0)
+    assert law.allocate(1e22).n.value == pytest.approx(float(same.n_opt_law(1e22)), rel=1e-9)
 
 
 def test_a_fit_saved_before_the_laws_smaller_end_was_kept_still_loads(tmp_path, capsys):

@@ -247,16 +247,16 @@ def test_the_isoflop_figure_draws_no_interval_for_an_unidentified_n_opt():
     assert len(identified) == len(BUDGETS) - 1 and len(bars) == len(identified)  # the edge budget's: none
 
 
-def test_approach_2_validation_predicts_at_the_held_out_budget_not_at_its_6nd():
-    # The law is fitted against the budget column, so its prediction for the held-out budget is at
-    # that budget. Before: at the geometric mean of its runs' 6·N·D, so tokens recorded 30% above
-    # the nominal budgets moved the error from +6% to +20% (and N in millions gave -99.8%).
+def test_approach_2_validation_predicts_where_its_law_places_the_held_out_budget():
+    # The law places each budget at its runs' 6·N·D, and predicts the held-out one there. Before 2026-11-27 it
+    # was fitted against the column but once predicted at 6·N·D: tokens recorded 30% above the nominal budgets
+    # moved the error from +6% to +20% (and N in millions gave -99.8%).
     runs = ladder().drop(columns=["flops"])
     errors = []
     for frame in (runs, runs.assign(tokens=runs["tokens"] * 1.3)):
         table = table_from_frame(frame, "t.csv", ColumnMap())
         fit = fit_isoflop(table, resamples=0)
-        check = validate_isoflop(table, {p.budget: p.n_opt for p in fit.profiles})
+        check = validate_isoflop(table, {p.budget: p for p in fit.profiles})
         errors.append(check["n_opt_relative_error"])
     assert errors[0] == pytest.approx(errors[1], abs=1e-9) and abs(errors[0]) < 0.1
 
@@ -382,17 +382,21 @@ def test_two_csvs_joined_with_cat_skip_the_header_between_them(tmp_path, capsys)
     assert json.loads(with_cat.stdout)["a"] == json.loads(alone.stdout)["a"]
 
 
-def test_optimal_from_approach_2_says_its_budgets_are_a_nominal_columns(tmp_path, capsys):
-    # user16: a budget column 1.3x 6·N·D; `fit` said approach 2 places N_opt against the column's budgets, `optimal
-    # --approach 2` printed its N_opt beside "6·N·D = 1e+21" without a word of it
-    runs = ladder().drop(columns=["flops"]).assign(budget_flops=lambda f: f["budget_flops"] * 1.3)
-    out = tmp_path / "fit.json"
-    run_main(capsys, "fit", write(runs, tmp_path), "--bootstrap", "0", "--out", out, check=True)
-    said = "note: the fit's budget column 'budget_flops': 5 budgets; 6·N·D differs from it by up to"
-    two = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--approach", "2", check=True).stdout
-    assert said in two and "approaches 1 and 2 give N_opt against the column's budgets" in two, two
-    three = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--approach", "3", check=True).stdout
-    assert said not in three
+def test_optimal_from_a_nominal_budget_column_says_its_budget_is_6nd(tmp_path, capsys):
+    # user16: a budget column 1.3x 6·N·D; `optimal --approach 2` printed its N_opt beside "6·N·D = 1e+21" without a
+    # word of the column. Since 2026-11-27 every approach places budgets at 6·N·D, and each says --budget is that.
+    runs = ladder().drop(columns=["flops"])
+    labelled = runs.assign(budget_flops=lambda f: f["budget_flops"] * 1.3)
+    out, plain = tmp_path / "fit.json", tmp_path / "plain.json"
+    run_main(capsys, "fit", write(labelled, tmp_path), "--bootstrap", "0", "--out", out, check=True)
+    run_main(capsys, "fit", write(runs, tmp_path, "plain.csv"), "--bootstrap", "0", "--out", plain, check=True)
+    said = "the fit's budget column 'budget_flops': 5 budgets; 6·N·D differs from it by up to"
+    for approach in ("2", "3"):
+        args = ("optimal", "--budget", "1e20", "--approach", approach, "--json")
+        got = json.loads(run_main(capsys, *args, "--law", out, check=True).stdout)
+        assert [n for n in got["notes"] if said in n and "not at the column's value" in n], got["notes"]
+        same = json.loads(run_main(capsys, *args, "--law", plain, check=True).stdout)
+        assert got["D"]["estimate"] == pytest.approx(same["D"]["estimate"], rel=1e-9)
 
 
 def test_rows_that_differ_in_another_column_are_not_exact_duplicates():

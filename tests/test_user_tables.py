@@ -14,9 +14,11 @@ from conftest import run_main
 
 from analysis.compare.multiplier import differences
 from analysis.fits import laws
+from analysis.fits.isoflop import fit_isoflop
 from analysis.fits.optimal import ParametricLaw
 from analysis.fits.parametric import fit_parametric
 from analysis.published import CHINCHILLA_APPROACH3 as LAW
+from analysis.sources.budgets import NOMINAL_BUDGETS
 from analysis.sources.check import table_from_frame
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import isoflop_runs
@@ -194,13 +196,22 @@ def test_a_tokenizer_or_loss_unit_column_with_several_values_is_two_experiments(
         assert proc.returncode == 2 and f"--group-by {column}" in proc.stderr, column
 
 
-def test_a_nominal_budget_column_twice_6nd_says_what_it_changes():
+def test_a_nominal_budget_column_twice_6nd_groups_runs_and_the_fit_stays_at_6nd():
     # Before: only "6·N·D differs from it by up to 50% (median 50%); the fit uses the column", while
-    # approach 2 put N_opt = 5.0e9 at "C = 2e22" and approach 3 the same N at 1e22.
-    runs = ladder().assign(budget_flops=lambda f: 2 * f["budget_flops"])
-    notes = table_from_frame(runs, "nominal.csv", ColumnMap()).lines()[1]
-    said = [n for n in notes if "budget column" in n]
-    assert len(said) == 1 and "6·N·D is 0.5x it (median)" in said[0] and "--budget-column none" in said[0]
+    # approach 2 put N_opt = 5.0e9 at "C = 2e22" and approach 3 the same N at 1e22; then (to 2026-11-27) approach 2
+    # placed its budgets at the column's values, so its D_opt = label/(6·N_opt) was 2x the tokens its runs trained.
+    runs = ladder()
+    nominal = runs.assign(budget_flops=lambda f: 2 * f["budget_flops"])
+    table = table_from_frame(nominal, "nominal.csv", ColumnMap())
+    said = [n for n in table.lines()[1] if "budget column" in n]
+    assert len(said) == 1 and "6·N·D is 0.5x it (median), a nominal budget" in said[0], said
+    assert NOMINAL_BUDGETS in said[0]
+    truth, fit = fit_isoflop(table_from_frame(runs, "t.csv", ColumnMap()), resamples=0), fit_isoflop(table, resamples=0)
+    for p, q in zip(truth.profiles, fit.profiles, strict=True):
+        assert q.budget == 2 * p.budget and q.compute == pytest.approx(p.compute, rel=1e-12)
+        assert q.d_opt == pytest.approx(p.d_opt, rel=1e-12) and q.n_opt == pytest.approx(p.n_opt, rel=1e-12)
+    assert fit.n_opt_law(1e22) == pytest.approx(truth.n_opt_law(1e22), rel=1e-9)
+    assert fit.d_opt_law(1e22) == pytest.approx(truth.d_opt_law(1e22), rel=1e-9)
     rounded = ladder().assign(budget_flops=lambda f: f["budget_flops"] * np.where(f.index % 2, 1.1, 0.9))
     assert not any("x it (median)" in n for n in table_from_frame(rounded, "r.csv", ColumnMap()).lines()[1])
 

@@ -167,8 +167,8 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
         raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
     law.notes += [left_out[f.approach] for f in report.fits if no_law(f)]
     law.notes += [f"the fit warned: {warning}" for warning in report.warnings]  # units, swapped columns, exclusions
-    if fit.approach in (1, 2):  # its budgets are the column's: the --budget given is one of them, not 6·N·D
-        law.notes += [f"the fit's {note}" for note in report.notes if NOMINAL_BUDGETS in note]
+    # a nominal column: the --budget given is 6·N·D, not one of its values
+    law.notes += [f"the fit's {note}" for note in report.notes if NOMINAL_BUDGETS in note]
     return law
 
 

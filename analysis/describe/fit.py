@@ -17,6 +17,7 @@ from analysis.fits.envelope import envelope_law
 from analysis.fits.isoflop import bent, in_law, left_out_of_law
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
 from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
+from analysis.sources.budgets import AGREEING
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
@@ -157,11 +158,18 @@ def envelope_text(fit) -> str:
     )
 
 
+def budget_text(p) -> str:
+    """A budget's label, and its runs' 6·N·D where the law places it when that is not the label (`AGREEING`): a
+    nominal column's 1e18 at 6·N·D 1.4e18 showed a D_opt that 6·D_opt·N_opt did not make 1e18."""
+    moved = abs(p.compute / p.budget - 1.0) > AGREEING
+    return flops_label(p.budget) + (f" (6·N·D {flops_label(p.compute)})" if moved else "")
+
+
 def describe_minimum(p, count=count_label) -> Minimum:
     n = list(p.n)
     n_opt = Estimate(p.n_opt, *(p.n_opt_interval or (None, None)), unidentified=p.n_opt_unidentified)
     return Minimum(
-        budget=flops_label(p.budget),
+        budget=budget_text(p),
         sizes=f"{len(set(n))} ({count_label(min(n))} to {count_label(max(n))})",
         n_opt=interval_text(n_opt, count),
         d_opt="unidentified (as N_opt)" if p.n_opt_unidentified else count(p.d_opt),  # D_opt = C/(6·N_opt)
@@ -298,7 +306,7 @@ def minimum_legend(p) -> str:
     """``C = 1e12: N_opt = 67.2k``; ``N_opt unidentified`` where the fit says so (why: in the text),
     with where the minimum lies when outside the trained sizes."""
     n_opt = "N_opt unidentified" if p.n_opt_unidentified else f"N_opt = {count_label(p.n_opt)}"
-    return f"C = {flops_label(p.budget)}: {n_opt}" + ("" if p.inside_range else " (outside the trained sizes)")
+    return f"C = {budget_text(p)}: {n_opt}" + ("" if p.inside_range else " (outside the trained sizes)")
 
 
 def interval_legend(report: FitReport, approach: int) -> str:

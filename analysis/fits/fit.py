@@ -107,7 +107,7 @@ def _fit_each(table, approaches, report, resamples, seed, level, bins_per_decade
                 report.isoflop = fit_isoflop(table, resamples=resamples, seed=seed, level=level)
                 if validate:
                     report.isoflop.validation = validate_isoflop(
-                        table, {p.budget: p.n_opt for p in report.isoflop.profiles if in_law(p)}
+                        table, {p.budget: p for p in report.isoflop.profiles if in_law(p)}
                     )
             else:
                 report.parametric = fit_parametric(table, resamples=resamples, seed=seed, level=level)

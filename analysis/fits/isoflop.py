@@ -7,8 +7,8 @@ its minimum is N_opt(C) = exp(mean ln N − c1/(2·c2)), D_opt(C) = C/(6·N_opt)
 by least squares on logs. Because every D_opt is C/(6·N_opt), b = 1 − a and k_D = 1/(6·k_N)
 exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 0.51.)
 
-C of a budget is its budget (`analysis.sources.budgets`: the source's budget column when given,
-else the geometric mean of its cluster's C = 6·N·D).
+A budget groups runs (`analysis.sources.budgets`), and its C is its runs' geometric mean C = 6·N·D (`Parabola.compute`;
+a nominal label 1.4x below 6·N·D made D_opt = label/(6·N_opt) 1.4x below the tokens its runs trained).
 
 Which budgets the law is fitted to (`bracketed`, the one rule): those whose minimum lies within
 their trained sizes. A minimum outside them is the parabola's vertex extrapolated, and the loss is
@@ -185,9 +185,9 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
 
 
 def law_budgets(profiles: list[Parabola]) -> np.ndarray:
-    """The budgets in the law (`in_law`; all when none is), in its C's units (user20: not its runs' 6·N·D, which a
-    budget column 1.4x 6·N·D put below its largest budget): its fitted range, beyond which it extrapolates."""
-    kept = [p.budget for p in profiles if in_law(p)] or [p.budget for p in profiles]
+    """The C of the budgets in the law (`in_law`; all when none is), as the law places them (`Parabola.compute`):
+    its fitted range, beyond which it extrapolates."""
+    kept = [p.compute for p in profiles if in_law(p)] or [p.compute for p in profiles]
     return np.asarray(kept, float)
 
 
@@ -226,8 +226,7 @@ def _lone_minimum(profiles: list[Parabola], seed: int, level: float) -> str:
         else f"(unidentified: {p.n_opt_unidentified})"  # outside the trained sizes among the reasons it gives
     )
     return (
-        f"; the budget of C = {p.compute:.3g} alone has its least loss at N = {p.n_opt:.3g} {where}, "
-        f"D = {p.compute / (6 * p.n_opt):.3g}"
+        f"; the budget of C = {p.compute:.3g} alone has its least loss at N = {p.n_opt:.3g} {where}, D = {p.d_opt:.3g}"
     )
 
 
@@ -318,7 +317,8 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
             f"{MINIMUM_REACH:g}× beyond the trained sizes ({n.min():.3g} to {n.max():.3g}); "
             "train sizes on both sides of the optimum"
         )
-    compute = float(budget)
+    compute = float(np.exp(np.mean(np.log(runs["C"].to_numpy()))))  # the runs' 6·N·D: module docstring
+    compute = float(budget) if abs(compute / budget - 1.0) < 1e-9 else compute  # a clustered budget, round-off aside
     n_opt = float(np.exp(center + u_opt))
     profile = Parabola(
         budget=float(budget),

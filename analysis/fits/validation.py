@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.identified import EXTRAPOLATION_FACTOR
+from analysis.fits.results import Parabola
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
@@ -89,15 +90,14 @@ def validate_parametric(table: RunTable) -> dict:
     }
 
 
-def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dict:
+def validate_isoflop(table: RunTable, observed: dict[float, Parabola]) -> dict:
     """Refit approach 2 without the largest budget; error of the predicted N_opt there.
-    ``observed_n_opt`` maps budget → N_opt from that budget's own parabola, for the budgets whose
-    law holds (`analysis.fits.isoflop.in_law`: an extrapolated or unidentified vertex is no observation to check
-    against)."""
+    ``observed`` maps budget → its own parabola, for the budgets whose law holds
+    (`analysis.fits.isoflop.in_law`: an extrapolated or unidentified vertex is no observation to check against)."""
     from analysis.fits.isoflop import fit_isoflop, in_law
 
     largest, rest, _ = _held_out(table)
-    if largest not in observed_n_opt:
+    if largest not in observed:
         return {
             "skipped": "the largest budget's parabola minimum is left out of the law: outside its trained sizes, or its "
             "N_opt unbounded in the law's own test (`isoflop.in_law`)"
@@ -109,14 +109,14 @@ def validate_isoflop(table: RunTable, observed_n_opt: dict[float, float]) -> dic
     if fit.estimates["a"].unidentified:
         return {"skipped": f"without the largest budget, a is unidentified: {fit.estimates['a'].unidentified}"}
     fitted = [p.budget for p in fit.profiles if in_law(p)]  # the budgets of the law
-    predicted = float(fit.n_opt_law(largest))  # the law is fitted against budgets, so predict at one
-    observed = observed_n_opt[largest]
+    held = observed[largest]
+    predicted = float(fit.n_opt_law(held.compute))  # where the law places a budget: its runs' 6·N·D
     return {
         **_held_out_keys(largest, max(fitted)),
         "fitted_budgets": len(fitted),
-        "n_opt_observed": observed,
+        "n_opt_observed": held.n_opt,
         "n_opt_predicted": predicted,
-        "n_opt_relative_error": predicted / observed - 1.0,
+        "n_opt_relative_error": predicted / held.n_opt - 1.0,
     }
 
 

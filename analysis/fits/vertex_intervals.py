@@ -86,7 +86,7 @@ def _note(profiles, resamples, dof, noisy, quiet_dof, skew) -> str:
     """How the N_opt intervals were made: the draws, the pool (and who was left out of it: `noisy`, budget
     index → its flagged runs), the shape term (``skew``: `pooled_skew`)."""
     left_out = ", ".join(
-        f"{profiles[k].compute:.3g} (run {run}" + (f", the farthest of {count} flagged)" if count > 1 else ")")
+        f"{profiles[k].budget:.3g} (run {run}" + (f", the farthest of {count} flagged)" if count > 1 else ")")
         for k, (run, count) in noisy.items()
     )
     return (

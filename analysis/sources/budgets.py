@@ -3,7 +3,8 @@
 A run's budget is the value of the source's budget column when it has one: the column named with
 ``--budget-column``, else the first of `BUDGET_COLUMNS` present (``budget_flops`` is the results
 store's). Its values must all be finite numbers > 0; an auto-detected column with gaps is noted and
-not used. When 6·N·D differs from the column, a note says by how much: the fit uses the column
+not used. The column groups the runs; every fit places a budget at its runs' C = 6·N·D (approach 2: their
+geometric mean, `analysis.fits.isoflop`). When 6·N·D differs from the column, a note says by how much
 (a warning when 100x or more off: a unit mix-up, a PF-day's 8.64e19 named as such). Values within
 `AGREEING` of each other that the runs' own 6·N·D does not separate are one budget written twice
 (``1e19``, ``9.87e18``: `same_budgets`).
@@ -266,9 +267,9 @@ def _parabolas(budgets: np.ndarray, sizes) -> int:
 UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
 WARNED_FACTOR = 100.0  # and this many times off, a warning: approaches 1-2 place N_opt against wrong budgets
 NOMINAL_FACTOR = 1.25  # beyond this (median) the column counts compute otherwise than 6·N·D, not by rounding
-# what such a note says; `optimal` repeats the note when it allocates from approach 1 or 2 (user16: N_opt of a
-# column 1.3x 6·N·D printed beside "6·N·D = 1e+21" without it)
-NOMINAL_BUDGETS = "approaches 1 and 2 give N_opt against the column's budgets"
+# what such a note says; `optimal` repeats the note (user16: N_opt of a column 1.3x 6·N·D printed beside
+# "6·N·D = 1e+21" without it; its --budget is 6·N·D, not one of the column's values)
+NOMINAL_BUDGETS = "every fit places a budget at its runs' C = 6·N·D, not at the column's value"
 
 
 def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tuple[str, float]:
@@ -281,21 +282,20 @@ def _disagreement(column: str, budgets: np.ndarray, compute: np.ndarray) -> tupl
     if 1 / 3 <= factor / PF_DAY_FLOPS <= 3:  # a PF-day's FLOPs (within 3x): the column is in PF-days, unnamed
         return (
             f"{where}; 6·N·D is {factor:.3g}x the column (median over runs), a PF-day's FLOPs (8.64e19): the column "
-            f"is in PF-days? Approaches 1 and 2 place N_opt against its values as FLOPs: rename it {column + '_pfdays'!r} "
-            "(with --budget-column, name that) to have it read in FLOPs, or --budget-column none to group runs by "
-            "C = 6·N·D"
+            f"is in PF-days? It groups the runs, and {NOMINAL_BUDGETS}; rename it {column + '_pfdays'!r} (with "
+            "--budget-column, name that) to have its labels read in FLOPs"
         ), factor
     if not 1 / UNIT_FACTOR < factor < UNIT_FACTOR:  # "up to 100%" would hide a unit mix-up
         return (
             f"{where}; 6·N·D is {factor:.3g}x the column (median over runs): N, D or the budget is in other "
             "units (N in millions? a budget in PF-days?); the fit groups runs by the column and fits C = 6·N·D"
         ), factor
-    text = f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); the fit uses the column"
+    text = f"{where}; 6·N·D differs from it by up to {off.max():.0%} (median {np.median(off):.0%}); the column groups"
+    text += " the runs, each budget at its runs' 6·N·D"
     if not 1 / NOMINAL_FACTOR <= factor <= NOMINAL_FACTOR:  # a convention, not rounding: say what it changes
         text += (
-            f", and 6·N·D is {factor:.3g}x it (median): {NOMINAL_BUDGETS}, "
-            "approach 3 against C = 6·N·D, so their N_opt(C) differ by that factor in C (--budget-column none "
-            "groups by 6·N·D instead)"
+            f", and 6·N·D is {factor:.3g}x it (median), a nominal budget: {NOMINAL_BUDGETS} (`optimal --budget` "
+            "is in 6·N·D FLOPs)"
         )
     return text, factor
 
