@@ -135,3 +135,40 @@ def test_a_fit_files_bad_loss_unit_is_one_error_line_naming_the_file_the_key_and
             FitReport.load(_edited(fit, tmp_path, lambda d, bad=bad: d.update(loss_unit=bad)))
     assert FitReport.load(_edited(fit, tmp_path, lambda d: d.update(loss_unit=" bpb"))).loss_unit == "bits/byte"
     assert FitReport.load(_edited(fit, tmp_path, lambda d: d.pop("loss_unit"))).loss_unit == "nats/token"  # old files
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("fit", "{t}", "--bootstrap", "0", "--out", "{t}"),
+        ("next", "{t}", "--flops", "1e21", "--draws", "8", "--out", "./runs.csv"),
+        ("compare", "{t}", "{t}", "--out-figure", "{t}"),
+    ],
+)
+def test_an_output_naming_the_table_read_is_refused_and_the_table_kept(tmp_path, capsys, monkeypatch, command):
+    # user21: `fit c2.csv --out c2.csv` saved its FIT.json over the 28 runs read; `next c5.csv --out c5.csv` left a header
+    from conftest import run_main
+
+    from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+
+    monkeypatch.chdir(tmp_path)
+    table = tmp_path / "runs.csv"
+    isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0).to_csv(table)
+    before = table.read_bytes()
+    proc = run_main(capsys, *(word.format(t=table) for word in command))
+    assert_one_line_error(proc, "is a file this command reads", "give another path")
+    assert table.read_bytes() == before
+
+
+def test_a_report_leaves_a_markdown_file_it_did_not_write(tmp_path, capsys):
+    # user21: `report --out c6.html` replaced the user's own c6.md with the report's Markdown twin
+    from conftest import run_main
+
+    from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+
+    table, notes = tmp_path / "runs.csv", tmp_path / "c6.md"
+    isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0).to_csv(table)
+    notes.write_text("my notes\n")
+    proc = run_main(capsys, "report", table, "--out", tmp_path / "c6.html", "--bootstrap", "0")
+    assert_one_line_error(proc, "c6.md", "is not a report's", "'my notes'")
+    assert notes.read_text() == "my notes\n" and not (tmp_path / "c6.html").exists()

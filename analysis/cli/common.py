@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from analysis.cli.argtypes import count, level, whole
+from analysis.cli.outputs import guard_outputs
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import Parser, UserError
@@ -43,6 +44,7 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace | int:
     except SystemExit as done:  # --help
         return int(done.code or 0)
     args.refit_words = refit_words(parser, words)
+    guard_outputs(args)
     if (
         hasattr(args, "bootstrap") and hasattr(args, "level") and not getattr(args, "fit", None)
     ):  # a --fit: not resampled

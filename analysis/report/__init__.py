@@ -31,7 +31,7 @@ from analysis.report.allocation import allocation_blocks, budget_ladder
 from analysis.report.blocks import Bullets, FigureBlock, Heading, Paragraph
 from analysis.report.hparams import hyperparameter_blocks
 from analysis.report.laws import fit_notes_blocks, fitted_laws_blocks, outlier_blocks, validation_blocks
-from analysis.report.render import render_html, render_markdown, write_readable, write_report
+from analysis.report.render import REPORT_TITLE, render_html, render_markdown, write_readable, write_report
 from analysis.report.runs import failures_blocks, reading_notes
 from analysis.report.sweep import about_blocks, fit_matches_source, summary_blocks, sweep_name, swept_blocks
 from analysis.sources.schema import Source
@@ -59,7 +59,7 @@ def report_blocks(
 ) -> list:
     """The whole report as blocks, in reading order."""
     generated_at = generated_at or datetime.now(timezone.utc)
-    blocks: list = [Heading(f"Scaling-law report: {sweep_name(source)}", 1)]
+    blocks: list = [Heading(f"{REPORT_TITLE}: {sweep_name(source)}", 1)]
     blocks += about_blocks(source, fit, how_fitted, generated_at)
     blocks += summary_blocks(source, fit, fit_problems or [])
     blocks += swept_blocks(source)

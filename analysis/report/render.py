@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from analysis.report.blocks import Bullets, Heading, Paragraph, Table
+from scaling.errors import UserError
 from scaling.store import atomic_write_bytes
 
 # ---------------------------------------------------------------- rendering
@@ -88,6 +89,22 @@ def _markdown_block(block, figure_dir: str) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
     return f"![{block.title}]({figure_dir}/{figure_file_name(block.name)})\n\n*{block.title}.* {block.caption}"
+
+
+REPORT_TITLE = "Scaling-law report"  # the report's first heading: its Markdown twin starts "# " and this
+
+
+def guard_twin(markdown: Path, option: str) -> None:
+    """One UserError line when the report's Markdown twin exists and is not a report's (it would be replaced)."""
+    if not markdown.is_file():
+        return
+    with open(markdown, encoding="utf-8", errors="replace") as f:
+        first = f.readline()
+    if not first.startswith(f"# {REPORT_TITLE}"):
+        raise UserError(
+            f"{option}: the report's Markdown twin {str(markdown)!r} exists and is not a report's (it begins "
+            f"{first.strip()[:40]!r}): writing the report would replace it; move it or give another name"
+        )
 
 
 def report_paths(out_html: Path) -> tuple[Path, Path]:
