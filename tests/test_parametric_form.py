@@ -200,3 +200,20 @@ def test_two_model_sizes_leave_the_size_term_unidentified():
         e = fit.estimates[name]
         assert np.isnan(e.value) and e.unidentified == "alpha, A: only 2 distinct N values (need 3 with E)", name
     assert fit.estimates["beta"].value > 0 and np.isfinite(fit.estimates["B"].value)
+
+
+def test_one_budget_leaves_e_unidentified_and_optimal_says_so_beyond_it(tmp_path, capsys):
+    # user21: 9 sizes at one budget (1e20) printed E = 2.612 [2.598, 2.645] for a true 1.69, alpha and beta
+    # unidentified beside it, and `optimal --budget 1e21` that same loss as the prediction (truth 2.329)
+    from analysis.fits.parametric_form import ONE_BUDGET
+
+    one = isoflop_runs(CHINCHILLA_LAW, [1e20], 9, spread_decades=0.6, noise=0.01, seed=4)
+    fit = fit_parametric(table_from_frame(one, "one.csv"), resamples=100, seed=0)
+    assert fit.estimates["E"].unidentified == ONE_BUDGET and np.isfinite(fit.estimates["E"].value)
+    two = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20], 9, spread_decades=0.6, noise=0.01, seed=4)
+    assert fit_parametric(table_from_frame(two, "two.csv"), resamples=0).estimates["E"].unidentified != ONE_BUDGET
+    path, out = tmp_path / "one.csv", tmp_path / "one.json"
+    one.to_csv(path, index=False)
+    run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "100", "--out", out, check=True)
+    said = run_main(capsys, "optimal", "--law", out, "--budget", "1e21", "--json", check=True).stdout
+    assert json.loads(said)["loss"]["unidentified"] == "as the fit's E", said
