@@ -130,3 +130,48 @@ def test_rows_are_runs_says_when_a_run_id_column_decides():
     """--rows-are-runs on a table with a run_id column does nothing: a note says so (review5: silent)."""
     table = table_from_frame(seeds([{"seed": 0}, {"seed": 1}]), "seeds.csv", ColumnMap(rows_are_runs=True))
     assert any("--rows-are-runs: not applied" in n for n in table.notes)
+
+
+def evaluations_beside_planned_totals() -> pd.DataFrame:
+    """9 runs x 5 evaluations; the token column holds each run's planned total, the loss is at step/5 of it."""
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e18, 1e19, 1e20], 3, spread_decades=0.6, noise=0.0, seed=0)
+    rows = [
+        {
+            "run_id": r.run_id,
+            "step": 100 * k,
+            "params": r.params,
+            "tokens": r.tokens,
+            "loss": loss(r.params, r.tokens * k / 5, 0),
+        }
+        for r in runs.itertuples()
+        for k in range(1, 6)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_evaluations_beside_each_runs_planned_total_keep_its_last_step_and_warn():
+    # user21: 28 runs x 10 evaluations with each run's planned total as its tokens were 280 "seeds" of 28 points,
+    # mid-training losses among them (N_opt 5.4e7 [2.5e7, 7.1e7] at 1e18 for a true 8.1e7), without a word
+    frame = evaluations_beside_planned_totals()
+    table = table_from_frame(frame, "evals.csv", ColumnMap())
+    assert len(table.runs) == 9 and (table.runs["unit"].nunique() == 9)
+    final = frame[frame["step"] == 500].set_index("run_id")["loss"]
+    assert np.allclose(table.runs.set_index("run_id")["loss"], final.loc[table.runs["run_id"]])
+    assert [w for w in table.warnings if "planned total" in w and "'step'" in w], table.warnings
+    seeds = frame.assign(step=500, loss=lambda f: f["loss"] * (1 + 0.01 * np.sin(f.index)))  # one step: seeds
+    assert len(table_from_frame(seeds, "seeds.csv", ColumnMap()).runs) == 45
+
+
+def test_a_learning_rate_column_is_read_as_lr():
+    # user21: HF Trainer's `learning_rate` beside 4 LRs per point was pooled as 4 seeds of each (E 1.78 for 1.69)
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e18, 1e19, 1e20], 4, spread_decades=0.6, noise=0.0, seed=0)
+    frame = pd.concat(
+        [
+            runs.assign(learning_rate=lr, val_loss=runs["val_loss"] + 0.1 * np.log10(lr / 1e-3) ** 2)
+            for lr in (3e-4, 1e-3, 3e-3)
+        ]
+    )
+    table = table_from_frame(frame.reset_index(drop=True), "lr.csv", ColumnMap())
+    assert len(table.runs) == 12 and table.hparams is not None and table.hparams.swept == ["lr"]
+    assert np.allclose(np.sort(table.runs["loss"]), np.sort(runs["val_loss"]))
+    assert "column 'learning_rate' read as the learning rate 'lr'" in " ".join(table.notes)

@@ -36,7 +36,7 @@ from analysis.sources.colunits import (
 )
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
-from analysis.sources.hparams import reduce_sweep
+from analysis.sources.hparams import lr_alias, reduce_sweep
 from analysis.sources.rows import LOSS, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
@@ -70,7 +70,7 @@ def table_from_frame(
     warnings, notes = list(warnings or []), []
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
-    frame = apply_where(frame, columns.where, source, notes)
+    frame = lr_alias(apply_where(frame, columns.where, source, notes), notes, columns.hp_columns)
     columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
     read = len(frame)
     run_ids = run_ids_of(frame, columns.rows_are_runs, notes)
@@ -82,9 +82,9 @@ def table_from_frame(
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
     unique_col = unique_column_of(frame, columns.unique, source)
-    frame, run_ids, curves, reading, scaled = _as_named(
-        frame, run_ids, (n_col, d_col, c_col, loss_col, unique_col), curves, notes, (budget_col, columns.as_given)
-    )
+    picked = (n_col, d_col, c_col, loss_col, unique_col)
+    lines, budget = (notes, warnings), (budget_col, columns.as_given)
+    frame, run_ids, curves, reading, scaled = _as_named(frame, run_ids, picked, curves, lines, budget)
     what = "runs" if reading is not None and reading.curves else "rows"  # rows read as curves: a row per run now
     keep = usable_rows(frame, run_ids, _needed(n_col, d_col, c_col, loss_col), columns.strict, warnings, what)
     frame, run_ids = frame[keep], run_ids[keep]
@@ -142,15 +142,17 @@ def _needed(n_col: str, d_col: str | None, c_col: str | None, loss_col: str) -> 
     return {n_col: "n", loss_col: LOSS, **({d_col: "d"} if d_col is not None else {c_col: "c"})}
 
 
-def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, notes: list[str], budget):
+def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, lines: tuple, budget):
     """Units from the N, D, C and unique-tokens columns' names (`colunits`; ``picked``: those and the loss
     column; ``budget``: the budget column and the columns read as given), then training curves given as rows
-    (`curverows.split_curve_rows`: frame, run ids, curves and how the rows were read); the columns scaled last."""
-    budget_col, as_given = budget
+    (`curverows.split_curve_rows`: frame, run ids, curves and how the rows were read); the columns scaled last.
+    ``lines``: (notes, warnings)."""
+    (notes, warnings), (budget_col, as_given) = lines, budget
     n_col, d_col, c_col, loss_col, unique_col = picked
     roles = {"n": n_col, "d": d_col, "c": c_col, "u": unique_col}
     frame, scaled = apply_column_units(frame, roles, notes, budget_col, as_given)
-    return *split_curve_rows(frame, run_ids, (n_col, d_col, c_col, loss_col), curves, notes, budget_col), scaled
+    picked = (n_col, d_col, c_col, loss_col)
+    return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col, warnings), scaled
 
 
 def _loss_unit_of_column(frame: pd.DataFrame, columns: ColumnMap, loss_col: str, source: str) -> ColumnMap:

@@ -23,7 +23,9 @@ tell such checkpoints from approach 3's grid with each run's total steps beside 
 one run per row: D/step is constant in both), so it is read as curves where nothing says otherwise, and the
 note names ``--rows-are-runs`` (`ColumnMap.rows_are_runs`), which reads each row as a run of its own. A
 budget column or a hyperparameter column (`hparams.HP_COLUMNS`: lr, ...) varying within one run's rows
-says otherwise: those rows are runs, and a note says which column. Not an ``lr`` that a history (a step column)
+says otherwise: those rows are runs, and a note says which column. A run id at one token count with a step column
+growing along it and the loss falling is a run's evaluations beside its planned total: its last step is its final
+row, with a warning (`PLANNED`). Not an ``lr`` that a history (a step column)
 logs as its schedule (`_scheduled`: one value per step, rising then falling along the run's tokens): it varies
 along a curve. A grid whose lr was tuned to fall with D, a step column beside it, reads the same: curves.
 """
@@ -138,15 +140,16 @@ def split_curve_rows(
     curves: pd.DataFrame | None,
     notes: list[str],
     budget_col: str | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame | None, RowsReading | None]:
     """``frame`` (and its ``run_ids``) cut to each run's last row, and the curves (run_id, tokens and
     the loss column) of every row, when a run id repeats at more than one token count, the source has
     no curves of its own and the rows look like curves (the module docstring); else everything as given
     (run ids named by a checkpoint table's model column that repeat become "rowK": each row is a run).
     And how the rows were read (`RowsReading`, its note added to ``notes``; None where no run repeats).
-    ``picked``: the N, D, C and loss columns (D None: tokens = C/(6N)); ``budget_col``: the budget column."""
-    n_col, d_col, c_col, loss_col = picked
-    key = run_key(frame)
+    ``picked``: the N, D, C and loss columns (D None: tokens = C/(6N)); ``budget_col``: the budget column;
+    ``warnings``: where a token column of planned totals is said (`PLANNED`; in ``notes`` without)."""
+    (n_col, d_col, c_col, loss_col), warnings, key = picked, notes if warnings is None else warnings, run_key(frame)
     if curves is not None or not key or not run_ids.duplicated().any():
         return frame, run_ids, curves, None
     rows = run_ids if key == [RUN_ID] else _row_ids(frame)  # not curves: each row its own run
@@ -158,9 +161,15 @@ def split_curve_rows(
     else:
         tokens = pd.Series(tokens_6nd(numeric(frame, c_col, "c")[0], n.to_numpy()), index=frame.index)
     counts = tokens.groupby(run_ids).nunique()
-    if not (counts > 1).any() or (n.groupby(run_ids).nunique() > 1).any():  # seeds, or several N: not one run
-        return frame, rows, curves, None
     by_name = key != [RUN_ID]
+    if (n.groupby(run_ids).nunique() > 1).any():  # several N: not one run
+        return frame, rows, curves, None
+    if not (counts > 1).any():  # seeds of one point, unless a step column grows along the runs (`_planned`)
+        if (last := _planned(frame, run_ids, loss_col)) is None:
+            return frame, rows, curves, None
+        keep, note = frame.index.isin(last.to_numpy()), f"{RUNS}: {PLANNED.format(step=_step_column(frame))}"
+        warnings.append(note)
+        return frame[keep], run_ids[keep], curves, RowsReading(curves=False, by_name=by_name, note=note)
     why = _not_curves(frame, run_ids, tokens, loss_col, budget_col)
     if why:
         reading = RowsReading(curves=False, by_name=by_name, note=f"{RUNS}, though {_repeat(key)}: {why}")
@@ -217,6 +226,34 @@ def _final_rows(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss
         f"{len(moved)} of {len(runs)} runs end in rows with no {loss_col!r} (e.g. run {moved[0]!r}, "
         f"row {int(runs['last'][moved[0]]) + 1}): each such run's final point is its last row with one, at its tokens"
     ]
+
+
+# user21: an export of 28 runs x 10 evaluations whose token column held each run's planned total was read as 280
+# seeds of 28 points, mid-training losses among them: N_opt 5.4e7 [2.5e7, 7.1e7] at 1e18 for a true 8.1e7
+PLANNED = (
+    "a run id repeats at one token count while column {step!r} grows and the loss falls along it: the token column "
+    "holds each run's planned total, not the tokens at each row; each run's row at its last step is its final "
+    "point (trained to that total?), the others are left out (give the tokens at each row to read them as curves)"
+)
+
+
+def _planned(frame: pd.DataFrame, run_ids: pd.Series, loss_col: str) -> pd.Series | None:
+    """Each run's row at its last step (`PLANNED`) when a step column varies within every repeated run and the loss
+    at the last step is below the loss at the first in most of them; else None (seeds of one point)."""
+    step = _step_column(frame)
+    if step is None:
+        return None
+    order = pd.DataFrame({"run": run_ids, "step": numeric(frame, step, count=False)[0]}, index=frame.index)
+    order["loss"] = numeric(frame, loss_col, count=False)[0]
+    order = order[run_ids.duplicated(keep=False).to_numpy()].dropna().sort_values(["run", "step"], kind="stable")
+    if order.empty or (order.groupby("run")["step"].nunique() < 2).any():
+        return None
+    ends = order.groupby("run")["loss"].agg(["first", "last"])
+    if (ends["last"] < ends["first"]).mean() <= 0.5:
+        return None
+    last = order.groupby("run")["step"].idxmax()
+    lone = run_ids[~run_ids.duplicated(keep=False).to_numpy()]
+    return pd.concat([last, pd.Series(lone.index, index=lone.to_numpy())])
 
 
 def _not_curves(frame: pd.DataFrame, run_ids: pd.Series, tokens: pd.Series, loss_col: str, budget_col) -> str:

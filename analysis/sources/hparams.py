@@ -66,6 +66,21 @@ class HyperSweep:
         return "batch_size" in self.swept and bool(np.isfinite(self.optima["batch_tokens"]).any())
 
 
+# Other tables' names for the peak learning rate (HF Trainer's `learning_rate`), read as `LR` where it is absent
+# (user21: an LR sweep in a `learning_rate` column was pooled as 4 seeds per point, E 1.78 for a true 1.69)
+LR_NAMES = ("learning_rate", "peak_lr", "max_lr", "lr_max", "lr_peak")
+
+
+def lr_alias(frame: pd.DataFrame, notes: list[str], hp_columns=None) -> pd.DataFrame:
+    """``frame`` with its learning-rate column (`LR_NAMES`, any case) named `LR`, said in ``notes``; as given when
+    it has an `LR` column, none of those, or --hp-columns (``hp_columns``) names one."""
+    named = [c for c in frame.columns if str(c).strip().lower().replace(" ", "_") in LR_NAMES]
+    if LR in frame.columns or len(named) != 1 or named[0] in (hp_columns or ()):
+        return frame
+    notes.append(f"column {named[0]!r} read as the learning rate {LR!r} (a sweep over it is reduced as over {LR})")
+    return frame.rename(columns={named[0]: LR})
+
+
 def hp_columns_of(frame: pd.DataFrame, named: tuple[str, ...] | None) -> list[str]:
     """The hyperparameter columns present: those named (each must exist), else `HP_COLUMNS` present."""
     if named:
