@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from conftest import assert_one_line_error, run_cli, run_main
 
+from analysis.describe.hparams import value_text
 from analysis.fits.fit import fit_all
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.results import FitReport
@@ -178,6 +179,10 @@ def test_a_batch_optimum_at_the_grids_edge_leaves_the_batch_law_unidentified(tmp
     why = law["d_exponent"].get("unidentified", "")
     assert (why == "best batch size at the grid's edge at 12 of 12 points") == at_edge, why
     assert ("12 of 12 points have their best batch size at the grid's edge" in law.get("at_edge", "")) == at_edge
+    # user22: a coefficient beside unidentified exponents printed [1.6e-12, inf]; saved as null, it crashed the report
+    assert law["coefficient"].get("unidentified", "").startswith("as its exponent") == at_edge
+    law["coefficient"] = {"estimate": 0.3, "interval": [1e-12, None]}  # a fit file saved before: an end of null
+    assert value_text(law["coefficient"]) == "0.3 [1e-12, unbounded]"
     runs.loc[5, "batch_size"] = None  # review15c: a blank cell made the column text, and "16" > 32.0 raised
     runs.to_csv(tmp_path / "blank.csv", index=False)
     assert load_runs(str(tmp_path / "blank.csv")).hparams.optima["batch_edge"].any() == at_edge

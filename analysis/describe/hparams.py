@@ -24,7 +24,8 @@ def value_text(value) -> str:
         return f"unidentified ({value['unidentified']})"
     interval = value.get("interval")
     text = num(value["estimate"])
-    return text if not interval else f"{text} [{num(interval[0])}, {num(interval[1])}]"
+    ends = ["unbounded" if end is None else num(end) for end in interval or ()]  # an inf end is saved as null
+    return text if not interval else f"{text} [{ends[0]}, {ends[1]}]"
 
 
 def law_lines(law: dict) -> list[str]:

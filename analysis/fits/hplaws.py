@@ -117,6 +117,10 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
                 f"best {EDGE_WHAT[target]} at the grid's edge at {int(edge.sum())} of {len(y)} points"
             )
         law[key] = estimate.as_json()
+    if (loose := [k for k in fitted if law[k].get("unidentified")]) and not law["coefficient"].get("unidentified"):
+        # user22: c = 2.108e-05 [1.622e-12, inf] beside unidentified exponents; its inf end, saved as null, crashed
+        # `report --fit`: a coefficient at N = D = 1 is pinned only as far as its exponents are
+        law["coefficient"]["unidentified"] = f"as its exponent{'s' * (len(loose) > 1)}"
     law["bootstrap"] = _how_resampled(sizes, len(samples))
     return law
 
