@@ -180,3 +180,14 @@ def test_the_reports_comparison_tables_name_the_unit_of_their_losses():
         "candidate loss (bits/byte)",
     ]
     assert [row[0] for row in differences.rows if row[0].startswith("E ")] == ["E     (irreducible loss, bits/byte)"]
+
+
+def test_a_fit_of_another_loss_of_the_same_runs_is_named():
+    # user22: `report --eval heldout --fit FIT.json` of a fit on val_loss showed the heldout losses beside the val
+    # fit's laws, without a word
+    frame = bpb_frame().assign(other=lambda f: f["bpb"] * 1.05)
+    report = fit_all(table_from_frame(frame, "bpb.csv", BPB), (2, 3), resamples=0)
+    (line,) = fit_matches_source(
+        report, table_from_frame(frame, "bpb.csv", ColumnMap(loss="other", loss_unit="bpb")), "f"
+    )
+    assert "was made from other losses of these runs" in line and "in the fit" in line and "(--eval)" in line

@@ -295,8 +295,9 @@ def test_a_fit_of_other_runs_is_reported_as_such(store, tmp_path):
     fit = fit_all(load_runs(str(store[0])), (2,), resamples=0)
     other = tmp_path / "other"
     write_store(other, budgets=(3e11, 1e12), seed=5, with_failures=False)
-    (warning,) = fit_matches_source(fit, load_runs(str(other)), "fit.json")
+    warning, *others = fit_matches_source(fit, load_runs(str(other)), "fit.json")
     assert "'fit.json' was made from 18 runs" in warning and "now holds 12 usable runs" in warning
+    assert [line for line in others if "other losses of these runs" in line] == others  # its runs' ids, another seed
 
 
 def test_report_without_any_fit_still_describes_the_runs(tmp_path, capsys):
