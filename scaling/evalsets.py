@@ -157,7 +157,7 @@ def _path_set(name: str, spec: dict, training) -> EvalSet:
     path = Path(os.path.expanduser(str(spec["path"]))).resolve()
     if not path.exists():
         raise DataError(f"{key}: '{path}' does not exist; give a prepared directory (with val.bin) or a .bin file")
-    manifest = read_manifest(path, key) if path.is_dir() else {}
+    manifest = read_manifest(path, key) if path.is_dir() else _beside(path, key)
     file = path / "val.bin" if path.is_dir() else path
     if not file.is_file():
         raise DataError(f"{key}: '{path}' has no val.bin; give a prepared directory (with val.bin) or a .bin file")
@@ -181,6 +181,15 @@ def _path_set(name: str, spec: dict, training) -> EvalSet:
     per_token = math.nan if per_token is None else float(per_token)
     description = f"{file} ({dtype}, {len(tokens):,} tokens)"
     return EvalSet(name, tokens, meta["fingerprint"], per_token, description)
+
+
+def _beside(file: Path, key: str) -> dict[str, Any]:
+    """The manifest of the prepared directory a .bin file lies in ({} when none, or another tool's manifest.json):
+    its tokenizer is the file's (user22: data/bpeB/val.bin, of another BPE, skipped the check its directory got)."""
+    try:
+        return read_manifest(file.parent, key)
+    except DataError:
+        return {}
 
 
 def read_tokens(file: Path, dtype: str, key: str) -> np.ndarray:

@@ -204,7 +204,12 @@ def test_a_set_or_part_of_another_tokenizer_with_the_same_vocabulary(tmp_path, s
         "data=mixture",
         f"data.mixture={{a: {{path: '{a}', weight: 1}}, b: {{path: '{b}', weight: 1}}}}",
     ]
-    for overrides, must in [(as_set, "eval.sets.b: '"), (as_part, "data.mixture: the parts were prepared with")]:
+    as_file = common + ["data=bin", f"data.path={a}", f"+eval.sets.b={b}/val.bin"]  # user22: its .bin alone passed
+    for overrides, must in [
+        (as_set, "eval.sets.b: '"),
+        (as_file, "eval.sets.b: '"),
+        (as_part, "data.mixture: the parts were prepared with"),
+    ]:
         if not refused:
             plan_run(compose_config(overrides))
             continue
