@@ -131,3 +131,18 @@ def test_simulated_refits_recover_the_truth_without_noise():
     fitted, ok = refit(n, d, losses, start, weights)
     assert ok.all()
     np.testing.assert_allclose(ln_n_opt(fitted, TARGET), ln_n_opt(truths, TARGET), atol=1e-3)
+
+
+def test_no_shape_near_n_opt_says_so_not_max_tokens():
+    # user22: "loosen --max-tokens" (never given) when every ladder shape lay over 0.75 decades from N_opt
+    from analysis.fits.next_runs import CandidateRules, candidates, no_shape
+
+    params = {k: TRUTH[k] for k in ("A", "B", "alpha", "beta")}
+    rules = CandidateRules(shapes={"s1": 1e4, "s2": 2e4})  # N_opt at 1e18-1e19 is ~1e8: far above both
+    assert candidates(params, [], [1e18, 1e19], rules) == []
+    said = no_shape(params, [(1e4, 1e18)], [1e18, 1e19], rules)
+    assert (
+        said.startswith("of 4 (shape, budget) pairs, 4 lie over 0.75 decades from the fit's N_opt (")
+        and "1 already run" in said
+    )
+    assert "max-tokens" not in said

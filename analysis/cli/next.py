@@ -122,7 +122,7 @@ def next_main(argv: list[str]) -> int:
     done = list(zip(table.runs["N"], table.runs["budget"]))
     pool = nr.candidates(fit.params, done, every, rules, bounds)
     buyable = nr.units(pool, rules, bounds)
-    check_allowance(args, buyable, shapes, bounds, rules)
+    check_allowance(args, buyable, shapes, bounds, rules, lambda: nr.no_shape(fit.params, done, every, rules))
     sim = DesignSimulator.from_fit(fit, target, flagged.noise_scale, draws=args.draws, seed=args.seed)
     plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
     runs_at_top = int(np.sum(np.isclose(table.runs["budget"], max(budgets))))
@@ -225,16 +225,16 @@ def check_limits(args, smallest: float, shapes: bool, window: tuple[float, float
         )
 
 
-def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules) -> None:
+def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules, no_shape=None) -> None:
     """Some candidate (`next_runs.units`, the ones the search is given) under the limits, and the allowance
     buys the cheapest one; for a table, where none does, why no pair brackets N_opt's interval (`no_pair`:
-    N_opt's ``bounds``, the candidates' ``rules``)."""
+    N_opt's ``bounds``, the candidates' ``rules``); for shapes, why none fits (``no_shape()``: `next_runs.no_shape`)."""
     from analysis.fits.next_runs import cost, no_pair
 
     if not units:
         if not shapes:
             raise UserError(f"{args.source!r}: {no_pair(bounds, rules)}")
-        raise UserError(f"no ladder shape fits any budget of {args.source!r} under the limits; loosen --max-tokens")
+        raise UserError(f"no ladder shape fits any budget of {args.source!r}: {no_shape()}")
     cheapest = min(units, key=cost)
     if cost(cheapest) > args.flops:
         names = [c.shape if shapes else f"N = {c.n:.3g}" for c in cheapest]

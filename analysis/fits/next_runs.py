@@ -180,6 +180,30 @@ def candidates(params: dict, done: list[tuple[float, float]], budgets: list[floa
     return out
 
 
+def no_shape(params: dict, done: list[tuple[float, float]], budgets: list[float], rules: CandidateRules) -> str:
+    """Why `candidates` found no shape at any of ``budgets``: the (shape, budget) pairs each rule of
+    `CandidateRules.allowed` left out, by the first it fails (user22: "loosen --max-tokens", never given, when the
+    ladder's shapes all lay over `window_decades` from the fit's N_opt)."""
+    lo, hi = rules.tokens_per_param
+    n_opt = [float(n_opt_at(params, b)) for b in budgets]
+    far = ran = ratio = capped = 0
+    for budget, best in zip(budgets, n_opt):
+        for n in rules.shapes.values():
+            d = tokens_6nd(budget, n)
+            ran += any(_same(n, dn) and _same(budget, db) for dn, db in done)
+            far += abs(math.log10(n / best)) > rules.window_decades
+            ratio += not lo <= d / n <= hi
+            capped += rules.max_tokens is not None and d > rules.max_tokens
+    sizes = sorted(rules.shapes.values())
+    return (
+        f"of {len(budgets) * len(sizes)} (shape, budget) pairs, {far} lie over {rules.window_decades:g} decades from the "
+        f"fit's N_opt ({min(n_opt):.3g} to {max(n_opt):.3g} at these budgets; the ladder's shapes {sizes[0]:.3g} to "
+        f"{sizes[-1]:.3g}), {ratio} outside {lo:g} to {hi:g} tokens per parameter"
+        + (f", {capped} above --max-tokens" if rules.max_tokens is not None else "")
+        + f", {ran} already run"
+    )
+
+
 # budget -> (lower, upper): N_opt's interval there (lower 0 where it reaches 0: unbounded below, no pair brackets
 # it), or the point fit's N_opt twice where it has none
 Bounds = dict
