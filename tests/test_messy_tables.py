@@ -438,3 +438,16 @@ def test_a_semicolon_csv_with_decimal_commas_reads_as_the_same_runs(tmp_path):
     got = table_from_frame(read_table_file(path), "excel.csv", ColumnMap()).runs
     want = table_from_frame(runs, "runs.csv", ColumnMap()).runs
     np.testing.assert_allclose(got[["N", "D", "loss", "budget"]], want[["N", "D", "loss", "budget"]])
+
+
+def test_compare_places_a_nominal_columns_budgets_at_their_runs_6nd(tmp_path, capsys):
+    # user21: a baseline labelled 1.3x below 6·N·D printed "shared fitted range 1e+18–7.69e+20" and flagged the 1e21
+    # row beyond it, though both sources had runs at 6·N·D = 1e21 (approach 3 fits 6·N·D; the rows were labels)
+    runs = ladder().drop(columns=["flops"])
+    low = runs.assign(budget_flops=lambda f: f["budget_flops"] / 1.3)
+    args = ("--bootstrap", "50", "--json")
+    out = run_main(
+        capsys, "compare", write(low, tmp_path, "low.csv"), write(runs, tmp_path, "c.csv"), *args, check=True
+    )
+    shared = json.loads(out.stdout)["comparisons"][0]["shared_fitted_range"]
+    assert shared == pytest.approx([1e18, 1e20], rel=0.02), shared

@@ -43,7 +43,7 @@ def fit_side(item: Input, resamples: int, seed: int, level: float, exclude_outli
     fit, table = flagged.fit, flagged.table
     if no_law(fit):  # the runs contradict L = E + A/N^α + B/D^β: no frontier to compare
         raise DataError(f"cannot compare {item.label!r}: approach 3's law is unidentified ({no_law(fit)})")
-    budgets = [float(b) for b in table.budgets]
+    budgets = [float(b) for b in table.budget_compute]  # as its law places them: the runs' 6·N·D (user21)
     return Side(
         item.label,
         len(table),

@@ -1,7 +1,9 @@
 """A comparison of a candidate's fitted law with a baseline's: a row per budget, the exponent
 differences and the one-sentence answer.
 
-Budgets: the union of both sources' budgets (merged by `analysis.sources.budgets.cluster_budgets`),
+Budgets: the union of both sources' budgets, each at its runs' C = 6·N·D as approach 3 fits them
+(`RunTable.budget_compute`; a nominal label 1.3x below 6·N·D made the range end below runs it fitted; merged by
+`analysis.sources.budgets.cluster_budgets`),
 and `EXTRAPOLATE` × the largest. A budget is "beyond the fitted range" when it lies outside
 either source's budgets (above the smaller of the two largest, or below the larger of the two
 smallest): there one of the laws is extrapolated.

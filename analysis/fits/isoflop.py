@@ -317,8 +317,7 @@ def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola 
             f"{MINIMUM_REACH:g}× beyond the trained sizes ({n.min():.3g} to {n.max():.3g}); "
             "train sizes on both sides of the optimum"
         )
-    compute = float(np.exp(np.mean(np.log(runs["C"].to_numpy()))))  # the runs' 6·N·D: module docstring
-    compute = float(budget) if abs(compute / budget - 1.0) < 1e-9 else compute  # a clustered budget, round-off aside
+    compute = float(table.budget_compute[np.searchsorted(table.budgets, budget)])  # the runs' 6·N·D: module docstring
     n_opt = float(np.exp(center + u_opt))
     profile = Parabola(
         budget=float(budget),

@@ -265,6 +265,13 @@ class RunTable:
         """The distinct compute budgets, ascending (FLOPs)."""
         return np.sort(self.runs["budget"].unique())
 
+    @property
+    def budget_compute(self) -> np.ndarray:
+        """Each of `budgets`' C, where the fits place it: its runs' geometric mean C = 6·N·D (the budget itself where
+        they agree to round-off, as a clustered budget does); a nominal label's runs may lie 1.4x from it."""
+        mean = np.exp(np.log(self.runs["C"]).groupby(self.runs["budget"]).mean()).reindex(self.budgets).to_numpy()
+        return np.where(np.abs(mean / self.budgets - 1.0) < 1e-9, self.budgets, mean)
+
     def without_budget(self, budget: float) -> RunTable:
         """The same table less the runs (and curves) of one budget: for hold-out validation."""
         keep = self.runs["budget"] != budget
