@@ -60,3 +60,15 @@ def test_our_stores_of_one_schedule_are_silent_and_a_store_of_two_warns(tmp_path
     write_store(tmp_path / "both", with_failures=False)
     _restamp(tmp_path / "both", lambda i: "wsd" if i % 2 else "cosine")  # not a design of our sweeps: said
     assert [w for w in load_runs(str(tmp_path / "both")).warnings if "column 'schedule'" in w]
+
+
+def test_numeric_experiment_codes_are_warned_about_as_text_labels_are():
+    # user21: experiment_id 0/1 (two recipes, one worth 2x compute) was pooled without a word; "A"/"B" were warned
+    one = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.6, noise=0.005, seed=0)
+    two = one.assign(run_id=one["run_id"] + "b", val_loss=one["val_loss"] * 0.97, params=one["params"] * 1.1)
+    for column in ("experiment_id", "arm_id", "version"):
+        frame = pd.concat([one.assign(**{column: 0}), two.assign(**{column: 1})], ignore_index=True)
+        warned = [w for w in table_from_frame(frame, "t.csv").warnings if f"--group-by {column}" in w]
+        assert len(warned) == 1 and f"column {column!r} splits the runs into 2 groups (0, 1)" in warned[0], column
+    seeds = pd.concat([one.assign(seed=0), two.assign(seed=1)], ignore_index=True)  # other numbers: not checked
+    assert not [w for w in table_from_frame(seeds, "t.csv").warnings if "--group-by" in w]

@@ -200,7 +200,7 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     for column in frame.columns:
         values = frame[column]
         checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
-        if checked or pd.api.types.is_numeric_dtype(values):
+        if checked or (pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column)):
             continue
         labels = values.fillna("").astype(str).to_numpy()
         if not 1 < len(set(labels)) < len(labels):
@@ -217,6 +217,16 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
                 f"column {column!r} splits the runs into {len(set(labels))} groups ({_values(values)}), each a sweep of "
                 f"its own (several sizes and token counts): if these are different experiments, {hint}"
             )
+
+
+# Words that name an experiment in a column of numeric codes (user21: experiment_id 0/1, two recipes, one worth 2x
+# compute, were pooled without a word, where text values were warned about); other numeric columns (seeds, times,
+# throughput) differ between repeated seeds of one point and are not checked
+EXPERIMENT_WORDS = {"experiment", "exp", "recipe", "variant", "arm", "version", "group", "setting", "config"}
+
+
+def _names_an_experiment(column) -> bool:
+    return bool(EXPERIMENT_WORDS & set(re.split(r"[^a-z]+", str(column).lower())))
 
 
 def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
