@@ -5,8 +5,9 @@ A run with ``train.schedule=wsd`` and ``train.branches=[C_1, ...]`` (budgets bel
 branch's cooldown starts, that run takes the trunk's very steps (same seed, same batches, which are
 a function of the step, same LR). So the trunk
 
-1. keeps, for every branch still to come, the branch's own loss curve and training-loss window,
-   with its own log and evaluation steps (`observe`; evaluations of the shared model);
+1. keeps, for every branch still to come, the branch's own loss curve and training-loss window
+   (the losses not yet read included), with its own log and evaluation steps (`observe`;
+   evaluations of the shared model);
 2. at a branch's first cooldown step saves its own checkpoint (with those curves), then trains the
    branch on in place: its cooldown steps, evaluations and record (`fork`), which carries
    ``branch_of`` (the trunk's run id) and ``branch_start_step``;
@@ -44,7 +45,11 @@ from scaling.train import Run, curve_steps, log_point, train_until_stopped
 from scaling.train_state import TrainState
 
 # What a branch's state holds before it forks (saved in the trunk's checkpoint, `TrainState.extra`).
-SHADOW_FIELDS = ("step", "curve", "train_time", "loss_start", "window_sum", "window_n", "ema")
+# "pending": the losses the branch took since its last curve point and has not read yet (it reads
+# them at its own log points, not at the trunk's checkpoints). user22: they were not saved, so a
+# resumed branch's next curve point averaged only the steps after the resume (train_loss 2.368889
+# for 2.365607 at step 320 after a SIGTERM at step 309).
+SHADOW_FIELDS = ("step", "curve", "train_time", "loss_start", "window_sum", "window_n", "ema", "pending")
 
 
 class Branches:

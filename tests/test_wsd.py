@@ -174,6 +174,46 @@ def test_a_trunk_stopped_inside_a_branch_resumes_to_the_same_records(trunk_store
     assert again.returncode == 0 and records(store) == got
 
 
+# A curve point every 11 steps of the 4e8 branch (47 steps, evaluations after 24 and 47): its
+# training-loss window holds steps not yet logged when the trunk stops between two of its points.
+COARSE = [*TRUNK, "train.log_points=4"]
+
+
+@pytest.fixture(scope="module")
+def coarse_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("coarse") / "store"
+    proc = train(store, *COARSE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return store
+
+
+@pytest.mark.parametrize(("fault", "resumed_at"), [("SIGTERM", 23), ("SIGKILL", 19)])
+def test_a_trunk_stopped_between_a_branchs_curve_points_resumes_to_the_same_branch_curve(
+    coarse_store, tmp_path, fault, resumed_at
+):
+    """user22: a trunk preempted at step 309, relaunched, gave its 2e11 branch's curve point at step
+    320 another train_loss (2.368889 for 2.365607): the branch's losses since its last point, not yet
+    read, were not in the trunk's checkpoint. Here the trunk stops at step 23, between the 4e8
+    branch's points after 22 and 24, before that branch forks (38): preempted, it resumes from its
+    checkpoint at 23; killed, from the one at the 2e8 branch's fork (19)."""
+    want = records(coarse_store)
+    branch = next(r for r in want.values() if r["budget_flops"] == 4e8)
+    assert [p["step"] for p in branch["curve"]][1:3] == [22, 24] and branch["branch_start_step"] == 38
+    store = tmp_path / "store"
+    path = os.pathsep.join([str(HOOKS), os.environ.get("PYTHONPATH", "")])
+    stopped = train(store, *COARSE, env=fault_env(PYTHONPATH=path, **{f"SCALING_FAULT_{fault}_AT_STEP": "23"}))
+    expected = -signal.SIGKILL if fault == "SIGKILL" else 128 + signal.SIGTERM
+    assert stopped.returncode == expected, stopped.stdout + stopped.stderr
+    assert branch["run_id"] not in records(store)
+    resumed = train(store, *COARSE)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert [int(step) for _, step in RESUMED.findall(resumed.stdout)] == [resumed_at]
+    got = records(store)
+    assert set(got) == set(want)
+    for run_id in want:
+        same_run(got[run_id], want[run_id])
+
+
 # ---------------------------------------------------------------- the sweeper
 def test_the_quick_wsd_plan_branches_9_per_decade_with_10pct_cooldowns_for_fewer_flops_than_quick(tmp_path):
     proc = run_cli("sweep", "quick-wsd", "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)
