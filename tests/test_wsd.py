@@ -263,6 +263,48 @@ def test_a_sweep_files_own_warmup_steps_are_kept_for_trunks_and_branches(tmp_pat
     assert len(runs) > 8 and not [o for r in runs for o in r["overrides"] if o.startswith("optim.warmup_steps")]
 
 
+USER22_SWEEP = """defaults: [config, {override hydra/sweeper: scaling}, _self_]
+sweep: u22
+train: {batch_size: 8, schedule: wsd}
+hydra:
+  sweeper:
+    branches: true
+    extra_points_per_decade: 3
+    grid: {3e10: [d16, d24, d32], 1e11: [d24, d32, d48]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("settings", "d48_dropped"),
+    [
+        # user22's: d48's 1e10 has 0.3 tokens per parameter, its smallest branch kept (2.15e10) 47 steps
+        (["train.min_steps=20", "hydra.sweeper.tokens_per_param=[0.31,2000]"], [1e10]),
+        # too few steps: d48's 1e10 (22 steps) and 2.15e10 (47), d24's and d32's 1e10
+        (["hydra.sweeper.tokens_per_param=[0.3,2000]"], [1e10, 21544346900.31884]),
+    ],
+)
+def test_a_trunks_warmup_is_warmup_frac_of_its_smallest_branch_kept(tmp_path, settings, d48_dropped):
+    """user22: the d48 trunk got optim.warmup_steps=1, warmup_frac (5%) of its 1e10 branch's 22 steps,
+    a branch then dropped; its smallest branch kept has 47 steps: 2."""
+    (tmp_path / "sw").mkdir()
+    (tmp_path / "sw" / "u22.yaml").write_text(USER22_SWEEP)
+    store = tmp_path / "s"
+    proc = run_cli("sweep", tmp_path / "sw" / "u22.yaml", *settings, "hydra.sweeper.dry_run=true", f"store={store}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    dropped = [line for line in proc.stdout.splitlines() if line.startswith("  dropped") and "model=d48" in line]
+    assert [float(line.split("budget=")[1].split()[0]) for line in dropped] == pytest.approx(d48_dropped)
+    runs = json.loads((store / "sweep.dry-run.json").read_text())["runs"]
+    warmups = {}
+    for trunk in [r for r in runs if any(o.startswith("train.branches=") for o in r["overrides"])]:
+        listed = next(o for o in trunk["overrides"] if o.startswith("train.branches="))
+        smallest = min(float(b) for b in listed.split("=[")[1].rstrip("]").split(","))
+        steps = next(r["tokens"] for r in runs if (r["shape"], r["budget_flops"]) == (trunk["shape"], smallest)) // 1024
+        warmups[trunk["shape"]] = max(1, round(0.05 * steps))
+    assert len(warmups) == 4 and warmups["d48"] == (2 if len(d48_dropped) == 1 else 5)
+    for r in runs:  # each trunk and its branches: warmup_frac of the smallest branch's steps
+        assert f"optim.warmup_steps={warmups[r['shape']]}" in r["overrides"], r
+
+
 def test_the_quick_wsd16_plan_has_a_trunk_per_distinct_shape_within_quicks_flops(tmp_path):
     """quick-wsd16: 15 trunks, each its own shape (the bootstrap's unit), within quick's 2.25e13 FLOPs."""
     proc = run_cli("sweep", "quick-wsd16", "hydra.sweeper.dry_run=true", f"store={tmp_path / 's'}", check=True)

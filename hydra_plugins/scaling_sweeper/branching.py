@@ -48,9 +48,7 @@ def extra_budgets(budgets: list[float], per_decade: float) -> list[float]:
 def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: float):
     """(jobs, dropped, summary line): one trunk per group with its branches as jobs (``branch_of``). A warmup in
     steps set on the command line or in the sweep file is kept (user19: the file's was rescaled, silently)."""
-    from scaling.branch_plan import plan_branches
     from scaling.errors import ConfigError
-    from scaling.plan import plan_run
     from scaling.store import RunPaths, run_state
 
     if list(sweeper.config.train.branches or []):  # the sweeper would replace them, silently
@@ -61,27 +59,19 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
     groups: dict[tuple, list[dict]] = {}
     for j in jobs:
         groups.setdefault(tuple(o for o in j["overrides"] if not o.startswith("budget=")), []).append(j)
-    planned, lo, hi = [], *sweeper.tokens_per_param
+    planned = []
     for rest, members in groups.items():
         top = max(members, key=_budget_of)
         if top["plan"].schedule != "wsd":
             raise ConfigError("hydra.sweeper.branches: true needs train.schedule=wsd (cooldown branches)")
         grid = sorted({_budget_of(m) for m in members})
-        candidates = grid[:-1] + extra_budgets(grid, per_decade)
         given = sweeper.config.optim.warmup_steps is not None or any(o.startswith("optim.warmup_steps=") for o in rest)
-        warmup = max(1, round(top["plan"].warmup_steps * min(candidates, default=grid[-1]) / grid[-1]))
-        fixed = [] if given else [f"optim.warmup_steps={warmup}"]  # warmup_frac of the smallest point's steps
-        base = [*top["overrides"], *fixed]
-        cfg = sweeper.compose([*base, f"train.branches=[{','.join(repr(b) for b in candidates)}]"])
-        trunk_plan = plan_run(cfg)
-        branches, bad = plan_branches(cfg, trunk_plan)
-        for b in [b for b in branches if not lo <= b.plan.tokens / b.plan.n_budget <= hi]:
-            ratio = b.plan.tokens / b.plan.n_budget
-            bad.append((b.plan.budget, f"{ratio:.3g} tokens per parameter is outside [{lo:g}, {hi:g}]"))
-            branches.remove(b)
+        fixed, cfg, trunk_plan, branches, bad = trunk_with_branches(
+            sweeper, top, grid[:-1] + extra_budgets(grid, per_decade), given
+        )
         dropped += [{"overrides": [f"budget={text(b)}", *rest], "reason": f"not a branch: {why}"} for b, why in bad]
         listed = ",".join(repr(b.plan.budget) for b in branches)
-        trunk = {**top, "overrides": [*base, f"train.branches=[{listed}]"], "plan": trunk_plan}
+        trunk = {**top, "overrides": [*top["overrides"], *fixed, f"train.branches=[{listed}]"], "plan": trunk_plan}
         trunk["run_id"], trunk["label"] = trunk_plan.run_id, " ".join(trunk["overrides"])
         trunk["state"] = str(run_state(RunPaths(cfg.store, trunk_plan.run_id)))
         planned.append(trunk)
@@ -102,6 +92,39 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
                 }
             )
     return planned, dropped, cost_line(jobs, planned)
+
+
+def trunk_with_branches(sweeper, top: dict, candidates: list[float], given: bool):
+    """(fixed, cfg, trunk plan, branches, dropped budgets with why) of the trunk ``top`` with a branch at each
+    of ``candidates`` that can be one: enough steps, D/N inside ``tokens_per_param``. Unless ``given``, its
+    warmup in steps (``fixed``) is ``top``'s warmup_frac of the smallest branch it keeps (user22: it was the
+    smallest candidate's, dropped after: d48's 1e10, at 0.3 tokens per parameter, set 1 step for a smallest
+    branch of 47 steps). A longer warmup drops only shorter branches (warmup and cooldown must fit), so the
+    warmup only grows until the smallest branch kept with it sets it."""
+    from scaling.branch_plan import plan_branches
+    from scaling.plan import plan_run
+
+    lo, hi = sweeper.tokens_per_param
+    budget = _budget_of(top)
+    warmup = _warmup_at(top, min(candidates, default=budget))
+    while True:
+        fixed = [] if given else [f"optim.warmup_steps={warmup}"]
+        cfg = sweeper.compose([*top["overrides"], *fixed, f"train.branches=[{','.join(map(repr, candidates))}]"])
+        trunk_plan = plan_run(cfg)
+        branches, bad = plan_branches(cfg, trunk_plan)
+        for b in [b for b in branches if not lo <= b.plan.tokens / b.plan.n_budget <= hi]:
+            ratio = b.plan.tokens / b.plan.n_budget
+            bad.append((b.plan.budget, f"{ratio:.3g} tokens per parameter is outside [{lo:g}, {hi:g}]"))
+            branches.remove(b)
+        kept = _warmup_at(top, min((b.plan.budget for b in branches), default=budget))
+        if given or kept == warmup:
+            return fixed, cfg, trunk_plan, branches, bad
+        warmup = kept
+
+
+def _warmup_at(top: dict, budget: float) -> int:
+    """The trunk ``top``'s warmup_frac of the steps of its shape's run at ``budget``."""
+    return max(1, round(top["plan"].warmup_steps * budget / _budget_of(top)))
 
 
 def cost_line(grid: list[dict], planned: list[dict]) -> str:
