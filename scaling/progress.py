@@ -56,16 +56,27 @@ def planning_counts(duplicates: int, dropped: int) -> str:
 
 
 def write_sweep_manifest(
-    store: Path, name: str, jobs: list[dict], dropped: list[dict], duplicates: list[dict], filename: str = MANIFEST
-) -> None:
+    store: Path,
+    name: str,
+    jobs: list[dict],
+    dropped: list[dict],
+    duplicates: list[dict],
+    filename: str = MANIFEST,
+    launch: dict | None = None,
+) -> dict:
     """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped
-    combination with its reason, every merged one with the combination it is the same run as."""
+    combination with its reason, every merged one with the combination it is the same run as. ``launch``
+    (what this returns: the launch time and each run's state then) keeps an invocation's launch for its second
+    stage's plan (lr_refine; user22: its stage 1 runs read "skipped as already done", launched at stage 2)."""
+    now = {"launched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "launched_at_unix": time.time()}
+    launch = {**now, "states": {j["run_id"]: j["state"] for j in jobs}, **(launch or {})}
+    states = {**{j["run_id"]: j["state"] for j in jobs}, **launch["states"]}
     atomic_write_json(
         Path(store) / filename,
         {
             "sweep": name,
-            "launched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "launched_at_unix": time.time(),
+            "launched_at": launch["launched_at"],
+            "launched_at_unix": launch["launched_at_unix"],
             "runs": [
                 {
                     "run_id": j["run_id"],
@@ -75,7 +86,7 @@ def write_sweep_manifest(
                     "flops": j["plan"].flops,
                     "params": j["plan"].params,
                     "tokens": j["plan"].tokens,
-                    "state_at_launch": j["state"],
+                    "state_at_launch": states[j["run_id"]],
                 }
                 for j in jobs
             ],
@@ -83,6 +94,7 @@ def write_sweep_manifest(
             "duplicates": duplicates,
         },
     )
+    return launch
 
 
 def _list_of_objects(value) -> bool:

@@ -16,6 +16,7 @@ About 40 s on an idle 2-core machine (tiny models at budgets of 1e8-4e8 FLOPs, a
 
 import json
 import math
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -143,8 +144,13 @@ def test_lr_refine_adds_midpoints_around_the_best_and_resumes(tmp_path):
     expected = {math.sqrt(grid[k] * best) for k in (i - 1, i + 1) if 0 <= k < 3}
     assert set(mult) - set(grid) == expected
     assert len(recs) == 3 + len(expected)
-    # the manifest holds both stages; a relaunch plans the same runs and trains none
-    assert len(json.loads((store / "sweep.json").read_text())["runs"]) == len(recs)
+    # the manifest holds both stages, as launched once (user22: stage 1's runs read "skipped as already done" and
+    # the launch time was stage 2's); a relaunch plans the same runs and trains none
+    manifest = json.loads((store / "sweep.json").read_text())
+    assert len(manifest["runs"]) == len(recs) and {r["state_at_launch"] for r in manifest["runs"]} == {"new"}
+    first = min(datetime.fromisoformat(r["started_at"]) for r in recs)
+    assert datetime.fromisoformat(manifest["launched_at"]) <= first
+    assert f"{len(recs)} completed, 0 failed, 0 skipped as already done" in proc.stdout.splitlines()[-1]
     again = sweep(*args, *TINY_TRAIN, store=store)
     assert "launching" not in again.stdout and len(records(store)) == len(recs)
 

@@ -111,6 +111,7 @@ class ScalingSweeper(Sweeper):
         self.max_batch_size = max_batch_size
         self.dry_run = bool(dry_run)
         self.jobs_checked = False  # `plan` checks the jobs as their runs would, once (`check_jobs_here`, `check_read`)
+        self.launch = None  # this invocation's launch time and states (`write_sweep_manifest`): lr_refine's stage 2
         self.runs_per_gpu = runs_per_gpu
         self.pack = pack  # None: auto, resolved by `settings.check`
         self.pack_rule = None  # which LR groups pack packs (`pack.Rule`): set by `settings.check`
@@ -289,11 +290,8 @@ class ScalingSweeper(Sweeper):
             if note not in pending:
                 print(f"  lr_refine: {note}", flush=True)
         if self.dry_run:
-            print(
-                f"dry run: stage 2 (lr_refine) would add {len(extra)} runs now, planned from stage 1's records; "
-                f"{len(pending)} (shape, budget) groups wait for their coarse runs",
-                flush=True,
-            )
+            how = f"{len(extra)} runs now, from stage 1's records; {len(pending)} (shape, budget) groups wait"
+            print(f"dry run: stage 2 (lr_refine) would add {how} for their coarse runs", flush=True)
             return returns
         refined, dropped2, duplicates2 = self.plan(extra) if extra else ([], [], [])
         print(f"lr_refine: stage 2, {len(refined)} runs around each (shape, budget)'s best LR", flush=True)
@@ -319,7 +317,7 @@ class ScalingSweeper(Sweeper):
         to_run = [j for j in (jobs if launch is None else launch) if branching.to_launch(j)]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
-        write_sweep_manifest(store, self.config.sweep, jobs, dropped, duplicates, filename=manifest)
+        self.launch = write_sweep_manifest(store, self.config.sweep, jobs, dropped, duplicates, manifest, self.launch)
 
         cost = "\n  ".join(line for line in (self.hyper.cost_line(jobs), self.branch_line) if line)
         print_summary(self.config.sweep or "sweep", store, jobs, dropped, duplicates, cost or None)
