@@ -175,3 +175,17 @@ def test_a_learning_rate_column_is_read_as_lr():
     assert len(table.runs) == 12 and table.hparams is not None and table.hparams.swept == ["lr"]
     assert np.allclose(np.sort(table.runs["loss"]), np.sort(runs["val_loss"]))
     assert "column 'learning_rate' read as the learning rate 'lr'" in " ".join(table.notes)
+
+
+def test_a_spreadsheets_summary_rows_are_excluded_and_named():
+    # user21: a row "Mean" of the runs' mean N, D and loss stayed a run (approach 1's a from 0.45 to 0.36); a
+    # "Total" row with a blank loss was excluded only as a bad loss
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e18, 1e19, 1e20], 5, spread_decades=0.6, noise=0.0, seed=0)
+    frame = runs[["params", "tokens", "val_loss"]].assign(model=[f"m{i}" for i in range(len(runs))])
+    means = frame[["params", "tokens", "val_loss"]].mean()
+    summary = pd.DataFrame([{**means, "model": "Mean"}, {"params": means["params"] * 15, "model": "Total"}])
+    table = table_from_frame(pd.concat([frame, summary], ignore_index=True), "t.csv", ColumnMap())
+    assert len(table.runs) == len(runs)
+    (said,) = [w for w in table.warnings if "summary row" in w]
+    assert "row 16 ('Mean' in column 'model'), row 17 ('Total' in column 'model')" in said, said
+    assert not [w for w in table.warnings if "not a finite number" in w]

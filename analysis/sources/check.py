@@ -321,8 +321,9 @@ def _pick_column(
         for c in frame.columns:
             lower.setdefault(str(c).lower(), []).append(c)
         found = next((lower[c.lower()][0] for c in candidates if len(lower.get(c.lower(), ())) == 1), None)
-    if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays: a usual name with its unit
-        found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0] in candidates), None)
+    if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays, "Params (M)": a usual name, its unit
+        usual = {c.lower() for c in candidates}  # user21: "Params (M)" and "Tokens (B)" were not found
+        found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0].lower() in usual), None)
     if found is None and required:
         other = next((c for c in frame.columns if NON_EMBEDDING_NAME.search(str(c))), None) if role == "n" else None
         hint = f" (or --n-kind non_embedding for column {other!r})" if other else ""

@@ -123,11 +123,12 @@ def usable_rows(
     """Mask of rows whose ``columns`` ({column: its role, "n", "d", "c" or `LOSS`}) are all finite
     numbers > 0. Others are listed in a warning, which counts ``counted`` ("runs" where each row is a run's final
     row of a curve table); with ``strict`` the first is a DataError. Each says what forms are read (`FORMS`)."""
-    bad = np.zeros(len(frame), dtype=bool)
+    summary = _summary_rows(frame, run_ids, warnings)
+    bad = summary.copy()
     reasons: dict[int, list[str]] = {}
     refused: dict[str, str] = {}  # column -> the forms its values may take, for those with a value refused
     for column, role in columns.items():
-        _, wrong = numeric(frame, column, count=role != LOSS and role)
+        wrong = numeric(frame, column, count=role != LOSS and role)[1] & ~summary
         if strict and wrong.any():
             i = int(np.flatnonzero(wrong)[0])
             more = f" ({int(wrong.sum()) - 1} more bad values)" if wrong.sum() > 1 else ""
@@ -146,13 +147,36 @@ def usable_rows(
             f"no usable rows: all {len(frame)} have a value that is not a finite number > 0 in "
             f"{', '.join(columns)} (e.g. {row_label(first, run_ids)}: {', '.join(reasons[first])}); valid: {valid}"
         )
-    if bad.any():
+    if reasons:
         listed = [f"{row_label(i, run_ids)}: {', '.join(reasons[i])}" for i in sorted(reasons)]
         warnings.append(
             f"excluded {len(listed)} of {len(frame)} {counted} whose {'/'.join(columns)} is not a finite number > 0: "
             f"{listing(listed)} (--strict refuses such a table; valid: {valid})"
         )
     return ~bad
+
+
+SUMMARY_WORDS = ("total", "totals", "mean", "average", "avg", "sum", "median", "std", "stdev")
+
+
+def _summary_rows(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str]) -> np.ndarray:
+    """Mask of a spreadsheet's summary rows: a text cell that is a summary's label (`SUMMARY_WORDS`: "Mean",
+    "Total") in a column where fewer than half the rows hold one; excluded with a warning naming them (user21: a
+    row "Mean" of the runs' mean N, D and loss stayed a run, moving approach 1's a from 0.45 to 0.36)."""
+    found, listed = np.zeros(len(frame), dtype=bool), []
+    for column in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[column]):
+            continue
+        cells = text_cells(frame[column])
+        hit = np.isin(np.char.lower(cells.astype(str)), SUMMARY_WORDS)
+        if hit.sum() < len(frame) / 2:
+            listed += [
+                f"{row_label(i, run_ids)} ({cells[i]!r} in column {column!r})" for i in np.flatnonzero(hit & ~found)
+            ]
+            found |= hit
+    if listed:
+        warnings.append(f"excluded {len(listed)} summary row{'s' * (len(listed) > 1)}, not runs: {listing(listed)}")
+    return found
 
 
 def _shown(value) -> str:
