@@ -26,6 +26,7 @@ Tests: tests/test_sweeps.py, tests/test_faults_*.py.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from scaling.errors import ConfigError
@@ -87,7 +88,13 @@ def hydra_command_line(path: Path, rest: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:  # a missing argument: one line, exit 2, as every verb's (it printed the usage, exit 0)
+        print(
+            f"error: scaling sweep: name a sweep ({available_sweeps()}) or a sweep file; see scaling sweep --help",
+            file=sys.stderr,
+        )
+        return 2
+    if argv[0] in ("-h", "--help"):
         print(
             "usage: scaling sweep NAME_OR_FILE [key=value ...] [hydra/launcher=joblib|submitit_local|slurm]\n"
             "       scaling sweep NAME_OR_FILE --cfg job|hydra   (print the composed config, launch nothing)\n"

@@ -416,6 +416,7 @@ BAD_FLAGS = [
     (["shapes", "--kind", "all"], ["scaling shapes:", "--kind", "'all'", "non_embedding"]),
     (["status", "results/quick", "--bogus"], ["scaling status:", "--bogus", "see scaling status --help"]),
     (["status"], ["scaling status:", "store", "see scaling status --help"]),
+    (["sweep"], ["scaling sweep:", "name a sweep (default, ", "see scaling sweep --help"]),
     (["sync", "results/quick", "--bogus"], ["scaling sync:", "--bogus", "see scaling sync --help"]),
     (["prepare", "in.txt", "--out", "out", "--bogus"], ["scaling prepare:", "--bogus"]),
     (["fit", "results/quick", "--bogus"], ["scaling fit:", "--bogus"]),
