@@ -20,6 +20,7 @@ from analysis.fits.codec import to_jsonable
 from analysis.fits.isoflop import in_law, left_out_of_law
 from analysis.fits.outliers import RULE as OUTLIER_RULE
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import fitted_compute_min
 from scaling.errors import Parser, UserError
 
 HEADLINE = ("E", "A", "B", "alpha", "beta", "a", "b")  # approach 3's keys, at the top of `fit --json`
@@ -237,6 +238,7 @@ def _approach_summary(fit) -> dict:
         }
     )
     out["fitted_compute_max"] = fit.fitted_compute_max
+    out["fitted_compute_min"] = fitted_compute_min(fit)  # the range `optimal` extrapolates beyond, both ends
     if fit.approach == 3:
         out.update(
             objective=fit.objective,

@@ -16,6 +16,14 @@ from scaling.errors import UserError
 from scaling.flops import smallest_6nd
 
 
+def fitted_compute_min(fit) -> float:
+    """The smallest C a fit's law was fitted at, below which `optimal` says it extrapolates downwards: approach 3's
+    smallest run (6·N·D), approach 2's smallest budget in its law (`isoflop.fitted_min`), approach 1's envelope."""
+    if isinstance(fit, ParametricFit):
+        return smallest_6nd(fit.n, fit.d)
+    return fitted_min(fit) if fit.approach == 2 else min(fit.compute)
+
+
 def chosen_fit(report: FitReport, label: str, approach: int | None = None):
     """The fit of ``report`` a law is taken from: the one asked for, else the highest headlined approach
     (3 also predicts loss at any N, D; then 2, then 1), else the highest (`FitReport.headline_left_out` says why)."""
@@ -46,12 +54,12 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
     samples = boot.samples if boot and boot.samples else None
     if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
         common["floor_unidentified"] = fit.estimates["E"].unidentified if "E" in fit.estimates else ""
-        common["fitted_compute_min"] = smallest_6nd(fit.n, fit.d)
+        common["fitted_compute_min"] = fitted_compute_min(fit)
         # runs along one line of D/N see the loss only there: the optimum's loss, off it, is the law's split of its terms
         common["loss_unidentified"] = collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals))
         lawless = not all(np.isfinite(list(fit.params.values())))
         return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
-    common["fitted_compute_min"] = fitted_min(fit) if fit.approach == 2 else min(fit.compute)
+    common["fitted_compute_min"] = fitted_compute_min(fit)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
     if fit.approach == 1:  # the loss law the figures draw (`envelope_law`): with a floor only when identified
