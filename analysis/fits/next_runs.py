@@ -149,16 +149,24 @@ class CandidateRules:
     bracket: bool = False  # runs are bought in pairs bracketing N_opt at their budget (`brackets`)
 
     def allowed(self, n: float, budget: float, n_opt: float, interval: tuple[float, float] | None = None) -> bool:
-        """Within `window_decades` of ``n_opt`` or, for pairs bracketing N_opt's ``interval`` there, within
-        the interval widened by `BRACKET_STEP_DECADES` (a wide interval is bracketed, not refused); inside the
-        tokens-per-parameter window and the token cap either way."""
+        return not self.refusal(n, budget, n_opt, interval)
+
+    def refusal(self, n: float, budget: float, n_opt: float, interval: tuple[float, float] | None = None) -> str:
+        """The first rule a run of ``n`` at ``budget`` fails ("" when it is allowed; `REFUSALS`): within
+        `window_decades` of ``n_opt`` or, for pairs bracketing N_opt's ``interval`` there, within the interval
+        widened by `BRACKET_STEP_DECADES` (a wide interval is bracketed, not refused); inside the tokens-per-parameter
+        window and the token cap either way."""
         d = tokens_6nd(budget, n)
         lo, hi = self.tokens_per_param
         near = abs(math.log10(n / n_opt)) <= self.window_decades
         if interval is not None:
             step = 10**BRACKET_STEP_DECADES
             near = near or interval[0] / step * (1 - 1e-9) <= n <= interval[1] * step * (1 + 1e-9)
-        return near and lo <= d / n <= hi and (self.max_tokens is None or d <= self.max_tokens)
+        rules = (near, lo <= d / n <= hi, self.max_tokens is None or d <= self.max_tokens)
+        return next((why for why, ok in zip(REFUSALS, rules) if not ok), "")
+
+
+REFUSALS = ("far from N_opt", "outside the tokens-per-parameter window", "above --max-tokens")
 
 
 def n_opt_at(params: dict, budget):
@@ -181,26 +189,21 @@ def candidates(params: dict, done: list[tuple[float, float]], budgets: list[floa
 
 
 def no_shape(params: dict, done: list[tuple[float, float]], budgets: list[float], rules: CandidateRules) -> str:
-    """Why `candidates` found no shape at any of ``budgets``: the (shape, budget) pairs each rule of
-    `CandidateRules.allowed` left out, by the first it fails (user22: "loosen --max-tokens", never given, when the
-    ladder's shapes all lay over `window_decades` from the fit's N_opt)."""
-    lo, hi = rules.tokens_per_param
+    """Why `candidates` found no shape at any of ``budgets``: the (shape, budget) pairs counted by the first rule
+    each fails (`CandidateRules.refusal`; user22: "loosen --max-tokens", never given, when the ladder's shapes all
+    lay over `window_decades` from the fit's N_opt)."""
     n_opt = [float(n_opt_at(params, b)) for b in budgets]
-    far = ran = ratio = capped = 0
+    counts = dict.fromkeys(("already run", *REFUSALS), 0)
     for budget, best in zip(budgets, n_opt):
         for n in rules.shapes.values():
-            d = tokens_6nd(budget, n)
-            ran += any(_same(n, dn) and _same(budget, db) for dn, db in done)
-            far += abs(math.log10(n / best)) > rules.window_decades
-            ratio += not lo <= d / n <= hi
-            capped += rules.max_tokens is not None and d > rules.max_tokens
+            ran = any(_same(n, dn) and _same(budget, db) for dn, db in done)
+            counts["already run" if ran else rules.refusal(n, budget, best) or "already run"] += 1
     sizes = sorted(rules.shapes.values())
+    said = ", ".join(f"{k} {why}" for why, k in counts.items() if k)
     return (
-        f"of {len(budgets) * len(sizes)} (shape, budget) pairs, {far} lie over {rules.window_decades:g} decades from the "
-        f"fit's N_opt ({min(n_opt):.3g} to {max(n_opt):.3g} at these budgets; the ladder's shapes {sizes[0]:.3g} to "
-        f"{sizes[-1]:.3g}), {ratio} outside {lo:g} to {hi:g} tokens per parameter"
-        + (f", {capped} above --max-tokens" if rules.max_tokens is not None else "")
-        + f", {ran} already run"
+        f"of {len(budgets) * len(sizes)} (shape, budget) pairs: {said} (N_opt {min(n_opt):.3g} to {max(n_opt):.3g} at "
+        f"these budgets, {rules.window_decades:g} decades either side allowed; the ladder's shapes {sizes[0]:.3g} to "
+        f"{sizes[-1]:.3g}; {rules.tokens_per_param[0]:g} to {rules.tokens_per_param[1]:g} tokens per parameter)"
     )
 
 

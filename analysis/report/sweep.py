@@ -50,7 +50,8 @@ def _other_losses(fit: FitReport, table: RunTable) -> str:
     """The first run whose loss in the fit differs from the table's, as 'r1: 2.51 in the fit, 2.63 here' ("" when
     none does; user22: `report --eval heldout --fit` of a fit on val_loss showed the heldout losses beside the val
     fit's laws without a word)."""
-    now = dict(zip(table.runs["run_id"], table.runs["loss"]))
+    ids = table.runs["run_id"]
+    now = dict(zip(ids[~ids.duplicated(keep=False)], table.runs["loss"][~ids.duplicated(keep=False)]))  # seeds: not
     pairs = list(zip(fit.parametric.run_id, fit.parametric.loss)) if fit.parametric is not None else []  # final losses
     pairs += [
         (r, x) for p in (fit.isoflop.profiles if fit.isoflop is not None else []) for r, x in zip(p.run_id, p.loss)

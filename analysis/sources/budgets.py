@@ -3,8 +3,8 @@
 A run's budget is the value of the source's budget column when it has one: the column named with
 ``--budget-column``, else the first of `BUDGET_COLUMNS` present (``budget_flops`` is the results
 store's). Its values must all be finite numbers > 0; an auto-detected column with gaps is noted and
-not used. The column groups the runs; every fit places a budget at its runs' C = 6·N·D (approach 2: their
-geometric mean, `analysis.fits.isoflop`). When 6·N·D differs from the column, a note says by how much
+not used. The column groups the runs; every fit places a budget at its runs' C = 6·N·D (their median,
+`RunTable.budget_compute`). When 6·N·D differs from the column, a note says by how much
 (a warning when 100x or more off: a unit mix-up, a PF-day's 8.64e19 named as such). Values within
 `AGREEING` of each other that the runs' own 6·N·D does not separate are one budget written twice
 (``1e19``, ``9.87e18``: `same_budgets`).
@@ -265,7 +265,7 @@ def _parabolas(budgets: np.ndarray, sizes) -> int:
 
 
 UNIT_FACTOR = 10.0  # 6·N·D this many times off a budget column (median) is a unit mix-up, not a nominal budget
-WARNED_FACTOR = 100.0  # and this many times off, a warning: approaches 1-2 place N_opt against wrong budgets
+WARNED_FACTOR = 100.0  # and this many times off, a warning: N or D in other units puts every fit's N_opt or C in them
 NOMINAL_FACTOR = 1.25  # beyond this (median) the column counts compute otherwise than 6·N·D, not by rounding
 # what such a note says; `optimal` repeats the note (user16: N_opt of a column 1.3x 6·N·D printed beside
 # "6·N·D = 1e+21" without it; its --budget is 6·N·D, not one of the column's values)

@@ -190,8 +190,8 @@ def _missing_rows(labels: pd.Series, name: str) -> str:
 
 
 def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warnings: list[str]) -> None:
-    """Warn about a text column (not a run's metadata, ids, the columns `check_one_experiment` checks
-    or ``skip``) whose values differ between rows at one (N, D) point, or split the runs into at most
+    """Warn about a text column, or a numeric one named like an experiment (`_names_an_experiment`: codes 0, 1),
+    (not a run's metadata, ids, the columns `check_one_experiment` checks or ``skip``) whose values differ between rows at one (N, D) point, or split the runs into at most
     `MAX_VALUES` groups that are each a sweep of their own (`_sweeps_of_their_own`: a wandb ``Group``
     of muP runs beside one of SP runs at other sizes was pooled without a word): such rows
     are usually different experiments (a recipe, an optimizer), not repeated seeds, and pooling them
@@ -223,10 +223,14 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
 # compute, were pooled without a word, where text values were warned about); other numeric columns (seeds, times,
 # throughput) differ between repeated seeds of one point and are not checked
 EXPERIMENT_WORDS = {"experiment", "exp", "recipe", "variant", "arm", "version", "group", "setting", "config"}
+CODE_WORDS = {"id", "name", "no", "nr", "number", "code", "idx", "index"}  # what may follow one: experiment_id
 
 
 def _names_an_experiment(column) -> bool:
-    return bool(EXPERIMENT_WORDS & set(re.split(r"[^a-z]+", str(column).lower())))
+    """Whether a column's name is an experiment word, alone or with a code word (`experiment_id`, `arm_no`); not
+    `group_size` (review17: GQA's group size changes with N) nor `exp_decay`."""
+    words = {w for w in re.split(r"[^a-z]+", str(column).lower()) if w}
+    return bool(words & EXPERIMENT_WORDS) and words <= EXPERIMENT_WORDS | CODE_WORDS
 
 
 def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
