@@ -189,3 +189,33 @@ def test_a_spreadsheets_summary_rows_are_excluded_and_named():
     (said,) = [w for w in table.warnings if "summary row" in w]
     assert "row 16 ('Mean' in column 'model'), row 17 ('Total' in column 'model')" in said, said
     assert not [w for w in table.warnings if "not a finite number" in w]
+
+
+def test_planned_totals_and_the_lr_alias_leave_seeds_sweeps_and_logged_schedules_as_they_were():
+    # review17: seeds sharing a run id whose final steps differed by a few were read as planned totals in 9 of 20
+    # draws; a batch sweep keyed by model with a step column kept its last step, not its best setting; an export
+    # logging learning_rate on every row of its curves was read as an LR sweep
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e18, 1e19], 4, spread_decades=0.6, noise=0.0, seed=0)
+    rng = np.random.default_rng(0)
+    seeds = pd.concat([runs.assign(seed=s, step=10_000 + rng.integers(0, 20, len(runs))) for s in range(3)])
+    seeds["val_loss"] *= 1 + 0.01 * rng.standard_normal(len(seeds))
+    assert len(table_from_frame(seeds.reset_index(drop=True), "s.csv", ColumnMap()).runs) == 3 * len(runs)
+    sweep = pd.concat(
+        [
+            runs.assign(batch_size=b, step=4096 // b, val_loss=runs["val_loss"] * (1 + (b != 16) * 0.01))
+            for b in (8, 16, 32)
+        ]
+    ).drop(columns="run_id")
+    sweep["model"] = np.tile([f"m{i}" for i in range(len(runs))], 3)
+    table = table_from_frame(sweep.reset_index(drop=True), "b.csv", ColumnMap())
+    assert table.hparams is not None and set(table.hparams.rows.loc[table.hparams.rows["chosen"], "batch_size"]) == {16}
+    logged = pd.concat(
+        [
+            runs.assign(
+                tokens=runs["tokens"] * k / 4, val_loss=runs["val_loss"] * (1 + (4 - k) / 10), learning_rate=1e-3 / k
+            )
+            for k in (1, 2, 3, 4)
+        ]
+    )
+    table = table_from_frame(logged.reset_index(drop=True), "h.csv", ColumnMap())
+    assert len(table.runs) == len(runs) and table.curves is not None and table.hparams is None

@@ -77,8 +77,25 @@ def lr_alias(frame: pd.DataFrame, notes: list[str], hp_columns=None) -> pd.DataF
     named = [c for c in frame.columns if str(c).strip().lower().replace(" ", "_") in LR_NAMES]
     if LR in frame.columns or len(named) != 1 or named[0] in (hp_columns or ()):
         return frame
+    if _logged(frame, named[0]):
+        return frame
     notes.append(f"column {named[0]!r} read as the learning rate {LR!r} (a sweep over it is reduced as over {LR})")
     return frame.rename(columns={named[0]: LR})
+
+
+def _logged(frame: pd.DataFrame, column: str) -> bool:
+    """Whether ``column`` varies along a run's curve: within a run id whose rows differ in a token or step column (a
+    schedule an export logs on every row: review17, its curves were read as an LR sweep), not within a name that an
+    LR sweep at one D repeats."""
+    from analysis.sources.curverows import STEP_COLUMNS
+    from analysis.sources.schema import FALLBACK_COLUMNS
+
+    if "run_id" not in frame.columns:
+        return False
+    runs = frame.groupby("run_id")
+    varying = runs[column].nunique() > 1
+    along = [c for c in (*FALLBACK_COLUMNS["d"], *STEP_COLUMNS) if c in frame.columns]
+    return bool(varying.any()) and any((runs[c].nunique() > 1)[varying].any() for c in along)
 
 
 def hp_columns_of(frame: pd.DataFrame, named: tuple[str, ...] | None) -> list[str]:
