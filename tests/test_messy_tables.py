@@ -451,3 +451,19 @@ def test_compare_places_a_nominal_columns_budgets_at_their_runs_6nd(tmp_path, ca
     )
     shared = json.loads(out.stdout)["comparisons"][0]["shared_fitted_range"]
     assert shared == pytest.approx([1e18, 1e20], rel=0.02), shared
+
+
+def test_optimal_from_an_approach_2_fit_saved_before_the_6nd_placement_says_its_budget_is_the_columns(tmp_path, capsys):
+    # review17: such a file's note no longer matched, and its law (fitted against the labels) was read as 6·N·D
+    from analysis.cli.optimal import NOMINAL_BEFORE
+
+    labelled = ladder().drop(columns=["flops"]).assign(budget_flops=lambda f: f["budget_flops"] / 1.3)
+    out = tmp_path / "fit.json"
+    run_main(capsys, "fit", write(labelled, tmp_path), "--bootstrap", "0", "--out", out, check=True)
+    data = json.loads(out.read_text())
+    data["notes"] = [f"budget column 'budget_flops': 5 budgets; ...: {NOMINAL_BEFORE}, approach 3 against C = 6·N·D"]
+    out.write_text(json.dumps(data))
+    notes = json.loads(run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--json", check=True).stdout)[
+        "notes"
+    ]
+    assert [n for n in notes if "saved before 2026-11-27" in n and "in the column's units" in n], notes

@@ -167,10 +167,18 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
         raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
     law.notes += [left_out[f.approach] for f in report.fits if no_law(f)]
     law.notes += [f"the fit warned: {warning}" for warning in report.warnings]  # units, swapped columns, exclusions
-    # a nominal column: the --budget given is 6·N·D, not one of its values
-    law.notes += [f"the fit's {note}" for note in report.notes if NOMINAL_BUDGETS in note]
+    # a nominal column: the --budget given is 6·N·D, not one of its values; in a fit saved before, approach 2's was
+    law.notes += [f"the fit's {note}" for note in report.notes if NOMINAL_BUDGETS in note or NOMINAL_BEFORE in note]
+    if fit.approach == 2 and any(NOMINAL_BEFORE in note for note in report.notes):
+        law.notes.append(
+            "this fit file was saved before 2026-11-27: its approach 2 placed budgets at the column's values, so its "
+            "--budget is in the column's units, not 6·N·D; refit to place them at their runs' 6·N·D"
+        )
     return law
 
+
+# the note of a fit saved before 2026-11-27, whose approach 2 placed budgets at the column's values (review17)
+NOMINAL_BEFORE = "approaches 1 and 2 give N_opt against the column's budgets"
 
 NEEDS = (
     "a law needs approach 2 (2+ budgets of 3+ sizes each, the minimum inside them), 3 (6+ runs over N and D) or 1 "
