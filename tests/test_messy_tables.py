@@ -463,7 +463,6 @@ def test_optimal_from_an_approach_2_fit_saved_before_the_6nd_placement_says_its_
     data = json.loads(out.read_text())
     data["notes"] = [f"budget column 'budget_flops': 5 budgets; ...: {NOMINAL_BEFORE}, approach 3 against C = 6·N·D"]
     out.write_text(json.dumps(data))
-    notes = json.loads(run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--json", check=True).stdout)[
-        "notes"
-    ]
+    args = ("optimal", "--budget", "1e20", "--law", out, "--approach", "2", "--json")
+    notes = json.loads(run_main(capsys, *args, check=True).stdout)["notes"]
     assert [n for n in notes if "saved before 2026-11-27" in n and "in the column's units" in n], notes
