@@ -17,7 +17,6 @@ from analysis.fits.envelope import envelope_law
 from analysis.fits.isoflop import bent, in_law, left_out_of_law
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
 from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
-from analysis.sources.budgets import AGREEING
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 NAMES = {
@@ -159,10 +158,9 @@ def envelope_text(fit) -> str:
 
 
 def budget_text(p) -> str:
-    """A budget's label, and its runs' 6·N·D where the law places it when that is not the label (`AGREEING`): a
+    """A budget's label, and its runs' 6·N·D where the law places it when that is not the label (`budget_compute`): a
     nominal column's 1e18 at 6·N·D 1.4e18 showed a D_opt that 6·D_opt·N_opt did not make 1e18."""
-    moved = abs(p.compute / p.budget - 1.0) > AGREEING
-    return flops_label(p.budget) + (f" (6·N·D {flops_label(p.compute)})" if moved else "")
+    return flops_label(p.budget) + (f" (6·N·D {flops_label(p.compute)})" if p.compute != p.budget else "")
 
 
 def describe_minimum(p, count=count_label) -> Minimum:

@@ -7,7 +7,7 @@ its minimum is N_opt(C) = exp(mean ln N − c1/(2·c2)), D_opt(C) = C/(6·N_opt)
 by least squares on logs. Because every D_opt is C/(6·N_opt), b = 1 − a and k_D = 1/(6·k_N)
 exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 0.51.)
 
-A budget groups runs (`analysis.sources.budgets`), and its C is its runs' median C = 6·N·D (`RunTable.budget_compute`;
+A budget groups runs (`analysis.sources.budgets`), and its C is its runs' median C = 6·N·D, if over 2% off (`RunTable.budget_compute`;
 a nominal label 1.4x below 6·N·D made D_opt = label/(6·N_opt) 1.4x below the tokens its runs trained).
 
 Which budgets the law is fitted to (`bracketed`, the one rule): those whose minimum lies within

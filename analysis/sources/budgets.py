@@ -3,8 +3,8 @@
 A run's budget is the value of the source's budget column when it has one: the column named with
 ``--budget-column``, else the first of `BUDGET_COLUMNS` present (``budget_flops`` is the results
 store's). Its values must all be finite numbers > 0; an auto-detected column with gaps is noted and
-not used. The column groups the runs; every fit places a budget at its runs' C = 6·N·D (their median,
-`RunTable.budget_compute`). When 6·N·D differs from the column, a note says by how much
+not used. The column groups the runs; every fit places a budget at its runs' C = 6·N·D (their median
+where over `AGREEING` off the label, `RunTable.budget_compute`). When 6·N·D differs from the column, a note says by how much
 (a warning when 100x or more off: a unit mix-up, a PF-day's 8.64e19 named as such). Values within
 `AGREEING` of each other that the runs' own 6·N·D does not separate are one budget written twice
 (``1e19``, ``9.87e18``: `same_budgets`).

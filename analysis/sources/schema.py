@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from analysis.sources.budgets import BUDGET_TOLERANCE
+from analysis.sources.budgets import AGREEING, BUDGET_TOLERANCE
 from analysis.sources.hparams import HyperSweep
 from scaling.errors import UserError
 
@@ -267,13 +267,13 @@ class RunTable:
 
     @property
     def budget_compute(self) -> np.ndarray:
-        """Each of `budgets`' C, where the fits place it: its runs' median C = 6·N·D in log space (a nominal label's
-        runs may lie 1.4x from it; one run stopped at 40% moved a mean 12%: review17), or the budget itself where
-        they agree to round-off, and where the budgets were clustered from C (each its runs' geometric mean)."""
+        """Each of `budgets`' C, where the fits place it: its runs' median C = 6·N·D in log space where that is over
+        `AGREEING` off the budget (a nominal label's runs may lie 1.4x from it; a median: one run stopped at 40% moved
+        a mean 12%, review17), else the budget itself (a store's, off by its steps' rounding; a clustered one)."""
         if self.budgets_clustered:
             return self.budgets
-        mean = np.exp(np.log(self.runs["C"]).groupby(self.runs["budget"]).median()).reindex(self.budgets).to_numpy()
-        return np.where(np.abs(mean / self.budgets - 1.0) < 1e-9, self.budgets, mean)
+        median = np.exp(np.log(self.runs["C"]).groupby(self.runs["budget"]).median()).reindex(self.budgets).to_numpy()
+        return np.where(np.abs(median / self.budgets - 1.0) <= AGREEING, self.budgets, median)
 
     def without_budget(self, budget: float) -> RunTable:
         """The same table less the runs (and curves) of one budget: for hold-out validation."""
