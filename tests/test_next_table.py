@@ -181,3 +181,16 @@ def test_limits_no_run_can_meet_are_refused_in_one_line_before_the_fit(
     path = table if source == "table" else tmp_path / "store"
     monkeypatch.setattr("analysis.fits.parametric.fit_parametric", no_fit)
     assert_one_line_error(run_main(capsys, "next", path, *options, *QUICK), *words)
+
+
+def test_a_nominal_columns_budgets_are_placed_at_their_runs_6nd(tmp_path, capsys):
+    # review17: labels 1.3x below 6·N·D set the default target at 10x the largest label (7.7e20) and proposed runs
+    # at "a budget of the table" 1.3x below that budget's own runs
+    runs = isoflop_runs(CHINCHILLA_LAW, BUDGETS, 5, spread_decades=0.6, noise=0.01, seed=1)
+    path = tmp_path / "low.csv"
+    runs.drop(columns=["flops"]).assign(budget_flops=lambda f: f["budget_flops"] / 1.3).to_csv(path, index=False)
+    out = json.loads(
+        run_main(capsys, "next", path, "--flops", FLOPS, "--json", "--bootstrap", 40, "--draws", 16).stdout
+    )
+    assert out["target_budget"] == pytest.approx(10 * max(BUDGETS))
+    assert all(math.isclose(r["budget_flops"], 6 * r["params"] * r["tokens"], rel_tol=1e-6) for r in out["runs"])
