@@ -188,9 +188,11 @@ def band(ax, x, curve: dict, key: str, colour, label: str | None) -> None:
 
 def run_budgets(run_ids, compute, table: RunTable | None = None) -> np.ndarray:
     """Each run's compute budget by the one rule (`analysis.sources.budgets`): the table's (which
-    applied the source's budget column) when it holds every run, else clustered from C."""
+    applied the source's budget column), where the fits place it (`RunTable.budget_compute`: review17, a nominal
+    column's iso-FLOP lines lay 1.3x below their runs), when it holds every run, else clustered from C."""
     if table is not None:
-        budget_of = dict(zip(table.runs["run_id"], table.runs["budget"]))
+        placed = dict(zip(table.budgets, table.budget_compute))
+        budget_of = dict(zip(table.runs["run_id"], table.runs["budget"].map(placed)))
         if all(r in budget_of for r in run_ids):
             return np.array([budget_of[r] for r in run_ids], dtype=float)
     return cluster_budgets(compute)

@@ -126,10 +126,10 @@ def _package_version() -> str:
 
 def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str]) -> list:
     table = source.table
-    budgets = table.budgets
+    budgets = table.budget_compute  # where the fits place them (review17: the labels contradicted the ladder's)
     items = [
         f"{len(table)} completed runs used, over {len(budgets)} compute budget{'s' * (len(budgets) != 1)} from "
-        f"{flops_label(budgets[0])} to {flops_label(budgets[-1])} FLOPs and model sizes from "
+        f"{flops_label(min(budgets))} to {flops_label(max(budgets))} FLOPs and model sizes from "
         f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."
     ]
     # the source's warnings before any number they bear on (user20: "model sizes from 20.2 to 7.26k parameters"
