@@ -143,6 +143,7 @@ def test_a_fit_files_bad_loss_unit_is_one_error_line_naming_the_file_the_key_and
         ("fit", "{t}", "--bootstrap", "0", "--out", "{t}"),
         ("next", "{t}", "--flops", "1e21", "--draws", "8", "--out", "./runs.csv"),
         ("compare", "{t}", "{t}", "--out-figure", "{t}"),
+        ("compare", "{d}/compare.json", "{t}", "--out", "{d}"),  # review17: --out DIR holding what it reads
     ],
 )
 def test_an_output_naming_the_table_read_is_refused_and_the_table_kept(tmp_path, capsys, monkeypatch, command):
@@ -154,8 +155,9 @@ def test_an_output_naming_the_table_read_is_refused_and_the_table_kept(tmp_path,
     monkeypatch.chdir(tmp_path)
     table = tmp_path / "runs.csv"
     isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0).to_csv(table)
+    (tmp_path / "compare.json").write_bytes(table.read_bytes())
     before = table.read_bytes()
-    proc = run_main(capsys, *(word.format(t=table) for word in command))
+    proc = run_main(capsys, *(word.format(t=table, d=tmp_path) for word in command))
     assert_one_line_error(proc, "is a file this command reads", "give another path")
     assert table.read_bytes() == before
 
@@ -170,5 +172,12 @@ def test_a_report_leaves_a_markdown_file_it_did_not_write(tmp_path, capsys):
     isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0).to_csv(table)
     notes.write_text("my notes\n")
     proc = run_main(capsys, "report", table, "--out", tmp_path / "c6.html", "--bootstrap", "0")
-    assert_one_line_error(proc, "c6.md", "is not a report's", "'my notes'")
+    assert_one_line_error(proc, "c6.md", "is not a report", "'my notes'")
     assert notes.read_text() == "my notes\n" and not (tmp_path / "c6.html").exists()
+    page = tmp_path / "page.html"  # user23: an HTML page of the user's was replaced
+    page.write_text("<html>my page</html>")
+    proc = run_main(capsys, "report", table, "--out", page, "--bootstrap", "0")
+    assert_one_line_error(proc, "page.html", "is not a report")
+    assert page.read_text() == "<html>my page</html>"
+    run_main(capsys, "report", table, "--out", tmp_path / "r.html", "--bootstrap", "0", check=True)
+    run_main(capsys, "report", table, "--out", tmp_path / "r.html", "--bootstrap", "0", check=True)  # its own: again

@@ -339,7 +339,7 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
     path = tmp_path / "tiny"
     write_store(path, budgets=(1e12,), sizes=2, with_failures=False)
     out = tmp_path / "r.html"
-    out.write_text("<html>previous report</html>")
+    out.write_text("<html><title>Scaling-law report: tiny</title>previous report</html>")
     import analysis.report.render as report_module
 
     def crash(_blocks, _figures):
@@ -347,5 +347,5 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
 
     monkeypatch.setattr(report_module, "render_html", crash)
     assert main(["report", str(path), "--out", str(out), "--bootstrap", "0"]) == 130
-    assert out.read_text() == "<html>previous report</html>"
+    assert out.read_text() == "<html><title>Scaling-law report: tiny</title>previous report</html>"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "tiny"]  # no Markdown, figures or temporaries

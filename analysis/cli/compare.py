@@ -68,6 +68,7 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--out-figure", metavar="FILE", help=f"write the figure to FILE ({', '.join(FIGURE_FORMATS)})")
     p.add_argument("--out", metavar="DIR", help="write the figure (compare.png) and the JSON (compare.json) to DIR")
+    p.set_defaults(out_files=("compare.png", "compare.json"))  # what --out DIR holds after (`outputs.guard_outputs`)
     add_table_options(p)
     return p
 

@@ -52,9 +52,9 @@ def report_main(argv: list[str]) -> int:
     check_output_dir(out.parent, f"--out {args.out!r}")
     from analysis.figures import figure_bytes
     from analysis.report import report_blocks, write_report
-    from analysis.report.render import guard_twin, report_paths
+    from analysis.report.render import guard_twin
 
-    guard_twin(report_paths(out)[0], f"--out {args.out!r}")
+    guard_twin(out, f"--out {args.out!r}")
 
     source, fit, how, problems = source_and_fit(args, "report")
     tell(problems, "warning")

@@ -94,17 +94,19 @@ def _markdown_block(block, figure_dir: str) -> str:
 REPORT_TITLE = "Scaling-law report"  # the report's first heading: its Markdown twin starts "# " and this
 
 
-def guard_twin(markdown: Path, option: str) -> None:
-    """One UserError line when the report's Markdown twin exists and is not a report's (it would be replaced)."""
-    if not markdown.is_file():
-        return
-    with open(markdown, encoding="utf-8", errors="replace") as f:
-        first = f.readline()
-    if not first.startswith(f"# {REPORT_TITLE}"):
-        raise UserError(
-            f"{option}: the report's Markdown twin {str(markdown)!r} exists and is not a report's (it begins "
-            f"{first.strip()[:40]!r}): writing the report would replace it; move it or give another name"
-        )
+def guard_twin(out_html: Path, option: str) -> None:
+    """One UserError line when the report's HTML or its Markdown twin exists and is not a report's (it would be
+    replaced; user21: the user's notes in c6.md, user23: their page.html)."""
+    for path, mark in ((out_html, f"<title>{REPORT_TITLE}"), (report_paths(out_html)[0], f"# {REPORT_TITLE}")):
+        if not path.is_file():
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+        if mark not in head:
+            raise UserError(
+                f"{option}: {str(path)!r} exists and is not a report (it begins {head.strip()[:40]!r}): writing the "
+                "report would replace it; move it or give another name"
+            )
 
 
 def report_paths(out_html: Path) -> tuple[Path, Path]:
