@@ -181,3 +181,15 @@ def test_a_report_leaves_a_markdown_file_it_did_not_write(tmp_path, capsys):
     assert page.read_text() == "<html>my page</html>"
     run_main(capsys, "report", table, "--out", tmp_path / "r.html", "--bootstrap", "0", check=True)
     run_main(capsys, "report", table, "--out", tmp_path / "r.html", "--bootstrap", "0", check=True)  # its own: again
+
+
+def test_a_level_of_999_permille_is_printed_so(tmp_path, capsys):
+    # user23: --level 0.999 printed "100% percentile intervals"
+    from conftest import run_main
+
+    from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+
+    table = tmp_path / "runs.csv"
+    isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0).to_csv(table)
+    out = run_main(capsys, "fit", table, "--approach", "3", "--bootstrap", "40", "--level", "0.999", check=True).stdout
+    assert "99.9% percentile intervals" in out and "100%" not in out

@@ -329,7 +329,7 @@ def source_and_fit(args: argparse.Namespace, verb: str):
         )
         return source, fit, how, problems
     how = f"fitted by `scaling {verb}`: approaches 1-3, " + (
-        f"{args.bootstrap} bootstrap resamples (seed {args.seed}), {args.level:.0%} intervals"
+        f"{args.bootstrap} bootstrap resamples (seed {args.seed}), {args.level * 100:g}% intervals"
         if args.bootstrap
         else "no bootstrap (no intervals on the laws)"
     )

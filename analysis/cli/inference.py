@@ -70,7 +70,7 @@ def render(a, unit: str) -> str:
     lines = [f"law: {a.law}", f"inference-aware allocation (Sardana et al. 2024): {goal}"]
     lines += [f"  {label:<18} {text}" for label, text in rows]
     if v["N"].interval is not None:
-        lines.append(f"  intervals: {a.level:.0%} bootstrap percentiles")
+        lines.append(f"  intervals: {a.level * 100:g}% bootstrap percentiles")
     lines += [f"  note: {note}" for note in a.notes]
     return "\n".join(lines)
 

@@ -59,7 +59,7 @@ def render_comparison(comparison: Comparison) -> str:
         c.summary,
         "",
         f"per budget (approach-3 frontiers; losses in {unit}; "
-        + (f"{c.level:.0%} intervals from {c.pairs} bootstrap pairs; " if c.pairs else "no intervals; ")
+        + (f"{c.level * 100:g}% intervals from {c.pairs} bootstrap pairs; " if c.pairs else "no intervals; ")
         + "m(C): the compute the baseline needs for the loss the candidate reaches with C):",
         f"  {'C (FLOPs)':<11} {'m(C)':<28} {difference:<30} {'baseline loss':<14} {'candidate loss':<14}",
     ]

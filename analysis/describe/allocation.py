@@ -55,7 +55,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
 
 
 def intervals_line(a) -> str | None:
-    return f"intervals: {a.level:.0%} bootstrap percentiles" if a.n.interval is not None else None
+    return f"intervals: {a.level * 100:g}% bootstrap percentiles" if a.n.interval is not None else None
 
 
 AS_N_OPT = "unidentified (as N_opt)"  # the report's cell of a D or D/N unidentified with N_opt (`AS_N_OPT_NOTE`)

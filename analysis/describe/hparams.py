@@ -48,7 +48,7 @@ def hyperparameter_lines(fit: dict) -> list[str]:
     if not fit:
         return []
     level = fit.get("level", 0.95)
-    lines = [f"hyperparameter laws ({level:.0%} intervals)"]
+    lines = [f"hyperparameter laws ({level * 100:g}% intervals)"]
     lines += [f"  {note}" for note in fit.get("notes", [])]
     for form, title in (("step_law", "Step Law form"), ("deepseek", "DeepSeek form")):
         for target, law in fit.get(form, {}).items():

@@ -46,6 +46,6 @@ def bootstrap_lines(fit: MuennighoffFit) -> list[str]:
     if boot is None:
         return []
     return [
-        f"intervals: {boot.level:.0%} bootstrap percentiles, {boot.resamples} resamples, {boot.failed} failed",
+        f"intervals: {boot.level * 100:g}% bootstrap percentiles, {boot.resamples} resamples, {boot.failed} failed",
         *(f"note: {n}" for n in boot.notes),
     ]

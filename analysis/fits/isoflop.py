@@ -221,7 +221,7 @@ def _lone_minimum(profiles: list[Parabola], seed: int, level: float) -> str:
     (p,) = profiles
     n_opt_intervals(profiles, VERTEX_DRAWS, seed, level)
     where = (
-        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] ({level:.0%})"
+        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] ({level * 100:g}%)"
         if p.n_opt_interval is not None and not p.n_opt_unidentified
         else f"(unidentified: {p.n_opt_unidentified})"  # outside the trained sizes among the reasons it gives
     )

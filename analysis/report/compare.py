@@ -37,7 +37,7 @@ def comparison_blocks(comparisons: list[Comparison], has_figure: bool, notes: li
             "and compared through its loss frontier L*(C). m(C) is the effective compute multiplier: the compute the "
             "baseline needs to reach the loss the candidate reaches with C (m > 1: the candidate is better). "
             + (
-                f"Intervals: {first.level:.0%} percentile intervals over bootstrap pairs, the sources resampled "
+                f"Intervals: {first.level * 100:g}% percentile intervals over bootstrap pairs, the sources resampled "
                 "independently."
                 if first.pairs
                 else "No intervals"
