@@ -22,7 +22,7 @@ from analysis.fits.isoflop import fit_isoflop, in_law
 from analysis.fits.outliers import RULE, fit_flagged
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import FitReport
-from analysis.fits.validation import validate_envelope, validate_isoflop, validate_parametric
+from analysis.fits.validation import lack_of_fit, validate_envelope, validate_isoflop, validate_parametric
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
@@ -74,6 +74,8 @@ def fit_all(
             report.hyperparameter_laws = report.hyperparameter_fit["laws"]
     if not report.fits:
         _refuse(report, "no approach could be fitted")
+    if misfit := lack_of_fit(report):  # said with approach 3's own warnings, and kept in its FIT.json
+        report.parametric.convergence["misfit"] = misfit
     return report
 
 

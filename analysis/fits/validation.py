@@ -128,3 +128,31 @@ def _held_out_keys(budget: float, used: float) -> dict:
     was 8.66x, 10.2x ("an EXTRAPOLATION") and 9.1x beyond the fitted ones."""
     factor = budget / float(used)
     return {"held_out_budget": budget, "extrapolation_factor": factor, "extrapolation": factor > EXTRAPOLATION_FACTOR}
+
+
+MISFIT_P = 0.01  # approach 3's residual variance over approach 2's parabolas', this unlikely under one noise: misfit
+
+
+def lack_of_fit(report) -> str:
+    """A warning ("" when none) when approach 3's log-loss residuals are far wider than the runs' scatter about their
+    budgets' parabolas (approach 2's, relative; each per degree of freedom), an F test at `MISFIT_P`: the runs
+    follow their parabolas but not L = E + A/N^α + B/D^β (user23: Kaplan's joint law on an IsoFLOP grid with 0.5%
+    noise left residuals 4x the parabolas', a held-out budget missed by 5.6%, and loss intervals that missed)."""
+    from scipy.stats import f as f_dist
+
+    iso, par = report.isoflop, report.parametric
+    if iso is None or par is None or not np.isfinite(par.residuals).all():
+        return ""
+    local = np.concatenate([np.asarray(p.residuals) / np.asarray(p.loss) for p in iso.profiles])
+    dof2, dof3 = len(local) - 3 * len(iso.profiles), len(par.residuals) - 5
+    if dof2 < 3 or dof3 < 1:
+        return ""
+    spread2, spread3 = np.sum(local**2) / dof2, np.sum(np.square(par.residuals)) / dof3
+    if f_dist.sf(spread3 / spread2, dof3, dof2) >= MISFIT_P:
+        return ""
+    return (
+        f"approach 3's residuals (rms {np.sqrt(spread3):.2%}) are {np.sqrt(spread3 / spread2):.3g}x the runs' scatter "
+        f"about their budgets' parabolas (rms {np.sqrt(spread2):.2%}; an F test, p < {MISFIT_P:g}): the loss does not "
+        "follow L = E + A/N^α + B/D^β over these runs, and its intervals leave that misfit out; approach 2's N_opt "
+        "needs no such form"
+    )
