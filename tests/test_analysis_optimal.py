@@ -152,3 +152,13 @@ def test_a_target_loss_above_the_losses_fitted_is_flagged(capsys, fit_file):
     assert within["below_fitted_range"] is False and above["below_fitted_range"] is True
     said = [n for n in above["notes"] if n.startswith("--target-loss 4.5 is above the law's optimal loss at its small")]
     assert len(said) == 1 and "fitted budget (" in said[0] and said[0].endswith("); is it in nats/token?")
+
+
+def test_a_capped_allocation_far_beyond_the_trained_sizes_is_an_extrapolation():
+    # user23: --max-tokens 1e9 at 1e22 bought N = 1.667e12, 145x the largest trained size, with extrapolation: false
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0)
+    law = law_from_fit(fit_all(table_from_frame(runs, "t.csv"), (3,), resamples=50), "t", 3)
+    far = law.capped(1e21, 1e9)
+    assert far.extrapolation and [n for n in far.notes if n.startswith("extrapolation in N: N = 1.667e+11 is")]
+    near = law.capped(1e20, 1e10)  # N = 1.67e9: about the largest trained size
+    assert not near.extrapolation and not [n for n in near.notes if n.startswith("extrapolation in N")]

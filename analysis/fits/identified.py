@@ -29,6 +29,16 @@ def extrapolation_note(compute: float, fitted_compute_max: float | None) -> str:
     )
 
 
+def beyond_sizes_note(n: float, largest: float | None) -> str:
+    """The note on an N beyond `EXTRAPOLATION_FACTOR` x the largest trained size ("" within it, or unknown)."""
+    if largest is None or not n > EXTRAPOLATION_FACTOR * largest:
+        return ""
+    return (
+        f"extrapolation in N: N = {n:.4g} is {n / largest:.3g}x the largest trained size ({largest:.4g}); "
+        f"beyond {EXTRAPOLATION_FACTOR:g}x a prediction is speculation"
+    )
+
+
 def below_fitted(compute: float, smallest_fitted_budget: float | None) -> bool:
     """A budget below the smallest fitted one, and not the same budget by the clustering rule (within
     `BUDGET_TOLERANCE`: approach 3's smallest is a run's 6·N·D, which rounding steps up puts just above its

@@ -1,12 +1,10 @@
 """Compute-optimal allocation: for a budget C, the N and D that minimise loss under C = 6·N·D.
 
 A law is either a published preset (`analysis.fits.presets.PRESETS`) or a saved fit (`law_from_fit`). Every allocation
-printed satisfies 6·N·D = C: N comes from the law and D = C/(6·N). When the law carries bootstrap
-samples, each sample gives its own N (and loss), and the intervals are their percentiles.
-
-Also: the inverse (the smallest budget whose optimal loss reaches a target, for laws that predict
-loss) and the data-limited case (D capped: the budget is best spent at D = cap, N = C/(6·cap),
-because at fixed C the loss falls towards the unconstrained optimum and the cap blocks the way).
+printed satisfies 6·N·D = C: N comes from the law and D = C/(6·N). When the law carries bootstrap samples, each sample
+gives its own N (and loss), and the intervals are their percentiles. Also: the inverse (the smallest budget whose
+optimal loss reaches a target, for laws that predict loss) and the data-limited case (D capped: the budget is best
+spent at D = cap, N = C/(6·cap), as at fixed C the loss falls towards the unconstrained optimum and the cap blocks it).
 """
 
 from __future__ import annotations
@@ -104,6 +102,7 @@ class Law(abc.ABC):
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.unknown = (0, "")  # how many samples have no value for anything the law derives, and why (`ParametricLaw`)
         self.fitted_compute_max = fitted_compute_max
+        self.fitted_n_max: float | None = None  # the largest trained N, where known (a saved approach 3's)
         self.notes = list(notes or [])
 
     @abc.abstractmethod
@@ -170,7 +169,10 @@ class Law(abc.ABC):
         if allocation.loss is not None and allocation.loss.unidentified == AS_E:
             allocation.budget.unidentified = allocation.loss.unidentified  # the budget that reaches a loss rests on it
         if allocation.budget.unidentified:  # N, D, D/N and the loss are those of a budget the fit cannot give
-            ident.as_budget(allocation)
+            ident.as_budget(allocation)  # and no number to place (user23: "4.78e+21 FLOPs is 47.8x ...")
+            ranged = ident.range_notes(central, self.fitted_compute_min, self.fitted_compute_max).values()
+            allocation.notes = [n for n in allocation.notes if n not in ranged]
+            allocation.extrapolation = allocation.below_range = False
         elif allocation.loss is not None:  # the target asked for: no interval (the budget's carries the spread)
             allocation.loss = Estimate(float(target))
         if allocation.below_range:  # a target above the law's optimal loss at its smallest fitted budget
@@ -227,11 +229,15 @@ class Law(abc.ABC):
         loss = None if point is None else self.interval(float(point), self._on_samples(self._loss, n, max_tokens))
         allocation = self._allocation(Estimate(budget), Estimate(n), loss=loss)
         allocation.max_tokens = max_tokens
-        optimum = f"D_opt = {free.d.value:.4g}" if np.isfinite(free.d.value) else "D_opt unidentified: it may not bind"
+        known = np.isfinite(free.d.value) and not free.d.unidentified  # user23: an unidentified D_opt was printed
+        optimum = f"D_opt = {free.d.value:.4g}" if known else "D_opt unidentified: it may not bind"
         allocation.notes.append(
             f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum {optimum}); "
             f"the budget buys N = C/(6·D) = {n:.4g}"
         )
+        if beyond := ident.beyond_sizes_note(n, self.fitted_n_max):  # user23: N 145x the largest trained, unflagged
+            allocation.extrapolation = True
+            allocation.notes.append(beyond)
         if loss is None and self.predicts_loss:
             allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
         elif loss is not None:

@@ -58,7 +58,9 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         # runs along one line of D/N see the loss only there: the optimum's loss, off it, is the law's split of its terms
         common["loss_unidentified"] = collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals))
         lawless = not all(np.isfinite(list(fit.params.values())))
-        return ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
+        law = ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
+        law.fitted_n_max = max(fit.n)  # a capped D's N beyond it is an extrapolation in N (`Law.capped`)
+        return law
     common["fitted_compute_min"] = fitted_compute_min(fit)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
     names = {"N_coefficient": "N_coefficient", "a": "a"}
