@@ -219,3 +219,22 @@ def test_planned_totals_and_the_lr_alias_leave_seeds_sweeps_and_logged_schedules
     )
     table = table_from_frame(logged.reset_index(drop=True), "h.csv", ColumnMap())
     assert len(table.runs) == len(runs) and table.curves is not None and table.hparams is None
+
+
+def test_approach_1_takes_a_wsd_runs_final_point_only():
+    # user23: curve points before a WSD run's cooldown (0.04 above its cooled loss) made envelope points; the loss
+    # at 1e21 read 2.353 [2.348, 2.381] for a true 2.329
+    from analysis.fits.envelope import fit_envelope
+
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e18, 1e19, 1e20], 5, spread_decades=0.6, noise=0.0, seed=0)
+    rows = [
+        {"run_id": r.run_id, "params": r.params, "tokens": r.tokens * k / 10, "budget": r.budget_flops}
+        | {"loss": loss(r.params, r.tokens * k / 10, 0) + 0.04 * (k < 10)}
+        for r in runs.itertuples()
+        for k in range(1, 11)
+    ]
+    frame = pd.DataFrame(rows)
+    wsd = fit_envelope(table_from_frame(frame.assign(schedule="wsd"), "wsd.csv", ColumnMap()), resamples=0)
+    cosine = fit_envelope(table_from_frame(frame.assign(schedule="cosine"), "cos.csv", ColumnMap()), resamples=0)
+    assert wsd.diagnostics["curve_points"] == len(runs) < cosine.diagnostics["curve_points"]
+    assert wsd.diagnostics["points_used"] == "training curves (15 WSD runs' final points only)"

@@ -7,8 +7,9 @@ Fitted through the envelope (least squares on logs):
     L(C) = A·C^(−α)          (no irreducible term)
     L(C) = E + A·C^(−α)      (with one)
     N_opt = k_N·C^a,  D_opt = k_D·C^b  with b = 1 − a, k_D = 1/(6·k_N) (C = 6·N·D exactly).
-(Published: a = 0.50, b = 0.50.) Only the compute range the runs' final points span is used:
-below it the envelope is made of early, warm-up points of the smallest runs.
+(Published: a = 0.50, b = 0.50.) Only the compute range the runs' final points span is used (below it: warm-up points
+of the smallest runs). A WSD run (schedule wsd) gives its final point only: before its cooldown its loss is no run's
+end (user23: such points set the loss at 1e21 at 2.353 [2.348, 2.381] for 2.329).
 Without curves (a table of final losses), each run's final point is its only point, and an
 envelope point's N_opt is a measurement only where its compute bin holds a smaller and a larger
 size than the winner (bracketed); with fewer than `MIN_POINTS` such points, a and b are reported
@@ -22,19 +23,16 @@ seen. An unstratified draw varies them (a resample may hold no run of some budge
 envelope then loses that budget's compute), so its spread adds to the noise design changes that no
 repeat of the experiment would make. On the Chinchilla law without its floor (E = 0), 3 budgets ×
 6 sizes, over 20 seeds (tests/test_isoflop_bracketing.py), the median width of a's 95% interval
-fell from 0.39 to 0.24, every interval still covering the truth (a's spread over the seeds: sd
-0.019). Units that span budgets (a WSD trunk with cooldown branches at several budgets) cannot be
-strata of whole units: they are drawn over all runs, and a note says so.
-Keeping the runs and redrawing their losses (a residual bootstrap) is narrower on that ladder and
-about calibrated, but blind to the envelope's own bias from the sizes trained: on the quick sweep's
-design it covered the true a in 0 of 40 seeds, where drawing runs covers it and calls a unidentified
-(README, "Approach 1's bootstrap"; tests/test_isoflop_bracketing.py).
-A resample fails only when its envelope cannot give a and b (fewer than `MIN_POINTS` points, or one
-size lowest everywhere). The law with a floor is refitted in the others and may fail alone: its
-refits start from the fit's floor and do not converge when that floor is near 0 (a flat ln E). Its
-failures are counted apart and withhold only its own intervals (`_floor_samples`). Before, such a
-failure failed the whole resample: on the demo's quick sweep 627 of 1,000 resamples failed, 625 of
-them for the floor alone (its E = 7e-12), and every estimate lost its interval.
+fell from 0.39 to 0.24, every interval still covering the truth (a's spread over the seeds: sd 0.019). Units that
+span budgets (a WSD trunk with cooldown branches at several budgets) are drawn over all runs, and a note says so.
+Keeping the runs and redrawing their losses (a residual bootstrap) is narrower on that ladder and about calibrated,
+but blind to the envelope's own bias from the sizes trained: on the quick sweep's design it covered the true a in 0
+of 40 seeds, where drawing runs covers it and calls a unidentified (README, "Approach 1's bootstrap").
+A resample fails only when its envelope cannot give a and b (fewer than `MIN_POINTS` points, or one size lowest
+everywhere). The law with a floor is refitted in the others and may fail alone: its refits start from the fit's
+floor and do not converge when that floor is near 0 (a flat ln E). Its failures are counted apart and withhold only
+its own intervals (`_floor_samples`). Before, such a failure failed the whole resample: on the demo's quick sweep
+627 of 1,000 resamples failed, 625 of them for the floor alone (its E = 7e-12), and every estimate lost its interval.
 """
 
 from __future__ import annotations
@@ -241,7 +239,9 @@ def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:
         "envelope_points": int(points),
         "curve_points": grid.n_points,
         "from_curves": grid.from_curves,
-        "points_used": "training curves" if grid.from_curves else "final points only (the source has no loss curves)",
+        "points_used": f"training curves{grid.wsd}"
+        if grid.from_curves
+        else "final points only (the source has no loss curves)",
         "compute_range": [grid.lowest, grid.highest],
         "loss_law_with_floor": "fitted"
         if with_floor is not None
@@ -256,6 +256,10 @@ class _EnvelopeGrid:
         runs = table.runs
         self.from_curves = table.curves is not None
         points = table.curves if self.from_curves else runs[["run_id", "N", "C", "loss"]]
+        wsd = runs.loc[runs.get("schedule", pd.Series("", runs.index)).astype(str).str.lower() == "wsd"]  # module doc
+        if self.from_curves and len(wsd):  # before its cooldown a WSD run's curve is no run's end
+            points = pd.concat([points[~points["run_id"].isin(wsd["run_id"])], wsd[points.columns]], ignore_index=True)
+        self.wsd = f" ({len(wsd)} WSD runs' final points only)" if self.from_curves and len(wsd) else ""
         self.lowest, self.highest = float(runs["C"].min()), float(runs["C"].max())
         span = (points["C"] >= self.lowest * (1 - 1e-9)) & (points["C"] <= self.highest * (1 + 1e-9))
         points = points[span]
@@ -298,15 +302,10 @@ class _EnvelopeGrid:
 
 
 def _fit_laws(compute, loss, n) -> dict[str, PowerLaw]:
-    log_c = np.log(compute)
-    k_loss, p_loss = log_linear_fit(log_c, np.log(loss))
-    k_n, a = log_linear_fit(log_c, np.log(n))
+    (k_loss, p_loss), (k_n, a) = (log_linear_fit(np.log(compute), np.log(y)) for y in (loss, n))
     n_law = PowerLaw(float(np.exp(k_n)), float(a))
-    return {
-        "loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)),
-        "n_opt": n_law,
-        "d_opt": PowerLaw(tokens_6nd(1.0, n_law.coefficient), 1.0 - n_law.exponent),
-    }
+    d_law = PowerLaw(tokens_6nd(1.0, n_law.coefficient), 1.0 - n_law.exponent)
+    return {"loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)), "n_opt": n_law, "d_opt": d_law}
 
 
 def _named(laws: dict[str, PowerLaw], with_floor: PowerLaw | None) -> dict[str, float]:

@@ -37,7 +37,16 @@ from analysis.sources.colunits import (
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import lr_alias, reduce_sweep
-from analysis.sources.rows import LOSS, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
+from analysis.sources.rows import (
+    LOSS,
+    blank_cells,
+    first_of_duplicates,
+    listing,
+    numeric,
+    text_cells,
+    unit_ids,
+    usable_rows,
+)
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -204,7 +213,10 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
         f"N = column {n_col!r} ({n_kind if str(n_col).lower() in map(str.lower, _n_names(n_kind)) else 'as named'}),"
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
-    return pd.DataFrame({"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss})
+    schedule = text_cells(frame["schedule"]) if "schedule" in frame.columns else ""  # WSD's final points: `envelope`
+    return pd.DataFrame(
+        {"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss, "schedule": schedule}
+    )
 
 
 def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:
