@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_main
+from conftest import assert_one_line_error, run_main
 
 from analysis.describe.fit import describe_minimum, minimum_legend
 from analysis.fits.envelope import fit_envelope
@@ -466,3 +466,17 @@ def test_optimal_from_an_approach_2_fit_saved_before_the_6nd_placement_says_its_
     args = ("optimal", "--budget", "1e20", "--law", out, "--approach", "2", "--json")
     notes = json.loads(run_main(capsys, *args, check=True).stdout)["notes"]
     assert [n for n in notes if "saved before 2026-11-27" in n and "in the column's units" in n], notes
+
+
+def test_a_header_naming_the_n_column_twice_is_one_line(tmp_path, capsys):
+    # user23: a second 'params' column (half the first) was read as params.1 and passed over without a word
+    runs = ladder()
+    path = tmp_path / "dup.csv"
+    path.write_text(
+        runs[["params", "tokens", "val_loss"]]
+        .assign(p2=runs["params"] / 2)
+        .to_csv(index=False)
+        .replace("p2", "params", 1)
+    )
+    proc = run_main(capsys, "fit", path, "--bootstrap", "0")
+    assert_one_line_error(proc, "column 'params' appears more than once", "'params.1'", "--n-column")

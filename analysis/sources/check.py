@@ -37,16 +37,7 @@ from analysis.sources.colunits import (
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
 from analysis.sources.hparams import lr_alias, reduce_sweep
-from analysis.sources.rows import (
-    LOSS,
-    blank_cells,
-    first_of_duplicates,
-    listing,
-    numeric,
-    text_cells,
-    unit_ids,
-    usable_rows,
-)
+from analysis.sources.rows import LOSS, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -213,6 +204,8 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
         f"N = column {n_col!r} ({n_kind if str(n_col).lower() in map(str.lower, _n_names(n_kind)) else 'as named'}),"
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
+    from analysis.sources.rows import text_cells
+
     schedule = text_cells(frame["schedule"]) if "schedule" in frame.columns else ""  # WSD's final points: `envelope`
     return pd.DataFrame(
         {"run_id": run_ids.to_numpy(), "N": n, "D": d, "C": compute, "loss": loss, "schedule": schedule}
@@ -336,6 +329,11 @@ def _pick_column(
     if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays, "Params (M)": a usual name, its unit
         usual = {c.lower() for c in candidates}  # user21: "Params (M)" and "Tokens (B)" were not found
         found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0].lower() in usual), None)
+    if found is not None and f"{found}.1" in frame.columns:  # pandas' name for a header's second column of one name
+        raise DataError(  # user23: a second 'params' column, half the first, was passed over without a word
+            f"column {found!r} appears more than once in the header of {source!r} (the second read as {found + '.1'!r}):"
+            f" which holds {'N' if role == 'n' else role}? Rename or drop one, or name it with {OPTION_OF[role]}"
+        )
     if found is None and required:
         other = next((c for c in frame.columns if NON_EMBEDDING_NAME.search(str(c))), None) if role == "n" else None
         hint = f" (or --n-kind non_embedding for column {other!r})" if other else ""
