@@ -193,3 +193,12 @@ def test_a_level_of_999_permille_is_printed_so(tmp_path, capsys):
     isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.8, noise=0.005, seed=0).to_csv(table)
     out = run_main(capsys, "fit", table, "--approach", "3", "--bootstrap", "40", "--level", "0.999", check=True).stdout
     assert "99.9% percentile intervals" in out and "100%" not in out
+
+
+def test_a_bad_report_out_is_said_before_any_warning(tmp_path, capsys):
+    # user22: `report ... --out r.txt --bootstrap 10` printed the too-few-resamples warning, then the error
+    from conftest import run_main
+
+    proc = run_main(capsys, "report", tmp_path, "--out", tmp_path / "r.txt", "--bootstrap", "10")
+    assert_one_line_error(proc, "--out", "r.txt", "give an .html file name")
+    assert "warning" not in proc.stderr

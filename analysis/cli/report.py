@@ -22,7 +22,13 @@ def report_parser() -> argparse.ArgumentParser:
         description="Write one self-contained HTML report of a sweep (figures embedded, "
         "no network needed to view it) and its Markdown twin (NAME.md, figures in NAME-figures/).",
     )
-    p.add_argument("--out", required=True, metavar="FILE.html", help="the report (its directory is created if missing)")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=html_file,
+        metavar="FILE.html",
+        help="the report (its directory is created if missing)",
+    )
     source_options(p)
     p.add_argument(
         "candidates",
@@ -38,17 +44,21 @@ def report_parser() -> argparse.ArgumentParser:
     return p
 
 
+def html_file(value: str) -> str:
+    """--out's value, checked as it is parsed (user22: a warning on --bootstrap came before the error on --out)."""
+    if Path(value).is_dir():
+        example = str(Path(value) / "report.html")
+        raise argparse.ArgumentTypeError(f"{value!r} is a directory; give an .html file name, e.g. {example!r}")
+    if Path(value).suffix.lower() not in (".html", ".htm"):
+        raise argparse.ArgumentTypeError(f"{value!r}: give an .html file name (the Markdown twin is written beside it)")
+    return value
+
+
 def report_main(argv: list[str]) -> int:
     args = parse(report_parser(), argv)
     if isinstance(args, int):
         return args
     out = Path(args.out)
-    if out.is_dir():
-        raise UserError(
-            f"--out {args.out!r} is a directory; give an .html file name, e.g. {str(out / 'report.html')!r}"
-        )
-    if out.suffix.lower() not in (".html", ".htm"):
-        raise UserError(f"--out {args.out!r}: give an .html file name (the Markdown twin is written beside it as .md)")
     check_output_dir(out.parent, f"--out {args.out!r}")
     from analysis.figures import figure_bytes
     from analysis.report import report_blocks, write_report
