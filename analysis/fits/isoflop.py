@@ -107,10 +107,10 @@ def bent(profiles: list[Parabola]) -> list[str]:
     the profile bends it (user20: a finite 7.5 among 2.3s put N_opt at 1.225e9 [8.28e8, 1.504e9] for 1.824e9)."""
     return [
         f"budget {p.budget:.3g}: its parabola's minimum loss {p.loss_opt:.4g} lies {1 - p.loss_opt / min(p.loss):.0%} "
-        f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (see the "
-        "outliers; --exclude-outliers drops them)"
+        f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (the "
+        f"farthest: {p.run_id[k]}, loss {p.loss[k]:.4g}; --exclude-outliers drops it if the outlier rule flagged it)"
         for p in profiles
-        if p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss)
+        if p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss) and (k := int(np.argmax(np.abs(p.residuals)))) >= 0
     ]
 
 
