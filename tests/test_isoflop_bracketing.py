@@ -108,7 +108,7 @@ def test_a_profile_bent_by_a_diverged_run_with_a_finite_loss_is_warned_about(tmp
     runs.loc[runs.index[-1], "loss"] = 7.5  # the largest size at 1e21
     said = bent(fit_isoflop(_table(runs, tmp_path), resamples=0).profiles)
     assert len(said) == 1 and said[0].startswith("budget 1e+21: its parabola's minimum loss") and "bends it" in said[0]
-    assert "the farthest: " in said[0] and ", loss 7.5;" in said[0], said  # review16: the run named
+    assert "(most, " in said[0] and ", loss 7.5;" in said[0], said  # review16: the run named
 
 
 def test_the_fitted_range_is_where_the_law_places_its_budgets(tmp_path):

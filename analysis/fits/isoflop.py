@@ -7,47 +7,42 @@ its minimum is N_opt(C) = exp(mean ln N − c1/(2·c2)), D_opt(C) = C/(6·N_opt)
 by least squares on logs. Because every D_opt is C/(6·N_opt), b = 1 − a and k_D = 1/(6·k_N)
 exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 0.51.)
 
-A budget groups runs (`analysis.sources.budgets`), and its C is its runs' median C = 6·N·D, if over 2% off (`RunTable.budget_compute`;
-a nominal label 1.4x below 6·N·D made D_opt = label/(6·N_opt) 1.4x below the tokens its runs trained).
+A budget groups runs (`analysis.sources.budgets`); its C is its runs' median 6·N·D where over 2% off its label
+(`RunTable.budget_compute`: a label 1.4x below 6·N·D made D_opt = label/(6·N_opt) 1.4x below its runs' tokens).
 
-Which budgets the law is fitted to (`bracketed`, the one rule): those whose minimum lies within
-their trained sizes. A minimum outside them is the parabola's vertex extrapolated, and the loss is
-not a parabola in ln N (under L = E + A/N^α + B/D^β at fixed C it is a sum of two exponentials in
-ln N, asymmetric unless α = β), so that N_opt is biased by how far
-the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias.
-Such a budget keeps its parabola and its N_opt (reported unidentified) but is left out of the law
-and named (`left_out_of_law`), as is one whose minimum lies within its sizes but whose N_opt interval
-is unbounded (`in_law`: sizes all on one side of the optimum can put the vertex just inside them), judged
-at a fixed 95% from fixed draws, whatever --level, --seed and --bootstrap (`vertex_intervals.LAW_LEVEL`).
-With fewer than `MIN_BUDGETS` budgets in the law, a, b and the coefficients are unidentified and have no
-value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a (`IsoFLOPFit.n_opt_law` NaN, no law
-samples): a law through extrapolated vertices would be a number without meaning.
-A parabola whose minimum lies more than `MINIMUM_REACH`× beyond its sizes (or that does not curve
-upward) has no usable minimum at all (`usable_minimum`): the budget is listed as dropped.
+Which budgets the law is fitted to (`bracketed`, the one rule): those whose minimum lies within their trained sizes. A
+minimum outside them is the parabola's vertex extrapolated, and the loss is not a parabola in ln N (under L = E + A/N^α
++ B/D^β at fixed C it is a sum of two exponentials in ln N, asymmetric unless α = β), so that N_opt is biased by how far
+the sizes sit from the optimum; its bootstrap interval shows the noise, not that bias. Such a budget keeps its parabola
+and its N_opt (reported unidentified) but is left out of the law and named (`left_out_of_law`), as is one whose minimum
+lies within its sizes but whose N_opt interval is unbounded (`in_law`: sizes all on one side of the optimum can put the
+vertex just inside them), judged at a fixed 95% from fixed draws, whatever --level, --seed and --bootstrap
+(`vertex_intervals.LAW_LEVEL`). With fewer than `MIN_BUDGETS` budgets in the law, a, b and the coefficients are
+unidentified and have no value (NaN; null in FIT.json), and there is no law N_opt ∝ C^a (`IsoFLOPFit.n_opt_law` NaN, no
+law samples): a law through extrapolated vertices would be a number without meaning. A parabola whose minimum lies more
+than `MINIMUM_REACH`× beyond its sizes (or that does not curve upward) has no usable minimum at all (`usable_minimum`):
+the budget is listed as dropped.
 
-The bootstrap resamples within each budget (group sizes fixed: the design of an IsoFLOP experiment,
-how many runs each budget has, is not random): the runs, or the units of the ``unit`` column when
-the table has one (repeated seeds of one (N, D) point, drawn together), as integer weights, and
-refits everything, vectorised over resamples. Each resample applies the point estimate's rules:
-a budget whose parabola has no usable minimum among the sizes drawn (fewer than 3 distinct sizes
-drawn, no upward curve, a minimum beyond reach) is left out of that resample (counted per budget:
-`Parabola.resamples_failed`), and a budget whose minimum lies outside its trained sizes is left out
-of that resample's law (`bracketed`, counted in the notes). The trained sizes are the budget's
-design, the same in every resample, so a resample is judged as a repeat of the experiment would be:
-a resample that happens not to draw the largest size does not turn a bracketed budget into an
-unbracketed one. A resample fails only when fewer than `MIN_BUDGETS` budgets remain in its law.
-The law's a and b come from these resamples; a budget's own N_opt does not (`analysis.fits.vertex_intervals`):
-with 4 or 5 runs a budget, most resamples draw 3 distinct sizes, whose parabola passes through them
-exactly, so the minima of the resamples showed how the runs disagree, not the noise (40 ladders of 4
-sizes, 1% noise: 70 of 139 intervals missed the true N_opt). Each parabola's coefficients are instead
-drawn from their least-squares distribution, the residual variance pooled over the budgets (the runs of
-one sweep share a noise level; 4 runs a budget leave 1 degree of freedom each; a budget with a wild run
-is left out of the others' pool: `analysis.fits.pooled_noise`) with its chi-square spread (Student t),
-and the vertex taken of each draw (a ratio: its draws keep the skew), the interval then widened by the
-parabola's shape error (the loss is not a parabola in ln N: `analysis.fits.parabola_shape`); how often those intervals cover
-the truth: README, "Tables you bring" (tests/test_isoflop_coverage.py). N_opt intervals spanning orders of magnitude, or reaching past `MINIMUM_REACH`
-(draws without a minimum), are flagged unidentified (`analysis.fits.bootstrap.scale_identification`),
-and so is the N_opt of a budget outside its sizes.
+The bootstrap resamples within each budget (group sizes fixed: the design of an IsoFLOP experiment, how many runs each
+budget has, is not random): the runs, or the units of the ``unit`` column when the table has one (repeated seeds of one
+(N, D) point, drawn together), as integer weights, and refits everything, vectorised over resamples. Each resample
+applies the point estimate's rules: a budget whose parabola has no usable minimum among the sizes drawn (fewer than 3
+distinct sizes drawn, no upward curve, a minimum beyond reach) is left out of that resample (counted per budget:
+`Parabola.resamples_failed`), and a budget whose minimum lies outside its trained sizes is left out of that resample's
+law (`bracketed`, counted in the notes). The trained sizes are the budget's design, the same in every resample, so a
+resample is judged as a repeat of the experiment would be: a resample that happens not to draw the largest size does not
+turn a bracketed budget into an unbracketed one. A resample fails only when fewer than `MIN_BUDGETS` budgets remain in
+its law. The law's a and b come from these resamples; a budget's own N_opt does not (`analysis.fits.vertex_intervals`):
+with 4 or 5 runs a budget, most resamples draw 3 distinct sizes, whose parabola passes through them exactly, so the
+minima of the resamples showed how the runs disagree, not the noise (40 ladders of 4 sizes, 1% noise: 70 of 139
+intervals missed the true N_opt). Each parabola's coefficients are instead drawn from their least-squares distribution,
+the residual variance pooled over the budgets (the runs of one sweep share a noise level; 4 runs a budget leave 1 degree
+of freedom each; a budget with a wild run is left out of the others' pool: `analysis.fits.pooled_noise`) with its
+chi-square spread (Student t), and the vertex taken of each draw (a ratio: its draws keep the skew), the interval then
+widened by the parabola's shape error (the loss is not a parabola in ln N: `analysis.fits.parabola_shape`); how often
+those intervals cover the truth: README, "Tables you bring" (tests/test_isoflop_coverage.py). N_opt intervals spanning
+orders of magnitude, or reaching past `MINIMUM_REACH` (draws without a minimum), are flagged unidentified
+(`analysis.fits.bootstrap.scale_identification`), and so is the N_opt of a budget outside its sizes.
 """
 
 from __future__ import annotations
@@ -107,11 +102,17 @@ def bent(profiles: list[Parabola]) -> list[str]:
     the profile bends it (user20: a finite 7.5 among 2.3s put N_opt at 1.225e9 [8.28e8, 1.504e9] for 1.824e9)."""
     return [
         f"budget {p.budget:.3g}: its parabola's minimum loss {p.loss_opt:.4g} lies {1 - p.loss_opt / min(p.loss):.0%} "
-        f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (the "
-        f"farthest: {p.run_id[k]}, loss {p.loss[k]:.4g}; --exclude-outliers drops it if the outlier rule flagged it)"
+        f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (most, "
+        f"{p.run_id[k]}, loss {p.loss[k]:.4g}; --exclude-outliers drops it if the outlier rule flagged it)"
         for p in profiles
-        if p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss) and (k := int(np.argmax(np.abs(p.residuals)))) >= 0
+        if p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss) and (k := _bends_most(p)) >= 0
     ]
+
+
+def _bends_most(p: Parabola) -> int:
+    """The run whose leaving out raises the parabola's minimum most (review16: name it, not only the outliers)."""
+    c0, c1, c2 = parabola_coefficients(np.log(p.n)[None] - p.center, np.asarray(p.loss)[None], 1.0 - np.eye(len(p.n))).T
+    return int(np.nanargmax(np.where(c2 > 0, c0 - c1 * c1 / (4 * c2), -np.inf)))
 
 
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
