@@ -104,6 +104,7 @@ def test_the_sweep_file_is_a_grid_of_budget_to_ladder_shapes_within_the_allowanc
     runs = [(float(budget), shape) for budget, shapes in grid.items() for shape in shapes]
     assert sorted(runs) == sorted((r["budget_flops"], r["shape"]) for r in plan["runs"])
     assert sum(b for b, _ in runs) <= ALLOWANCE
+    assert "store" not in sweep and "A table's runs have no store or settings to join" in out.read_text()
     # the sweeper accepts it: a dry run plans exactly these runs
     proc = run_cli("sweep", out, "hydra.sweeper.dry_run=true", f"hydra.sweep.dir={tmp_path}/multirun", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

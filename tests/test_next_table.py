@@ -194,3 +194,14 @@ def test_a_nominal_columns_budgets_are_placed_at_their_runs_6nd(tmp_path, capsys
     )
     assert out["target_budget"] == pytest.approx(10 * max(BUDGETS))
     assert all(math.isclose(r["budget_flops"], 6 * r["params"] * r["tokens"], rel_tol=1e-6) for r in out["runs"])
+
+
+def test_a_stores_proposal_sweep_file_names_the_store(tmp_path, capsys):
+    # user24: the file's runs went to results/next (no store:), under a header saying they would join the source's
+    import yaml
+    from synthetic_store import write_store
+
+    write_store(tmp_path / "store", with_failures=False)
+    out = tmp_path / "next.yaml"
+    run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, *QUICK, check=True)
+    assert yaml.safe_load(out.read_text())["store"] == str((tmp_path / "store").resolve())

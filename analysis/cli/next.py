@@ -14,7 +14,7 @@ import numpy as np
 
 from analysis.cli.argtypes import count, positive_float
 from analysis.cli.common import add_table_options, column_map, parse, tell, write_output
-from analysis.cli.next_out import is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
+from analysis.cli.next_out import BARE, is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A
 from analysis.fits.identified import below_range_note
@@ -129,17 +129,18 @@ def next_main(argv: list[str]) -> int:
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(law, target)
     outlook = nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target))
+    why = outlook.why_unknown
     result = summary(args, plan, target, now, ladder, outlook)
     result["target_below_range"] = below_range_note(target, law.fitted_compute_min) or None
     result["outliers"] = (
         flagged_line(flagged.outliers, args.exclude_outliers, by_rule=True) if flagged.outliers else None
     )
     if not store:
-        result.update(
-            table_terms(args, table, plan, fit.params, (budgets, target), shapes, bounds, outlook.why_unknown)
-        )
+        result.update(table_terms(args, table, plan, fit.params, (budgets, target), shapes, bounds, why))
     if args.out is not None:
-        data = runs_csv(result["runs"], shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target)
+        data = (
+            runs_csv(result["runs"], shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target, why)
+        )
         write_output(args.out, data.encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
     return 0
@@ -366,7 +367,7 @@ def base_sweep(source: str) -> dict:
         return yaml.safe_load(path.read_text())
     return {
         "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
-        "sweep": "next",
+        "sweep": BARE,
         "hydra": {"sweeper": {}},
     }
 

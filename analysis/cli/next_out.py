@@ -136,21 +136,35 @@ def runs_csv(rows: list[dict], shapes: bool, store: bool) -> str:
     return pd.DataFrame(rows, columns=columns).to_csv(index=False)
 
 
-def sweep_yaml(base: dict, plan, args, target: float) -> str:
-    """The source's sweep file with its grid replaced by the proposal (budget -> shapes)."""
+def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> str:
+    """The source's sweep file with its grid replaced by the proposal (budget -> shapes), its store the source's
+    (user24: a sweep file of the user's was replaced by a bare one whose runs went to results/next, with other
+    settings, under a header saying they would join the source's store)."""
     import yaml
 
     grid: dict[str, list[str]] = {}
     for c in plan.runs:
         grid.setdefault(short(c.budget), []).append(c.shape)
-    sweep = dict(base)
+    store = Path(args.source).is_dir()  # a results store (a table's runs have none to join)
+    sweep = {**base, **({"store": str(Path(args.source).resolve())} if store else {})}
     sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
+    width = f"unknown: {why_unknown}" if why_unknown else f"x{plan.ratio:.3f} of today's"
+    settings = (
+        "The same sweep name and settings as the source, and its store: scaling sweep FILE"
+        if base.get("sweep") != BARE
+        else "Its store is the source's, but not its sweep file (not in sweeps/): copy that file's settings (train.*, "
+        "data, tracking) here, or the runs will differ from the store's"
+        if store
+        else "A table's runs have no store or settings to join: set store= and your runs' settings here"
+    )
     header = (
         f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "
-        f"FLOPs,\n# chosen to narrow N_opt at {target:.4g} FLOPs (expected width x{plan.ratio:.3f} of today's).\n"
-        f"# The same sweep name and settings as the source, so the runs join its store: scaling sweep FILE\n"
+        f"FLOPs,\n# chosen to narrow N_opt at {target:.4g} FLOPs (expected width {width}).\n# {settings}\n"
     )
     return header + yaml.safe_dump(sweep, sort_keys=False)
+
+
+BARE = "next"  # the sweep name of a file `next` writes without the source's sweep file (`next.base_sweep`)
 
 
 def short(x: float) -> str:
