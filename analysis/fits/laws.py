@@ -67,11 +67,12 @@ def chinchilla_allocation(compute, A, B, alpha, beta):
         G = (α·A / (β·B))^(1/(α+β)),  a = β/(α+β),  b = α/(α+β).
     Since a + b = 1, 6·N_opt·D_opt = C exactly.
     """
-    g = np.power(alpha * A / (beta * B), 1.0 / (alpha + beta))
-    a = beta / (alpha + beta)
-    b = alpha / (alpha + beta)
-    per_six = flops_to_nd(np.asarray(compute, dtype=float))
-    return g * np.power(per_six, a), np.power(per_six, b) / g
+    with np.errstate(all="ignore"):  # a sample with a term <= 0 has no optimum: NaN, said by its caller (user24: a
+        g = np.power(alpha * A / (beta * B), 1.0 / (alpha + beta))  # RuntimeWarning reached `scaling next`'s output)
+        a = beta / (alpha + beta)
+        b = alpha / (alpha + beta)
+        per_six = flops_to_nd(np.asarray(compute, dtype=float))
+        return g * np.power(per_six, a), np.power(per_six, b) / g
 
 
 def tokens_for_compute(compute, n):
