@@ -349,3 +349,20 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
     assert main(["report", str(path), "--out", str(out), "--bootstrap", "0"]) == 130
     assert out.read_text() == "<html><title>Scaling-law report: tiny</title>previous report</html>"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "tiny"]  # no Markdown, figures or temporaries
+
+
+def test_a_cell_of_what_was_swept_shows_every_run_in_it(tmp_path):
+    # user24: a cell showed its first run only (a WSD branch), not the cosine run beside it nor its failures
+    import pandas as pd
+
+    from analysis.report.sweep import swept_blocks
+    from analysis.sources.load import read_source
+    from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19], 4, spread_decades=0.6, noise=0.0, seed=0)
+    twice = pd.concat([runs, runs.assign(run_id=runs["run_id"] + "s", seed=1, val_loss=runs["val_loss"] + 0.01)])
+    twice.assign(seed=twice["seed"].fillna(0)).to_csv(tmp_path / "t.csv", index=False)
+    table = swept_blocks(read_source(str(tmp_path / "t.csv")))[-1]
+    first = runs.iloc[0]
+    cell = table.rows[0][1 + 0]
+    assert cell == f"{first['val_loss']:.4g} / {first['val_loss'] + 0.01:.4g}", table.rows

@@ -169,12 +169,15 @@ def swept_blocks(source: Source) -> list:
         if {"run_id", "shape"} <= set(frame.columns)
         else {}
     )
-    cells: dict[tuple[float, str], str] = {}
+    cells: dict[tuple[float, str], list[str]] = {}
     size_of: dict[str, float] = {}
 
-    def put(budget: float, shape: str, size: float, text: str) -> None:
+    def put(budget: float, shape: str, size: float, text: str, alone: bool = False) -> None:
+        """Every run of a cell (user24: a cell showed its first run only, a WSD branch, not the cosine run beside
+        it nor its failures); ``alone``: a plan's mark, where no run is."""
         size_of.setdefault(shape, size)
-        cells.setdefault((budget, shape), text)
+        if not (alone and cells.get((budget, shape))):
+            cells.setdefault((budget, shape), []).append(text)
 
     for run in runs.itertuples(index=False):
         put(float(run.budget), shape_of.get(str(run.run_id)) or count_label(run.N), float(run.N), num(run.loss))
@@ -184,24 +187,30 @@ def swept_blocks(source: Source) -> list:
             if budget is not None:
                 put(budget, str(row.get("shape") or "") or count_label(size), size, str(row["status"]))
     for run in source.manifest.get("runs", []):
-        put(float(run["budget_flops"]), str(run["shape"]), float(run.get("params", math.nan)), "not recorded")
+        put(float(run["budget_flops"]), str(run["shape"]), float(run.get("params", math.nan)), "not recorded", True)
     for dropped in source.manifest.get("dropped", []):  # not the merged duplicates (`duplicates`): trained
         overrides = dict(o.split("=", 1) for o in dropped.get("overrides", []) if "=" in o)
         if "budget" in overrides and "model" in overrides and finite(overrides["budget"]):
-            put(float(overrides["budget"]), overrides["model"], size_of.get(overrides["model"], math.nan), "dropped")
+            put(
+                float(overrides["budget"]),
+                overrides["model"],
+                size_of.get(overrides["model"], math.nan),
+                "dropped",
+                True,
+            )
     shapes = sorted(size_of, key=lambda s: (size_of[s] if math.isfinite(size_of[s]) else math.inf, s))
     budgets = sorted({b for b, _ in cells})
     header = ["budget C (FLOPs)"] + [
         s if not math.isfinite(size_of[s]) or s == count_label(size_of[s]) else f"{s} ({count_label(size_of[s])})"
         for s in shapes
     ]
-    rows = [[flops_label(b)] + [cells.get((b, s), "") for s in shapes] for b in budgets]
+    rows = [[flops_label(b)] + [" / ".join(cells.get((b, s), [])) for s in shapes] for b in budgets]
     return [
         Heading("What was swept"),
         Paragraph(
             f"Each cell is one (budget, shape) combination: the final validation loss in {source.table.loss_unit} of a "
-            "completed run; 'failed' (see the failures below); 'dropped' (not launched: see the reasons "
-            "below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
+            "completed run (several: '/' between them, seeds, settings or a WSD branch); 'failed' (see the failures "
+            "below); 'dropped' (not launched: see the reasons below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
             f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."
         ),
         Table(header, rows),
