@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from scaling import arch as arch_lib
 from scaling import data as data_lib
 from scaling import data_config, evalsets, hparams, schedule
-from scaling.config import validate
+from scaling.config import TrainConfig, validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
 from scaling.shapes import MIN_WIDTH, ModelShape, ladder_lr, nearest_shape, shape_for_width
@@ -117,6 +117,11 @@ def settings_unused(cfg: DictConfig) -> dict[str, str]:
         out["model.kwargs"] = (
             f"model.kwargs: {dict(m.kwargs)} are read by a model of your own only (model._target_=package.module."
             "factory, docs/MODELS.md); the ladder's models take none: drop them, or set model._target_"
+        )
+    if t.schedule != "wsd" and t.cooldown_frac != TrainConfig.cooldown_frac:  # user24: read by wsd only, silently
+        out["train.cooldown_frac"] = (
+            f"train.cooldown_frac: {t.cooldown_frac:g} is read by train.schedule=wsd only, not {t.schedule}; add "
+            "train.schedule=wsd, or drop train.cooldown_frac"
         )
     if t.compile_mode != "default" and not t.compile:
         out["train.compile_mode"] = (

@@ -57,6 +57,11 @@ TRAIN = [
         ["train.compile_mode=reduce-overhead", f"store={S}"],
         ["train.compile_mode: reduce-overhead is read only with train.compile=true"],
     ),
+    (  # user24: trained cosine, the cooldown silently unused
+        "train.cooldown_frac without train.schedule=wsd",
+        ["train.cooldown_frac=0.5", f"store={S}"],
+        ["train.cooldown_frac: 0.5 is read by train.schedule=wsd only, not cosine"],
+    ),
     ("unknown model name", ["model=d1000", f"store={S}"], ["model/d1000", "d32", "d48"]),
     ("wrong type", ["train.threads=two", f"store={S}"], ["train.threads", "two", "Integer"]),
     (  # before: trained 40x slower, silently
