@@ -114,6 +114,7 @@ def build_record(
         "steps": plan.steps,
         "batch_size": plan.batch_size,
         "seq_len": t.seq_len,
+        "eval_tokens": t.eval_tokens,  # the held-out set's size: runs of two sizes are scored on two sets (user24)
         "tokens_trained": trained_tokens,  # = tokens when completed; how far a failed run got
         "shape": plan.shape.name,
         "n_layer": plan.shape.n_layer,

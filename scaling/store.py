@@ -44,7 +44,7 @@ REQUIRED_KEYS = ("schema", "run_id", "status", "params", "params_non_embedding",
 TABLE_COLUMNS = [
     "run_id", "sweep", "status", "failure", "error_type", "reason",
     "budget_flops", "flops", "flops_attention", "param_count", "params", "params_non_embedding",
-    "tokens", "unique_tokens", "epochs", "steps", "batch_size", "seq_len",
+    "tokens", "unique_tokens", "epochs", "steps", "batch_size", "seq_len", "eval_tokens",
     "shape", "n_layer", "d_model", "n_head", "vocab_size", "lr", "warmup_frac",
     "schedule", "branch_of", "branch_start_step",  # cosine | wsd; a WSD cooldown branch's trunk, fork step
     "val_loss", "val_bpb", "train_loss", "seed", "corpus", "corpus_fingerprint", "entropy_rate", "loss_floor",

@@ -72,3 +72,15 @@ def test_numeric_experiment_codes_are_warned_about_as_text_labels_are():
         assert len(warned) == 1 and f"column {column!r} splits the runs into 2 groups (0, 1)" in warned[0], column
     seeds = pd.concat([one.assign(seed=0), two.assign(seed=1)], ignore_index=True)  # other numbers: not checked
     assert not [w for w in table_from_frame(seeds, "t.csv").warnings if "--group-by" in w]
+
+
+def test_runs_scored_on_held_out_sets_of_two_sizes_are_warned_about():
+    # user24: a sweep with train.eval_tokens 4096 launched into a store of 8192's: d48's loss 0.035 apart, pooled silently
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 5, spread_decades=0.6, noise=0.005, seed=0)
+    same = table_from_frame(runs.assign(eval_tokens=8192), "t.csv").warnings
+    assert not [w for w in same if "held-out sets" in w]
+    mixed = runs.assign(eval_tokens=[4096 if i % 3 == 0 else 8192 for i in range(len(runs))])
+    (said,) = [w for w in table_from_frame(mixed, "t.csv").warnings if "held-out sets" in w]
+    assert (
+        "train.eval_tokens: 8,192 tokens (10 runs), 4,096 tokens (5 runs)" in said and "--where eval_tokens==" in said
+    )

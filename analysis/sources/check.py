@@ -35,7 +35,7 @@ from analysis.sources.colunits import (
     warn_tokens_per_parameter,
 )
 from analysis.sources.curverows import run_ids_of, split_curve_rows
-from analysis.sources.groups import apply_where, check_one_experiment, warn_separating_columns
+from analysis.sources.groups import apply_where, check_one_experiment, warn_mixed_runs, warn_separating_columns
 from analysis.sources.hparams import lr_alias, reduce_sweep
 from analysis.sources.rows import LOSS, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
@@ -77,7 +77,7 @@ def table_from_frame(
     frame = _drop_incomplete(frame, run_ids, warnings, notes)
     run_ids = run_ids[frame.index]
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
-    _warn_mixed_architectures(frame, warnings)
+    warn_mixed_runs(frame, warnings)
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
     columns = _loss_unit_of_column(frame, columns, loss_col, source)
     budget_col = budget_column_of(frame, columns.budget, source)
@@ -283,17 +283,6 @@ def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str
             f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: {listing(listed)}"
         )
     return kept
-
-
-def _warn_mixed_architectures(frame: pd.DataFrame, warnings: list[str]) -> None:
-    """Runs of different model architectures (scaling.shapes.ARCHITECTURE; empty: written before
-    the field existed) do not lie on one law: a warning, since a user may pool them on purpose."""
-    if "architecture" not in frame.columns:
-        return
-    counts = frame["architecture"].fillna("").astype(str).value_counts()
-    if len(counts) > 1:
-        kinds = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
-        warnings.append(f"runs of {len(counts)} model architectures are fitted together: {kinds}")
 
 
 LABEL_PRONE = ("model size", "model_size")

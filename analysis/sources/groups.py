@@ -34,7 +34,7 @@ EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "a
 # name for its N), which differ between repeated seeds of one experiment. Not a recipe: `schedule` (cosine,
 # wsd, constant) changes the loss and is checked as any other column; every run of one of our sweeps has one
 # schedule (a WSD trunk's branches too; records before WSD, empty, ran cosine: `load.py`). `architecture`
-# is warned about in its own words (`check._warn_mixed_architectures`).
+# is warned about in its own words (`warn_mixed_runs`).
 RUN_METADATA = frozenset(
     {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "branch_of", "device"}
     | {"code_version", "started_at", "finished_at", "pack_job", "param_count"}
@@ -268,3 +268,20 @@ def _values(column: pd.Series) -> str:
     # column with blank cells ended `scaling fit` in a TypeError)
     values = list(dict.fromkeys("(blank)" if pd.isna(v) else str(v) for v in column))
     return ", ".join(values[:MAX_VALUES]) + (", ..." if len(values) > MAX_VALUES else "")
+
+
+def warn_mixed_runs(frame: pd.DataFrame, warnings: list[str]) -> None:
+    """Runs of different model architectures (scaling.shapes.ARCHITECTURE; empty: written before
+    the field existed) do not lie on one law: a warning, since a user may pool them on purpose. So with runs whose
+    held-out sets differ in size (a store's `eval_tokens`; user24: 4,096 and 8,192 tokens, d48's loss 0.035 apart)."""
+    if "architecture" in frame.columns:
+        counts = frame["architecture"].fillna("").astype(str).value_counts()
+        kinds = ", ".join(f"{name or 'unrecorded (older records)'} ({k} runs)" for name, k in counts.items())
+        warnings += [f"runs of {len(counts)} model architectures are fitted together: {kinds}"] * (len(counts) > 1)
+    sizes = pd.to_numeric(frame.get("eval_tokens", pd.Series(dtype=float)), errors="coerce").dropna().value_counts()
+    if len(sizes) > 1:
+        sets = ", ".join(f"{int(size):,} tokens ({k} runs)" for size, k in sizes.items())
+        warnings.append(
+            f"runs scored on held-out sets of {len(sizes)} sizes are fitted together (train.eval_tokens: "
+            f"{sets}): their losses are measured on different sets; keep one (--where eval_tokens==N)"
+        )
