@@ -366,3 +366,17 @@ def test_a_cell_of_what_was_swept_shows_every_run_in_it(tmp_path):
     first = runs.iloc[0]
     cell = table.rows[0][1 + 0]
     assert cell == f"{first['val_loss']:.4g} / {first['val_loss'] + 0.01:.4g}", table.rows
+
+
+def test_an_interrupted_run_outside_the_stores_plan_is_listed(tmp_path):
+    # user24: a second sweep's plan replaced the first's, whose interrupted run then vanished from the report
+    from analysis.report.runs import failures_blocks
+    from analysis.sources.load import read_source
+    from scaling.store import RunPaths
+
+    write_store(tmp_path / "s", budgets=(3e11, 1e12), with_failures=False)
+    paths = RunPaths(tmp_path / "s", "feedc0ffee00")
+    paths.dir.mkdir(parents=True)
+    paths.checkpoint.write_bytes(b"x")
+    blocks = failures_blocks(read_source(str(tmp_path / "s")), None)
+    assert [b.rows for b in blocks if getattr(b, "rows", None) == [["feedc0ffee00", "partial"]]], blocks
