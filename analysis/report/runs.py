@@ -64,14 +64,7 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
                 [[r["run_id"], flops_label(r["budget_flops"]), r["shape"], count_label(r["params"])] for r in absent],
             )
         )
-    if unplanned := _outside_the_plan(source, recorded | {r["run_id"] for r in source.manifest.get("runs", [])}):
-        blocks.append(
-            Paragraph(
-                f"{len(unplanned)} run{'s' * (len(unplanned) != 1)} in the store without a record and outside its "
-                "plan (an earlier sweep's, or `scaling train`'s, interrupted: relaunching it resumes them):"
-            )
-        )
-        blocks.append(Table(["run", "state"], unplanned))
+    blocks += _outside_the_plan(source, recorded | {r["run_id"] for r in source.manifest.get("runs", [])})
     if len(blocks) == 1:
         blocks.append(Paragraph("None: every planned run completed."))
     notes = reading_notes(source, fit)
@@ -80,16 +73,23 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
     return blocks
 
 
-def _outside_the_plan(source: Source, known: set[str]) -> list[list[str]]:
-    """[run id, state] of each run directory of a store (`source.origin`) with no record and not in ``known``
-    (user24: a second sweep's plan replaced the first's, whose interrupted runs then vanished from the report)."""
+def _outside_the_plan(source: Source, known: set[str]) -> list:
+    """A table of each run directory of a store (`source.origin`) with no record and not in ``known``, with its
+    state (user24: a second sweep's plan replaced the first's, whose interrupted runs then vanished from the report)."""
     from scaling.store import RunPaths, run_state
 
     runs = Path(source.origin or ".") / "runs"
-    if not runs.is_dir():
+    ids = sorted(d.name for d in runs.iterdir() if d.is_dir() and d.name not in known) if runs.is_dir() else []
+    rows = [[i, str(run_state(RunPaths(runs.parent, i)))] for i in ids if not RunPaths(runs.parent, i).record.exists()]
+    if not rows:
         return []
-    ids = sorted(d.name for d in runs.iterdir() if d.is_dir() and d.name not in known)
-    return [[i, str(run_state(RunPaths(runs.parent, i)))] for i in ids if not RunPaths(runs.parent, i).record.exists()]
+    return [
+        Paragraph(
+            f"{len(rows)} run{'s' * (len(rows) != 1)} in the store without a record and outside its plan (an earlier "
+            "sweep's, or `scaling train`'s, interrupted: relaunching it resumes them):"
+        ),
+        Table(["run", "state"], rows),
+    ]
 
 
 def reading_notes(source: Source, fit: FitReport | None) -> list[str]:
