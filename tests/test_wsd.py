@@ -7,6 +7,7 @@ import json
 import math
 import os
 import signal
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -124,12 +125,17 @@ def test_extra_budgets_are_log_spaced_below_the_largest_and_away_from_the_grid()
 
 
 # ---------------------------------------------------------------- branches train and resume
-@pytest.fixture(scope="module")
-def trunk_store(tmp_path_factory):
-    store = tmp_path_factory.mktemp("trunk") / "store"
-    proc = train(store, *TRUNK)
+def trained_store(tmp_path_factory, name: str, args) -> Path:
+    """A store holding the trunk of ``args`` trained once, uninterrupted."""
+    store = tmp_path_factory.mktemp(name) / "store"
+    proc = train(store, *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return store
+
+
+@pytest.fixture(scope="module")
+def trunk_store(tmp_path_factory):
+    return trained_store(tmp_path_factory, "trunk", TRUNK)
 
 
 def test_each_branch_equals_the_standalone_wsd_run_of_its_budget(trunk_store, tmp_path):
@@ -181,10 +187,7 @@ COARSE = [*TRUNK, "train.log_points=4"]
 
 @pytest.fixture(scope="module")
 def coarse_store(tmp_path_factory):
-    store = tmp_path_factory.mktemp("coarse") / "store"
-    proc = train(store, *COARSE)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return store
+    return trained_store(tmp_path_factory, "coarse", COARSE)
 
 
 @pytest.mark.parametrize(("fault", "resumed_at"), [("SIGTERM", 23), ("SIGKILL", 19)])

@@ -197,7 +197,8 @@ def no_shape(params: dict, done: list[tuple[float, float]], budgets: list[float]
     for budget, best in zip(budgets, n_opt):
         for n in rules.shapes.values():
             ran = any(_same(n, dn) and _same(budget, db) for dn, db in done)
-            counts["already run" if ran else rules.refusal(n, budget, best) or "already run"] += 1
+            why = "already run" if ran else rules.refusal(n, budget, best)
+            counts[why] = counts.get(why, 0) + bool(why)  # an allowed pair ("") is a candidate: none when called
     sizes = sorted(rules.shapes.values())
     said = ", ".join(f"{k} {why}" for why, k in counts.items() if k)
     return (

@@ -152,7 +152,7 @@ class Parabola:
     """One IsoFLOP profile: loss ≈ c0 + c1·u + c2·u², u = ln N − center, over one budget's runs.
 
     Its minimum is N_opt = exp(center − c1/(2·c2)) with D_opt = compute/(6·N_opt); ``budget`` names it (the
-    source's label, or its cluster's), ``compute`` is its runs' C = 6·N·D (geometric mean), where the law places it;
+    source's label, or its cluster's), ``compute`` is where the law places it (`RunTable.budget_compute`: its runs' 6·N·D, or the label within 2%);
     ``inside_range``: N_opt lies within the sizes trained at this budget (else left out of the law; `bracketed`).
     ``resamples_failed``: bootstrap resamples in which this budget's parabola had no usable minimum;
     the budget was left out of those resamples only.

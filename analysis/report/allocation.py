@@ -44,7 +44,7 @@ def allocation_blocks(fit: FitReport | None, source: Source) -> list:
     approach = chosen_fit(fit, "this fit").approach
     law = law_from_fit(fit, "this fit", approach)
     reference = PRESETS["chinchilla"]()
-    ladder = budget_ladder(float(source.table.budget_compute[0]))  # where the fits place the smallest budget
+    ladder = budget_ladder(float(source.table.budget_compute.min()))  # where the fits place the smallest budget
     allocations = [law.allocate(c) for c in ladder]
     smallest = law.fitted_compute_min  # as `scaling optimal` flags a budget below it (`Allocation.below_range`)
     rows = [
