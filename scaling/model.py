@@ -90,14 +90,18 @@ class GPT(nn.Module):
             n -= self.wte.weight.numel() + self.wpe.weight.numel()
         return n
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        """Logits [B, T, V]; with ``targets``, also the mean cross-entropy in nats per token."""
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """The final layer norm's output [B, T, d]: what the tied head multiplies."""
         T = idx.size(1)
         pos = torch.arange(T, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.ln_f(x))
+        return self.ln_f(x)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        """Logits [B, T, V]; with ``targets``, also the mean cross-entropy in nats per token."""
+        logits = self.head(self.hidden(idx))
         if targets is None:
             return logits, None
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
