@@ -12,6 +12,7 @@ from pathlib import Path
 
 from analysis.cli.argtypes import count, level, whole
 from analysis.cli.outputs import guard_outputs
+from analysis.fits.percentiles import level_text
 from analysis.fits.results import FitReport
 from analysis.sources.budgets import BUDGET_TOLERANCE
 from scaling.errors import Parser, UserError
@@ -329,7 +330,7 @@ def source_and_fit(args: argparse.Namespace, verb: str):
         )
         return source, fit, how, problems
     how = f"fitted by `scaling {verb}`: approaches 1-3, " + (
-        f"{args.bootstrap} bootstrap resamples (seed {args.seed}), {args.level * 100:g}% intervals"
+        f"{args.bootstrap} bootstrap resamples (seed {args.seed}), {level_text(args.level)} intervals"
         if args.bootstrap
         else "no bootstrap (no intervals on the laws)"
     )

@@ -9,6 +9,7 @@ import math
 
 from analysis.describe.numbers import interval_text, num
 from analysis.fits.codec import to_jsonable
+from analysis.fits.percentiles import level_text
 from scaling.errors import UserError
 
 
@@ -70,7 +71,7 @@ def render(a, unit: str) -> str:
     lines = [f"law: {a.law}", f"inference-aware allocation (Sardana et al. 2024): {goal}"]
     lines += [f"  {label:<18} {text}" for label, text in rows]
     if v["N"].interval is not None:
-        lines.append(f"  intervals: {a.level * 100:g}% bootstrap percentiles")
+        lines.append(f"  intervals: {level_text(a.level)} bootstrap percentiles")
     lines += [f"  note: {note}" for note in a.notes]
     return "\n".join(lines)
 

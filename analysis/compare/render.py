@@ -10,6 +10,7 @@ from analysis.describe.numbers import interval_text, num
 from analysis.describe.outliers import count_by_rule, flagged_line
 from analysis.fits.bootstrap import unchecked
 from analysis.fits.codec import to_jsonable
+from analysis.fits.percentiles import level_text
 from analysis.fits.results import Estimate
 
 LABELS = {
@@ -59,7 +60,7 @@ def render_comparison(comparison: Comparison) -> str:
         c.summary,
         "",
         f"per budget (approach-3 frontiers; losses in {unit}; "
-        + (f"{c.level * 100:g}% intervals from {c.pairs} bootstrap pairs; " if c.pairs else "no intervals; ")
+        + (f"{level_text(c.level)} intervals from {c.pairs} bootstrap pairs; " if c.pairs else "no intervals; ")
         + "m(C): the compute the baseline needs for the loss the candidate reaches with C):",
         f"  {'C (FLOPs)':<11} {'m(C)':<28} {difference:<30} {'baseline loss':<14} {'candidate loss':<14}",
     ]

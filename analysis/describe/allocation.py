@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from analysis.describe.numbers import FLAG, count_label, flops_label, interval_text, num, times
 from analysis.fits.identified import AS_N, below_range_note
 from analysis.fits.muennighoff_optimal import RepeatAllocation
+from analysis.fits.percentiles import level_text
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 from scaling.flops import flops_6nd
 
@@ -55,7 +56,7 @@ def allocation_items(a, unit: str = DEFAULT_LOSS_UNIT) -> dict[str, Item]:
 
 
 def intervals_line(a) -> str | None:
-    return f"intervals: {a.level * 100:g}% bootstrap percentiles" if a.n.interval is not None else None
+    return f"intervals: {level_text(a.level)} bootstrap percentiles" if a.n.interval is not None else None
 
 
 AS_N_OPT = "unidentified (as N_opt)"  # the report's cell of a D or D/N unidentified with N_opt (`AS_N_OPT_NOTE`)

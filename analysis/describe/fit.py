@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.envelope import envelope_law
 from analysis.fits.isoflop import bent, in_law, left_out_of_law
+from analysis.fits.percentiles import level_text
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
 from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
@@ -204,7 +205,7 @@ def bootstrap_text(fit) -> str:
         per_budget = getattr(fit, "diagnostics", {}).get("n_opt_per_budget")
         return "none (0 resamples): no intervals" + (f" of the law; {per_budget}" if per_budget else "")
     notes = "".join(f"; {n}" for n in boot.notes)
-    intervals = f"{boot.level * 100:g}% percentile intervals" if has_intervals(fit) else "no intervals"
+    intervals = f"{level_text(boot.level)} percentile intervals" if has_intervals(fit) else "no intervals"
     return f"{boot.resamples} resamples (seed {boot.seed}), {boot.failed} failed; {intervals}{notes}"
 
 
@@ -212,7 +213,7 @@ def intervals_preface(report: FitReport) -> str:
     """What the brackets after each estimate are."""
     level = next((f.bootstrap.level for f in [*report.fits, report.muennighoff] if f and f.bootstrap), None)
     if level:
-        return f"Estimates with {level * 100:g}% bootstrap percentile intervals [lower, upper]."
+        return f"Estimates with {level_text(level)} bootstrap percentile intervals [lower, upper]."
     return "Estimates with no intervals (no bootstrap)."
 
 
@@ -310,7 +311,7 @@ def minimum_legend(p) -> str:
 def interval_legend(report: FitReport, approach: int) -> str:
     """``95% bootstrap interval`` for an approach with a bootstrap, else empty."""
     fit = {f.approach: f for f in report.fits}[approach]
-    return f"{fit.bootstrap.level * 100:g}% bootstrap interval" if fit.bootstrap else ""
+    return f"{level_text(fit.bootstrap.level)} bootstrap interval" if fit.bootstrap else ""
 
 
 def loss_floor_text(floor: float, fit) -> str:
@@ -326,7 +327,7 @@ def band_phrase(report: FitReport | None, approach: int) -> str:
     fit = {f.approach: f for f in report.fits}.get(approach) if report is not None else None
     if fit is None or not has_intervals(fit):
         return "no band (no bootstrap intervals)"
-    return f"its {fit.bootstrap.level * 100:g}% bootstrap band ({fit.bootstrap.resamples} resamples)"
+    return f"its {level_text(fit.bootstrap.level)} bootstrap band ({fit.bootstrap.resamples} resamples)"
 
 
 def drawn_phrase(report: FitReport | None, approach: int, of: str = "") -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from analysis.describe.numbers import num
+from analysis.fits.percentiles import level_text
 from scaling import hplaws
 from scaling.errors import UserError
 
@@ -48,7 +49,7 @@ def hyperparameter_lines(fit: dict) -> list[str]:
     if not fit:
         return []
     level = fit.get("level", 0.95)
-    lines = [f"hyperparameter laws ({level * 100:g}% intervals)"]
+    lines = [f"hyperparameter laws ({level_text(level)} intervals)"]
     lines += [f"  {note}" for note in fit.get("notes", [])]
     for form, title in (("step_law", "Step Law form"), ("deepseek", "DeepSeek form")):
         for target, law in fit.get(form, {}).items():

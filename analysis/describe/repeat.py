@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from analysis.describe.numbers import interval_text, num
+from analysis.fits.percentiles import level_text
 from analysis.fits.results import MuennighoffFit
 
 MEANING = {
@@ -46,6 +47,6 @@ def bootstrap_lines(fit: MuennighoffFit) -> list[str]:
     if boot is None:
         return []
     return [
-        f"intervals: {boot.level * 100:g}% bootstrap percentiles, {boot.resamples} resamples, {boot.failed} failed",
+        f"intervals: {level_text(boot.level)} bootstrap percentiles, {boot.resamples} resamples, {boot.failed} failed",
         *(f"note: {n}" for n in boot.notes),
     ]

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
+from analysis.fits.percentiles import level_text
 from analysis.fits.results import Bootstrap, Estimate, IsoFLOPFit
 from analysis.fits.robust import robust_sigma
 
@@ -52,7 +53,7 @@ def too_few(resamples: int, level: float) -> str:
     if not 0 < resamples < need:
         return ""
     return (
-        f"--bootstrap {resamples} is too few resamples for {level * 100:g}% intervals (each tail needs one: {need} or "
+        f"--bootstrap {resamples} is too few resamples for {level_text(level)} intervals (each tail needs one: {need} or "
         "more); the intervals printed are rough and may leave out their own estimate"
     )
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.percentiles import level_text
 from analysis.fits.results import Estimate
 from scaling.hplaws import WITHOUT_TERM
 
@@ -111,7 +112,7 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
         j = 1 + fitted.index(key)
         estimate = Estimate.from_samples(value[j], samples[:, j], level)
         if estimate.interval is not None and estimate.upper - estimate.lower > MAX_WIDTH:
-            estimate.unidentified = f"its {level * 100:g}% interval is wider than {MAX_WIDTH:g}"
+            estimate.unidentified = f"its {level_text(level)} interval is wider than {MAX_WIDTH:g}"
         elif edge.sum() > MAX_EDGE_SHARE * usable.sum():  # the law's `at_edge` note says why at length
             estimate.unidentified = (
                 f"best {EDGE_WHAT[target]} at the grid's edge at {int(edge.sum())} of {len(y)} points"

@@ -7,8 +7,7 @@ its minimum is N_opt(C) = exp(mean ln N − c1/(2·c2)), D_opt(C) = C/(6·N_opt)
 by least squares on logs. Because every D_opt is C/(6·N_opt), b = 1 − a and k_D = 1/(6·k_N)
 exactly: the allocation always satisfies C = 6·N·D. (Published: a = 0.49, b = 0.51.)
 
-A budget groups runs (`analysis.sources.budgets`); its C is its runs' median 6·N·D where over 2% off its label
-(`RunTable.budget_compute`: a label 1.4x below 6·N·D made D_opt = label/(6·N_opt) 1.4x below its runs' tokens).
+A budget (`analysis.sources.budgets`) sits at its runs' median 6·N·D where over 2% off its label (`budget_compute`).
 
 Which budgets the law is fitted to (`bracketed`, the one rule): those whose minimum lies within their trained sizes. A
 minimum outside them is the parabola's vertex extrapolated, and the loss is not a parabola in ln N (under L = E + A/N^α
@@ -50,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
+from analysis.fits.percentiles import level_text
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
 from analysis.fits.vertex_intervals import LAW_LEVEL, MINIMUM_REACH, VERTEX_DRAWS, n_opt_intervals, usable_minimum
@@ -222,7 +222,7 @@ def _lone_minimum(profiles: list[Parabola], seed: int, level: float) -> str:
     (p,) = profiles
     n_opt_intervals(profiles, VERTEX_DRAWS, seed, level)
     where = (
-        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] ({level * 100:g}%)"
+        f"[{p.n_opt_interval[0]:.3g}, {p.n_opt_interval[1]:.3g}] ({level_text(level)})"
         if p.n_opt_interval is not None and not p.n_opt_unidentified
         else f"(unidentified: {p.n_opt_unidentified})"  # outside the trained sizes among the reasons it gives
     )

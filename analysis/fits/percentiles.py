@@ -13,6 +13,11 @@ import numpy as np
 from analysis.fits.codec import BEYOND_FLOAT
 
 
+def level_text(level: float) -> str:
+    """An interval's level as people read it: 0.95 -> "95%", 0.999 -> "99.9%" (never "100%")."""
+    return f"{level * 100:g}%"
+
+
 def percentile_bounds(samples: np.ndarray, level: float) -> tuple[float, float]:
     """The (1 − level)/2 and (1 + level)/2 percentiles of ``samples`` (no NaN), as `np.percentile`'s
     linear interpolation between order statistics; a bound whose order statistics include ±inf is

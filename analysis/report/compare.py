@@ -8,6 +8,7 @@ from analysis.compare.render import BEYOND, LABELS
 from analysis.compare.result import Comparison, Side
 from analysis.figures.compare import CAPTION
 from analysis.fits.bootstrap import unchecked
+from analysis.fits.percentiles import level_text
 from analysis.report.blocks import FLAG, Bullets, FigureBlock, Heading, Paragraph, Table
 
 FIGURE_NAME = "compare"
@@ -37,7 +38,7 @@ def comparison_blocks(comparisons: list[Comparison], has_figure: bool, notes: li
             "and compared through its loss frontier L*(C). m(C) is the effective compute multiplier: the compute the "
             "baseline needs to reach the loss the candidate reaches with C (m > 1: the candidate is better). "
             + (
-                f"Intervals: {first.level * 100:g}% percentile intervals over bootstrap pairs, the sources resampled "
+                f"Intervals: {level_text(first.level)} percentile intervals over bootstrap pairs, the sources resampled "
                 "independently."
                 if first.pairs
                 else "No intervals"
