@@ -60,7 +60,7 @@ def explain_compose_error(err: Exception, overrides: list[str]) -> str:
     text = "; ".join(parts)
     if "Available options" in text or "Could not find" in text:
         return f"{text}. (config group options are the files in conf/<group>/)"
-    hint = _hint(text)
+    hint = _hint(text) or _list_hint(text, overrides)
     # Hydra's "To append to your config use +key" is right for a free dict (model.kwargs, hydra.job.env_set);
     # where a hint applies (a typed section, a key of another option), the added key would never be read
     if append and not hint:
@@ -106,6 +106,20 @@ def _hint(text: str) -> str:
     return ""
 
 
+def _list_hint(text: str, overrides: list[str]) -> str:
+    """A list key given values without brackets (``hydra.sweeper.models=d32,d64``): Hydra reads that as a sweep
+    over the values, one at a time, and its error names the first value only."""
+    import re
+
+    key = re.search(r"is not a ListConfig, list or tuple.*full_key: ([\w.]+)", text)
+    if not key:
+        return ""
+    given = [o.split("=", 1)[1] for o in overrides if "=" in o and o.split("=", 1)[0].lstrip("+~") == key[1]]
+    if given and "," in given[0] and not given[0].startswith("["):
+        return f" [{key[1]} takes a list: write {key[1]}=[{given[0]}] (values with commas and no brackets are a sweep)]"
+    return f" [{key[1]} takes a list: write {key[1]}=[...]]"
+
+
 def _section_keys(section: str) -> list[str] | None:
     """The keys of the config section ``section`` from its schema (the sweeper's for hydra.sweeper)."""
     if section == "hydra.sweeper":
@@ -126,16 +140,21 @@ def _has_key(path: Path, key: str) -> bool:
 
 
 def compose_config(
-    overrides: list[str], config_name: str = "config", extra_dir: str | None = None, with_hydra: bool = False
+    overrides: list[str],
+    config_name: str = "config",
+    extra_dir: str | None = None,
+    with_hydra: bool = False,
+    given: list[str] | None = None,
 ) -> DictConfig:
     """Compose the config as Hydra would (conf/ and sweeps/ are on the search path, plus
     ``extra_dir`` for a sweep file kept elsewhere), raising ConfigError with one line on failure.
-    ``with_hydra`` also composes (and so checks) the ``hydra`` section: launcher, sweeper."""
+    ``with_hydra`` also composes (and so checks) the ``hydra`` section: launcher, sweeper. ``given``: the
+    command line's overrides, which the message names, when ``overrides`` are their first values."""
     try:
         with initialize_config_dir(config_dir=extra_dir or CONF_DIR, version_base="1.3"):
             return compose(config_name=config_name, overrides=overrides, return_hydra_config=with_hydra)
     except Exception as err:  # Hydra/OmegaConf raise many types; all are bad input here
-        raise ConfigError(explain_compose_error(err, overrides)) from None
+        raise ConfigError(explain_compose_error(err, given or overrides)) from None
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:
@@ -224,6 +243,7 @@ def precheck(argv: list[str]) -> list[Path]:
         config_name=args.config_name or "config",
         extra_dir=args.config_dir,
         with_hydra=True,
+        given=args.overrides,
     )
     if any(override_key(o) == "train.batch_size" for o in args.overrides):
         from scaling.hparams import check_batch_not_set, law_of

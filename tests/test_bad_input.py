@@ -143,6 +143,11 @@ SWEEP_CASES = [
         [str(SWEEP), "hydra.sweeper.modles=[d32]", f"store={S}"],
         ["hydra.sweeper.modles", "did you mean models?", "valid keys of hydra.sweeper:"],
     ),
+    (  # before: "Error merging override hydra.sweeper.models=d32; ... str is not a ListConfig", d64 unnamed
+        "a list setting without brackets",
+        [str(SWEEP), "hydra.sweeper.models=d32,d64", f"store={S}"],
+        ["hydra.sweeper.models takes a list: write hydra.sweeper.models=[d32,d64]"],
+    ),
     ("unknown launcher", [str(SWEEP), "hydra/launcher=nosuch", f"store={S}"], ["hydra/launcher", "joblib", "basic"]),
     ("wrong type", [str(SWEEP), "train.batch_size=big", f"store={S}"], ["train.batch_size", "big", "Integer"]),
     ("unwritable store", [str(SWEEP), "store={afile}/store"], ["store", "Not a directory", "writable directory"]),
