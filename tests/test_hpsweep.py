@@ -258,6 +258,14 @@ def test_bad_hp_settings_are_one_line(tmp_path, override, named):
     assert not store.exists()  # not even the directory made to check it is writable
 
 
+def test_a_warmup_axis_may_hold_no_warmup(tmp_path):
+    """warmup_fracs=[0, ...] as optim.warmup_frac=0 is (user: it was refused, 'numbers in (0, 1)')."""
+    sweep("tiny", "hydra.sweeper.warmup_fracs=[0,0.05]", "hydra.sweeper.dry_run=true", store=tmp_path)
+    runs = json.loads((tmp_path / "sweep.dry-run.json").read_text())["runs"]
+    fracs = sorted({o for r in runs for o in r["overrides"] if o.startswith("optim.warmup_frac=")})
+    assert fracs == ["optim.warmup_frac=0.0", "optim.warmup_frac=0.05"]
+
+
 # ---------------------------------------------------------------- the sweep file
 def test_lr_quick_plans_lrs_per_size_over_a_decade(tmp_path):
     store = tmp_path / "store"

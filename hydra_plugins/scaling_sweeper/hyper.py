@@ -29,17 +29,20 @@ LR_KEYS = {"lr_multipliers": "optim.lr_multiplier", "lr_grid": "optim.lr"}
 
 
 def _numbers(values: Any, key: str, integer: bool = False, upper: float = math.inf) -> list[float]:
-    """A list of positive numbers (below ``upper``), or ConfigError naming hydra.sweeper.KEY."""
+    """A list of positive numbers (below ``upper``), or ConfigError naming hydra.sweeper.KEY. A fraction
+    (``upper`` 1: warmup_fracs) may be 0, as optim.warmup_frac may (no warmup but the first step's)."""
     from scaling.errors import ConfigError
 
     kind = "positive integers, e.g. [8, 16]" if integer else "positive numbers, e.g. [0.5, 1, 2]"
     if upper < math.inf:  # warmup_fracs: the example above would be refused
-        kind = f"numbers in (0, {upper:g}), e.g. [0.02, 0.1]"
+        kind = f"numbers in [0, {upper:g}), e.g. [0, 0.02, 0.1]"
     if values is None:
         return []
     try:
         out = [float(v) for v in values if not isinstance(v, bool)]
-        ok = len(out) == len(list(values)) and all(math.isfinite(v) and 0 < v < upper for v in out)
+        ok = len(out) == len(list(values)) and all(
+            math.isfinite(v) and (v > 0 or (v == 0 and upper < math.inf)) and v < upper for v in out
+        )
     except (TypeError, ValueError):
         ok = False
     if not ok or (integer and not all(v.is_integer() for v in out)):
