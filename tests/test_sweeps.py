@@ -350,6 +350,15 @@ def test_a_grid_budget_written_twice_is_one_line(tmp_path, second):
     assert nothing_written(tmp_path / "store")
 
 
+def test_a_grid_budget_of_one_shape_is_named_as_written(tmp_path):
+    """YAML reads the key 4e10 as a float: the message named hydra.sweeper.grid.40000000000.0."""
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "grid.yaml").write_text(ODD_GRID + "    grid:\n      4e10: d32\n")
+    proc = sweep(str(tmp_path / "f" / "grid.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "hydra.sweeper.grid.4e+10: 'd32' is not a list of model names")
+    assert nothing_written(tmp_path / "store")
+
+
 def test_a_store_directory_beside_the_sweep_file_is_one_line(tmp_path):
     """Hydra reads the sweep file's directory as a config directory: a `store/` made there by the
     store check became a config group, and the launch ended in a traceback (exit 1)."""

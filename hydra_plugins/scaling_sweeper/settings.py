@@ -117,7 +117,8 @@ def check(sweeper) -> None:
     sweeper.grid = {}
     for key, shapes in grid.items():
         if isinstance(shapes, str) or not all(isinstance(s, str) for s in shapes or [None]):
-            raise ConfigError(f"hydra.sweeper.grid.{key}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
+            name = text(key) if isinstance(key, (int, float)) else key  # 4e10, not 40000000000.0 (YAML's float)
+            raise ConfigError(f"hydra.sweeper.grid.{name}: {shapes!r} is not a list of model names, e.g. [d32, d64]")
         sweeper.grid[budget(key, f"hydra.sweeper.grid key {key!r}")] = list(shapes)
     try:
         lo, hi = (float(x) for x in sweeper.tokens_per_param)
