@@ -9,6 +9,10 @@ CHINCHILLA_APPROACH3 = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta"
 # Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C / 120), D_opt = 20 N_opt.
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 
+# Hoffmann et al. 2022, §3.2: their IsoFLOP runs' 9 budgets range from 6e18 to 3e21 FLOPs; the presets'
+# allocations outside this range are extrapolations (as a fitted law's outside its budgets).
+CHINCHILLA_BUDGETS = (6e18, 3e21)
+
 # Hoffmann et al. 2022, Table 3 itself: (parameters, FLOPs, tokens); C = 6·N·D holds within a few percent
 # (the 67 B row: 4.7%).
 CHINCHILLA_TABLE3 = [

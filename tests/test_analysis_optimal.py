@@ -48,6 +48,18 @@ def test_chinchilla_at_1e23_is_consistent_with_6nd_unlike_the_seed_rule_of_thumb
     assert got["loss"] is None
 
 
+@pytest.mark.parametrize("law", ["chinchilla", "chinchilla-parametric"])
+def test_chinchilla_presets_flag_budgets_outside_their_isoflop_budgets(capsys, law):
+    """Hoffmann et al.'s IsoFLOP budgets span 6e18-3e21 FLOPs: a preset's allocation at 1e15 or 1e23 is
+    as extrapolated as a fit's outside its budgets (it printed 2.9e6 parameters at 1e15, or 0.0003 at 1e-5,
+    unflagged)."""
+    low, inside, high = (optimal(capsys, "--budget", c, "--law", law) for c in ("1e15", "1e20", "1e23"))
+    assert (low["below_fitted_range"], low["extrapolation"]) == (True, False)
+    assert "6e+03x below the smallest fitted budget (6e+18 FLOPs)" in " ".join(low["notes"])
+    assert (inside["below_fitted_range"], inside["extrapolation"]) == (False, False)
+    assert (high["below_fitted_range"], high["extrapolation"]) == (False, True)
+
+
 def test_chinchilla_parametric_preset_gives_the_closed_form_allocation(capsys):
     got = optimal(capsys, "--budget", "1e23", "--law", "chinchilla-parametric")
     e, a, b, alpha, beta = (CHINCHILLA_LAW[k] for k in ("E", "A", "B", "alpha", "beta"))

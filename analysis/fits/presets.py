@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from analysis.fits import laws
 from analysis.fits.optimal import Law, ParametricLaw, PowerLawAllocation
-from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
+from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_BUDGETS, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
 from scaling.flops import PF_DAY_FLOPS
 
 
@@ -18,6 +18,8 @@ def _chinchilla() -> Law:
             "Hoffmann et al. 2022, Table 3 (approaches 1-2, a = b = 0.5): N_opt = sqrt(C/120), D_opt = 20·N_opt; "
             "this rule predicts no loss"
         ],
+        fitted_compute_min=CHINCHILLA_BUDGETS[0],
+        fitted_compute_max=CHINCHILLA_BUDGETS[1],
     )
 
 
@@ -29,6 +31,8 @@ def _chinchilla_parametric() -> Law:
             "Hoffmann et al. 2022, approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28, "
             "N_opt = G·(C/6)^0.46 with G = (αA/(βB))^(1/(α+β))"
         ],
+        fitted_compute_min=CHINCHILLA_BUDGETS[0],
+        fitted_compute_max=CHINCHILLA_BUDGETS[1],
     )
 
 
