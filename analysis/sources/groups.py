@@ -168,7 +168,8 @@ def check_one_experiment(
         )
         raise DataError(
             f"{source!r} mixes runs from {len(counts)} {what} ({column}: {shown}{outside}); fit each with "
-            f"`scaling fit --group-by {column}`, pick one with --where {column}=={named_one}, or pass "
+            f"`scaling fit --group-by {column}` (or compare them: `scaling compare --group-by {column}`), pick one with "
+            f"--where {column}=={named_one} (plot, report), or pass "
             f"--allow-mixed{'-corpora' if what == 'corpora' else ''} if they are meant to be pooled"
         )
 
