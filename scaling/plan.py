@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from scaling import arch as arch_lib
 from scaling import data as data_lib
 from scaling import data_config, evalsets, hparams, schedule
-from scaling.config import TrainConfig, validate
+from scaling.config import OptimConfig, TrainConfig, validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
 from scaling.shapes import MIN_WIDTH, ModelShape, ladder_lr, nearest_shape, shape_for_width
@@ -35,6 +36,15 @@ NOT_IDENTITY_TRAIN = (
     "compile",
     "compile_mode",
 )
+# Spellings of one run: settings that only gate a run (refuse it or let it be: train.min_steps, train.allow_repeat)
+# and the LR as optim.lr gives it (the identity holds the resolved LR, as model.lr). They enter the identity at the
+# schema's defaults, so that runs with the defaults keep their ids: `train.min_steps=50` gave every run of a sweep a
+# new id, retrained it, and the fits pooled both copies as seeds. A store's run under the id its own spelling gave
+# before 2026-11-27 is still found (`_stored_id`).
+SPELLINGS = {
+    "train": {"min_steps": TrainConfig.min_steps, "allow_repeat": TrainConfig.allow_repeat},
+    "optim": {"lr": OptimConfig.lr},
+}
 
 
 @dataclass(frozen=True)
@@ -172,9 +182,12 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
     return shape, lr
 
 
-def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | None = None) -> dict[str, Any]:
+def identity(
+    cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | None = None, spelled: bool = False
+) -> dict[str, Any]:
     """The parts of the resolved config that determine a run's result: the peak LR and the batch
-    as resolved (how they were chosen, `scaling.hparams.NOT_IDENTITY_OPTIM`, is not)."""
+    as resolved (how they were chosen, `scaling.hparams.NOT_IDENTITY_OPTIM`, is not); `SPELLINGS` at their
+    defaults unless ``spelled`` (the identity as it was before they were)."""
     c = {
         k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
         for k, v in cfg.items()
@@ -184,6 +197,8 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | No
         c["train"].pop(key, None)
     for key in hparams.NOT_IDENTITY_OPTIM:
         c["optim"].pop(key, None)
+    for section, defaults in SPELLINGS.items():
+        c[section].update({} if spelled else defaults)
     schedule.drop_from_identity(c)  # cosine runs keep their ids
     data_config.drop_unset_from_identity(c["data"])  # and runs without a cut theirs
     if batch_size is not None:
@@ -199,6 +214,13 @@ def identity(cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | No
     }
     c["budget"] = float(c["budget"])
     return c
+
+
+def _stored_id(cfg: DictConfig, run: str, spelled: str) -> str:
+    """``run``, the run's id; or ``spelled``, its id before `SPELLINGS`, where the store holds the run under that
+    id and not under ``run`` (a sweep with train.min_steps=20 relaunched: its runs are not trained again)."""
+    runs = Path(str(cfg.get("store") or ".")) / "runs"
+    return spelled if spelled != run and (runs / spelled).is_dir() and not (runs / run).is_dir() else run
 
 
 class BudgetTooSmall(ConfigError):
@@ -257,11 +279,12 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     lr = hparams.peak_lr(cfg, laws, base_lr, law_at)
     # A run's identity is its resolved config plus its corpus fingerprint: the same config on
     # another Python's stdlib is another run.
-    ident = {**identity(cfg, shape, lr, batch_size), "corpus_fingerprint": corpus.fingerprint}
+    fingerprints = {"corpus_fingerprint": corpus.fingerprint}
     if evalsets.configured(cfg.get("eval")):
-        ident["eval_fingerprints"] = {s.name: s.fingerprint for s in evalsets.load_eval_sets(cfg.eval, corpus)}
+        fingerprints["eval_fingerprints"] = {s.name: s.fingerprint for s in evalsets.load_eval_sets(cfg.eval, corpus)}
+    ids = [run_id({**identity(cfg, shape, lr, batch_size, spelled), **fingerprints}) for spelled in (False, True)]
     return RunPlan(
-        run_id=run_id(ident),
+        run_id=_stored_id(cfg, *ids),
         budget=float(cfg.budget),
         shape=shape,
         params=counts["total"],

@@ -53,12 +53,16 @@ def dry_run_ids(store: Path, *args) -> dict[str, str]:
     return {" ".join(o for o in r["overrides"] if o.startswith(("budget=", "model="))): r["run_id"] for r in runs}
 
 
-def identity_before_hp_axes(cfg) -> str:
+def identity_before_hp_axes(cfg, gates_at_defaults: bool = False) -> str:
     """The run id as scaling.plan computed it before optim.lr_multiplier/lr_law/batch_law existed
-    (frozen copy): the resolved config minus the non-identity sections, the model as its shape and LR."""
+    (frozen copy): the resolved config minus the non-identity sections, the model as its shape and LR;
+    ``gates_at_defaults``: with train.min_steps, train.allow_repeat and optim.lr at their defaults."""
     plan = plan_run(cfg)
     c = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in cfg.items()}
     c = {k: v for k, v in c.items() if k not in NOT_IDENTITY}
+    if gates_at_defaults:
+        c["train"].update(min_steps=100, allow_repeat=False)
+        c["optim"]["lr"] = None
     for key in NOT_IDENTITY_TRAIN:
         c["train"].pop(key, None)
     for key in ("lr_multiplier", "lr_law", "batch_law", "warmup_steps"):  # the keys that did not exist
@@ -79,12 +83,21 @@ def identity_before_hp_axes(cfg) -> str:
 
 # ---------------------------------------------------------------- run ids without axes
 def test_no_hp_axes_plans_the_run_ids_of_before(tmp_path):
+    """A fresh store's ids are those of before with train.min_steps at its default (scaling.plan.SPELLINGS:
+    tiny sets 20); a store holding the runs under their ids of before keeps them (not trained again)."""
     ids = dry_run_ids(tmp_path / "a", "tiny")
     assert len(ids) == 3
+    before = {}
     for label, rid in ids.items():
         overrides = [*label.split(), "sweep=tiny", f"store={tmp_path / 'a'}", "tracking=none"]
         cfg = compose_config(overrides, config_name="tiny")
-        assert rid == identity_before_hp_axes(cfg), label
+        before[label] = identity_before_hp_axes(cfg)
+        assert rid == identity_before_hp_axes(cfg, gates_at_defaults=True), label
+        assert rid != before[label]  # tiny's min_steps is 20
+        (tmp_path / "old" / "runs" / before[label]).mkdir(parents=True)
+    assert dry_run_ids(tmp_path / "old", "tiny") == before
+    # another spelling of the same runs (a gate, an LR given as optim.lr): the same ids
+    assert dry_run_ids(tmp_path / "b", "tiny", "train.min_steps=10", "train.allow_repeat=true") == ids
     # the 1x point of an LR sweep is the plain sweep's run (same store: skipped, not retrained)
     lr_ids = dry_run_ids(tmp_path / "b", "tiny", "hydra.sweeper.lr_multipliers=[1]")
     assert lr_ids == ids
