@@ -242,3 +242,12 @@ def test_a_law_of_another_form_is_warned_about_by_its_residuals_against_the_para
     for seed in range(3):  # runs drawn from approach 3's own form: no such warning
         runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 7, spread_decades=0.8, noise=0.005, seed=seed)
         assert "misfit" not in fit_all(table_from_frame(runs, "c.csv"), (2, 3), resamples=0).parametric.convergence
+
+
+def test_optimal_from_a_misfit_approach_3_repeats_the_warning(tmp_path, capsys):
+    # user25: optimal printed a loss 0.09 nats off at the largest fitted budget, the fit's warning dropped
+    fit = tmp_path / "fit.json"
+    fit_all(table_from_frame(kaplan_joint(0), "kaplan.csv"), (2, 3), resamples=0).save(fit)
+    notes = json.loads(run_main(capsys, "optimal", "--budget", "1e20", "--law", str(fit), "--json").stdout)["notes"]
+    (warned,) = [n for n in notes if "the loss does not follow" in n]
+    assert warned.startswith("the fit warned: approach 3's residuals") and "--approach 2 allocates" in warned
