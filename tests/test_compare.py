@@ -139,6 +139,18 @@ def test_a_source_against_itself_is_named_so(pair):
     assert not any("same runs" in n for n in _compare([pair["base"], pair["constant"]], resamples=20).notes)
 
 
+def test_a_multiplier_that_reads_the_baseline_far_beyond_its_budgets_says_so(pair, tmp_path):
+    # user25: m ~ 105 [80.5, 149] read the baseline's law at 19x its largest budget, unsaid; the truth at the range's
+    # end (160) lay outside. A candidate of L(30·N, 30·D): m = 900, the baseline read at 28x its largest budget
+    far = {**BASE, "A": BASE["A"] * 30 ** -BASE["alpha"], "B": BASE["B"] * 30 ** -BASE["beta"]}
+    _sweep(far, 6, tmp_path / "far.csv")
+    c = _compare([pair["base"], tmp_path / "far.csv"], resamples=40)
+    (note,) = [n for n in c.notes if "reads the baseline's law" in n]
+    assert note.startswith("m ≈ ") and " reads the baseline's law at m·C = " in note, note
+    assert "x its largest fitted budget: beyond 10x, its m(C) rests on that law's extrapolation" in note, note
+    assert not any("reads the baseline's law" in n for n in _compare([pair["base"], pair["constant"]], 40).notes)
+
+
 def test_a_candidates_answer_does_not_hang_on_the_others_listed(pair):
     # Before: candidate k drew its bootstrap from seed + k, so 'constant' listed second read another interval
     def compared(*names):

@@ -33,6 +33,7 @@ from analysis.compare.multiplier import (
     percentile_interval,
     unresponsive_why,
 )
+from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.fits.results import UNBOUNDED, Estimate, Outlier, ParametricFit
 from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
@@ -134,6 +135,8 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
             f"m(C) is unidentified at {at} FLOPs: its interval is unbounded above ({counts} of {values['pairs']} "
             "bootstrap pairs: the baseline never reaches the candidate's loss)"
         )
+    if reach := _baseline_reach(baseline, float(ends["multiplier"]["value"][1]), math.sqrt(lo * hi)):
+        notes.append(reach)
     lost = values["lost"]
     if lost:
         notes.append(f"{lost} bootstrap pairs left out (a resample of either source failed or gave no frontier)")
@@ -160,6 +163,20 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         notes=notes,
         unidentified=why["multiplier"],
         overlap=overlap,
+    )
+
+
+def _baseline_reach(baseline: Side, m: float, c: float) -> str:
+    """A note ("" when none) when m at the shared range's middle evaluates the baseline's law at m·C more than
+    `EXTRAPOLATION_FACTOR` beyond its fitted budgets (user25: m ≈ 105 read the baseline at 100x its largest budget,
+    and the truth at the range's end, 160, lay outside the interval), as `scaling optimal` flags such a budget."""
+    low, high = baseline.fitted_range
+    if not np.isfinite(m) or low / EXTRAPOLATION_FACTOR <= m * c <= high * EXTRAPOLATION_FACTOR:
+        return ""
+    side = f"{m * c / high:.3g}x its largest" if m * c > high else f"{low / (m * c):.3g}x below its smallest"
+    return (
+        f"m ≈ {m:.3g} reads the baseline's law at m·C = {m * c:.3g} FLOPs, {side} fitted budget: beyond "
+        f"{EXTRAPOLATION_FACTOR:g}x, its m(C) rests on that law's extrapolation, and so does its interval"
     )
 
 
