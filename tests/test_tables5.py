@@ -166,6 +166,12 @@ def test_kaplan_style_total_and_non_embedding_columns_are_both_found():
     assert total.n_kind == "total" and np.array_equal(total.runs["N"], runs["params"])
     kaplan = table_from_frame(frame, "kaplan.csv", ColumnMap(n_kind="non_embedding"))
     assert np.allclose(kaplan.runs["N"], 0.8 * runs["params"])
+    # user25: a budget column made with the non-embedding count, read with the total: said, naming --n-kind
+    made = frame.assign(budget=0.8 * runs["budget_flops"])  # each ladder budget's 6·N·D with the 0.8·N counted
+    (note,) = [n for n in table_from_frame(made, "kaplan.csv").plain_notes if "--n-kind" in n]
+    assert note.startswith("the budget column agrees within 2% with 6·N·D of column 'non_embedding_params', not of")
+    kaplan = table_from_frame(made, "kaplan.csv", ColumnMap(n_kind="non_embedding"))
+    assert not any("--n-kind" in n for n in kaplan.plain_notes + table_from_frame(frame, "kaplan.csv").plain_notes)
 
 
 def test_a_data_constrained_allocation_whose_n_spans_decades_is_unidentified(tmp_path, capsys):

@@ -29,6 +29,7 @@ from analysis.sources import evalsets
 from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_column_of, budgets_of_frame
 from analysis.sources.colunits import (
     apply_column_units,
+    budget_kind_note,
     refuse_perplexity,
     split_unit,
     warn_loss_range,
@@ -134,6 +135,10 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
         warnings=warnings,
         run_ids=pd.Series(runs["run_id"].to_numpy(), index=frame.index),  # by the source's row: `row_label`
     )
+    if budget_col is not None and not clustered:
+        n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
+        if made := budget_kind_note(frame, n_col, columns.n_kind, np.asarray(budgets, float), runs):
+            notes.append(made)
     return budgets, clustered, (notes, warnings)
 
 

@@ -205,3 +205,24 @@ def warn_loss_range(runs: pd.DataFrame, unit: str, warnings: list[str]) -> None:
             + (" (8 bits a byte)" if unit == "bits/byte" else "")
             + ": are these perplexities (give ln of them), or in another unit (--loss-unit)?"
         )
+
+
+def budget_kind_note(frame: pd.DataFrame, n_col: str, n_kind: str, budgets: np.ndarray, runs: pd.DataFrame) -> str:
+    """A note ("" when none) when the budget column disagrees with 6·N·D (N from ``n_col``, of ``n_kind``) but agrees
+    within `AGREEING` with 6·N·D of the table's parameter column of the other kind (user25: a Kaplan-style table whose
+    budgets were made with non-embedding N was fitted with its total N, unsaid: the exponents in total-N terms)."""
+    from analysis.sources.budgets import AGREEING
+    from analysis.sources.schema import FALLBACK_COLUMNS
+
+    other_kind = "non_embedding" if n_kind == "total" else "total"
+    generic = set(FALLBACK_COLUMNS["n"]["total"]) & set(FALLBACK_COLUMNS["n"]["non_embedding"])  # N, n: either kind
+    other = next((c for c in FALLBACK_COLUMNS["n"][other_kind] if c in frame.columns and c not in generic), None)
+    if other is None or other == n_col or np.abs(runs["C"].to_numpy() / budgets - 1.0).max() <= AGREEING:
+        return ""
+    compute = 6.0 * numeric(frame, other, "n")[0] * runs["D"].to_numpy()
+    if not np.isfinite(compute).all() or np.abs(compute / budgets - 1.0).max() > AGREEING:
+        return ""
+    return (
+        f"the budget column agrees within {AGREEING:.0%} with 6·N·D of column {other!r}, not of {n_col!r}: its budgets "
+        f"were made with that count; --n-kind {other_kind} reads N from it (N_opt and the exponents then count it)"
+    )
