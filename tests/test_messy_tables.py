@@ -52,6 +52,11 @@ def test_two_recipes_in_one_file_are_refused_unless_grouped(tmp_path, capsys):
     assert proc.returncode == 2
     assert "recipe: 'baseline' (35 runs), 'new' (35 runs)" in proc.stderr
     assert "--group-by recipe" in proc.stderr
+    # runs logged as curves (each run's row twice, as an eval every half): runs are counted, not rows (user25)
+    curves = two_recipes("recipe").assign(run_id=lambda f: [f"r{i}" for i in range(len(f))])
+    half = curves.assign(tokens=curves["tokens"] / 2, val_loss=curves["val_loss"] + 0.1)
+    proc = run_main(capsys, "fit", write(pd.concat([half, curves]), tmp_path, "curves.csv"), check=False)
+    assert "recipe: 'baseline' (35 runs in 70 rows), 'new' (35 runs in 70 rows)" in proc.stderr, proc.stderr
     proc = run_main(capsys, "compare", path, "--group-by", "recipe", "--bootstrap", "50", "--json", check=True)
     diff = json.loads(proc.stdout)["comparisons"][0]["differences"]
     # L_new = 0.95·L: the same exponents, E lower by 0.05·1.69.
@@ -480,3 +485,11 @@ def test_a_header_naming_the_n_column_twice_is_one_line(tmp_path, capsys):
     )
     proc = run_main(capsys, "fit", path, "--bootstrap", "0")
     assert_one_line_error(proc, "column 'params' appears more than once", "'params.1'", "--n-column")
+
+
+def test_runs_of_a_foreign_corpus_are_named_and_a_tie_names_each_corpus_runs():
+    frame = two_recipes("recipe").head(4).drop(columns="recipe").assign(run_id=["r0", "r1", "r2", "r3"])
+    with pytest.raises(DataError, match="runs outside the largest: r3"):
+        table_from_frame(frame.assign(corpus_fingerprint=["aa", "aa", "aa", "bb"]), "store")
+    with pytest.raises(DataError, match="runs of each: 'aa': r0, r1; 'bb': r2, r3"):  # no largest: each named
+        table_from_frame(frame.assign(corpus_fingerprint=["aa", "aa", "bb", "bb"]), "store")

@@ -77,7 +77,7 @@ def table_from_frame(
     run_ids = run_ids_of(frame, columns.rows_are_runs, notes)
     frame = _drop_incomplete(frame, run_ids, warnings, notes)
     run_ids = run_ids[frame.index]
-    check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint)
+    check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint, run_ids)
     warn_mixed_runs(frame, warnings)
     n_col, d_col, c_col, loss_col = _columns(frame, columns, source)
     columns = _loss_unit_of_column(frame, columns, loss_col, source)

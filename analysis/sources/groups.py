@@ -143,9 +143,11 @@ def check_one_experiment(
     allow_mixed: bool,
     notes: list[str],
     eval_fingerprint: str | None = None,
+    run_ids: pd.Series | None = None,
 ) -> None:
     """Refuse rows of several experiments (see the module docstring) unless ``allow_mixed``. With
-    ``eval_fingerprint`` (--eval NAME: the set's column), that column is checked, not the corpus."""
+    ``eval_fingerprint`` (--eval NAME: the set's column), that column is checked, not the corpus. ``run_ids``
+    (each row's run): runs are counted, not rows (user25: 15 runs of 8 curve rows read "120 runs")."""
     extra = () if named is None else (_existing(frame, named, f"--experiment-column {named!r}", source),)
     corpus = eval_fingerprint or next((c for c in CORPUS_COLUMNS if c in frame.columns), None)
     for column in dict.fromkeys(((corpus,) if corpus else ()) + EXPERIMENT_COLUMNS + extra):
@@ -156,22 +158,33 @@ def check_one_experiment(
         counts = labels[labels != ""].value_counts()
         if len(counts) <= 1:
             continue
-        shown = ", ".join(f"{name!r} ({k} runs{_missing_rows(labels, name)})" for name, k in counts.items())
+        runs = labels.groupby(labels).size() if run_ids is None else run_ids.groupby(labels).nunique()
+        shown = ", ".join(
+            f"{name!r} ({runs[name]} runs{f' in {k} rows' if k != runs[name] else ''}{_missing_rows(labels, name)})"
+            for name, k in counts.items()
+        )
         if allow_mixed:
             notes.append(f"pooling runs from {len(counts)} {what} as asked ({column}: {shown})")
             continue
-        others, named_one = frame.loc[labels != counts.index[0]], next(n for n in counts.index if n != MISSING)
-        outside = (
-            f"; runs outside the largest: {listing(others['run_id'].astype(str).tolist())}"
-            if "run_id" in frame.columns and what == "corpora"  # in a store: runs/<run_id>/record.json
-            else ""
-        )
+        named_one = next(n for n in counts.index if n != MISSING)
+        outside = _outside_the_largest(frame, labels, counts) if "run_id" in frame.columns and what == "corpora" else ""
         raise DataError(
             f"{source!r} mixes runs from {len(counts)} {what} ({column}: {shown}{outside}); fit each with "
             f"`scaling fit --group-by {column}` (or compare them: `scaling compare --group-by {column}`), pick one with "
             f"--where {column}=={named_one} (plot, report), or pass "
             f"--allow-mixed{'-corpora' if what == 'corpora' else ''} if they are meant to be pooled"
         )
+
+
+def _outside_the_largest(frame: pd.DataFrame, labels: pd.Series, counts: pd.Series) -> str:
+    """The runs of a store outside its largest corpus (runs/<run_id>/record.json), or each corpus's runs when
+    two tie for the largest (which was "the largest" then hung on how the run ids sort)."""
+    ids = frame["run_id"].astype(str)
+    if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
+        return "; runs of each: " + "; ".join(
+            f"{name!r}: {listing(ids[labels == name].tolist())}" for name in counts.index
+        )
+    return f"; runs outside the largest: {listing(ids[labels != counts.index[0]].tolist())}"
 
 
 def experiment_labels(column: pd.Series, missing: bool = True) -> pd.Series:
