@@ -60,6 +60,7 @@ def test_fit_csv_approach_3_json_has_every_parameter_with_its_interval(capsys, c
     assert got["E"]["estimate"] == pytest.approx(CHINCHILLA_LAW["E"], rel=0.05)
     assert got["converged"] is True and got["bootstrap"]["resamples"] == 100 and got["runs"] == 32
     assert got["validation"]["held_out_runs"] == 8 and got["validation"]["loss_relative_error_max_abs"] < 0.05
+    assert got["approach_3"]["E"] == got["E"] and "approach_2" not in got  # one home for a script to read it (user25)
 
 
 def test_fit_all_approaches_saves_a_report_that_loads_back_identically(capsys, csv, tmp_path):
@@ -81,6 +82,7 @@ def test_fit_all_approaches_saves_a_report_that_loads_back_identically(capsys, c
     summary = json.loads(out)
     assert set(summary) >= {"approach_1", "approach_2", "approach_3", *HEADLINE}
     assert summary["E"] == summary["approach_3"]["E"] and summary["E"]["interval"] is None
+    assert summary["headline_approach"] == 3
 
 
 def test_fit_parquet_with_other_column_names_and_compute_instead_of_tokens(capsys, tmp_path, runs):

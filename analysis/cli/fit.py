@@ -198,9 +198,9 @@ def render_budgets(table) -> str:
 
 
 def fit_summary(report: FitReport, single: bool) -> dict:
-    """The ``--json`` object: for one approach its keys at the top level; for several, one
-    object per approach under approach_1/2/3, with approach 3's E, A, B, alpha, beta, a, b
-    repeated at the top level as the headline law. ``warnings`` and ``notes``: the lines `scaling fit`
+    """The ``--json`` object: one object per approach under approach_1/2/3; for one approach its keys at the top
+    level too; for several, approach 3's E, A, B, alpha, beta, a, b repeated at the top level as the headline law
+    (``headline_approach``: 3; user25: a script reading the top-level a got approach 2's under --approach 2). ``warnings`` and ``notes``: the lines `scaling fit`
     prints on stderr as "warning:" and "note:" (how the input was read, the outlier rule's notes)."""
     head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind, "loss_unit": report.loss_unit}
     head.update(warnings=report.warnings, notes=report.notes)
@@ -216,10 +216,10 @@ def fit_summary(report: FitReport, single: bool) -> dict:
         head.update(hyperparameter_laws=report.hyperparameter_laws, hyperparameter_fit=report.hyperparameter_fit)
     parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
     if single:
-        return {**head, **next(iter(parts.values()))}
+        return {**head, **next(iter(parts.values())), **parts}
     out = {**head, **parts, "skipped": report.skipped}
     if report.parametric is not None:
-        out.update({k: parts["approach_3"][k] for k in HEADLINE})
+        out.update({k: parts["approach_3"][k] for k in HEADLINE}, headline_approach=3)
     return out
 
 
