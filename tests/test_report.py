@@ -368,6 +368,21 @@ def test_a_cell_of_what_was_swept_shows_every_run_in_it(tmp_path):
     assert cell == f"{first['val_loss']:.4g} / {first['val_loss'] + 0.01:.4g}", table.rows
 
 
+def test_what_was_swept_of_sizes_not_shared_across_budgets_is_a_row_per_budget(tmp_path):
+    # user25: a table whose budgets share no size made 26 mostly empty columns
+    from analysis.report.sweep import MAX_SHAPE_COLUMNS, swept_blocks
+    from analysis.sources.load import read_source
+    from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
+
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20], 7, spread_decades=0.6, noise=0.0, seed=0)
+    runs.to_csv(tmp_path / "t.csv", index=False)
+    assert runs["params"].nunique() > MAX_SHAPE_COLUMNS
+    table = swept_blocks(read_source(str(tmp_path / "t.csv")))[-1]
+    assert table.header == ["budget C (FLOPs)", "runs: shape → cell"] and len(table.rows) == 3
+    first = runs.sort_values("params").iloc[0]
+    assert table.rows[0][1].count(" → ") == 7 and f" → {first['val_loss']:.4g}" in table.rows[0][1], table.rows
+
+
 def test_an_interrupted_run_outside_the_stores_plan_is_listed(tmp_path):
     # user24: a second sweep's plan replaced the first's, whose interrupted run then vanished from the report
     from analysis.report.runs import failures_blocks

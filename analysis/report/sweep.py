@@ -159,6 +159,9 @@ def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str
 
 
 # ---------------------------------------------------------------- what was swept
+MAX_SHAPE_COLUMNS = 12  # beyond, a row per budget lists its shapes' cells (a grid of mostly empty columns reads badly)
+
+
 def swept_blocks(source: Source) -> list:
     """Budgets × shapes: the loss of each completed run (from the checked table, so mapped columns
     work), the status of each other recorded run, and the sweep plan's runs without a record and
@@ -191,27 +194,27 @@ def swept_blocks(source: Source) -> list:
     for dropped in source.manifest.get("dropped", []):  # not the merged duplicates (`duplicates`): trained
         overrides = dict(o.split("=", 1) for o in dropped.get("overrides", []) if "=" in o)
         if "budget" in overrides and "model" in overrides and finite(overrides["budget"]):
-            put(
-                float(overrides["budget"]),
-                overrides["model"],
-                size_of.get(overrides["model"], math.nan),
-                "dropped",
-                True,
-            )
+            model = overrides["model"]
+            put(float(overrides["budget"]), model, size_of.get(model, math.nan), "dropped", True)
     shapes = sorted(size_of, key=lambda s: (size_of[s] if math.isfinite(size_of[s]) else math.inf, s))
     budgets = sorted({b for b, _ in cells})
-    header = ["budget C (FLOPs)"] + [
+    names = [
         s if not math.isfinite(size_of[s]) or s == count_label(size_of[s]) else f"{s} ({count_label(size_of[s])})"
         for s in shapes
     ]
     rows = [[flops_label(b)] + [" / ".join(cells.get((b, s), [])) for s in shapes] for b in budgets]
+    header = ["budget C (FLOPs)", *names]
+    if len(shapes) > MAX_SHAPE_COLUMNS:  # a table whose budgets share few sizes (user25: 26 sparse columns)
+        header = ["budget C (FLOPs)", "runs: shape → cell"]
+        rows = [[row[0], "; ".join(f"{n} → {c}" for n, c in zip(names, row[1:]) if c)] for row in rows]
     return [
         Heading("What was swept"),
         Paragraph(
             f"Each cell is one (budget, shape) combination: the final validation loss in {source.table.loss_unit} of a "
             "completed run (several: '/' between them, seeds, settings or a WSD branch); 'failed' (see the failures "
             "below); 'dropped' (not launched: see the reasons below); 'not recorded' (planned, but no record yet: still running or never run); empty when "
-            f"not planned. Columns: shape (N, {source.table.n_kind.replace('_', '-')} parameters)."
+            f"not planned. {'Columns' if len(header) > 2 else 'Each row, its shapes'}: shape (N, "
+            f"{source.table.n_kind.replace('_', '-')} parameters)."
         ),
         Table(header, rows),
     ]
