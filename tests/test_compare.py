@@ -127,6 +127,10 @@ def test_sources_whose_budgets_do_not_overlap_share_no_fitted_range(tmp_path, ca
     assert not c.overlap and all(r.beyond_fitted_range for r in c.rows)
     assert c.summary.startswith("the sources' fitted budgets do not overlap (1e+16–1e+18 and 1e+20–1e+22 FLOPs)")
     assert "shared fitted range" not in c.summary and "in the gap between them, 1e+18–1e+20 FLOPs" in c.summary
+    from analysis.figures.compare import compare_figure
+
+    legends = [t.get_text() for ax in compare_figure([c]).axes for t in ax.get_legend().get_texts()]
+    assert legends.count("no shared fitted range: laws extrapolated") == 2, legends  # the grey said (user25)
     out = run_main(capsys, "compare", low, high, "--bootstrap", "20", "--json", check=True).stdout
     result = json.loads(out)["comparisons"][0]
     assert result["shared_fitted_range"] is None and result["gap_between_fitted_ranges"] == [1e18, 1e20]

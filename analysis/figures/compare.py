@@ -52,11 +52,12 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
     right.axhline(1.0, color="0.3", linestyle=":", linewidth=1.0)
     lo, hi = first.shared_range if first.overlap else (compute[-1], compute[-1])  # no overlap: all extrapolated
-    for ax in (left, right):
+    shade = "beyond the shared fitted range" if first.overlap else "no shared fitted range: laws extrapolated"
+    for ax in (left, right):  # the shade in the legend once (user25: a grey figure, unexplained)
         ax.set_xlim(compute[0], compute[-1])
-        for start, stop in ((compute[0], lo), (hi, compute[-1])):
-            if stop > start:
-                ax.axvspan(start, stop, color="0.5", alpha=0.12, linewidth=0)
+        spans = [(start, stop) for start, stop in ((compute[0], lo), (hi, compute[-1])) if stop > start]
+        for k, (start, stop) in enumerate(spans):
+            ax.axvspan(start, stop, color="0.5", alpha=0.12, linewidth=0, label=None if k else shade)
     style(left, "loss frontiers")
     style(right, "effective compute multiplier of the candidate")
     for ax in (left, right):
