@@ -98,6 +98,8 @@ def test_no_hp_axes_plans_the_run_ids_of_before(tmp_path):
     assert dry_run_ids(tmp_path / "old", "tiny") == before
     # another spelling of the same runs (a gate, an LR given as optim.lr): the same ids
     assert dry_run_ids(tmp_path / "b", "tiny", "train.min_steps=10", "train.allow_repeat=true") == ids
+    d32 = {label: rid for label, rid in ids.items() if "model=d32" in label}  # tiny's d32 trains at the ladder's 0.004
+    assert dry_run_ids(tmp_path / "c", "tiny", "model=d32", "optim.lr=0.004") == d32
     # the 1x point of an LR sweep is the plain sweep's run (same store: skipped, not retrained)
     lr_ids = dry_run_ids(tmp_path / "b", "tiny", "hydra.sweeper.lr_multipliers=[1]")
     assert lr_ids == ids
