@@ -205,3 +205,43 @@ def test_a_stores_proposal_sweep_file_names_the_store(tmp_path, capsys):
     out = tmp_path / "next.yaml"
     run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, *QUICK, check=True)
     assert yaml.safe_load(out.read_text())["store"] == str((tmp_path / "store").resolve())
+
+
+def test_a_stores_proposal_carries_the_settings_its_runs_share(tmp_path, capsys):
+    # user26: a llama store's sweep file was the bare sweep's: its run trained GPT-2 into the store, and next counted
+    # its candidates' parameters as GPT-2's
+    import yaml
+    from synthetic_store import write_store
+
+    from scaling.shapes import param_counts, shape_for_width
+
+    write_store(tmp_path / "store", with_failures=False)
+    for k, run in enumerate(sorted(p for p in (tmp_path / "store" / "runs").iterdir() if p.is_dir())):
+        config = {"budget": 1e12, "seed": k % 2, "model": {"name": "d32", "arch": "llama"}, "train": {"evals": 3}}
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    out = tmp_path / "next.yaml"
+    got = json.loads(
+        run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, "--json", *QUICK).stdout
+    )
+    sweep = yaml.safe_load(out.read_text())
+    assert sweep["model"] == {"arch": "llama"} and sweep["train"]["evals"] == 3 and "seed" not in sweep  # seed varies
+    assert "model.arch=llama, train.evals=3" in out.read_text().splitlines()[2]
+    for run in got["runs"]:
+        llama = shape_for_width(int(run["shape"][1:]), arch="llama")
+        assert run["params"] == pytest.approx(param_counts(llama)["total"])
+
+
+def test_a_proposal_of_no_runs_is_a_sweep_file_that_launches_nothing(tmp_path):
+    # user26: an empty grid let the base sweep file's budgets x models train 3 runs nobody proposed
+    from types import SimpleNamespace
+
+    import yaml
+
+    from analysis.cli.next_out import sweep_yaml
+
+    base = {"defaults": ["config"], "sweep": "tiny", "hydra": {"sweeper": {"budgets": [4e10], "models": ["d32"]}}}
+    text = sweep_yaml(
+        base, SimpleNamespace(runs=[], flops=0.0, ratio=1.0), SimpleNamespace(source="t.csv", flops=1e12), 1e13
+    )
+    sweeper = yaml.safe_load(text)["hydra"]["sweeper"]
+    assert (sweeper["grid"], sweeper["budgets"], sweeper["models"]) == ({}, [], [])

@@ -372,13 +372,20 @@ def base_sweep(source: str) -> dict:
     }
 
 
-def model_dims(source: str) -> tuple[int, int]:
-    """(vocab_size, seq_len) of the store's runs (the ladder's parameter counts depend on them)."""
+def model_dims(source: str) -> tuple[int, int, str, bool]:
+    """(vocab_size, seq_len, model.arch, model.tied_head) of the store's runs (the ladder's parameter counts depend on
+    them; user26: a llama store's candidates were counted as GPT-2's)."""
     import pandas as pd
 
+    from analysis.cli.next_settings import run_configs
+
+    configs = run_configs(source)
+    arch, tied = (
+        (configs[0].get("model.arch", "gpt2"), configs[0].get("model.tied_head", True)) if configs else ("gpt2", True)
+    )
     table = Path(source) / "table.csv"
     if table.is_file():
         frame = pd.read_csv(table)
         if {"vocab_size", "seq_len"} <= set(frame) and len(frame):
-            return int(frame["vocab_size"].mode()[0]), int(frame["seq_len"].mode()[0])
-    return 256, 128
+            return int(frame["vocab_size"].mode()[0]), int(frame["seq_len"].mode()[0]), arch, tied
+    return 256, 128, arch, tied

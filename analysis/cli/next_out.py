@@ -142,20 +142,27 @@ def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> 
     settings, under a header saying they would join the source's store)."""
     import yaml
 
+    from analysis.cli.next_settings import carried, merged, nested
+
     grid: dict[str, list[str]] = {}
     for c in plan.runs:
         grid.setdefault(short(c.budget), []).append(c.shape)
     store = Path(args.source).is_dir()  # a results store (a table's runs have none to join)
-    sweep = {**base, **({"store": str(Path(args.source).resolve())} if store else {})}
+    named = base.get("sweep") != BARE
+    own = carried(args.source, base.get("sweep") if named else None) if store else {}  # user26: llama -> gpt2 runs
+    sweep = merged({**base, **({"store": str(Path(args.source).resolve())} if store else {})}, nested(own))
+    # no runs: nothing the file could launch (user26: an empty grid let the base file's budgets × models train)
+    empty = {} if plan.runs else {"budgets": [], "models": []}
     sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
+    sweep["hydra"]["sweeper"].update(empty)
     width = f"unknown: {why_unknown}" if why_unknown else f"x{plan.ratio:.3f} of today's"
     settings = (
-        "The same sweep name and settings as the source, and its store: scaling sweep FILE"
-        if base.get("sweep") != BARE
-        else "Its store is the source's, but not its sweep file (not in sweeps/): copy that file's settings (train.*, "
-        "data, tracking) here, or the runs will differ from the store's"
-        if store
-        else "A table's runs have no store or settings to join: set store= and your runs' settings here"
+        "A table's runs have no store or settings to join: set store= and your runs' settings here"
+        if not store
+        else ("The source's sweep file" if named else "A bare sweep file (the source's is not in sweeps/)")
+        + ", its store, and the settings its runs share that the file lacks ("
+        + (", ".join(f"{k}={v}" for k, v in own.items()) or "none")
+        + ", from their config.yaml): scaling sweep FILE"
     )
     header = (
         f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "

@@ -132,10 +132,13 @@ def grid_sizes(lo: float, hi: float, per_decade: int = GRID_PER_DECADE) -> dict[
     return {f"{n:.3g}": n for n in sizes}
 
 
-def ladder_shapes(n_kind: str = "total", vocab_size: int = 256, seq_len: int = 128) -> dict[str, float]:
-    """The shapes of the ladder files (conf/model/d*.yaml) → parameter counts of ``n_kind``."""
+def ladder_shapes(
+    n_kind: str = "total", vocab_size: int = 256, seq_len: int = 128, arch: str = "gpt2", tied_head: bool = True
+) -> dict[str, float]:
+    """The shapes of the ladder files (conf/model/d*.yaml) → parameter counts of ``n_kind`` (of ``arch``)."""
     names = sorted((p.stem for p in (CONF_DIR / "model").glob("d*.yaml")), key=lambda n: int(n[1:]))
-    return {name: float(param_counts(shape_for_width(int(name[1:]), vocab_size, seq_len))[n_kind]) for name in names}
+    shapes = {name: shape_for_width(int(name[1:]), vocab_size, seq_len, arch, tied_head) for name in names}
+    return {name: float(param_counts(shape)[n_kind]) for name, shape in shapes.items()}
 
 
 @dataclass

@@ -1,0 +1,89 @@
+"""The settings of a results store's runs that `scaling next`'s sweep file must carry.
+
+A store's sweep.json names its sweep file, not the command line it was launched with: a store swept with
+`model.arch=llama` (or `data=bin data.path=...`, `train.schedule=wsd`, `optim.*`) got a sweep file of the bare
+sweep, whose runs trained GPT-2 into the llama store (user26: compare's m moved from 2.09 to 1.76). The runs'
+own configs (runs/<run_id>/config.yaml, as each job resolved it) hold those settings: every key whose value is the
+same in all of them and differs from the sweep file's is carried. Keys that vary between runs are the sweep's axes
+(budget, shape, seed, a swept LR) and stay the sweep's; the shape's own keys and what launchers set per job are not
+settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# not settings: the job's budget and shape, its place, what the sweeper and launchers set per job
+PER_JOB = ("budget", "seed", "sweep", "store", "plan", "pack", "hydra")
+SHAPE_KEYS = ("model.name", "model.n_layer", "model.d_model", "model.n_head", "model.lr", "model.target_params")
+LAUNCHER_KEYS = ("train.threads", "train.concurrent_runs", "train.device_slots")
+
+
+def run_configs(source: str) -> list[dict[str, Any]]:
+    """Each run's resolved config (runs/*/config.yaml), flattened to dotted keys."""
+    import yaml
+
+    configs = []
+    for path in sorted(Path(source).glob("runs/*/config.yaml")):
+        try:
+            configs.append(flatten(yaml.safe_load(path.read_text()) or {}))
+        except (OSError, yaml.YAMLError):  # a damaged file: the run's settings are unknown, the others' stand
+            continue
+    return configs
+
+
+def carried(source: str, sweep_name: str | None) -> dict[str, Any]:
+    """Dotted key -> value: the settings all the store's runs share that the sweep file ``sweep_name`` (None: the
+    project's config) would set otherwise."""
+    from scaling.train_app import compose_config
+
+    configs = run_configs(source)
+    if not configs:
+        return {}
+    first = configs[0]
+    overrides = [f"model={first['model.name']}", f"budget={first['budget']}"] if "model.name" in first else []
+    base = flatten(dict(compose_config(overrides, config_name=sweep_name or "config")))
+    shared = {k: v for k, v in first.items() if all(c.get(k, _MISSING) == v for c in configs[1:])}
+    return {
+        k: v
+        for k, v in shared.items()
+        if not k.startswith(PER_JOB) and k not in SHAPE_KEYS + LAUNCHER_KEYS and base.get(k, _MISSING) != v
+    }
+
+
+def nested(flat: dict[str, Any]) -> dict[str, Any]:
+    """{"model.arch": "llama"} -> {"model": {"arch": "llama"}}."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def merged(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra``'s leaves set (nested dicts merged, not replaced)."""
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as dotted keys; an empty dict (model.kwargs: {}) is a value."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(node):
+        node = OmegaConf.to_container(node, resolve=True)
+    if not isinstance(node, dict) or not node:
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+_MISSING = object()
