@@ -413,8 +413,10 @@ def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
     assert table.hparams.optima["runs"].sum() == len(runs) + 1  # both kept: the sweep's reduction picks one
     # one run twice under another id, or recorded at another time (review15c: a store's started_at, wandb's
     # _timestamp): still one run
-    again = runs.iloc[[3]].assign(run_id="copy", started_at="later", _timestamp=2.0)
-    both = pd.concat([runs.assign(started_at="now", _timestamp=1.0), again], ignore_index=True)
+    # user26: a rerun of the same config and seed, its wall time and throughput measured anew, was a second seed
+    again = runs.iloc[[3]].assign(run_id="copy", started_at="later", _timestamp=2.0, wall_time_s=9.0, tokens_per_s=5.0)
+    both = pd.concat([runs.assign(started_at="now", _timestamp=1.0, wall_time_s=3.0, tokens_per_s=7.0), again])
+    both = both.reset_index(drop=True)
     copied = table_from_frame(both, "c.csv", ColumnMap())
     assert [w for w in copied.warnings if "counted once 1 exact duplicate rows" in w] and len(copied.runs) == len(runs)
 
