@@ -9,6 +9,7 @@ read) only for its fingerprint, its size and the windows a run needs.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,11 +184,11 @@ def resolve_shape(cfg: DictConfig) -> tuple[ModelShape, float]:
 
 
 def identity(
-    cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | None = None, spelled: bool = False
+    cfg: DictConfig, shape: ModelShape, lr: float, batch_size: int | None = None, spelled: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """The parts of the resolved config that determine a run's result: the peak LR and the batch
     as resolved (how they were chosen, `scaling.hparams.NOT_IDENTITY_OPTIM`, is not); `SPELLINGS` at their
-    defaults unless ``spelled`` (the identity as it was before they were)."""
+    defaults but those ``spelled`` ("train.min_steps": as given, as every run id had it before)."""
     c = {
         k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
         for k, v in cfg.items()
@@ -198,7 +199,7 @@ def identity(
     for key in hparams.NOT_IDENTITY_OPTIM:
         c["optim"].pop(key, None)
     for section, defaults in SPELLINGS.items():
-        c[section].update({} if spelled else defaults)
+        c[section].update({k: v for k, v in defaults.items() if f"{section}.{k}" not in spelled})
     schedule.drop_from_identity(c)  # cosine runs keep their ids
     data_config.drop_unset_from_identity(c["data"])  # and runs without a cut theirs
     if batch_size is not None:
@@ -216,11 +217,14 @@ def identity(
     return c
 
 
-def _stored_id(cfg: DictConfig, run: str, spelled: str) -> str:
-    """``run``, the run's id; or ``spelled``, its id before `SPELLINGS`, where the store holds the run under that
-    id and not under ``run`` (a sweep with train.min_steps=20 relaunched: its runs are not trained again)."""
+def _stored_id(cfg: DictConfig, run: str, before: list[str]) -> str:
+    """``run``, the run's id; or the first of ``before``, its ids before `SPELLINGS` (each spelling as given or at
+    its default), that the store holds where it does not hold ``run`` (a sweep with train.min_steps=20 relaunched,
+    or with an lr_grid's optim.lr=0.004 where the plain run had none: not trained again; user26)."""
     runs = Path(str(cfg.get("store") or ".")) / "runs"
-    return spelled if spelled != run and (runs / spelled).is_dir() and not (runs / run).is_dir() else run
+    if (runs / run).is_dir():
+        return run
+    return next((old for old in before if (runs / old).is_dir()), run)
 
 
 class BudgetTooSmall(ConfigError):
@@ -282,9 +286,11 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     fingerprints = {"corpus_fingerprint": corpus.fingerprint}
     if evalsets.configured(cfg.get("eval")):
         fingerprints["eval_fingerprints"] = {s.name: s.fingerprint for s in evalsets.load_eval_sets(cfg.eval, corpus)}
-    ids = [run_id({**identity(cfg, shape, lr, batch_size, spelled), **fingerprints}) for spelled in (False, True)]
+    keys = [f"{section}.{key}" for section, defaults in SPELLINGS.items() for key in defaults]
+    spelled = [kept for k in range(len(keys) + 1) for kept in itertools.combinations(keys, k)]  # () first: today's
+    ids = [run_id({**identity(cfg, shape, lr, batch_size, kept), **fingerprints}) for kept in spelled]
     return RunPlan(
-        run_id=_stored_id(cfg, *ids),
+        run_id=_stored_id(cfg, ids[0], ids[1:]),
         budget=float(cfg.budget),
         shape=shape,
         params=counts["total"],

@@ -96,6 +96,9 @@ def test_no_hp_axes_plans_the_run_ids_of_before(tmp_path):
         assert rid != before[label]  # tiny's min_steps is 20
         (tmp_path / "old" / "runs" / before[label]).mkdir(parents=True)
     assert dry_run_ids(tmp_path / "old", "tiny") == before
+    # user26: an LR grid's optim.lr=0.004 where the stored run had none (d32's own LR): that run, not a new one
+    old_d32 = {label: rid for label, rid in before.items() if "model=d32" in label}
+    assert dry_run_ids(tmp_path / "old", "tiny", "model=d32", "hydra.sweeper.lr_grid=[0.004]") == old_d32
     # another spelling of the same runs (a gate, an LR given as optim.lr): the same ids
     assert dry_run_ids(tmp_path / "b", "tiny", "train.min_steps=10", "train.allow_repeat=true") == ids
     d32 = {label: rid for label, rid in ids.items() if "model=d32" in label}  # tiny's d32 trains at the ladder's 0.004
