@@ -146,3 +146,18 @@ def test_compare_withholds_m_where_its_interval_is_unbounded(capsys, tmp_path):
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]) == 0
     text = capsys.readouterr().out
     assert "unbounded]" not in text and "m(C) is unidentified at" in text
+
+
+def test_a_fit_whose_bootstrap_was_withheld_predicts_no_bare_loss():
+    # user26: over half the resamples failed, every estimate "no interval", yet optimal and the report printed a
+    # bare predicted loss (2.086) from the same law
+    from analysis.fits.bootstrap import WITHHELD
+
+    report = fit_all(table_from_frame(isoflop_runs(L, [1e18, 1e19], 5), "t.csv"), (3,), resamples=40, seed=0)
+    fit = report.fits[0]
+    fit.bootstrap.samples = {}  # as `bootstrap.summarize` withholds them
+    for e in fit.estimates.values():
+        e.lower = e.upper = None
+        e.unidentified = WITHHELD
+    allocation = law_from_fit(report, "t.json").allocate(1e19)
+    assert allocation.loss.unidentified and allocation.loss.interval is None, allocation.loss

@@ -274,6 +274,9 @@ def scale_identification(lower: float | None, upper: float | None) -> str:
     return f"interval spans {decades:.3g} orders of magnitude" if decades > MAX_DECADES else ""
 
 
+WITHHELD = "no interval: too few resamples could be refitted"  # every estimate's, when `summarize` withheld samples
+
+
 def estimates_from_samples(
     values: dict[str, float], samples: dict[str, np.ndarray], level: float, failed: int = 0
 ) -> dict[str, Estimate]:
@@ -285,7 +288,7 @@ def estimates_from_samples(
         e = Estimate.from_samples(value, samples[name], level) if name in samples else Estimate(value)
         e.unidentified = e.unidentified or identification(name, e.lower, e.upper) or outside(e, failed)
         if not samples:  # `summarize` withheld them: the data cannot say how far off any estimate is
-            e.unidentified = "no interval: too few resamples could be refitted"
+            e.unidentified = WITHHELD
         out[name] = e
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bootstrap import unchecked
+from analysis.fits.bootstrap import WITHHELD, unchecked
 from analysis.fits.envelope import envelope_law
 from analysis.fits.isoflop import fitted_min
 from analysis.fits.optimal import Law, ParametricLaw, PowerLawAllocation
@@ -52,11 +52,14 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         loss_unit=report.loss_unit,
     )
     samples = boot.samples if boot and boot.samples else None
+    withheld = WITHHELD if boot is not None and samples is None else ""  # user26: a bare loss beside it, before
     if isinstance(fit, ParametricFit):  # without a law (`parametric_form`): NaN, unidentified, no samples
         common["floor_unidentified"] = fit.estimates["E"].unidentified if "E" in fit.estimates else ""
         common["fitted_compute_min"] = fitted_compute_min(fit)
         # runs along one line of D/N see the loss only there: the optimum's loss, off it, is the law's split of its terms
-        common["loss_unidentified"] = collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals))
+        common["loss_unidentified"] = (
+            collinear_reason(np.log(fit.n), np.log(fit.d), np.asarray(fit.residuals)) or withheld
+        )
         lawless = not all(np.isfinite(list(fit.params.values())))
         law = ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
         law.fitted_n_max = max(fit.n)  # a capped D's N beyond it is an extrapolation in N (`Law.capped`)
@@ -72,7 +75,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
             names.update(loss_E="floor_E", loss_A="floor_A", loss_alpha="floor_alpha")
         else:
             names.update(loss_A="loss_A", loss_alpha="loss_alpha")
-        common["loss_unidentified"] = drawn.unidentified
+        common["loss_unidentified"] = drawn.unidentified or withheld
         # without an identified floor, a loss beyond the fitted budgets rests on one (E = 0 or E unidentified)
         common["floor_unidentified"] = drawn.floor_unidentified or (drawn.unidentified if drawn.with_floor else "")
     if samples is not None:
