@@ -101,7 +101,11 @@ def test_approach_1_validation_checks_the_loss_law_the_figure_draws():
     from analysis.synthetic import no_floor_ladder
 
     envelope = fit_all(no_floor_ladder(1), (1,), resamples=200, seed=0).envelope
-    assert not envelope_law(envelope).with_floor and envelope.validation["loss_law"] == "L = A·C^-alpha"
+    drawn = envelope_law(envelope)
+    assert not drawn.with_floor and envelope.validation["loss_law"] == "L = A·C^-alpha"
+    # the floor law's reason names its term (user26: `optimal` said E unidentified for floor_A's interval)
+    term = next(k for k in ("floor_E", "floor_A", "floor_alpha") if envelope.estimates[k].unidentified)
+    assert drawn.floor_unidentified == f"{term}: {envelope.estimates[term].unidentified}"
 
 
 def test_approach_1_without_curves_uses_final_points_and_says_so():

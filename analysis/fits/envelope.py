@@ -87,15 +87,15 @@ def envelope_law(env) -> EnvelopeLaw:
     """The law with a floor when fitted and identified; else the law without one when that is identified; else the
     law with a floor (when fitted), flagged unidentified. A law is unidentified when one of its estimates is."""
 
-    def why(keys) -> str:
-        return next((e.unidentified for e in (env.estimates.get(k) for k in keys) if e and e.unidentified), "")
+    def why(keys, named: bool = False) -> str:  # ``named``: which term (user26: E "unidentified" for floor_A's)
+        found = ((k, env.estimates.get(k)) for k in keys)
+        return next((f"{k}: " * named + e.unidentified for k, e in found if e and e.unidentified), "")
 
-    floor_why = why(("floor_E", "floor_A", "floor_alpha")) if env.loss_law_with_floor is not None else ""
-    if env.loss_law_with_floor is not None and not floor_why:
+    floor, terms = env.loss_law_with_floor is not None, ("floor_E", "floor_A", "floor_alpha")
+    if floor and not (floor_why := why(terms)):
         return EnvelopeLaw(env.loss_law_with_floor, True, "", "")
-    plain_why = why(("loss_A", "loss_alpha"))
-    if not plain_why or env.loss_law_with_floor is None:
-        return EnvelopeLaw(env.loss_law, False, plain_why, floor_why)
+    if not (plain_why := why(("loss_A", "loss_alpha"))) or not floor:
+        return EnvelopeLaw(env.loss_law, False, plain_why, why(terms, True) if floor else "")
     return EnvelopeLaw(env.loss_law_with_floor, True, floor_why, "")
 
 

@@ -77,7 +77,11 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
             names.update(loss_A="loss_A", loss_alpha="loss_alpha")
         common["loss_unidentified"] = drawn.unidentified or withheld
         # without an identified floor, a loss beyond the fitted budgets rests on one (E = 0 or E unidentified)
-        common["floor_unidentified"] = drawn.floor_unidentified or (drawn.unidentified if drawn.with_floor else "")
+        # (its floor E's own reason: user26, E was said unidentified for floor_A's interval of 34.5 decades)
+        floor_e = fit.estimates.get("floor_E")
+        common["floor_unidentified"] = drawn.floor_unidentified or (
+            floor_e.unidentified if drawn.with_floor and floor_e is not None else ""
+        )
     if samples is not None:
         samples = {ours: samples[theirs] for ours, theirs in names.items()}
     return PowerLawAllocation(f"{label} (approach {fit.approach})", params, samples, **common)
