@@ -421,6 +421,19 @@ def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
     assert [w for w in copied.warnings if "counted once 1 exact duplicate rows" in w] and len(copied.runs) == len(runs)
 
 
+def test_a_report_of_a_filtered_fit_names_the_filter_to_give_it(tmp_path, capsys):
+    # user26: a report of the whole store with a --where fit said "the store now holds 14 usable runs... refit"
+    path = write(two_recipes("recipe"), tmp_path)
+    fit = tmp_path / "f.json"
+    run_main(capsys, "fit", path, "--where", "recipe==new", "--bootstrap", "0", "--out", fit, check=True)
+    args = ("report", path, "--fit", fit, "--allow-mixed", "--bootstrap", "0", "--out", tmp_path / "r.html")
+    said = run_main(capsys, *args, check=True).stderr
+    assert f"was made from 35 runs of '{path} [recipe==new]', '{path}' filtered (70 runs here)" in said, said
+    assert "give the report the fit's --where (recipe==new)" in said
+    again = run_main(capsys, *args, "--where", "recipe==new", check=True).stderr
+    assert "the fit's --where" not in again and "now holds" not in again
+
+
 def test_a_filtered_source_is_named_with_its_filter(tmp_path, capsys):
     # user17: a report of --where recipe==better said only "recipes.csv" in its title and tables
     path = write(two_recipes("recipe"), tmp_path)

@@ -27,7 +27,14 @@ def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[s
         used |= {r for p in getattr(f, "profiles", []) for r in p.run_id}
     now = set(table.runs["run_id"])
     lines = []
-    if fit.runs != len(table) or not used <= now:
+    filtered = fit.source.startswith(f"{table.source} [") and fit.source.endswith("]")  # fit --where: user26
+    if filtered and (fit.runs != len(table) or not used <= now):
+        lines.append(
+            f"the fit {fit_path!r} was made from {fit.runs} runs of {fit.source!r}, {table.source!r} filtered "
+            f"({len(table)} runs here): give the report the fit's --where ({fit.source[len(table.source) + 2 : -1]}) "
+            "to describe the runs it fitted"
+        )
+    elif fit.runs != len(table) or not used <= now:
         lines.append(
             f"the fit {fit_path!r} was made from {fit.runs} runs of {fit.source!r}; {table.source!r} now holds "
             f"{len(table)} usable runs ({len(used - now)} runs of the fit are not among them): refit to "
