@@ -217,14 +217,16 @@ def identity(
     return c
 
 
-def _stored_id(cfg: DictConfig, run: str, before: list[str]) -> str:
-    """``run``, the run's id; or the first of ``before``, its ids before `SPELLINGS` (each spelling as given or at
-    its default), that the store holds where it does not hold ``run`` (a sweep with train.min_steps=20 relaunched,
-    or with an lr_grid's optim.lr=0.004 where the plain run had none: not trained again; user26)."""
+def _stored_id(cfg: DictConfig, ids: list[str]) -> str:
+    """The run's id (``ids[0]``); or the first of the others, its ids before `SPELLINGS` (`SPELT`: each spelling as
+    given or at its default), that the store holds where it does not hold the run's (a sweep with
+    train.min_steps=20 relaunched, or with an lr_grid's optim.lr=0.004 where the plain run had none; user26)."""
     runs = Path(str(cfg.get("store") or ".")) / "runs"
-    if (runs / run).is_dir():
-        return run
-    return next((old for old in before if (runs / old).is_dir()), run)
+    return next((old for old in ids[1:] if (runs / old).is_dir()), ids[0]) if not (runs / ids[0]).is_dir() else ids[0]
+
+
+_KEYS = [f"{section}.{key}" for section, defaults in SPELLINGS.items() for key in defaults]
+SPELT = [kept for k in range(len(_KEYS) + 1) for kept in itertools.combinations(_KEYS, k)]  # () first: today's id
 
 
 class BudgetTooSmall(ConfigError):
@@ -286,11 +288,10 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     fingerprints = {"corpus_fingerprint": corpus.fingerprint}
     if evalsets.configured(cfg.get("eval")):
         fingerprints["eval_fingerprints"] = {s.name: s.fingerprint for s in evalsets.load_eval_sets(cfg.eval, corpus)}
-    keys = [f"{section}.{key}" for section, defaults in SPELLINGS.items() for key in defaults]
-    spelled = [kept for k in range(len(keys) + 1) for kept in itertools.combinations(keys, k)]  # () first: today's
-    ids = [run_id({**identity(cfg, shape, lr, batch_size, kept), **fingerprints}) for kept in spelled]
     return RunPlan(
-        run_id=_stored_id(cfg, ids[0], ids[1:]),
+        run_id=_stored_id(
+            cfg, [run_id({**identity(cfg, shape, lr, batch_size, kept), **fingerprints}) for kept in SPELT]
+        ),
         budget=float(cfg.budget),
         shape=shape,
         params=counts["total"],
