@@ -35,6 +35,7 @@ from scaling.errors import ConfigError, UserError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 EXIT_ERRORED, EXIT_BAD_INPUT, EXIT_DIVERGED = 1, 2, 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a tool killed by a closed pipe
 
 # The plan `precheck` made of a single run, keyed by its resolved config: the run trains with it.
 _PRECHECKED: dict[str, object] = {}
@@ -366,6 +367,9 @@ def run_hydra_reporting_writes(prog: str, argv: list[str], output_dir_key: str, 
     except hydra.errors.ConfigCompositionException as err:  # what precheck could not see (a directory it made)
         remove_created(created)
         raise ConfigError(explain_compose_error(err, argv)) from None
+    except BrokenPipeError:  # stdout closed early (`| head`): not a disk to free (user26); quiet, as SIGPIPE ends tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes it
+        return EXIT_BROKEN_PIPE
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         print(

@@ -602,3 +602,14 @@ def test_a_setting_some_jobs_read_plans_and_one_only_dropped_jobs_read_is_refuse
         "tiny", "hydra.sweeper.budgets=[2e10]", models, "model.target_params=3e5", store=tmp_path / "b", check=False
     )
     assert_one_line_error(unread, "model.target_params: 300000 is read by model=nearest only", "no job of this sweep")
+
+
+def test_a_closed_stdout_is_not_reported_as_a_full_disk(tmp_path):
+    # user26: `scaling sweep ... dry_run=true | head -1` printed "error: cannot write Broken pipe; free space" (exit 1)
+    from conftest import SCALING
+
+    args = [SCALING, "sweep", "tiny", "hydra.sweeper.dry_run=true", f"store={tmp_path / 'store'}"]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the sweep writes a line: its first write finds the pipe closed
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141 and "cannot write" not in err and "Traceback" not in err, err
