@@ -99,6 +99,15 @@ def test_an_allocation_law_whose_a_is_unidentified_is_dotted_without_a_band():
     caption = figure_caption("optimal_allocation", report)
     assert "approach 1 (green, dotted, no band: a unidentified (interval " in caption
     assert "approach 3 (vermillion, its 95% bootstrap band (100 resamples))" in caption
+    # the legend's long labels stay inside the figure (user26: a's reasons, as long as these, ran off both edges)
+    reason = "as alpha's: interval 0.35 to 1.4 is wider than 1: a term ∝ N^-0.35 or ∝ N^-1.4"
+    for fit in report.fits:
+        fit.estimates["a"].unidentified = fit.estimates["a"].unidentified and reason
+    wide = optimal_allocation(report)
+    wide.canvas.draw()
+    (legend,) = wide.legends
+    box, frame = legend.get_window_extent(), wide.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0, (box, frame)
 
 
 def test_the_data_constrained_law_is_dotted_when_an_estimate_is_unidentified(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -27,6 +29,7 @@ from analysis.fits.results import FitReport, no_law
 from scaling.flops import flops_6nd, tokens_6nd
 
 REFERENCE_PRESET = "chinchilla"
+LEGEND_COLUMN_CHARS = 60  # a legend label longer than this puts the legend in one column
 ALLOCATION_REACH = 1e3  # the allocation figure runs to this factor beyond the largest budget
 
 
@@ -103,7 +106,10 @@ def optimal_allocation(report: FitReport) -> Figure:
         style(ax, "Model size" if key == "n" else "Training tokens")
         log_axes(ax, flops_label, count_label)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    # long labels (an unidentified a and its reason) in one column, wrapped: two ran off both edges (user26)
+    wide = max(map(len, labels), default=0) > LEGEND_COLUMN_CHARS
+    labels = [textwrap.fill(label, 2 * LEGEND_COLUMN_CHARS) for label in labels]
+    fig.legend(handles, labels, loc="outside lower center", ncols=1 if wide else 2, fontsize=8, frameon=False)
     return fig
 
 
