@@ -252,6 +252,9 @@ def test_too_few_resamples_for_the_level_are_warned_about(capsys, csv):
     # user20: --bootstrap 2 printed E 1.645 [1.747, 1.754] under "95% percentile intervals", nothing said
     code, _, err = run_cli(capsys, "fit", csv(), "--bootstrap", "2", "--approach", "3")
     assert code == 0 and "warning: --bootstrap 2 is too few resamples for 95% intervals (each tail needs one: 40" in err
+    assert err.count("too few resamples") == 1  # said once, and in --json's warnings too (it was not)
+    code, out, _ = run_cli(capsys, "fit", csv(), "--bootstrap", "2", "--approach", "3", "--json")
+    assert [w for w in json.loads(out)["warnings"] if w.startswith("--bootstrap 2 is too few resamples")]
     code, _, err = run_cli(capsys, "fit", csv(), "--bootstrap", "20", "--level", "0.8", "--approach", "3")
     assert code == 0 and "too few" not in err  # 10 are enough at 80%
 

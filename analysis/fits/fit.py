@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.bootstrap import too_few
 from analysis.fits.envelope import BINS_PER_DECADE, envelope_law, fit_envelope
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.isoflop import fit_isoflop, in_law
@@ -52,7 +53,7 @@ def fit_all(
             n_kind=table.n_kind,
             loss_unit=table.loss_unit,
             runs=len(fitted),
-            warnings=table.lines()[0],
+            warnings=table.lines()[0] + ([rough] if (rough := too_few(resamples, level)) else []),  # --json too
             notes=table.lines()[1],
             outlier_rule=RULE,
             outliers_excluded=exclude_outliers,
