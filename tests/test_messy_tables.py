@@ -434,6 +434,16 @@ def test_a_report_of_a_filtered_fit_names_the_filter_to_give_it(tmp_path, capsys
     assert "the fit's --where" not in again and "now holds" not in again
 
 
+def test_a_filter_on_the_loss_is_warned_about_as_a_selection_on_the_outcome(tmp_path, capsys):
+    path = write(two_recipes("recipe"), tmp_path)
+    proc = run_main(capsys, "fit", path, "--where", "recipe==new", "--where", "val_loss<3.2", "--json", check=True)
+    (warned,) = [w for w in json.loads(proc.stdout)["warnings"] if "selects runs by their loss" in w]
+    assert warned.startswith("--where val_loss<3.2 selects runs by their loss, the outcome every law models")
+    assert proc.stderr.count("selects runs by their loss") == 1
+    plain = run_main(capsys, "fit", path, "--where", "recipe==new", "--where", "params>=1e8", "--bootstrap", "0")
+    assert "selects runs" not in plain.stderr
+
+
 def test_a_filtered_source_is_named_with_its_filter(tmp_path, capsys):
     # user17: a report of --where recipe==better said only "recipes.csv" in its title and tables
     path = write(two_recipes("recipe"), tmp_path)

@@ -35,6 +35,7 @@ EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "a
 # wsd, constant) changes the loss and is checked as any other column; every run of one of our sweeps has one
 # schedule (a WSD trunk's branches too; records before WSD, empty, ran cosine: `load.py`). `architecture`
 # is warned about in its own words (`warn_mixed_runs`).
+LOSS_NAME = re.compile(r"loss|ppl|perplexity|bpb|bits_per_byte|nll", re.IGNORECASE)  # a column of the outcome
 RUN_METADATA = frozenset(
     {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "branch_of", "device"}
     | {"code_version", "started_at", "finished_at", "pack_job", "param_count"}
@@ -78,11 +79,19 @@ def parse_where(text: str) -> Where:
     return Where(*match.groups())
 
 
-def apply_where(frame: pd.DataFrame, filters, source: str, notes: list[str]) -> pd.DataFrame:
+def apply_where(
+    frame: pd.DataFrame, filters, source: str, notes: list[str], warnings: list[str] | None = None
+) -> pd.DataFrame:
     """The rows of ``frame`` that satisfy every filter (their index is kept: row numbers stay those
-    of the source); a filter naming no column, or keeping no row, is a DataError."""
+    of the source); a filter naming no column, or keeping no row, is a DataError. A bound on a loss column
+    selects runs by the outcome the laws model: said in ``warnings`` (None: ``notes``)."""
     for where in filters:
         column = _existing(frame, where.column, f"--where {str(where)!r}", source)
+        if where.op not in ("==", "!=") and LOSS_NAME.search(str(column)):
+            (notes if warnings is None else warnings).append(
+                f"--where {where} selects runs by their loss, the outcome every law models: the runs it leaves out "
+                "bias the fits (a selection on the result); filter on N, D, C or a recipe column instead"
+            )
         values, wanted = _comparable(frame[column], where)
         kept = frame[OPERATORS[where.op](values, wanted).fillna(False).astype(bool)]
         if kept.empty:

@@ -27,8 +27,8 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
     holds the rows that pass ``columns.where`` (failed runs included)."""
     source = str(source)
     raw = _read_raw(source)
-    notes: list[str] = []
-    frame = apply_where(raw["frame"], columns.where, source, notes)
+    notes, warnings = [], []
+    frame = apply_where(raw["frame"], columns.where, source, notes, warnings)
     # the rows kept are named with the source, as a group's are (user17: a report of --where recipe==better said
     # only "recipes.csv" in its title, table and figures)
     label = f"{source} [{' and '.join(map(str, columns.where))}]" if columns.where else source
@@ -36,6 +36,7 @@ def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpo
         raw, label, frame, replace(columns, where=(), refit=(source, *columns.refit)), allow_mixed_corpora
     )
     checked.table.notes[:0] = notes
+    checked.table.warnings[:0] = warnings
     return checked
 
 
@@ -48,8 +49,8 @@ def read_groups(
     its own (a group with nothing usable is a DataError naming it)."""
     source = str(source)
     raw = _read_raw(source)
-    notes: list[str] = []
-    frame = apply_where(raw["frame"], columns.where, source, notes)
+    notes, warnings = [], []
+    frame = apply_where(raw["frame"], columns.where, source, notes, warnings)
     no_where = replace(columns, where=())
     groups = []
     for value, rows in split_groups(frame, group_by, source, distinct_case):
@@ -57,6 +58,7 @@ def read_groups(
         label = f"{source} [{' and '.join([*map(str, columns.where), f'{group_by}={value}'])}]"  # as `read_source`'s
         checked = _checked(raw, label, rows, replace(no_where, refit=refit), allow_mixed_corpora)
         checked.table.notes[:0] = notes
+        checked.table.warnings[:0] = warnings
         groups.append((value, checked))
     return groups
 
