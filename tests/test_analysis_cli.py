@@ -61,6 +61,7 @@ def test_fit_csv_approach_3_json_has_every_parameter_with_its_interval(capsys, c
     assert got["converged"] is True and got["bootstrap"]["resamples"] == 100 and got["runs"] == 32
     assert got["validation"]["held_out_runs"] == 8 and got["validation"]["loss_relative_error_max_abs"] < 0.05
     assert got["approach_3"]["E"] == got["E"] and "approach_2" not in got  # one home for a script to read it (user25)
+    assert got["headline_approach"] == 3
 
 
 def test_fit_all_approaches_saves_a_report_that_loads_back_identically(capsys, csv, tmp_path):

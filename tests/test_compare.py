@@ -146,12 +146,14 @@ def test_a_source_against_itself_is_named_so(pair):
 def test_a_multiplier_that_reads_the_baseline_far_beyond_its_budgets_says_so(pair, tmp_path):
     # user25: m ~ 105 [80.5, 149] read the baseline's law at 19x its largest budget, unsaid; the truth at the range's
     # end (160) lay outside. A candidate of L(30·N, 30·D): m = 900, the baseline read at 28x its largest budget
-    far = {**BASE, "A": BASE["A"] * 30 ** -BASE["alpha"], "B": BASE["B"] * 30 ** -BASE["beta"]}
-    _sweep(far, 6, tmp_path / "far.csv")
-    c = _compare([pair["base"], tmp_path / "far.csv"], resamples=40)
-    (note,) = [n for n in c.notes if "reads the baseline's law" in n]
-    assert note.startswith("m ≈ ") and " reads the baseline's law at m·C = " in note, note
-    assert "x its largest fitted budget: beyond 10x, its m(C) rests on that law's extrapolation" in note, note
+    # review18: and L(10·N, 10·D), m = 100, reads it 100x beyond at 1e21 where the range's middle reads it 3.8x
+    for k, budgets in ((30, 3), (10, 2)):
+        far = {**BASE, "A": BASE["A"] * k ** -BASE["alpha"], "B": BASE["B"] * k ** -BASE["beta"]}
+        _sweep(far, 6, tmp_path / "far.csv")
+        c = _compare([pair["base"], tmp_path / "far.csv"], resamples=40)
+        (note,) = [n for n in c.notes if "reads the baseline's law" in n]
+        assert note.startswith(f"m(C) at {budgets} budget(s) within the fitted range reads the baseline's law"), note
+        assert "(at C = 1e+21: m ≈ " in note and "there m(C) and its interval rest on that law's extrapolation" in note
     assert not any("reads the baseline's law" in n for n in _compare([pair["base"], pair["constant"]], 40).notes)
 
 

@@ -434,6 +434,17 @@ def test_a_report_of_a_filtered_fit_names_the_filter_to_give_it(tmp_path, capsys
     assert "the fit's --where" not in again and "now holds" not in again
 
 
+def test_reruns_that_differ_in_the_loss_alone_are_warned_about_where_seeds_are_a_column():
+    # review18: a GPU rerun (bf16 steps not bit for bit) under a new run id: no exact duplicate, pooled as a seed
+    runs = ladder().drop(columns=["flops", "budget_flops"]).assign(seed=0, lr=1e-3)
+    rerun = runs.iloc[[3]].assign(run_id="rerun", val_loss=runs["val_loss"].iloc[3] * 1.0003)
+    table = table_from_frame(pd.concat([runs, rerun], ignore_index=True), "store", ColumnMap())
+    (warned,) = [w for w in table.warnings if "agree in every column, their seed included, but the loss" in w]
+    assert f"{runs['run_id'].iloc[3]} = rerun" in warned and len(table.runs) == len(runs) + 1  # kept: said, not merged
+    seeds = pd.concat([runs, rerun.assign(seed=1)], ignore_index=True)  # another seed: seeds, nothing to say
+    assert not [w for w in table_from_frame(seeds, "s", ColumnMap()).warnings if "their seed included" in w]
+
+
 def test_a_filter_on_the_loss_is_warned_about_as_a_selection_on_the_outcome(tmp_path, capsys):
     path = write(two_recipes("recipe"), tmp_path)
     proc = run_main(capsys, "fit", path, "--where", "recipe==new", "--where", "val_loss<3.2", "--json", check=True)
@@ -518,3 +529,8 @@ def test_runs_of_a_foreign_corpus_are_named_and_a_tie_names_each_corpus_runs():
         table_from_frame(frame.assign(corpus_fingerprint=["aa", "aa", "aa", "bb"]), "store")
     with pytest.raises(DataError, match="runs of each: 'aa': r0, r1; 'bb': r2, r3"):  # no largest: each named
         table_from_frame(frame.assign(corpus_fingerprint=["aa", "aa", "bb", "bb"]), "store")
+    # ranked by runs, each named once (review18: a run's curve rows made its corpus "the largest", ids repeated)
+    curves = frame.assign(corpus_fingerprint=["aa", "bb", "bb", "bb"])
+    curves = pd.concat([curves, *(curves.iloc[[0]].assign(tokens=curves["tokens"].iloc[0] / k) for k in (2, 3, 4, 5))])
+    with pytest.raises(DataError, match=r"'bb' \(3 runs\), 'aa' \(1 runs in 5 rows\); runs outside the largest: r0\)"):
+        table_from_frame(curves.reset_index(drop=True), "store")

@@ -205,6 +205,7 @@ def test_a_stores_proposal_sweep_file_names_the_store(tmp_path, capsys):
     out = tmp_path / "next.yaml"
     run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, *QUICK, check=True)
     assert yaml.safe_load(out.read_text())["store"] == str((tmp_path / "store").resolve())
+    assert "no run's config.yaml was found, so its runs' settings are unknown" in out.read_text()  # review18: "none"
 
 
 def test_a_stores_proposal_carries_the_settings_its_runs_share(tmp_path, capsys):
@@ -217,14 +218,16 @@ def test_a_stores_proposal_carries_the_settings_its_runs_share(tmp_path, capsys)
 
     write_store(tmp_path / "store", with_failures=False)
     for k, run in enumerate(sorted(p for p in (tmp_path / "store" / "runs").iterdir() if p.is_dir())):
-        config = {"budget": 1e12, "seed": k % 2, "model": {"name": "d32", "arch": "llama"}, "train": {"evals": 3}}
+        config = {"budget": 1e12, "seed": k % 2, "model": {"name": "d40", "arch": "llama"}}  # a fine/ shape: review18
+        config |= {"train": {"evals": 3, "branches": [1e11]}, "optim": {"warmup_steps": 7}}  # a trunk's, not carried
         (run / "config.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "next.yaml"
     got = json.loads(
         run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, "--json", *QUICK).stdout
     )
     sweep = yaml.safe_load(out.read_text())
-    assert sweep["model"] == {"arch": "llama"} and sweep["train"]["evals"] == 3 and "seed" not in sweep  # seed varies
+    assert sweep["model"] == {"arch": "llama"} and sweep["train"] == {"evals": 3} and "optim" not in sweep
+    assert "seed" not in sweep  # it varies: an axis
     assert "model.arch=llama, train.evals=3" in out.read_text().splitlines()[2]
     for run in got["runs"]:
         llama = shape_for_width(int(run["shape"][1:]), arch="llama")

@@ -215,8 +215,9 @@ def fit_summary(report: FitReport, single: bool) -> dict:
     if report.hyperparameter_fit:
         head.update(hyperparameter_laws=report.hyperparameter_laws, hyperparameter_fit=report.hyperparameter_fit)
     parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
-    if single:
-        return {**head, **next(iter(parts.values())), **parts}
+    if single:  # review18: the key the top level names its approach by, as with several
+        only = next(iter(parts.values()))
+        return {**head, **only, **parts, "headline_approach": only["approach"]}
     out = {**head, **parts, "skipped": report.skipped}
     if report.parametric is not None:
         out.update({k: parts["approach_3"][k] for k in HEADLINE}, headline_approach=3)

@@ -150,7 +150,7 @@ def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> 
     store = Path(args.source).is_dir()  # a results store (a table's runs have none to join)
     named = base.get("sweep") != BARE
     own = carried(args.source, base.get("sweep") if named else None) if store else {}  # user26: llama -> gpt2 runs
-    sweep = merged({**base, **({"store": str(Path(args.source).resolve())} if store else {})}, nested(own))
+    sweep = merged({**base, **({"store": str(Path(args.source).resolve())} if store else {})}, nested(own or {}))
     # no runs: nothing the file could launch (user26: an empty grid let the base file's budgets × models train)
     empty = {} if plan.runs else {"budgets": [], "models": []}
     sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
@@ -159,10 +159,15 @@ def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> 
     settings = (
         "A table's runs have no store or settings to join: set store= and your runs' settings here"
         if not store
-        else ("The source's sweep file" if named else "A bare sweep file (the source's is not in sweeps/)")
-        + ", its store, and the settings its runs share that the file lacks ("
-        + (", ".join(f"{k}={v}" for k, v in own.items()) or "none")
-        + ", from their config.yaml): scaling sweep FILE"
+        else ("The source's sweep file" if named else "A bare sweep file (the source's is not in sweeps/, or unknown)")
+        + (
+            ": no run's config.yaml was found, so its runs' settings are unknown: set them here (model.arch, data, "
+            "train.*), or the runs will differ from the store's"
+            if own is None
+            else ", its store, and the settings its runs share that the file lacks ("
+            + (", ".join(f"{k}={v}" for k, v in own.items()) or "none")
+            + ", from their config.yaml): scaling sweep FILE"
+        )
     )
     header = (
         f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "

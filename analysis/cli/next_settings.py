@@ -16,6 +16,8 @@ from typing import Any
 
 # not settings: the job's budget and shape, its place, what the sweeper and launchers set per job
 PER_JOB = ("budget", "seed", "sweep", "store", "plan", "pack", "hydra")
+# a WSD trunk's own (review18: a one-shape WSD store's warmup and branches would make every proposed run that trunk)
+BRANCHING_KEYS = ("optim.warmup_steps", "train.branches")
 SHAPE_KEYS = ("model.name", "model.n_layer", "model.d_model", "model.n_head", "model.lr", "model.target_params")
 LAUNCHER_KEYS = ("train.threads", "train.concurrent_runs", "train.device_slots")
 
@@ -33,22 +35,24 @@ def run_configs(source: str) -> list[dict[str, Any]]:
     return configs
 
 
-def carried(source: str, sweep_name: str | None) -> dict[str, Any]:
+def carried(source: str, sweep_name: str | None) -> dict[str, Any] | None:
     """Dotted key -> value: the settings all the store's runs share that the sweep file ``sweep_name`` (None: the
-    project's config) would set otherwise."""
+    project's config) would set otherwise; None when no run's config.yaml could be read."""
     from scaling.train_app import compose_config
 
     configs = run_configs(source)
     if not configs:
-        return {}
+        return None
     first = configs[0]
-    overrides = [f"model={first['model.name']}", f"budget={first['budget']}"] if "model.name" in first else []
-    base = flatten(dict(compose_config(overrides, config_name=sweep_name or "config")))
+    # the sweep file's settings, not a shape's (review18: a fine/ shape's name is no model= option: next failed)
+    base = flatten(dict(compose_config([], config_name=sweep_name or "config")))
     shared = {k: v for k, v in first.items() if all(c.get(k, _MISSING) == v for c in configs[1:])}
     return {
         k: v
         for k, v in shared.items()
-        if not k.startswith(PER_JOB) and k not in SHAPE_KEYS + LAUNCHER_KEYS and base.get(k, _MISSING) != v
+        if not k.startswith(PER_JOB)
+        and k not in SHAPE_KEYS + LAUNCHER_KEYS + BRANCHING_KEYS
+        and base.get(k, _MISSING) != v
     }
 
 

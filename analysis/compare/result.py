@@ -135,7 +135,7 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
             f"m(C) is unidentified at {at} FLOPs: its interval is unbounded above ({counts} of {values['pairs']} "
             "bootstrap pairs: the baseline never reaches the candidate's loss)"
         )
-    if reach := _baseline_reach(baseline, float(ends["multiplier"]["value"][1]), math.sqrt(lo * hi)):
+    if reach := _baseline_reach(baseline, rows):
         notes.append(reach)
     lost = values["lost"]
     if lost:
@@ -166,17 +166,27 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     )
 
 
-def _baseline_reach(baseline: Side, m: float, c: float) -> str:
-    """A note ("" when none) when m at the shared range's middle evaluates the baseline's law at m·C more than
-    `EXTRAPOLATION_FACTOR` beyond its fitted budgets (user25: m ≈ 105 read the baseline at 100x its largest budget,
-    and the truth at the range's end, 160, lay outside the interval), as `scaling optimal` flags such a budget."""
+def _baseline_reach(baseline: Side, rows: list[Row]) -> str:
+    """A note ("" when none) on the budgets within the fitted range whose m(C) reads the baseline's law at m·C more
+    than `EXTRAPOLATION_FACTOR` beyond its fitted budgets, as `scaling optimal` flags an extrapolation (user25: m ≈ 105
+    read a baseline fitted to 3e20 at 5.7e21, the truth at the range's end outside the interval; review18: checked at
+    every budget, not only the range's middle)."""
     low, high = baseline.fitted_range
-    if not np.isfinite(m) or low / EXTRAPOLATION_FACTOR <= m * c <= high * EXTRAPOLATION_FACTOR:
+    far = []
+    for row in rows:
+        m = row.multiplier.value
+        if not row.beyond_fitted_range and np.isfinite(m) and m > 0:
+            reach = m * row.compute
+            if max(reach / high, low / reach) > EXTRAPOLATION_FACTOR:
+                far.append((max(reach / high, low / reach), row.compute, m, reach))
+    if not far:
         return ""
-    side = f"{m * c / high:.3g}x its largest" if m * c > high else f"{low / (m * c):.3g}x below its smallest"
+    _, c, m, reach = max(far)
+    side = f"{reach / high:.3g}x its largest" if reach > high else f"{low / reach:.3g}x below its smallest"
     return (
-        f"m ≈ {m:.3g} reads the baseline's law at m·C = {m * c:.3g} FLOPs, {side} fitted budget: beyond "
-        f"{EXTRAPOLATION_FACTOR:g}x, its m(C) rests on that law's extrapolation, and so does its interval"
+        f"m(C) at {len(far)} budget(s) within the fitted range reads the baseline's law more than "
+        f"{EXTRAPOLATION_FACTOR:g}x beyond its budgets (at C = {c:.3g}: m ≈ {m:.3g}, m·C = {reach:.3g} FLOPs, {side} "
+        "fitted budget): there m(C) and its interval rest on that law's extrapolation"
     )
 
 

@@ -170,10 +170,12 @@ def check_one_experiment(
         if len(counts) <= 1:
             continue
         runs = labels.groupby(labels).size() if run_ids is None else run_ids.groupby(labels).nunique()
+        runs = runs[counts.index].sort_values(ascending=False, kind="stable")  # ranked by runs (review18), not rows
         shown = ", ".join(
-            f"{name!r} ({runs[name]} runs{f' in {k} rows' if k != runs[name] else ''}{_missing_rows(labels, name)})"
-            for name, k in counts.items()
+            f"{name!r} ({k} runs{f' in {counts[name]} rows' if counts[name] != k else ''}{_missing_rows(labels, name)})"
+            for name, k in runs.items()
         )
+        counts = runs
         if allow_mixed:
             notes.append(f"pooling runs from {len(counts)} {what} as asked ({column}: {shown})")
             continue
@@ -191,11 +193,13 @@ def _outside_the_largest(frame: pd.DataFrame, labels: pd.Series, counts: pd.Seri
     """The runs of a store outside its largest corpus (runs/<run_id>/record.json), or each corpus's runs when
     two tie for the largest (which was "the largest" then hung on how the run ids sort)."""
     ids = frame["run_id"].astype(str)
+
+    def of(rows) -> str:  # each run once (a curve's rows share its id)
+        return listing(list(dict.fromkeys(ids[rows])))
+
     if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
-        return "; runs of each: " + "; ".join(
-            f"{name!r}: {listing(ids[labels == name].tolist())}" for name in counts.index
-        )
-    return f"; runs outside the largest: {listing(ids[labels != counts.index[0]].tolist())}"
+        return "; runs of each: " + "; ".join(f"{name!r}: {of(labels == name)}" for name in counts.index)
+    return f"; runs outside the largest: {of(labels != counts.index[0])}"
 
 
 def experiment_labels(column: pd.Series, missing: bool = True) -> pd.Series:

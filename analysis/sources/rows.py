@@ -215,7 +215,34 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
             f"{int((~repeated).sum())} runs remain: {listing(listed)}"
         )
     _warn_one_id_two_losses(runs, frame, run_ids, ~repeated, warnings)
+    _warn_reruns(runs, frame, run_ids, ~repeated, warnings)
     return ~repeated
+
+
+def _warn_reruns(
+    runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series, kept: np.ndarray, warnings: list[str]
+) -> None:
+    """A warning naming kept rows of several run ids that agree in every column, their seed included, but their losses
+    (review18: a rerun on a GPU whose bf16 steps do not repeat bit for bit is no exact duplicate, and was pooled as a
+    seed of its own run). Only in a table with a ``seed`` column: without one, such rows are how seeds are written."""
+    from analysis.sources.groups import LOSS_NAME
+
+    if "seed" not in frame.columns:
+        return
+    keys = _exact_keys(runs, frame).drop(columns="loss")
+    keys = keys[[c for c in keys.columns if not LOSS_NAME.search(c)]][kept]
+    ids = pd.Series(run_ids.to_numpy()).astype(str)[kept]
+    listed = [
+        " = ".join(dict.fromkeys(ids.iloc[positions]))
+        for positions in keys.groupby(list(keys.columns), sort=False, dropna=False).indices.values()
+        if ids.iloc[positions].nunique() > 1
+    ]
+    if listed:
+        warnings.append(
+            f"{len(listed)} set(s) of runs under different run ids agree in every column, their seed included, but the "
+            f"loss: {listing(listed)}; read as seeds of one point, but reruns of one run (a GPU's steps need not repeat "
+            "bit for bit) would narrow its interval: keep one of each if they are"
+        )
 
 
 def _warn_one_id_two_losses(
