@@ -534,3 +534,27 @@ def test_runs_of_a_foreign_corpus_are_named_and_a_tie_names_each_corpus_runs():
     curves = pd.concat([curves, *(curves.iloc[[0]].assign(tokens=curves["tokens"].iloc[0] / k) for k in (2, 3, 4, 5))])
     with pytest.raises(DataError, match=r"'bb' \(3 runs\), 'aa' \(1 runs in 5 rows\); runs outside the largest: r0\)"):
         table_from_frame(curves.reset_index(drop=True), "store")
+
+
+@pytest.mark.parametrize("name", ["config.lr", "LR", "optimizer.lr", "train/learning_rate"])
+def test_an_lr_column_under_an_exporters_name_is_read_as_the_lr(name):
+    # user27: an LR sweep under config.lr (wandb's flat export) or LR was pooled as 6 seeds of each point
+    runs = ladder()
+    sweep = pd.concat([runs.assign(**{name: 1e-3}), runs.assign(run_id=runs["run_id"] + "x", **{name: 4e-3})])
+    sweep = sweep.reset_index(drop=True)
+    table = table_from_frame(sweep.assign(val_loss=sweep["val_loss"] + 0.01 * (sweep[name] > 2e-3)), "t", ColumnMap())
+    assert f"column {name!r} read as the learning rate 'lr' (a sweep over it is reduced as over lr)" in table.notes
+    assert len(table.runs) == len(runs)  # the best LR of each point
+
+
+def test_a_numeric_setting_swept_at_each_point_is_warned_about():
+    # user27: a batch sweep under batch_tokens was pooled as seeds of each point, without a word
+    runs = ladder()
+    sweep = pd.concat([runs.assign(batch_tokens=2**17), runs.assign(run_id=runs["run_id"] + "x", batch_tokens=2**19)])
+    sweep = sweep.reset_index(drop=True)
+    (warned,) = [w for w in table_from_frame(sweep, "t", ColumnMap()).warnings if "'batch_tokens'" in w]
+    assert "pooled as seeds of each point" in warned and "--hp-columns batch_tokens" in warned
+    timed = pd.concat(
+        [runs.assign(seed=0, runtime_s=3.0), runs.assign(run_id=runs["run_id"] + "s", seed=1, runtime_s=4.0)]
+    ).reset_index(drop=True)
+    assert not [w for w in table_from_frame(timed, "t", ColumnMap()).warnings if "pooled as seeds" in w]

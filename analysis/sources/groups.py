@@ -229,7 +229,10 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     for column in frame.columns:
         values = frame[column]
         checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
-        if checked or (pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column)):
+        if not checked and pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column):
+            _warn_numeric_sweep(column, values, point, warnings)
+            continue
+        if checked:
             continue
         labels = values.fillna("").astype(str).to_numpy()
         if not 1 < len(set(labels)) < len(labels):
@@ -246,6 +249,29 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
                 f"column {column!r} splits the runs into {len(set(labels))} groups ({_values(values)}), each a sweep of "
                 f"its own (several sizes and token counts): if these are different experiments, {hint}"
             )
+
+
+# Words of a numeric column that differs between repeated seeds of one point (not a setting swept)
+MEASURED_WORDS = {"seed", "time", "runtime", "duration", "timestamp", "step", "steps", "epoch", "epochs", "unique"}
+MEASURED_WORDS |= {"throughput", "speed", "mfu", "memory", "mem", "rank", "wall", "elapsed", "per"}  # tokens_per_s
+
+
+def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: list[str]) -> None:
+    """A warning when a numeric column that is neither measured (`MEASURED_WORDS`) nor a loss takes several values
+    at one (N, D) point: a setting swept there (user27: an LR sweep under config.lr, a batch sweep under
+    batch_tokens, pooled as seeds of each point: N_opt's interval missed the truth)."""
+    from analysis.sources.hparams import HP_COLUMNS  # swept where they are: reduced, not pooled
+
+    words = set(re.split(r"[^a-z]+", str(column).lower()))
+    if words & MEASURED_WORDS or LOSS_NAME.search(str(column)) or str(column).startswith("_") or column in HP_COLUMNS:
+        return
+    varied = pd.DataFrame({"point": point, "value": values.to_numpy()}).groupby("point")["value"].nunique()
+    if (varied > 1).any():
+        warnings.append(
+            f"rows at the same (N, D) differ in column {column!r} ({_values(values)}) at {int((varied > 1).sum())} of "
+            f"{len(varied)} points, pooled as seeds of each point: if it is a setting swept there, name it with "
+            f"--hp-columns {column} (the best run of each point is kept), or pick one with --where"
+        )
 
 
 # Words that name an experiment in a column of numeric codes (user21: experiment_id 0/1, two recipes, one worth 2x

@@ -19,6 +19,7 @@ C/(6N)), so (N, budget) is the key. Every row, with its hyperparameters, stays i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,13 +69,16 @@ class HyperSweep:
 
 # Other tables' names for the peak learning rate (HF Trainer's `learning_rate`), read as `LR` where it is absent
 # (user21: an LR sweep in a `learning_rate` column was pooled as 4 seeds per point, E 1.78 for a true 1.69)
-LR_NAMES = ("learning_rate", "peak_lr", "max_lr", "lr_max", "lr_peak")
+LR_NAMES = ("lr", "learning_rate", "peak_lr", "max_lr", "lr_max", "lr_peak")
+# an exporter's namespace before the name (wandb's flat config.lr, config/lr, optimizer.lr, opt_lr; user27: an LR
+# sweep under config.lr or LR was pooled as seeds of each point, N_opt's interval missing the truth)
+NAMESPACE = re.compile(r"^(?:.*[./])?(?:opt_|optim_|optimizer_)?")
 
 
 def lr_alias(frame: pd.DataFrame, notes: list[str], hp_columns=None) -> pd.DataFrame:
-    """``frame`` with its learning-rate column (`LR_NAMES`, any case) named `LR`, said in ``notes``; as given when
-    it has an `LR` column, none of those, or --hp-columns (``hp_columns``) names one."""
-    named = [c for c in frame.columns if str(c).strip().lower().replace(" ", "_") in LR_NAMES]
+    """``frame`` with its learning-rate column (`LR_NAMES`, any case, after a `NAMESPACE`) named `LR`, said in
+    ``notes``; as given when it has an `LR` column, none of those, or --hp-columns (``hp_columns``) names one."""
+    named = [c for c in frame.columns if NAMESPACE.sub("", str(c).strip().lower().replace(" ", "_")) in LR_NAMES]
     if LR in frame.columns or len(named) != 1 or named[0] in (hp_columns or ()):
         return frame
     if _logged(frame, named[0]):
