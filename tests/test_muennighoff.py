@@ -154,6 +154,13 @@ def test_optimal_with_the_fitted_law_has_intervals_and_epochs(fitted, capsys):
     proc = run_main(capsys, "optimal", "--unique-tokens", "5e9", "--budget", "1e21", "--law", fit, "--json", check=True)
     out = json.loads(proc.stdout)
     assert out["unique_tokens"] == 5e9 and out["epochs"]["estimate"] == pytest.approx(out["D"]["estimate"] / 5e9)
+    assert not [n for n in out["notes"] if "extrapolation in U" in n]
+    # user27: U = 4 (a fit on U in billions, read as tokens) printed a loss of 721.9, unflagged
+    far = json.loads(
+        run_main(capsys, "optimal", "--unique-tokens", "4", "--budget", "1e21", "--law", fit, "--json").stdout
+    )
+    (note,) = [n for n in far["notes"] if "extrapolation in U" in n]
+    assert note.startswith("extrapolation in U: --unique-tokens 4 is ") and "below the fit's smallest U" in note
     low, high = out["N"]["interval"]
     assert low < out["N"]["estimate"] < high
     # the lowest loss U reaches has its interval too, each sample's own (a bare 2.455 sat above the predicted loss's

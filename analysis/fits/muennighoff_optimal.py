@@ -178,7 +178,22 @@ def resolve_repeat_law(
             f"{name} holds no data-constrained fit; write one with `scaling fit SOURCE --approach muennighoff "
             "--out FIT.json` (runs with unique_tokens), or use --law muennighoff"
         )
-    return repeat_law(fit.params, f"{name} (data-constrained)", unique_tokens, **_fitted(report, NAMES, level))
+    law = repeat_law(fit.params, f"{name} (data-constrained)", unique_tokens, **_fitted(report, NAMES, level))
+    low, high = min(fit.unique), max(fit.unique)  # user27: U = 4 against a fit on U in billions printed loss 721.9
+    if unique_tokens > high * U_REACH:
+        where = f"{unique_tokens / high:.3g}x the fit's largest U ({high:.4g})"
+    elif unique_tokens < low / U_REACH:
+        where = f"{low / unique_tokens:.3g}x below the fit's smallest U ({low:.4g}; in other units?)"
+    else:
+        return law
+    law.notes.append(
+        f"extrapolation in U: --unique-tokens {unique_tokens:.4g} is {where}: the law's repetition terms are read "
+        "where no run was"
+    )
+    return law
+
+
+U_REACH = 10.0  # --unique-tokens beyond this factor of the fitted runs' U is an extrapolation, as a budget's 10x
 
 
 def fresh_data_law(report: FitReport, name: str, level: float | None) -> ParametricLaw:
