@@ -309,7 +309,10 @@ def _repeat_runs(table: RunTable):
             "records carry unique_tokens; a table names its column with --unique-column, default unique_tokens, else U)"
         )
     if not known.all():
-        notes.append(f"left out {int((~known).sum())} runs without unique tokens")
+        notes.append(  # user27: a blank U is how a table writes a fresh run; the fit then lost its fresh runs
+            f"left out {int((~known).sum())} runs without unique tokens (a blank U is not read as fresh data: a fresh "
+            "run's U is any U >= D, and U also sets the law's excess-parameter term): give their U, or U >= D if fresh"
+        )
     runs = runs[known].reset_index(drop=True)
     epochs = runs["D"] / runs["U"]
     repeating = epochs[epochs > 1.0 + 1e-9]
