@@ -47,7 +47,7 @@ def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data
         "15 of 45 runs repeat their unique tokens (D > U), 15 of them for more than 4 epochs (up to 8)"
     )
     # up to 4 epochs (negligible, Muennighoff et al.), or without unique tokens: nothing said
-    for quiet in (table([0.5, 1, 2, 4]), table([0.5, 1, 8, 32]).drop(columns="unique_tokens")):
+    for quiet in (table([0.5, 1, 2, 4]), table([0.5, 1, 8, 32]).drop(columns=["unique_tokens", "epochs"])):
         assert not any("repeat their unique tokens" in w for w in table_from_frame(quiet, "q.csv").lines()[0])
 
 
@@ -148,3 +148,16 @@ def test_a_unique_tokens_value_that_is_no_count_is_named_by_row():
     said = [w for w in table_from_frame(runs, "u.csv").warnings if "column 'unique_tokens'" in w]
     assert len(said) == 1 and "2 values are not a count of unique tokens > 0 (row 4: -5.0, row 8: 'lots')" in said[0]
     assert not [w for w in table_from_frame(table([0.5, 1]), "ok.csv").warnings if "not a count" in w]
+
+
+def test_unique_tokens_under_other_names_or_as_epochs_are_read():
+    # user27: "Unique Tokens", n_unique_tokens were not found; an epochs column beside D (no U) went unseen, so the
+    # repeats were never warned about and approaches 1-3 were headlined
+    runs = table([0.5, 1, 8])
+    for name in ("Unique Tokens", "n_unique_tokens", "num_unique_tokens"):
+        read = table_from_frame(runs.rename(columns={"unique_tokens": name}), "t.csv")
+        assert np.allclose(read.runs["U"], runs["unique_tokens"]), name
+    derived = table_from_frame(runs.drop(columns="unique_tokens"), "t.csv")
+    assert np.allclose(derived.runs["U"], runs["unique_tokens"])
+    assert "no unique-tokens column: each run's U read as D / 'epochs'" in " ".join(derived.lines()[0])
+    assert any("repeat their unique tokens" in w for w in derived.plain_warnings)
