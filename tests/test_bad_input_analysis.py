@@ -202,3 +202,6 @@ def test_a_bad_report_out_is_said_before_any_warning(tmp_path, capsys):
     proc = run_main(capsys, "report", tmp_path, "--out", tmp_path / "r.txt", "--bootstrap", "10")
     assert_one_line_error(proc, "--out", "r.txt", "give an .html file name")
     assert "warning" not in proc.stderr
+    from analysis.fits.percentiles import level_text
+
+    assert level_text(0.9999999) == "99.99999%" and level_text(0.95) == "95%"  # review18: 0.9999995+ read "100%"

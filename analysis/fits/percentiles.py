@@ -14,8 +14,10 @@ from analysis.fits.codec import BEYOND_FLOAT
 
 
 def level_text(level: float) -> str:
-    """An interval's level as people read it: 0.95 -> "95%", 0.999 -> "99.9%" (never "100%")."""
-    return f"{level * 100:g}%"
+    """An interval's level as people read it: 0.95 -> "95%", 0.999 -> "99.9%", 0.9999999 -> "99.99999%" (a level
+    below 1 never reads "100%")."""
+    text = f"{level * 100:g}"
+    return f"{level * 100:.12g}%" if text == "100" and level < 1 else f"{text}%"
 
 
 def percentile_bounds(samples: np.ndarray, level: float) -> tuple[float, float]:
