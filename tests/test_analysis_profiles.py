@@ -130,3 +130,29 @@ def test_every_approach_says_one_distance_of_the_held_out_budget_beyond_the_fitt
         validate_parametric(table),
     ]
     assert [c["extrapolation_factor"] for c in checks] == [pytest.approx(5.0)] * 3
+
+
+def test_approach_1_on_runs_of_several_lengths_draws_runs_over_all_budgets():
+    # user27: 9 sizes x 5 run lengths, curves, no budget column (approach 1's own design): each run its own budget,
+    # drawn within it, never moved: a "unidentified (every resample gave 0.4396 ... one run per budget)"
+    import pandas as pd
+
+    from analysis.fits.fit import fit_all
+    from analysis.synthetic import CHINCHILLA_LAW, loss_curves
+
+    sizes = np.geomspace(5e7, 2e9, 9)
+    runs = pd.DataFrame(
+        [
+            {"run_id": f"n{i}l{k}", "params": n, "tokens": 20 * n * f}
+            for i, n in enumerate(sizes)
+            for k, f in enumerate([0.25, 0.5, 1, 2, 4])
+        ]
+    )
+    envelope = fit_all(
+        table_from_frame(loss_curves(runs, CHINCHILLA_LAW, 12, seed=0).merge(runs[["run_id", "params"]]), "c"),
+        (1,),
+        resamples=200,
+    ).envelope
+    a = envelope.estimates["a"]
+    assert not a.unidentified and a.lower <= 0.4516 <= a.upper, a
+    assert any("so they are drawn whole, not within budgets" in n for n in envelope.bootstrap.notes)

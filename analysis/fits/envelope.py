@@ -382,14 +382,13 @@ def _floor_samples(samples: dict[str, np.ndarray], resamples: int, notes: list[s
 def _draws(grid: _EnvelopeGrid, rng: np.random.Generator, resamples: int) -> tuple[np.ndarray, list[str]]:
     """(resamples, runs) integer weights: units drawn with replacement within each budget, as many as
     it holds (stratified, module docstring); units spanning budgets (a WSD trunk with branches at
-    several) are drawn whole over all runs instead, and a note says so."""
+    several), or budgets mostly of one unit (no IsoFLOP design), are drawn over all runs instead, said in a note."""
     units, budgets = pd.Series(grid.units), pd.Series(grid.budgets)
-    if (budgets.groupby(units).nunique() > 1).any():
+    spans = (budgets.groupby(units).nunique() > 1).any()  # user27: budgets of one run (runs of 5 lengths) never moved
+    if spans or units.groupby(budgets).nunique().median() < 2:
+        why = "units span budgets (a WSD trunk with its branches)" if spans else "most budgets hold one run or unit"
         weights, notes = unit_draws(rng, grid.units, resamples)
-        return weights, [
-            *notes,
-            "units span budgets (a WSD trunk with its branches), so they are drawn whole, not within budgets",
-        ]
+        return weights, [*notes, f"{why}, so they are drawn whole, not within budgets"]
     groups = [np.flatnonzero(grid.budgets == b) for b in np.unique(grid.budgets)]
     weights = np.zeros((resamples, grid.n_runs))
     for idx, w in zip(groups, unit_weights(rng, [grid.units[idx] for idx in groups], resamples)):
