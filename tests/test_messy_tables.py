@@ -545,6 +545,9 @@ def test_an_lr_column_under_an_exporters_name_is_read_as_the_lr(name):
     table = table_from_frame(sweep.assign(val_loss=sweep["val_loss"] + 0.01 * (sweep[name] > 2e-3)), "t", ColumnMap())
     assert f"column {name!r} read as the learning rate 'lr' (a sweep over it is reduced as over lr)" in table.notes
     assert len(table.runs) == len(runs)  # the best LR of each point
+    # named in --hp-columns by its own name: still the lr, so its law is fitted (user27: reduced, no law)
+    named = table_from_frame(sweep, "t", ColumnMap(hp_columns=(name,)))
+    assert len(named.runs) == len(runs) and named.hparams.columns == ["lr"], named.hparams
 
 
 def test_a_numeric_setting_swept_at_each_point_is_warned_about():

@@ -71,7 +71,7 @@ def table_from_frame(
     warnings, notes = list(warnings or []), []
     if frame.empty:
         raise DataError(f"{source!r} holds no runs (the table is empty)")
-    frame = lr_alias(apply_where(frame, columns.where, source, notes, warnings), notes, columns.hp_columns)
+    frame = lr_alias(apply_where(frame, columns.where, source, notes, warnings), notes)
     columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
     read = len(frame)
     run_ids = run_ids_of(frame, columns.rows_are_runs, notes)

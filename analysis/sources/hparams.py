@@ -75,16 +75,22 @@ LR_NAMES = ("lr", "learning_rate", "peak_lr", "max_lr", "lr_max", "lr_peak")
 NAMESPACE = re.compile(r"^(?:.*[./])?(?:opt_|optim_|optimizer_)?")
 
 
-def lr_alias(frame: pd.DataFrame, notes: list[str], hp_columns=None) -> pd.DataFrame:
+def lr_alias(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     """``frame`` with its learning-rate column (`LR_NAMES`, any case, after a `NAMESPACE`) named `LR`, said in
-    ``notes``; as given when it has an `LR` column, none of those, or --hp-columns (``hp_columns``) names one."""
-    named = [c for c in frame.columns if NAMESPACE.sub("", str(c).strip().lower().replace(" ", "_")) in LR_NAMES]
-    if LR in frame.columns or len(named) != 1 or named[0] in (hp_columns or ()):
+    ``notes``; as given when it has an `LR` column or none of those. Named in --hp-columns it is `LR`
+    too (`hp_columns_of` reads the name so): the LR law is fitted for `LR` only (user27: --hp-columns config.lr
+    reduced the sweep and fitted no law)."""
+    named = [c for c in frame.columns if _lr_name(c)]
+    if LR in frame.columns or len(named) != 1:
         return frame
     if _logged(frame, named[0]):
         return frame
     notes.append(f"column {named[0]!r} read as the learning rate {LR!r} (a sweep over it is reduced as over {LR})")
     return frame.rename(columns={named[0]: LR})
+
+
+def _lr_name(column) -> bool:
+    return NAMESPACE.sub("", str(column).strip().lower().replace(" ", "_")) in LR_NAMES
 
 
 def _logged(frame: pd.DataFrame, column: str) -> bool:
@@ -104,7 +110,8 @@ def _logged(frame: pd.DataFrame, column: str) -> bool:
 
 def hp_columns_of(frame: pd.DataFrame, named: tuple[str, ...] | None) -> list[str]:
     """The hyperparameter columns present: those named (each must exist), else `HP_COLUMNS` present."""
-    if named:
+    if named:  # a learning-rate column named by its own name, read as `LR` (`lr_alias`)
+        named = tuple(LR if c not in frame.columns and LR in frame.columns and _lr_name(c) else c for c in named)
         missing = [c for c in named if c not in frame.columns]
         if missing:
             raise DataError(
