@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.rows import text_cells
+from analysis.sources.schema import LOSS_NAME
 from scaling.errors import DataError
 
 JSON_LINES = (".jsonl", ".ndjson")
@@ -112,7 +113,6 @@ _COMMA_DECIMAL = re.compile(r"^\s*[-+]?[0-9]*,[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")
 _DOT_THOUSANDS = re.compile(r"^\s*[-+]?[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?\s*$")  # 1.300.000 or 125.000,5
 _INTEGER = re.compile(r"^\s*[-+]?[0-9]+\s*$")
 _DECIMAL_POINT = re.compile(r"^[-+]?[0-9]*\.[0-9]+$")
-_LOSS_NAME = re.compile(r"loss|bpb|ppl|perplexity|nll|entropy", re.IGNORECASE)
 
 
 def _comma_decimals(frame: pd.DataFrame, text: pd.DataFrame) -> pd.DataFrame:
@@ -128,7 +128,7 @@ def _comma_decimals(frame: pd.DataFrame, text: pd.DataFrame) -> pd.DataFrame:
     for column in frame.columns:
         if pd.api.types.is_numeric_dtype(frame[column]):
             continue
-        loss = _LOSS_NAME.search(str(column)) is not None  # a loss is never a count: 4.670 is not 4670
+        loss = LOSS_NAME.search(str(column)) is not None  # a loss is never a count: 4.670 is not 4670
         grouped = None if loss else _dot_thousands(text[column], commas and not points)
         out[column] = (
             frame[column]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from analysis.sources.budgets import cluster_budgets
 from analysis.sources.rows import count_value, listing, text_cells
-from analysis.sources.schema import LOSS_UNIT_COLUMN
+from analysis.sources.schema import LOSS_NAME, LOSS_UNIT_COLUMN
 from scaling.errors import DataError, UserError
 
 # Columns whose values name different experiments (a tokenizer or a loss unit too: losses per token of two
@@ -35,7 +35,6 @@ EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "a
 # wsd, constant) changes the loss and is checked as any other column; every run of one of our sweeps has one
 # schedule (a WSD trunk's branches too; records before WSD, empty, ran cosine: `load.py`). `architecture`
 # is warned about in its own words (`warn_mixed_runs`).
-LOSS_NAME = re.compile(r"loss|ppl|perplexity|bpb|bits_per_byte|nll", re.IGNORECASE)  # a column of the outcome
 RUN_METADATA = frozenset(
     {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "branch_of", "device"}
     | {"code_version", "started_at", "finished_at", "pack_job", "param_count"}

@@ -225,7 +225,7 @@ def _warn_reruns(
     """A warning naming kept rows of several run ids that agree in every column, their seed included, but their losses
     (review18: a rerun on a GPU whose bf16 steps do not repeat bit for bit is no exact duplicate, and was pooled as a
     seed of its own run). Only in a table with a ``seed`` column: without one, such rows are how seeds are written."""
-    from analysis.sources.groups import LOSS_NAME
+    from analysis.sources.schema import LOSS_NAME
 
     if "seed" not in frame.columns:
         return
