@@ -419,6 +419,14 @@ def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
     both = both.reset_index(drop=True)
     copied = table_from_frame(both, "c.csv", ColumnMap())
     assert [w for w in copied.warnings if "counted once 1 exact duplicate rows" in w] and len(copied.runs) == len(runs)
+    # a wandb runs-table export appended to an earlier one: every run again, its Created and Runtime (capitalised,
+    # not a `_`-key) later; read as a second seed of each point, no time column warned about as an experiment
+    export = runs.drop(columns="run_id").assign(Name=[f"r{i}" for i in range(len(runs))], Created="2026-11-01")
+    export = export.assign(Runtime=np.arange(len(runs)) + 100)
+    later = export.assign(Created="2026-11-02", Runtime=export["Runtime"] + 7)
+    twice = table_from_frame(pd.concat([export, later], ignore_index=True), "w.csv", ColumnMap())
+    assert [w for w in twice.warnings if f"counted once {len(runs)} exact duplicate rows" in w], twice.warnings
+    assert len(twice.runs) == len(runs) and not [w for w in twice.warnings if "Created" in w]
 
 
 def test_a_report_of_a_filtered_fit_names_the_filter_to_give_it(tmp_path, capsys):

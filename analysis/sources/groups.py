@@ -42,6 +42,17 @@ RUN_METADATA = frozenset(
     | {"wall_time_s", "tokens_per_s", "flops_per_s", "pack_tokens_per_s", "threads"}
 )
 WARNED_APART = ("architecture",)  # columns a check of their own warns about
+
+
+def is_run_metadata(column) -> bool:
+    """Whether a column is a run's bookkeeping, which two copies or seeds of one run may differ in: `RUN_METADATA`,
+    wandb's `_`-keys (`_timestamp`, `_runtime`) and a runs-table export's times (`wandb.EXPORT_TIMES`: Created)."""
+    from analysis.sources.wandb import EXPORT_TIMES
+
+    name = str(column)
+    return name in RUN_METADATA or name.startswith("_") or name.strip().lower() in EXPORT_TIMES
+
+
 OPERATORS = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -227,7 +238,7 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
     for column in frame.columns:
         values = frame[column]
-        checked = column in RUN_METADATA or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
+        checked = is_run_metadata(column) or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
         if not checked and pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column):
             _warn_numeric_sweep(column, values, point, warnings)
             continue

@@ -270,7 +270,10 @@ def _warn_one_id_two_losses(
 
 
 def _only_the_loss_differs(rows: pd.DataFrame, loss: np.ndarray) -> bool:
-    differing = [c for c in rows.columns if rows[c].astype(str).str.strip().nunique() > 1]
+    from analysis.sources.groups import is_run_metadata
+
+    kept = (c for c in rows.columns if not is_run_metadata(c))
+    differing = [c for c in kept if rows[c].astype(str).str.strip().nunique() > 1]
     as_loss = [np.allclose(pd.to_numeric(rows[c], errors="coerce").to_numpy(float), loss) for c in differing]
     return bool(differing) and all(as_loss)
 
@@ -282,11 +285,11 @@ def text_cells(column: pd.Series) -> np.ndarray:
 
 def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """Per row: N, D, loss and the text of every other column of ``frame`` (blank: "") but a run's bookkeeping: its
-    id, a store's `RUN_METADATA` (times, device), wandb's `_`-keys (`_timestamp`, `_runtime`), which differ between
-    two copies of one run (review15c: a run recorded twice at two times was counted twice)."""
-    from analysis.sources.groups import RUN_METADATA
+    id, times and device (`groups.is_run_metadata`), which differ between two copies of one run (review15c: a run
+    recorded twice at two times was counted twice; a wandb export appended to another, its Created and Runtime)."""
+    from analysis.sources.groups import is_run_metadata
 
-    others = [c for c in frame.columns if str(c) not in RUN_METADATA and not str(c).startswith("_")]
+    others = [c for c in frame.columns if not is_run_metadata(c)]
     text = {f"column {c}": text_cells(frame[c]) for c in others}
     return pd.DataFrame({"N": runs["N"].to_numpy(), "D": runs["D"].to_numpy(), "loss": runs["loss"].to_numpy(), **text})
 

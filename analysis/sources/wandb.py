@@ -22,6 +22,9 @@ from scaling.errors import DataError
 FINISHED = "finished"  # wandb's state of a run that ended normally (the store's "completed")
 RUN_STATES = frozenset({FINISHED, "running", "crashed", "failed", "killed", "preempting", "preempted", "pending"})
 STATE_COLUMN = "State"  # a wandb runs-table export's column of RUN_STATES
+# A runs-table export's columns of when a run ran (any case): two exports of one run differ in them (a re-export
+# appended to the first kept every run twice, as seeds of its own point)
+EXPORT_TIMES = frozenset({"created", "runtime", "updated", "heartbeat", "heartbeat at", "end time", "ended"})
 CONNECT_TIMEOUT_S = 3.0
 API_TIMEOUT_S = 15
 
