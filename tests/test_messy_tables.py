@@ -461,6 +461,19 @@ def test_a_filter_on_the_loss_is_warned_about_as_a_selection_on_the_outcome(tmp_
     assert proc.stderr.count("selects runs by their loss") == 1
     plain = run_main(capsys, "fit", path, "--where", "recipe==new", "--where", "params>=1e8", "--bootstrap", "0")
     assert "selects runs" not in plain.stderr
+    # a synthetic corpus's true entropy rate (a store's column) is the data's, not the runs' outcome
+    corpus = run_main(
+        capsys,
+        "fit",
+        write(two_recipes("recipe").assign(entropy_rate=2.5), tmp_path, "e.csv"),
+        "--where",
+        "recipe==new",
+        "--where",
+        "entropy_rate<3",
+        "--bootstrap",
+        "0",
+    )
+    assert "selects runs" not in corpus.stderr and "kept" in corpus.stderr
 
 
 def test_a_filtered_source_is_named_with_its_filter(tmp_path, capsys):
