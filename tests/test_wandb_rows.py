@@ -287,3 +287,12 @@ def test_an_lr_schedule_logged_on_every_row_is_read_as_curves_and_a_swept_lr_kee
     table = table_from_frame(export, "wandb.csv", EXPORT)
     assert len(table.runs) == 100 and table.curves is None  # the 100 rows with an eval/loss
     assert any(n.startswith("rows are runs") and "values of column 'lr'" in n for n in table.notes)
+
+
+def test_a_wandb_runs_config_and_summary_flatten_to_dotted_keys_with_their_types():
+    from analysis.sources.wandb import _flatten
+
+    config = {"optim": {"lr": 1e-3, "betas": [0.9, 0.95]}, "train": {"batch_size": 32}, "kwargs": {}, "name": "d64"}
+    flat = _flatten(config)
+    assert flat == {"optim.lr": 1e-3, "optim.betas": [0.9, 0.95], "train.batch_size": 32, "name": "d64"}
+    assert type(flat["train.batch_size"]) is int and _flatten({}) == {}

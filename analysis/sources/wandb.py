@@ -87,12 +87,6 @@ def _row(run) -> dict:
     return row
 
 
-def _flatten(d: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in d.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
+def _flatten(nested: dict) -> dict:
+    """Nested keys joined with '.' (pandas' `json_normalize`; an empty dict carries nothing)."""
+    return pd.json_normalize(nested, sep=".").to_dict(orient="records")[0] if nested else {}
