@@ -24,15 +24,14 @@ from scaling.config import OptimConfig, TrainConfig, validate
 from scaling.errors import ConfigError
 from scaling.flops import flops_6nd, tokens_6nd
 from scaling.shapes import MIN_WIDTH, ModelShape, ladder_lr, nearest_shape, shape_for_width
-from scaling.store import run_id
+from scaling.store import RunPaths, run_id
 
 # Config sections that do not change a run's result, so are not part of its identity.
 NOT_IDENTITY = ("tracking", "store", "sweep", "hydra", "plan", "pack")
+LAUNCHER_SET = ("threads", "concurrent_runs", "device_slots")  # train keys the launchers set per job
 NOT_IDENTITY_TRAIN = (
     "device",
-    "threads",
-    "concurrent_runs",
-    "device_slots",
+    *LAUNCHER_SET,
     "checkpoint_interval_s",
     "compile",
     "compile_mode",
@@ -221,8 +220,8 @@ def _stored_id(cfg: DictConfig, ids: list[str]) -> str:
     """The run's id (``ids[0]``); or the first of the others, its ids before `SPELLINGS` (`SPELT`: each spelling as
     given or at its default), that the store holds where it does not hold the run's (a sweep with
     train.min_steps=20 relaunched, or with an lr_grid's optim.lr=0.004 where the plain run had none; user26)."""
-    runs = Path(str(cfg.get("store") or ".")) / "runs"
-    return next((old for old in ids[1:] if (runs / old).is_dir()), ids[0]) if not (runs / ids[0]).is_dir() else ids[0]
+    store = Path(str(cfg.get("store") or "."))
+    return next((run for run in ids if RunPaths(store, run).dir.is_dir()), ids[0])
 
 
 _KEYS = [f"{section}.{key}" for section, defaults in SPELLINGS.items() for key in defaults]

@@ -14,12 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scaling.plan import LAUNCHER_SET
+
 # not settings: the job's budget and shape, its place, what the sweeper and launchers set per job
 PER_JOB = ("budget", "seed", "sweep", "store", "plan", "pack", "hydra")
 # a WSD trunk's own (review18: a one-shape WSD store's warmup and branches would make every proposed run that trunk)
 BRANCHING_KEYS = ("optim.warmup_steps", "train.branches")
 SHAPE_KEYS = ("model.name", "model.n_layer", "model.d_model", "model.n_head", "model.lr", "model.target_params")
-LAUNCHER_KEYS = ("train.threads", "train.concurrent_runs", "train.device_slots")
+LAUNCHER_KEYS = tuple(f"train.{key}" for key in LAUNCHER_SET)
 
 
 def run_configs(source: str) -> list[dict[str, Any]]:
