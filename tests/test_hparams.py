@@ -186,3 +186,23 @@ def test_a_batch_optimum_at_the_grids_edge_leaves_the_batch_law_unidentified(tmp
     runs.loc[5, "batch_size"] = None  # review15c: a blank cell made the column text, and "16" > 32.0 raised
     runs.to_csv(tmp_path / "blank.csv", index=False)
     assert load_runs(str(tmp_path / "blank.csv")).hparams.optima["batch_edge"].any() == at_edge
+
+
+def test_a_batch_sweep_in_tokens_is_fitted_and_one_in_sequences_without_seq_len_says_why(tmp_path):
+    """user27: a batch sweep whose table had no seq_len printed the laws' header, no law and no reason, and "η* is the
+    optimum interpolated" with no LR swept; one in a batch_tokens column was pooled as seeds of each point."""
+    runs = lr_sweep_runs(CHINCHILLA_LAW, BUDGETS[:3], SIZES[:4], batch_sizes=(8, 16, 32), noise=0.001)
+    runs = runs[runs["lr"] == runs.groupby(["params", "tokens"])["lr"].transform("min")]  # one LR: a batch sweep
+    tokens = runs.assign(batch_tokens=runs["batch_size"] * runs["seq_len"]).drop(columns=["batch_size", "seq_len"])
+    for name, frame in (("seq", runs), ("tok", tokens), ("none", runs.drop(columns="seq_len"))):
+        frame.drop(columns="lr").to_csv(tmp_path / f"{name}.csv", index=False)
+    laws = {
+        name: fit_hyperparameter_laws(load_runs(str(tmp_path / f"{name}.csv")).hparams, resamples=50)
+        for name in ("seq", "tok", "none")
+    }
+    assert laws["tok"]["step_law"]["batch_tokens"] == laws["seq"]["step_law"]["batch_tokens"]
+    assert "η*" not in " ".join(laws["tok"]["notes"]) and "lr" not in laws["tok"]["step_law"]
+    assert laws["none"]["step_law"] == {} and laws["none"]["notes"] == [
+        "no batch-size law: 'batch_size' counts sequences and the table has no 'seq_len' column (tokens per sequence) "
+        "to make B* a count of tokens; add one, or give the batch size in tokens as 'batch_tokens'"
+    ]

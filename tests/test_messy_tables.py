@@ -572,12 +572,16 @@ def test_an_lr_column_under_an_exporters_name_is_read_as_the_lr(name):
 
 
 def test_a_numeric_setting_swept_at_each_point_is_warned_about():
-    # user27: a batch sweep under batch_tokens was pooled as seeds of each point, without a word
+    # user27: a batch sweep under micro_batch was pooled as seeds of each point, without a word
     runs = ladder()
-    sweep = pd.concat([runs.assign(batch_tokens=2**17), runs.assign(run_id=runs["run_id"] + "x", batch_tokens=2**19)])
+    sweep = pd.concat([runs.assign(micro_batch=4), runs.assign(run_id=runs["run_id"] + "x", micro_batch=8)])
     sweep = sweep.reset_index(drop=True)
-    (warned,) = [w for w in table_from_frame(sweep, "t", ColumnMap()).warnings if "'batch_tokens'" in w]
-    assert "pooled as seeds of each point" in warned and "--hp-columns batch_tokens" in warned
+    (warned,) = [w for w in table_from_frame(sweep, "t", ColumnMap()).warnings if "'micro_batch'" in w]
+    assert "pooled as seeds of each point" in warned and "--hp-columns micro_batch" in warned
+    # one under batch_tokens (the batch in tokens) is a batch sweep, reduced (tests/test_hparams.py), not warned about
+    sweep = sweep.rename(columns={"micro_batch": "batch_tokens"})
+    in_tokens = table_from_frame(sweep, "t", ColumnMap())
+    assert in_tokens.hparams.swept == ["batch_tokens"] and not [w for w in in_tokens.warnings if "pooled" in w]
     timed = pd.concat(
         [runs.assign(seed=0, runtime_s=3.0), runs.assign(run_id=runs["run_id"] + "s", seed=1, runtime_s=4.0)]
     ).reset_index(drop=True)

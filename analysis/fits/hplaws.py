@@ -25,6 +25,7 @@ import numpy as np
 
 from analysis.fits.percentiles import level_text
 from analysis.fits.results import Estimate
+from analysis.sources.hparams import BATCH_TOKENS, SEQ_LEN
 from scaling.hplaws import WITHOUT_TERM
 
 MAX_WIDTH = 2.0  # an exponent whose bootstrap interval is wider than this is unidentified
@@ -48,10 +49,23 @@ def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, leve
     targets = (["lr"] if sweep.lr_swept else []) + (["batch_tokens"] if sweep.batch_swept else [])
     out: dict = {"step_law": {}, "deepseek": {}, "notes": [], "level": level, "resamples": resamples}
     n_name = "non-embedding N (column params_non_embedding)" if sweep.n_hp == "non-embedding" else "N as fitted"
-    out["notes"].append(
-        f"fitted to {len(points)} (N, D) points of the sweep over {', '.join(sweep.swept)}; N is {n_name}; "
-        "η* is the optimum interpolated in log LR where the grid brackets it, else the best LR"
+    lr = (
+        "; η* is the optimum interpolated in log LR where the grid brackets it, else the best LR"
+        if "lr" in targets
+        else ""
     )
+    out["notes"].append(
+        f"fitted to {len(points)} (N, D) points of the sweep over {', '.join(sweep.swept)}; N is {n_name}{lr}"
+    )
+    if sweep.batch_column and not sweep.batch_swept:  # user27: a batch sweep without seq_len printed no law, no reason
+        out["notes"].append(
+            f"no batch-size law: {sweep.batch_column!r} counts sequences and the table has no {SEQ_LEN!r} column (tokens "
+            f"per sequence) to make B* a count of tokens; add one, or give the batch size in tokens as {BATCH_TOKENS!r}"
+        )
+    if not targets and not sweep.batch_column:
+        out["notes"].append(f"no law: neither the LR nor the batch size was swept, only {', '.join(sweep.swept)}")
+    if not targets:
+        del out["notes"][0]  # fitted to nothing
     for target in targets:
         for form in ("step_law", "deepseek"):
             law = fit_law(points, form, target, resamples=resamples, seed=seed, level=level)

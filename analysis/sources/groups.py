@@ -270,10 +270,15 @@ def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: 
     """A warning when a numeric column that is neither measured (`MEASURED_WORDS`) nor a loss takes several values
     at one (N, D) point: a setting swept there (user27: an LR sweep under config.lr, a batch sweep under
     batch_tokens, pooled as seeds of each point: N_opt's interval missed the truth)."""
-    from analysis.sources.hparams import HP_COLUMNS  # swept where they are: reduced, not pooled
+    from analysis.sources.hparams import BATCH_TOKENS, HP_COLUMNS  # swept where they are: reduced, not pooled
 
     words = set(re.split(r"[^a-z]+", str(column).lower()))
-    if words & MEASURED_WORDS or LOSS_NAME.search(str(column)) or str(column).startswith("_") or column in HP_COLUMNS:
+    if (
+        words & MEASURED_WORDS
+        or LOSS_NAME.search(str(column))
+        or str(column).startswith("_")
+        or column in (*HP_COLUMNS, BATCH_TOKENS)
+    ):
         return
     varied = pd.DataFrame({"point": point, "value": values.to_numpy()}).groupby("point")["value"].nunique()
     if (varied > 1).any():

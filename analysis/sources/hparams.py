@@ -31,6 +31,7 @@ HP_COLUMNS = ("lr", "batch_size", "warmup_frac")  # the store's own hyperparamet
 REDUCE = ("best", "interpolate")
 LR = "lr"
 SEQ_LEN = "seq_len"  # batch size in tokens = batch_size · seq_len
+BATCH_TOKENS = "batch_tokens"  # a table's batch size in tokens, read as the batch axis where it has no batch_size
 N_NON_EMBEDDING = "params_non_embedding"  # the Step Law's N
 
 
@@ -63,8 +64,13 @@ class HyperSweep:
         return LR in self.swept
 
     @property
+    def batch_column(self) -> str | None:
+        """The swept column of batch sizes (in sequences, or `BATCH_TOKENS`), None when none is swept."""
+        return next((c for c in ("batch_size", BATCH_TOKENS) if c in self.swept), None)
+
+    @property
     def batch_swept(self) -> bool:
-        return "batch_size" in self.swept and bool(np.isfinite(self.optima["batch_tokens"]).any())
+        return self.batch_column is not None and bool(np.isfinite(self.optima["batch_tokens"]).any())
 
 
 # Other tables' names for the peak learning rate (HF Trainer's `learning_rate`), read as `LR` where it is absent
@@ -119,7 +125,8 @@ def hp_columns_of(frame: pd.DataFrame, named: tuple[str, ...] | None) -> list[st
                 f"{', '.join(map(str, frame.columns))}"
             )
         return list(dict.fromkeys(named))
-    return [c for c in HP_COLUMNS if c in frame.columns]
+    batch = (BATCH_TOKENS,) if "batch_size" not in frame.columns else ()  # user27: a batch sweep in tokens
+    return [c for c in (*HP_COLUMNS, *batch) if c in frame.columns]
 
 
 def reduce_sweep(
@@ -169,6 +176,8 @@ def _n_hp(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
 
 
 def _batch_tokens(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    if "batch_size" not in rows.columns and BATCH_TOKENS in rows.columns:
+        return pd.to_numeric(rows[BATCH_TOKENS], errors="coerce").to_numpy(dtype=float)
     if "batch_size" not in rows.columns or SEQ_LEN not in frame.columns:
         return np.full(len(rows), np.nan)
     seq = pd.to_numeric(frame[SEQ_LEN], errors="coerce").to_numpy(dtype=float)
@@ -192,7 +201,8 @@ def _optima(rows: pd.DataFrame, swept: list[str], keys: list[str]) -> tuple[pd.D
         point.update(budget=first.budget, runs=len(group), loss_best=float(settings.min()))
         point.update(_lr_optimum(group, swept, dict(zip(swept, best))))
         point.update(batch_size=first.get("batch_size", np.nan), batch_tokens=first.batch_tokens)
-        point["batch_edge"] = "batch_size" in swept and _at_edge(group["batch_size"], point["batch_size"])
+        batch = next((c for c in ("batch_size", BATCH_TOKENS) if c in swept), None)
+        point["batch_edge"] = batch is not None and _at_edge(group[batch], first[batch])
         out.append(point)
     return pd.DataFrame(out), chosen
 
