@@ -11,7 +11,7 @@ from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.describe.hparams import value_text
 from analysis.fits.fit import fit_all
-from analysis.fits.hplaws import fit_hyperparameter_laws
+from analysis.fits.hplaws import fit_hyperparameter_laws, value_interval
 from analysis.fits.results import FitReport
 from analysis.report.hparams import hyperparameter_blocks
 from analysis.report.sweep import summary_blocks
@@ -77,10 +77,20 @@ def test_recovers_known_lr_law(tmp_path):
     runs.to_csv(tmp_path / "lr.csv", index=False)
     table = load_runs(str(tmp_path / "lr.csv"), ColumnMap(hp_reduce="interpolate"))
     assert table.hparams.n_hp == "non-embedding" and not table.hparams.optima["edge"].any()
-    law = fit_hyperparameter_laws(table.hparams, resamples=300, seed=0)["laws"]["lr"]
+    fit = fit_hyperparameter_laws(table.hparams, resamples=300, seed=0)
+    law = fit["laws"]["lr"]
     for key in ("n_exponent", "d_exponent"):
         lo, hi = law[key]["interval"]
         assert lo <= SYNTHETIC_LR_LAW[key] <= hi and abs(law[key]["estimate"] - SYNTHETIC_LR_LAW[key]) < 0.03, law
+    # the recommended LR's interval (`scaling optimal`): the law refitted per resample, evaluated where asked, within
+    # the grid and 30x beyond its largest size, covers the true η* and widens as the law extrapolates
+    widths = []
+    for n, d in ((SIZES[2], 1e9), (SIZES[-1] * 30, 1e12)):
+        lo, hi = value_interval(fit, "lr", {"N_hp": n, "D": d})
+        truth = hplaws.evaluate(SYNTHETIC_LR_LAW, n_non_embedding=n, tokens=d, flops=6 * n * d)
+        assert lo < truth < hi, (lo, truth, hi)
+        widths.append(hi / lo)
+    assert widths[0] < 1.2 < widths[1] < 2, widths
     lo, hi = law["coefficient"]["interval"]
     assert lo <= SYNTHETIC_LR_LAW["coefficient"] <= hi
     # the law evaluates as `scaling.hplaws` evaluates a sweep's LR
@@ -140,6 +150,7 @@ def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path, capsys):
     proc = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--json", check=True)
     hp = json.loads(proc.stdout)["hyperparameters"]
     assert hp["lr"] > 0 and hp["batch_tokens"] > 0 and "fitted" in hp["source"]
+    assert hp["lr_interval"][0] < hp["lr"] < hp["lr_interval"][1]
     proc = run_main(capsys, "optimal", "--budget", "1e20", "--hp-law", "deepseek", check=True)
     assert "DeepSeek LLM 2024" in proc.stdout and "lr" in proc.stdout
     assert "hyperparameters" not in run_main(capsys, "optimal", "--budget", "1e20", check=True).stdout

@@ -64,11 +64,13 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
     the FIT.json's when it has them, else none); lines for the text and an object for --json."""
     from pathlib import Path
 
+    from analysis.fits.hplaws import value_interval
     from analysis.fits.presets import PRESETS
     from analysis.fits.results import FitReport
 
     own = law_name not in PRESETS and Path(law_name).is_file()
-    fitted = FitReport.load(law_name).hyperparameter_laws if own else {}
+    report = FitReport.load(law_name) if own else None
+    fitted = report.hyperparameter_laws if report else {}
     if choice is None:
         choice = "fit" if fitted else None
     if choice is None:
@@ -85,6 +87,7 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
         laws, source = hplaws.PRESETS[choice], hplaws.PRESETS[choice]["source"]
     out = {"source": source}
     lines = [f"hyperparameters from {choice}: {source}"]
+    fitted_law, intervals = choice == "fit", False
     for target, unit in (("lr", "peak learning rate"), ("batch_tokens", "batch size, tokens")):
         law = laws.get(target)
         if isinstance(law, dict):
@@ -92,11 +95,20 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
             why = _unidentified_exponent(law)
             if math.isfinite(value):
                 out[target] = value
-                lines.append(f"  {target:<18} {num(value)}  ({unit})" + (f": unidentified ({why})" if why else ""))
+                ends = value_interval(report.hyperparameter_fit, target, {"N_hp": n, "D": d}) if fitted_law else None
+                shown = num(value) + (f" [{num(ends[0])}, {num(ends[1])}]" if ends else "")
+                lines.append(f"  {target:<18} {shown}  ({unit})" + (f": unidentified ({why})" if why else ""))
                 out.update({f"{target}_unidentified": why} if why else {})
+                out.update({f"{target}_interval": list(ends)} if ends else {})
+                intervals = intervals or ends is not None
             elif allocation.n.unidentified:  # no N_opt to evaluate the law at (`analysis.fits.isoflop`: no law)
                 out[target] = None
                 lines.append(f"  {target:<18} unidentified (as N_opt)")
+    if intervals:  # user27: the recommendation had none, beside N_opt's and D_opt's
+        lines.append(
+            f"  intervals: the law's own ({level_text(report.hyperparameter_fit.get('level', 0.95))}, its points "
+            "resampled), at N_opt and D_opt as given: their own uncertainty is not carried into them"
+        )
     if any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
         lines.append("  note: the Step Law's N is non-embedding; evaluated here at N_opt as the law gives it")
     return lines, out

@@ -22,8 +22,9 @@ points, under ``"hyperparameter_fit"``.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
-from analysis.fits.percentiles import level_text
+from analysis.fits.percentiles import level_text, percentile_bounds
 from analysis.fits.results import Estimate
 from analysis.sources.hparams import BATCH_TOKENS, SEQ_LEN
 from scaling.hplaws import WITHOUT_TERM
@@ -93,13 +94,9 @@ def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, leve
 
 def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level: float) -> dict:
     """One law (the `scaling.hplaws` schema, each value {"estimate", "interval"[, "unidentified"]})."""
-    y = np.asarray(points[TARGET_COLUMN[target]], dtype=float)
     terms = TERMS[(form, target)]
-    logs = {key: np.log(np.asarray(points[column], dtype=float)) for key, column in terms}
-    usable = np.isfinite(y) & (y > 0) & np.all([np.isfinite(v) for v in logs.values()], axis=0)
+    y, logs, usable, sizes = _logs(points, form, target)
     edge = usable & np.asarray(points.get(EDGE_COLUMN[target], False), dtype=bool)
-    y, logs = np.log(y[usable]), {k: v[usable] for k, v in logs.items()}
-    sizes = np.asarray(points["N_hp"], dtype=float)[usable]
     why = {key: _unidentified(key, logs, sizes) for key, _ in terms}
     fitted = [key for key, _ in terms if not why[key]]
     law: dict = {"form": form, "target": target, "points": int(usable.sum())}
@@ -138,6 +135,41 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
         law["coefficient"]["unidentified"] = f"as its exponent{'s' * (len(loose) > 1)}"
     law["bootstrap"] = _how_resampled(sizes, len(samples))
     return law
+
+
+def _logs(points, form: str, target: str):
+    """ln of the target's optima, ln of each term's regressor (by exponent key), the mask of the usable points, and
+    their sizes (the bootstrap's strata)."""
+    points = pd.DataFrame(points)
+    y = np.asarray(points[TARGET_COLUMN[target]], dtype=float)
+    logs = {key: np.log(np.asarray(points[column], dtype=float)) for key, column in TERMS[(form, target)]}
+    usable = np.isfinite(y) & (y > 0) & np.all([np.isfinite(v) for v in logs.values()], axis=0)
+    sizes = np.asarray(points["N_hp"], dtype=float)[usable]
+    return np.log(y[usable]), {k: v[usable] for k, v in logs.items()}, usable, sizes
+
+
+def value_interval(fit: dict, target: str, at: dict[str, float], *, seed: int = 0) -> tuple[float, float] | None:
+    """The ``fit``'s (a `fit_hyperparameter_laws` result, as FIT.json keeps it) Step Law law of ``target``
+    evaluated at ``at`` ({"N_hp", "D"}): its interval at the fit's level, from the law refitted to resamples of
+    its points as `fit_law` draws them (exponents and coefficient together: their errors are correlated). None
+    where the law is not fitted, or an exponent is unidentified (its interval says nothing of the value)."""
+    law = fit.get("step_law", {}).get(target)
+    if not fit.get("points") or not law or law.get("unidentified"):
+        return None
+    keys = [key for key, _ in TERMS[("step_law", target)] if law.get(key) is not None]
+    if any(law[key].get("unidentified") for key in keys):
+        return None
+    y, logs, _, sizes = _logs(fit["points"], "step_law", target)
+    fitted = [key for key in keys if not _unidentified(key, logs, sizes)]
+    design = np.column_stack([np.ones(len(y))] + [logs[k] for k in fitted])
+    samples = _bootstrap(design, y, sizes, int(fit.get("resamples", 1000)), seed)
+    column = dict(TERMS[("step_law", target)])
+    where = np.array([1.0] + [np.log(at[column[k]]) for k in fitted])
+    predicted = samples @ where
+    if len(predicted) < 2:
+        return None
+    low, high = percentile_bounds(predicted, float(fit.get("level", 0.95)))
+    return float(np.exp(low)), float(np.exp(high))
 
 
 def _unidentified(key: str, logs: dict, sizes: np.ndarray) -> str:
