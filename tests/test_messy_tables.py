@@ -586,3 +586,39 @@ def test_a_numeric_setting_swept_at_each_point_is_warned_about():
         [runs.assign(seed=0, runtime_s=3.0), runs.assign(run_id=runs["run_id"] + "s", seed=1, runtime_s=4.0)]
     ).reset_index(drop=True)
     assert not [w for w in table_from_frame(timed, "t", ColumnMap()).warnings if "pooled as seeds" in w]
+
+
+@pytest.mark.parametrize("column", ["vocab_size", "model_family", "lr_schedule", "tokenizer_vocab", "train.seq_len"])
+def test_a_numeric_column_naming_a_recipe_splits_the_runs_as_a_text_one_would(column):
+    # user28: vocab_size 32000 beside 50257 (two tokenizers), model_family 0/1, lr_schedule 0/1: pooled without a
+    # word (beta 0.091 for 0.28), where a text column's groups were warned about; user29: a store at seq_len 64 and 128
+    base = ladder()
+    other = ladder(seed=2).assign(run_id=lambda f: f["run_id"] + "b", val_loss=lambda f: f["val_loss"] * 1.15)
+    other = other.assign(params=other["params"] * 1.03)  # the other recipe's sizes: no (N, D) shared
+    both = pd.concat([base.assign(**{column: 0}), other.assign(**{column: 1})], ignore_index=True)
+    table = table_from_frame(both, "t", ColumnMap())
+    (warned,) = [w for w in table.warnings if f"column {column!r} splits the runs into 2 groups" in w]
+    assert f"--group-by {column}" in warned
+    # a numeric column that is no recipe's (a group size changes with N) is not
+    plain = pd.concat([base.assign(group_size=0), other.assign(group_size=1)], ignore_index=True)
+    assert not [w for w in table_from_frame(plain, "t", ColumnMap()).warnings if "group_size" in w]
+
+
+def test_a_store_relaunched_with_a_setting_changed_names_the_setting_from_its_runs_configs(tmp_path, capsys):
+    # user29: optim.min_lr_ratio=1.0 relaunched into a store of 0.1 runs: its table showed no difference, the fits
+    # pooled both recipes as seeds ("keep one of each" advised); a setting that changes no training is not one
+    import yaml
+    from synthetic_store import write_store
+
+    write_store(tmp_path / "store", with_failures=False)
+    for run in (tmp_path / "store" / "runs").iterdir():
+        shape = json.loads((run / "record.json").read_text())["shape"]
+        setting = {"min_lr_ratio": 1.0 if shape in ("s0", "s1", "s2") else 0.1}
+        config = {"budget": 1e12, "model": {"name": shape}, "optim": setting, "train": {"evals": int(shape[1:])}}
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0", "--json", check=True)
+    (warned,) = [w for w in json.loads(proc.stdout)["warnings"] if "'optim.min_lr_ratio'" in w]
+    assert "splits the runs into 2 groups (" in warned and "--group-by optim.min_lr_ratio" in warned
+    assert "train.evals" not in proc.stderr  # how often a run was evaluated: no recipe
+    one = run_main(capsys, "fit", tmp_path / "store", "--where", "optim.min_lr_ratio==0.1", "--bootstrap", "0")
+    assert "optim.min_lr_ratio" not in one.stderr.replace("--where optim.min_lr_ratio==0.1", "")

@@ -377,9 +377,9 @@ def model_dims(source: str) -> tuple[int, int, str, bool]:
     them; user26: a llama store's candidates were counted as GPT-2's)."""
     import pandas as pd
 
-    from analysis.cli.next_settings import run_configs
+    from analysis.sources.settings import run_configs
 
-    configs = run_configs(source)
+    configs = list(run_configs(source).values())
     arch, tied = (
         (configs[0].get("model.arch", "gpt2"), configs[0].get("model.tied_head", True)) if configs else ("gpt2", True)
     )

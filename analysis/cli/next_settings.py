@@ -11,30 +11,9 @@ settings.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from scaling.plan import LAUNCHER_SET
-
-# not settings: the job's budget and shape, its place, what the sweeper and launchers set per job
-PER_JOB = ("budget", "seed", "sweep", "store", "plan", "pack", "hydra")
-# a WSD trunk's own (review18: a one-shape WSD store's warmup and branches would make every proposed run that trunk)
-BRANCHING_KEYS = ("optim.warmup_steps", "train.branches")
-SHAPE_KEYS = ("model.name", "model.n_layer", "model.d_model", "model.n_head", "model.lr", "model.target_params")
-LAUNCHER_KEYS = tuple(f"train.{key}" for key in LAUNCHER_SET)
-
-
-def run_configs(source: str) -> list[dict[str, Any]]:
-    """Each run's resolved config (runs/*/config.yaml), flattened to dotted keys."""
-    import yaml
-
-    configs = []
-    for path in sorted(Path(source).glob("runs/*/config.yaml")):
-        try:
-            configs.append(flatten(yaml.safe_load(path.read_text()) or {}))
-        except (OSError, yaml.YAMLError):  # a damaged file: the run's settings are unknown, the others' stand
-            continue
-    return configs
+from analysis.sources.settings import BRANCHING_KEYS, LAUNCHER_KEYS, PER_JOB, SHAPE_KEYS, flatten, run_configs
 
 
 def carried(source: str, sweep_name: str | None) -> dict[str, Any] | None:
@@ -42,7 +21,7 @@ def carried(source: str, sweep_name: str | None) -> dict[str, Any] | None:
     project's config) would set otherwise; None when no run's config.yaml could be read."""
     from scaling.train_app import compose_config
 
-    configs = run_configs(source)
+    configs = list(run_configs(source).values())
     if not configs:
         return None
     first = configs[0]
@@ -75,20 +54,6 @@ def merged(base: dict, extra: dict) -> dict:
     out = dict(base)
     for key, value in extra.items():
         out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config as dotted keys; an empty dict (model.kwargs: {}) is a value."""
-    from omegaconf import OmegaConf
-
-    if OmegaConf.is_config(node):
-        node = OmegaConf.to_container(node, resolve=True)
-    if not isinstance(node, dict) or not node:
-        return {prefix: node}
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
     return out
 
 

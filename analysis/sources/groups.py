@@ -293,13 +293,24 @@ def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: 
 # compute, were pooled without a word, where text values were warned about); other numeric columns (seeds, times,
 # throughput) differ between repeated seeds of one point and are not checked
 EXPERIMENT_WORDS = {"experiment", "exp", "recipe", "variant", "arm", "version", "group", "setting", "config"}
+# user28: model_family 0/1, lr_schedule 0/1, two recipes pooled without a word
+EXPERIMENT_WORDS |= {"family", "schedule", "tokenizer", "optimizer", "dataset", "mixture", "mix"}
 CODE_WORDS = {"id", "name", "no", "nr", "number", "code", "idx", "index"}  # what may follow one: experiment_id
+CODE_WORDS |= {"model", "lr", "data", "train", "training", "run", "type", "kind", "vocab"}  # or beside it: model_family
+# Numeric settings whose values are recipes, not a setting swept at each point: the context length, the vocabulary
+# (user28: vocab_size 32000 beside 50257, two tokenizers, pooled; user29: a store relaunched at seq_len=64)
+RECIPE_NUMBERS = {"seq_len", "seq_length", "sequence_length", "context_length", "max_seq_len", "block_size", "n_ctx"}
+RECIPE_NUMBERS |= {"vocab_size", "n_vocab", "vocab"}
 
 
 def _names_an_experiment(column) -> bool:
-    """Whether a column's name is an experiment word, alone or with a code word (`experiment_id`, `arm_no`); not
-    `group_size` (review17: GQA's group size changes with N) nor `exp_decay`."""
-    words = {w for w in re.split(r"[^a-z]+", str(column).lower()) if w}
+    """Whether a column's name is an experiment word, alone or with a code word (`experiment_id`, `arm_no`,
+    `model_family`), or one of `RECIPE_NUMBERS` (in a namespace: `train.seq_len`); not `group_size` (review17:
+    GQA's group size changes with N) nor `exp_decay`."""
+    name = str(column).strip().lower()
+    if name.rsplit(".", 1)[-1].rsplit("/", 1)[-1] in RECIPE_NUMBERS:
+        return True
+    words = {w for w in re.split(r"[^a-z]+", name) if w}
     return bool(words & EXPERIMENT_WORDS) and words <= EXPERIMENT_WORDS | CODE_WORDS
 
 

@@ -123,6 +123,7 @@ def _checked(raw: dict, source: str, frame: pd.DataFrame, columns: ColumnMap, al
 
 
 def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    from analysis.sources.settings import differing
     from scaling.store import read_store
 
     store = read_store(path)
@@ -133,6 +134,7 @@ def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
             + (f" ({len(problems)} skipped: {problems[0]})" if problems else "")
         )
     runs = store.runs
+    runs = runs.join(differing(str(path), runs["run_id"]))  # user29: two recipes' runs looked alike in the table
     if "schedule" in runs.columns:  # records before WSD name none: they ran cosine, as cosine runs since (their
         runs["schedule"] = runs["schedule"].replace("", "cosine")  # ids kept), so a store that grew is one schedule
     return runs, store.curves, list(store.problems)

@@ -229,7 +229,7 @@ def _warn_reruns(
 
     if "seed" not in frame.columns:
         return
-    keys = _exact_keys(runs, frame).drop(columns="loss")
+    keys = _exact_keys(runs, frame, settings=True).drop(columns="loss")
     keys = keys[[c for c in keys.columns if not LOSS_NAME.search(c)]][kept]
     ids = pd.Series(run_ids.to_numpy()).astype(str)[kept]
     listed = [
@@ -283,13 +283,16 @@ def text_cells(column: pd.Series) -> np.ndarray:
     return column.astype(object).where(column.notna(), "").astype(str).str.strip().to_numpy()
 
 
-def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame, settings: bool = False) -> pd.DataFrame:
     """Per row: N, D, loss and the text of every other column of ``frame`` (blank: "") but a run's bookkeeping: its
     id, times and device (`groups.is_run_metadata`), which differ between two copies of one run (review15c: a run
     recorded twice at two times was counted twice; a wandb export appended to another, its Created and Runtime)."""
     from analysis.sources.groups import is_run_metadata
+    from analysis.sources.settings import SECTIONS
 
-    others = [c for c in frame.columns if not is_run_metadata(c)]
+    # nor a store run's settings (`analysis.sources.settings`): rows of one N, D and loss to the last digit are one
+    # run trained twice, a setting that changed nothing between (train.precision=fp32 where auto is fp32)
+    others = [c for c in frame.columns if not is_run_metadata(c) and (settings or not str(c).startswith(SECTIONS))]
     text = {f"column {c}": text_cells(frame[c]) for c in others}
     return pd.DataFrame({"N": runs["N"].to_numpy(), "D": runs["D"].to_numpy(), "loss": runs["loss"].to_numpy(), **text})
 

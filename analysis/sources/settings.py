@@ -1,0 +1,103 @@
+"""The settings of a results store's runs, from each run's config.yaml (as its job resolved it).
+
+A store's table holds what the fits need (N, D, loss, the hyperparameter columns), not every setting a run was
+trained with. Runs relaunched into one store with a setting changed (`optim.min_lr_ratio=1.0`, a schedule, a
+tokenizer's vocabulary) are two recipes, and their table rows showed no difference: the fits pooled them as seeds
+of one point (user29). `differing` finds the settings that take several values among a store's runs, leaving out
+what varies within any one sweep (`PER_JOB`: the budget, the seed; `SHAPE_KEYS`; what launchers set per job;
+a WSD trunk's branches) and what a table column already shows (`IN_TABLE`); the store's reader adds them as text
+columns under their dotted names, which the separating-column checks (`groups.warn_separating_columns`) name.
+`scaling next` (`analysis.cli.next_settings`) carries the settings all runs share into its sweep file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scaling.plan import LAUNCHER_SET, NOT_IDENTITY, NOT_IDENTITY_TRAIN
+
+# not settings: the job's budget and seed, its place, what the sweeper and launchers set per job
+PER_JOB = ("budget", "seed", "sweep", "store", "plan", "pack", "hydra")
+NOT_RECIPE_TOP = (*NOT_IDENTITY, "param_count")  # not a recipe either: tracking, how N is counted (a table column)
+# a WSD trunk's own (review18: a one-shape WSD store's warmup and branches would make every proposed run that trunk)
+BRANCHING_KEYS = ("optim.warmup_steps", "train.branches")
+SHAPE_KEYS = ("model.name", "model.n_layer", "model.d_model", "model.n_head", "model.lr", "model.target_params")
+LAUNCHER_KEYS = tuple(f"train.{key}" for key in LAUNCHER_SET)
+# where and how fast a run ran, how often it was measured, when it would have been stopped as diverged
+NOT_RECIPE = tuple(f"train.{key}" for key in (*NOT_IDENTITY_TRAIN, "log_points", "evals", "eval_tokens"))
+NOT_RECIPE += ("train.divergence_factor", "train.min_steps")
+SECTIONS = ("model.", "data.", "optim.", "train.", "eval.")  # a setting's dotted name starts with one
+# settings a column of the store's table shows (the LR and its grid, the batch, warmup, sequence length, the
+# architecture, the schedule; the corpus and its repetition: corpus, unique_tokens): checked there
+IN_TABLE = (
+    "optim.lr",
+    "optim.lr_multiplier",
+    "optim.lr_law",
+    "optim.batch_law",
+    "optim.warmup_frac",
+    "train.batch_size",
+    "train.seq_len",
+    "train.schedule",
+    "train.allow_repeat",
+    "model.arch",
+    "data.",
+)
+
+
+def run_configs(source: str) -> dict[str, dict[str, Any]]:
+    """Run id -> the run's resolved config (runs/<run_id>/config.yaml), flattened to dotted keys; a damaged file's
+    run is left out (its settings are unknown; the others' stand)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it: ~10x faster
+    configs = {}
+    for path in sorted(Path(source).glob("runs/*/config.yaml")):
+        try:
+            configs[path.parent.name] = flatten(yaml.load(path.read_text(), Loader=loader) or {})
+        except (OSError, yaml.YAMLError):
+            continue
+    return configs
+
+
+def differing(source: str, run_ids: pd.Series) -> pd.DataFrame:
+    """One text column per setting (dotted key) whose value differs between the store's runs ``run_ids`` and that
+    is no per-job, shape, launcher or table key (see the module docstring); a run without a readable config.yaml
+    has "" there. Empty (no columns) when all runs agree."""
+    configs = run_configs(source)
+    rows = [configs.get(str(run), {}) for run in run_ids]
+    keys = dict.fromkeys(k for row in rows for k in row)
+    columns = {}
+    for key in keys:
+        if not _skipped(key) and len({_text(row[key]) if key in row else "" for row in rows if row}) > 1:
+            columns[key] = [_text(row[key]) if key in row else "" for row in rows]
+    return pd.DataFrame(columns, index=run_ids.index)
+
+
+def _skipped(key: str) -> bool:
+    """Whether a setting is no recipe's (`PER_JOB`, `SHAPE_KEYS`, launchers', a trunk's) or a table column's
+    (`IN_TABLE`): a name, the section it heads ("seed", "hydra.") or a prefix ending in "."."""
+    for name in (*PER_JOB, *NOT_RECIPE_TOP, *SHAPE_KEYS, *LAUNCHER_KEYS, *NOT_RECIPE, *BRANCHING_KEYS, *IN_TABLE):
+        if key == name or key.startswith(name if name.endswith(".") else f"{name}."):
+            return True
+    return False
+
+
+def _text(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as dotted keys; an empty dict (model.kwargs: {}) is a value."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(node):
+        node = OmegaConf.to_container(node, resolve=True)
+    if not isinstance(node, dict) or not node:
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
