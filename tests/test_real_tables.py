@@ -154,10 +154,20 @@ def test_one_nan_loss_among_2000_rows_is_excluded_and_listed_and_strict_refuses(
     got = json.loads(proc.stdout)
     assert got["runs"] == 1999 and got["table"]["counts"] == {
         "read": 2000,
+        "incomplete": 0,
+        "curve_rows": 0,
         "excluded": 1,
         "duplicates": 0,
+        "reduced": 0,
         "kept": 1999,
     }
+    # user28: a run marked failed and one diverged were in no count; every row read is now in one ("done", "ok" and
+    # "success" are a run that completed, as "completed" and wandb's "finished" are)
+    marked = runs.assign(status=["done", "ok", "success", "COMPLETED"] * 500)
+    marked.loc[[3, 40], "status"] = ["failed", "diverged"]
+    counts = fit_json(write(marked, tmp_path, "marked.csv"), "--approach", "2", "--bootstrap", "0")["table"]["counts"]
+    assert counts["incomplete"] == 2 and counts["excluded"] == 1 and counts["kept"] == 1997
+    assert sum(v for k, v in counts.items() if k != "read") == counts["read"] == 2000
     assert abs(got["a"]["estimate"] - exponent_a(CHINCHILLA_APPROACH3)) < 0.02
     assert_one_line_error(
         run_main(capsys, "fit", path, "--strict"), "column 'val_loss', row 17 (run r0016): value nan is not usable"

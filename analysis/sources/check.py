@@ -38,7 +38,7 @@ from analysis.sources.colunits import (
 from analysis.sources.curverows import run_ids_of, split_curve_rows
 from analysis.sources.groups import apply_where, check_one_experiment, warn_mixed_runs, warn_separating_columns
 from analysis.sources.hparams import lr_alias, reduce_sweep
-from analysis.sources.rows import LOSS, blank_cells, first_of_duplicates, listing, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSS, first_of_duplicates, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
@@ -50,8 +50,8 @@ from analysis.sources.schema import (
     parse_loss_unit,
     unit_of_name,
 )
+from analysis.sources.status import drop_incomplete
 from analysis.sources.unique import repeats_warning, unique_column_of, unique_tokens_of
-from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
 from scaling.errors import DataError
 from scaling.flops import flops_6nd, tokens_6nd
 
@@ -73,9 +73,9 @@ def table_from_frame(
         raise DataError(f"{source!r} holds no runs (the table is empty)")
     frame = lr_alias(apply_where(frame, columns.where, source, notes, warnings), notes)
     columns, eval_fingerprint = evalsets.resolve(frame, columns, source)
-    read = len(frame)
     run_ids = run_ids_of(frame, columns.rows_are_runs, notes)
-    frame = _drop_incomplete(frame, run_ids, warnings, notes)
+    frame = drop_incomplete(frame, run_ids, warnings, notes)
+    counts = {"read": len(run_ids), "incomplete": len(run_ids) - len(frame)}
     run_ids = run_ids[frame.index]
     check_one_experiment(frame, source, columns.experiment, allow_mixed_corpora, notes, eval_fingerprint, run_ids)
     warn_mixed_runs(frame, warnings)
@@ -101,7 +101,7 @@ def table_from_frame(
     runs["budget"], clustered, (budget_notes, budget_warnings) = _budgets(frame, runs, budget_col, columns, source)
     runs, hparams = reduce_sweep(runs, frame, columns.hp_columns, columns.hp_reduce, notes)
     runs["unit"] = unit_ids(runs, _families(frame, runs["run_id"]))
-    counts = {"read": read, "excluded": int((~keep).sum()), "duplicates": int((~first).sum()), "kept": len(runs)}
+    counts |= _counts(counts, keep, first, len(runs)) | {"kept": len(runs)}
     return RunTable(
         runs=runs,
         curves=_curves(curves, runs, loss_col, columns.unit_of_loss(loss_col), notes),
@@ -117,6 +117,20 @@ def table_from_frame(
         budgets_clustered=clustered,
         reading=reading,
     )
+
+
+def _counts(counts: dict, keep: np.ndarray, first: np.ndarray, kept: int) -> dict:
+    """How many of the rows read became no run: after those not completed (``counts``), the rows of a run's curve
+    beside its final one, unusable rows (``keep`` false), duplicates (``first`` false), the runs of a hyperparameter
+    sweep beside each point's chosen one; and the runs ``kept``, so that the counts add up to the rows read."""
+    curve_rows = counts["read"] - counts["incomplete"] - len(keep)
+    excluded, duplicates = int((~keep).sum()), int((~first).sum())
+    return {
+        "curve_rows": curve_rows,
+        "excluded": excluded,
+        "duplicates": duplicates,
+        "reduced": int(first.sum()) - kept,
+    }
 
 
 def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: ColumnMap, source: str):
@@ -259,35 +273,6 @@ def _n_alone(frame: pd.DataFrame, n_col: str, loss_col: str) -> str:
     if others:
         return ""
     return " (approaches 1-3 need D or C for every run: a loss by N alone, Kaplan's L(N), cannot be fitted here)"
-
-
-# A run's state: the store's ``status`` ("completed"), else a wandb runs-table export's ``State`` ("finished";
-# crashed, failed, killed and running runs are not results; a State holding no run state is no such column).
-STATUS_COLUMNS = ("status", STATE_COLUMN)
-DONE = frozenset({"completed", FINISHED})
-
-
-def _drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str], notes: list[str]) -> pd.DataFrame:
-    status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
-    if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
-        return frame
-    text = frame[status].astype(str).str.strip()
-    unmarked = blank_cells(frame[status])  # a file joined from exports with and without the column
-    if unmarked.any():
-        ids = listing(list(map(str, run_ids[unmarked])))
-        warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")
-    done = text.str.lower().isin(DONE) | unmarked
-    if done.all():
-        return frame
-    reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
-    listed = [f"{run_ids[i]} ({frame[status][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]]
-    warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: {listing(listed)}")
-    kept = frame[done]
-    if kept.empty:  # say why, as the warning would have: the reasons are what the user needs now
-        raise DataError(
-            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: {listing(listed)}"
-        )
-    return kept
 
 
 LABEL_PRONE = ("model size", "model_size")

@@ -230,7 +230,9 @@ class RunTable:
     source: where the runs came from.  n_kind: which parameter count N is.
     loss_unit: the unit of ``loss`` (`ColumnMap.unit_of_loss`), for every label that shows a loss.
     warnings, notes: lines for the user (exclusions and skipped files; how columns were used).
-    counts: how many rows were read, excluded as unusable, counted once as duplicates, and kept.
+    counts: how many rows were read and what became of them, adding up to those read: not completed (status),
+            a curve's rows beside its run's final one, excluded as unusable, counted once as duplicates, reduced
+            away by a hyperparameter sweep (the points' other settings), and kept.
     hparams: the hyperparameter sweep the runs were reduced from (`analysis.sources.hparams`), or None.
     plain_warnings, plain_notes: the lines that concern only the fits of L(N, D) (approaches 1-3), kept out of
             ``warnings`` and ``notes``: how runs were grouped into budgets (`analysis.sources.budgets`) and runs
@@ -247,7 +249,9 @@ class RunTable:
     n_kind: str = "total"
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    counts: dict = field(default_factory=dict)  # rows read, excluded (unusable), duplicates, kept
+    counts: dict = field(
+        default_factory=dict
+    )  # read = incomplete + curve_rows + excluded + duplicates + reduced + kept
     hparams: HyperSweep | None = None
     plain_warnings: list[str] = field(default_factory=list)
     plain_notes: list[str] = field(default_factory=list)

@@ -1,0 +1,44 @@
+"""Which runs of a table are results: a store's ``status`` "completed", a wandb export's ``State`` "finished", and
+the words other trackers and spreadsheets write for a run that ended normally (`DONE`); every other value (failed,
+diverged, running, killed) is a run that did not complete, excluded and named.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.sources.rows import blank_cells, listing
+from analysis.sources.wandb import FINISHED, STATE_COLUMN, holds_run_states
+from scaling.errors import DataError
+
+# A run's state: the store's ``status`` ("completed"), else a wandb runs-table export's ``State`` ("finished";
+# crashed, failed, killed and running runs are not results; a State holding no run state is no such column).
+STATUS_COLUMNS = ("status", STATE_COLUMN)
+# user28: "done", "success", "ok" excluded every run marked so ("no completed runs to fit")
+DONE = frozenset({"completed", FINISHED, "complete", "done", "success", "succeeded", "successful", "ok", "passed"})
+
+
+def drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str], notes: list[str]) -> pd.DataFrame:
+    """``frame`` without the rows whose status is not one of `DONE` (any case; a blank one is kept, and said), each
+    named in ``warnings`` with its reason; DataError when none is left."""
+    status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
+    if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
+        return frame
+    text = frame[status].astype(str).str.strip()
+    unmarked = blank_cells(frame[status])  # a file joined from exports with and without the column
+    if unmarked.any():
+        ids = listing(list(map(str, run_ids[unmarked])))
+        warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")
+    done = text.str.lower().isin(DONE) | unmarked
+    if done.all():
+        return frame
+    reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
+    listed = [f"{run_ids[i]} ({frame[status][i]}{': ' + reasons[i] if reasons[i] else ''})" for i in frame.index[~done]]
+    warnings.append(f"excluded {len(listed)} of {len(frame)} runs that did not complete: {listing(listed)}")
+    kept = frame[done]
+    if kept.empty:  # say why, as the warning would have: the reasons are what the user needs now
+        raise DataError(
+            f"no completed runs to fit: all {len(frame)} runs are marked failed or incomplete: {listing(listed)} "
+            f"(a run's {status!r} counts as completed when it is one of {', '.join(sorted(DONE))}, in any case)"
+        )
+    return kept
