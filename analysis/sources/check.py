@@ -36,9 +36,10 @@ from analysis.sources.colunits import (
     warn_tokens_per_parameter,
 )
 from analysis.sources.curverows import run_ids_of, split_curve_rows
+from analysis.sources.duplicates import first_of_duplicates
 from analysis.sources.groups import apply_where, check_one_experiment, warn_mixed_runs, warn_separating_columns
 from analysis.sources.hparams import lr_alias, reduce_sweep
-from analysis.sources.rows import LOSS, first_of_duplicates, numeric, unit_ids, usable_rows
+from analysis.sources.rows import LOSS, numeric, unit_ids, usable_rows
 from analysis.sources.schema import (
     FALLBACK_COLUMNS,
     KNOWN_LOSS_UNITS,
