@@ -631,3 +631,24 @@ def test_a_store_relaunched_with_a_setting_changed_names_the_setting_from_its_ru
     assert "train.evals" not in proc.stderr  # how often a run was evaluated: no recipe
     one = run_main(capsys, "fit", tmp_path / "store", "--where", "optim.min_lr_ratio==0.1", "--bootstrap", "0")
     assert "optim.min_lr_ratio" not in one.stderr.replace("--where optim.min_lr_ratio==0.1", "")
+
+
+def test_counts_given_as_logarithms_are_read_back_and_implausible_counts_are_questioned(tmp_path, capsys):
+    # user28: log10_params and log10_tokens read as N of ~8 parameters: alpha 5.7, a 0.48, no word of the units
+    runs = ladder()
+    logs = runs.assign(log10_params=np.log10(runs["params"]), log10_tokens=np.log10(runs["tokens"]))
+    logs = logs.drop(columns=["params", "tokens"])
+    path = write(logs, tmp_path, "logs.csv")
+    args = ("--n-column", "log10_params", "--d-column", "log10_tokens", "--bootstrap", "0", "--json")
+    got = run_main(capsys, "fit", path, *args, check=True)
+    assert "column 'log10_params' holds the log10 of parameters (its name says so)" in got.stderr
+    plain = run_main(capsys, "fit", write(runs, tmp_path), "--bootstrap", "0", "--json", check=True)
+    assert json.loads(got.stdout)["a"]["estimate"] == pytest.approx(json.loads(plain.stdout)["a"]["estimate"], rel=1e-6)
+    bare = write(logs.rename(columns={"log10_params": "log_params"}), tmp_path, "bare.csv")
+    refused = run_main(capsys, "fit", bare, "--n-column", "log_params", "--d-column", "log10_tokens")
+    assert_one_line_error(refused, "column 'log_params' is named as a logarithm of no stated base", "log10_params")
+    # N in millions and D in billions, no unit in their names: said, whatever the budget column says
+    millions = runs.assign(params=runs["params"] / 1e6, tokens=runs["tokens"] / 1e9)
+    warned = run_main(capsys, "fit", write(millions, tmp_path, "m.csv"), "--bootstrap", "0").stderr
+    assert "column 'params': the median run has" in warned and "(name its unit: params_M, params_B)" in warned
+    assert "column 'tokens': the median run has" in warned

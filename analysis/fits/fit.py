@@ -129,9 +129,15 @@ def outliers_in_dropped_budgets(report: FitReport, table) -> list[str]:
     if report.isoflop is None:
         return []
     kept = {p.budget for p in report.isoflop.profiles}
+
+    def why(budget: float) -> str:  # user28: "dropped ..., flagged an outlier" read as the cause where 2 sizes were
+        prefix = f"budget {budget:.3g}: "
+        return next((f" ({d[len(prefix) :]})" for d in report.isoflop.dropped if d.startswith(prefix)), "")
+
     return [
-        f"approach 2 dropped budget {o.budget:.3g}, which holds {o.run_id} (N = {o.n:.4g}, loss {o.loss:.4g}), "
-        f"flagged an outlier: {o.detail}; --exclude-outliers refits without it"
+        f"approach 2 dropped budget {o.budget:.3g}{why(o.budget)}; it holds {o.run_id} (N = {o.n:.4g}, loss "
+        f"{o.loss:.4g}), flagged an outlier: {o.detail}; if that run bent its profile, --exclude-outliers refits "
+        "without it"
         for o in report.outliers
         if o.rule in ("residual", "off_budget") and o.budget in set(table.budgets) - kept
     ]

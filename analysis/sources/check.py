@@ -32,6 +32,7 @@ from analysis.sources.colunits import (
     budget_kind_note,
     refuse_perplexity,
     split_unit,
+    warn_implausible_counts,
     warn_loss_range,
     warn_tokens_per_parameter,
 )
@@ -171,6 +172,7 @@ def _as_named(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, curves, li
     n_col, d_col, c_col, loss_col, unique_col = picked
     roles = {"n": n_col, "d": d_col, "c": c_col, "u": unique_col}
     frame, scaled = apply_column_units(frame, roles, notes, budget_col, as_given)
+    warn_implausible_counts(frame, roles, warnings)
     picked = (n_col, d_col, c_col, loss_col)
     return *split_curve_rows(frame, run_ids, picked, curves, notes, budget_col, warnings), scaled
 

@@ -71,6 +71,7 @@ def apply_column_units(
     agrees with 6·N·D (or C) unscaled and not scaled."""
     frame = _budget_in_flops(frame, budget_col, picked, notes, as_given)
     picked = {r: c for r, c in picked.items() if c is not None}
+    frame = _from_logs(frame, picked, notes)
     found = {r: u for r, c in picked.items() if (u := split_unit(str(c), r)) is not None}
     raw = {r: numeric(frame, c, "d" if r == "u" else r)[0] for r, c in picked.items()}
     out, scaled = frame, []
@@ -95,6 +96,50 @@ def apply_column_units(
             f"({AS_GIVEN} {column} if it holds {_WHAT[role]} as they are)"
         )
     return out, scaled
+
+
+# a count column named as its logarithm: log10_params, log10(tokens), ln_flops; a bare "log" names no base
+_LOG_NAME = re.compile(r"(log10|log_10|lg|ln|log)(?:[\s_(\-]+|(?=(?-i:[A-Z])))(.+?)\)?", re.IGNORECASE)
+_LOG_BASES = {"log10": 10.0, "log_10": 10.0, "lg": 10.0, "ln": float(np.e)}
+IMPLAUSIBLE = {"n": 1e3, "d": 1e3}  # fewer parameters or tokens than this (median) is no language model's
+
+
+def _from_logs(frame: pd.DataFrame, picked: dict[str, str], notes: list[str]) -> pd.DataFrame:
+    """``frame`` with each count column of ``picked`` named as a logarithm (`_LOG_NAME`) raised back to counts, said
+    in ``notes``; a name of no base (log_params) is refused (user28: log10_params read as N of ~8 parameters gave
+    alpha 5.7 with no word)."""
+    for role, column in picked.items():
+        match = _LOG_NAME.fullmatch(str(column).strip())
+        if match is None:
+            continue
+        base = _LOG_BASES.get(match.group(1).lower())
+        if base is None:
+            raise DataError(
+                f"column {column!r} is named as a logarithm of no stated base: give {_WHAT[role]} as counts, or name it "
+                f"log10_{match.group(2)} or ln_{match.group(2)}"
+            )
+        values = pd.Series(base ** numeric(frame, column, False)[0], index=frame.index)
+        frame = frame.assign(**{column: frame[column].where(values.isna(), values)})
+        notes.append(
+            f"column {column!r} holds the {match.group(1)} of {_WHAT[role]} (its name says so): read as {base:.4g}^value"
+        )
+    return frame
+
+
+def warn_implausible_counts(frame: pd.DataFrame, picked: dict[str, str | None], warnings: list[str]) -> None:
+    """A warning where the median N or D (as read, units applied) is below `IMPLAUSIBLE`: a column in millions or
+    billions with no unit in its name, or a logarithm (user28: N of 8 "parameters" fitted without a word)."""
+    for role, least in IMPLAUSIBLE.items():
+        column = picked.get(role)
+        if column is None or column not in frame.columns:
+            continue
+        values = numeric(frame, column, role)[0]
+        median = float(np.nanmedian(values)) if np.isfinite(values).any() else None
+        if median is not None and median < least:
+            warnings.append(
+                f"column {column!r}: the median run has {median:.3g} {_WHAT[role]}, fewer than any language model's: is "
+                f"it in millions or billions (name its unit: {column}_M, {column}_B) or a logarithm (log10_{column})?"
+            )
 
 
 def _budget_in_flops(frame: pd.DataFrame, budget_col, picked: dict, notes: list[str], as_given: tuple) -> pd.DataFrame:
