@@ -217,3 +217,16 @@ def test_a_batch_sweep_in_tokens_is_fitted_and_one_in_sequences_without_seq_len_
         "no batch-size law: 'batch_size' counts sequences and the table has no 'seq_len' column (tokens per sequence) "
         "to make B* a count of tokens; add one, or give the batch size in tokens as 'batch_tokens'"
     ]
+
+
+def test_an_lr_is_not_recommended_at_an_n_opt_that_is_unidentified(tmp_path, capsys):
+    # user29: "lr 0.002401" printed (and --json's lr a number) beside an N_opt the output called unidentified
+    runs = lr_sweep_runs(CHINCHILLA_LAW, [1e18], SIZES, noise=0.002)  # one budget: a is unidentified
+    runs.to_csv(tmp_path / "one.csv", index=False)
+    out = tmp_path / "one.json"
+    run_main(capsys, "fit", tmp_path / "one.csv", "--bootstrap", "50", "--out", out, check=True)
+    proc = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--json", check=True)
+    got = json.loads(proc.stdout)
+    assert got["hyperparameters"]["lr"] is None and "lr_interval" not in got["hyperparameters"]
+    text = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, check=True).stdout
+    assert "lr                 unidentified (as N_opt and D_opt, where it is evaluated)" in text

@@ -93,7 +93,10 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
         if isinstance(law, dict):
             value = hplaws.evaluate(law, n_non_embedding=n, tokens=d, flops=budget)
             why = _unidentified_exponent(law)
-            if math.isfinite(value):
+            if allocation.n.unidentified or allocation.d.unidentified:  # user29: a number at an N_opt not printed
+                out[target] = None
+                lines.append(f"  {target:<18} unidentified (as N_opt and D_opt, where it is evaluated)")
+            elif math.isfinite(value):
                 out[target] = value
                 ends = value_interval(report.hyperparameter_fit, target, {"N_hp": n, "D": d}) if fitted_law else None
                 shown = num(value) + (f" [{num(ends[0])}, {num(ends[1])}]" if ends else "")
@@ -101,9 +104,6 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
                 out.update({f"{target}_unidentified": why} if why else {})
                 out.update({f"{target}_interval": list(ends)} if ends else {})
                 intervals = intervals or ends is not None
-            elif allocation.n.unidentified:  # no N_opt to evaluate the law at (`analysis.fits.isoflop`: no law)
-                out[target] = None
-                lines.append(f"  {target:<18} unidentified (as N_opt)")
     if intervals:  # user27: the recommendation had none, beside N_opt's and D_opt's
         lines.append(
             f"  intervals: the law's own ({level_text(report.hyperparameter_fit.get('level', 0.95))}, its points "
