@@ -15,6 +15,7 @@ Truths (analysis.synthetic draws IsoFLOP sweeps from them, 1% log-normal noise):
 """
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -401,3 +402,22 @@ def test_an_unidentified_difference_is_not_named_as_the_drifts_cause_nor_as_cons
     both = drift_cause({"gamma": {**near, "unidentified": "stuck"}, "E": {**away, "unidentified": why}}, True)
     assert both.startswith("the cause cannot be said: frontier exponent difference Δγ is unidentified (stuck) and ")
     assert "[" not in both
+
+
+def test_a_multiplier_the_runs_cannot_pin_says_so_in_words_and_in_the_figure(tmp_path):
+    # user29: "m ≈ 1.21 [0.0286, 15.1] ... (the interval holds 1: consistent with no difference)" read as no
+    # difference; the figure drew m(C) as a solid line where the text called it unidentified (unbounded above)
+    from analysis.figures.compare import compare_figure
+
+    small = np.geomspace(1e18, 1e20, 3)
+    base, cand = tmp_path / "b.csv", tmp_path / "c.csv"
+    isoflop_runs(BASE, small, 5, spread_decades=0.6, noise=0.08, seed=11).to_csv(base, index=False)
+    isoflop_runs(BASE, small, 5, spread_decades=0.6, noise=0.08, seed=12).to_csv(cand, index=False)
+    c = _compare([base, cand], resamples=60)
+    assert re.search(r"\(the interval holds 1 and spans \d+x: these runs cannot tell them apart\)", c.summary), (
+        c.summary
+    )
+    unbounded = [r for r in c.rows if r.multiplier.unidentified.startswith("interval unbounded above")]
+    assert unbounded and "consistent with no difference" not in c.summary
+    labels = [t.get_text() for t in compare_figure([c]).axes[1].get_legend().get_texts()]
+    assert ("m(C) unidentified here" in labels) == bool(unbounded), (labels, unbounded)

@@ -239,6 +239,9 @@ def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float,
     return not (drift_flat and gamma_flat)
 
 
+WIDE_M = 10.0  # an m interval wider than this factor, holding 1, tells nothing of which recipe is better
+
+
 def _summary(
     ends: dict, shared: tuple[float, float], scale_dependent: bool, diffs: dict, intervals: bool, overlap: bool
 ) -> str:
@@ -260,7 +263,10 @@ def _summary(
         )
     mid = at[1]  # a copy of the baseline printed "m ≈ 1 [0.85, 1.19] (m < 1: the candidate is worse ...)"
     holds_one = mid.lower is not None and not mid.unidentified and mid.lower <= 1.0 <= mid.upper
-    if holds_one and not scale_dependent:
+    wide = holds_one and mid.upper / mid.lower > WIDE_M  # user29: 0.03 to 15 read as "no difference"
+    if wide and not scale_dependent:
+        text += f" (the interval holds 1 and spans {mid.upper / mid.lower:.0f}x: these runs cannot tell them apart)"
+    elif holds_one and not scale_dependent:
         text += " (the interval holds 1: consistent with no difference between them)"
     elif not holds_one and mid.value < 1:
         text += " (m < 1: the candidate is worse, it needs more compute than the baseline)"

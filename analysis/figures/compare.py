@@ -38,15 +38,18 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         values = _frontier(left, c.candidate, c, compute, "candidate_loss", colour)
         m = values["multiplier"]
         finite = np.isfinite(m["value"])
+        # user29: a solid m(C) line ran on where the text called m unidentified (its interval unbounded above)
+        unbounded = np.zeros(len(compute), bool) if m["lower"] is None else ~np.isfinite(m["upper"])
         label, style_ = (f"{_name(c.candidate.source)} (m(C) unidentified)", "--") if c.unidentified else (None, "-")
+        solid = np.where(finite & ~unbounded, m["value"], np.nan)
         right.plot(
-            compute[finite],
-            m["value"][finite],
-            color=colour,
-            linewidth=1.6,
-            linestyle=style_,
-            label=label or _name(c.candidate.source),
+            compute, solid, color=colour, linewidth=1.6, linestyle=style_, label=label or _name(c.candidate.source)
         )
+        if (finite & unbounded).any() and not c.unidentified:
+            loose = np.where(
+                finite & (unbounded | np.r_[unbounded[1:], False]), m["value"], np.nan
+            )  # joined to the rest
+            right.plot(compute, loose, color=colour, linewidth=1.2, linestyle="--", label="m(C) unidentified here")
         if m["lower"] is not None:
             upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
