@@ -55,16 +55,29 @@ def planning_counts(duplicates: int, dropped: int) -> str:
     return ", ".join(parts + ([f"{dropped} combination{'s' * (dropped != 1)} dropped"] if dropped else []))
 
 
+def sweep_file(config) -> str | None:
+    """The sweep file a sweep's composed ``config`` (with its ``hydra`` node) came from: its config name in the
+    command line's config directory (a sweep file kept elsewhere), else in the project's; None when unknown."""
+    hydra = config.get("hydra") if hasattr(config, "get") else None
+    name = hydra.job.get("config_name") if hydra is not None else None
+    if not name:
+        return None
+    sources = sorted(hydra.runtime.get("config_sources") or [], key=lambda s: s.get("provider") != "command-line")
+    paths = [Path(s["path"]) / f"{name}.yaml" for s in sources if s.get("schema") == "file"]
+    return next((str(p.resolve()) for p in paths if p.is_file()), None)
+
+
 def write_sweep_manifest(
     store: Path,
-    name: str,
+    config,
     jobs: list[dict],
     dropped: list[dict],
     duplicates: list[dict],
     filename: str = MANIFEST,
     launch: dict | None = None,
 ) -> dict:
-    """Record the plan of this launch (atomically): every kept run with its FLOPs, every dropped
+    """Record the plan of this launch (atomically): the sweep's name and file (`sweep_file` of the composed
+    ``config``: `scaling next` reads its settings), every kept run with its FLOPs, every dropped
     combination with its reason, every merged one with the combination it is the same run as. ``launch``
     (what this returns: the launch time and each run's state then) keeps an invocation's launch for its second
     stage's plan (lr_refine; user22: its stage 1 runs read "skipped as already done", launched at stage 2)."""
@@ -74,7 +87,8 @@ def write_sweep_manifest(
     atomic_write_json(
         Path(store) / filename,
         {
-            "sweep": name,
+            "sweep": config.sweep,
+            "sweep_file": sweep_file(config),
             "launched_at": launch["launched_at"],
             "launched_at_unix": launch["launched_at_unix"],
             "runs": [

@@ -248,3 +248,31 @@ def test_a_proposal_of_no_runs_is_a_sweep_file_that_launches_nothing(tmp_path):
     )
     sweeper = yaml.safe_load(text)["hydra"]["sweeper"]
     assert (sweeper["grid"], sweeper["budgets"], sweeper["models"]) == ({}, [], [])
+
+
+def test_a_stores_own_sweep_file_kept_outside_sweeps_is_the_proposals_base(tmp_path, capsys):
+    # a store swept from /elsewhere/mine.yaml got a bare file: its tokens_per_param window (and settings) were lost
+    import yaml
+    from synthetic_store import write_store
+
+    write_store(tmp_path / "store", with_failures=False)
+    mine = tmp_path / "elsewhere" / "mine.yaml"
+    mine.parent.mkdir()
+    sweeper = {"budgets": [1e12], "models": ["d32"], "tokens_per_param": [0.5, 400]}
+    mine.write_text(
+        yaml.safe_dump(
+            {
+                "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
+                "sweep": "mine",
+                "train": {"evals": 3},
+                "hydra": {"sweeper": sweeper},
+            }
+        )
+    )
+    plan = json.loads((tmp_path / "store" / "sweep.json").read_text())
+    (tmp_path / "store" / "sweep.json").write_text(json.dumps({**plan, "sweep": "mine", "sweep_file": str(mine)}))
+    out = tmp_path / "next.yaml"
+    run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, *QUICK, check=True)
+    proposal = yaml.safe_load(out.read_text())
+    assert proposal["hydra"]["sweeper"]["tokens_per_param"] == [0.5, 400] and proposal["train"] == {"evals": 3}
+    assert f"The source's sweep file ({mine})" in out.read_text()

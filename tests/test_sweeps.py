@@ -613,3 +613,15 @@ def test_a_closed_stdout_is_not_reported_as_a_full_disk(tmp_path):
     proc.stdout.close()  # before the sweep writes a line: its first write finds the pipe closed
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 141 and "cannot write" not in err and "Traceback" not in err, err
+
+
+def test_the_plan_names_the_sweep_file_it_came_from_wherever_it_is(tmp_path):
+    # `scaling next` reads the source's sweep file for its settings and tokens-per-parameter window: one kept outside
+    # sweeps/ was not found (a bare file proposed, its window the default's)
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "mine.yaml").write_text(ODD_GRID + "    budgets: [4e10]\n    models: [d32]\n")
+    sweep(str(tmp_path / "f" / "mine.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=True)
+    plan = json.loads((tmp_path / "store" / "sweep.dry-run.json").read_text())
+    assert plan["sweep_file"] == str((tmp_path / "f" / "mine.yaml").resolve())
+    sweep("tiny", "hydra.sweeper.dry_run=true", store=tmp_path / "tiny", check=True)
+    assert json.loads((tmp_path / "tiny" / "sweep.dry-run.json").read_text())["sweep_file"].endswith("sweeps/tiny.yaml")

@@ -15,6 +15,7 @@ import numpy as np
 from analysis.cli.argtypes import count, positive_float
 from analysis.cli.common import add_table_options, column_map, parse, tell, write_output
 from analysis.cli.next_out import BARE, is_csv, plan_rows, render, runs_csv, short, summary, sweep_yaml
+from analysis.cli.next_settings import base_sweep
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A
 from analysis.fits.identified import below_range_note
@@ -105,7 +106,7 @@ def next_main(argv: list[str]) -> int:
     store = is_store(args.source)
     shapes = store or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
     check_out(args, shapes)
-    base = base_sweep(args.source)
+    base = base_sweep(args.source, BARE)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     tell(loaded.lines()[0], "warning")
     check_limits(args, float(loaded.budget_compute.min()), shapes, tokens_window(base))
@@ -352,24 +353,6 @@ def fit_law(fit):
         fitted_compute_min=smallest_6nd(fit.n, fit.d),  # as `saved_law.law_from_fit` reads approach 3's range
         fitted_compute_max=fit.fitted_compute_max,
     )
-
-
-def base_sweep(source: str) -> dict:
-    """The sweep file the source store was run from (its settings carry over), or a bare one."""
-    import yaml
-
-    from scaling.sweep_app import SWEEPS_DIR
-
-    manifest = Path(source) / "sweep.json"
-    name = json.loads(manifest.read_text()).get("sweep") if manifest.is_file() else None
-    path = SWEEPS_DIR / f"{name}.yaml" if name else None
-    if path is not None and path.is_file():
-        return yaml.safe_load(path.read_text())
-    return {
-        "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
-        "sweep": BARE,
-        "hydra": {"sweeper": {}},
-    }
 
 
 def model_dims(source: str) -> tuple[int, int, str, bool]:

@@ -142,14 +142,14 @@ def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> 
     settings, under a header saying they would join the source's store)."""
     import yaml
 
-    from analysis.cli.next_settings import carried, merged, nested
+    from analysis.cli.next_settings import base_sweep_path, carried, merged, nested
 
     grid: dict[str, list[str]] = {}
     for c in plan.runs:
         grid.setdefault(short(c.budget), []).append(c.shape)
     store = Path(args.source).is_dir()  # a results store (a table's runs have none to join)
     named = base.get("sweep") != BARE
-    own = carried(args.source, base.get("sweep") if named else None) if store else {}  # user26: llama -> gpt2 runs
+    own = carried(args.source, base_sweep_path(args.source) if named else None) if store else {}  # user26: llama
     sweep = merged({**base, **({"store": str(Path(args.source).resolve())} if store else {})}, nested(own or {}))
     # no runs: nothing the file could launch (user26: an empty grid let the base file's budgets × models train)
     empty = {} if plan.runs else {"budgets": [], "models": []}
@@ -159,7 +159,11 @@ def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> 
     settings = (
         "A table's runs have no store or settings to join: set store= and your runs' settings here"
         if not store
-        else ("The source's sweep file" if named else "A bare sweep file (the source's is not in sweeps/, or unknown)")
+        else (
+            f"The source's sweep file ({base_sweep_path(args.source)})"
+            if named
+            else "A bare sweep file (the source's is unknown)"
+        )
         + (
             ": no run's config.yaml was found, so its runs' settings are unknown: set them here (model.arch, data, "
             "train.*), or the runs will differ from the store's"

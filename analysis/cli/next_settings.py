@@ -11,14 +11,46 @@ settings.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from analysis.sources.settings import BRANCHING_KEYS, LAUNCHER_KEYS, PER_JOB, SHAPE_KEYS, flatten, run_configs
 
 
-def carried(source: str, sweep_name: str | None) -> dict[str, Any] | None:
-    """Dotted key -> value: the settings all the store's runs share that the sweep file ``sweep_name`` (None: the
-    project's config) would set otherwise; None when no run's config.yaml could be read."""
+def base_sweep_path(source: str) -> Path | None:
+    """The sweep file the store ``source`` was run from: the one its sweep.json names (`progress.sweep_file`, where
+    it still exists), else sweeps/NAME.yaml of its sweep's name (stores before the file was recorded; user: a
+    sweep file kept outside sweeps/ lost its tokens-per-parameter window and settings); None when unknown."""
+    from scaling.sweep_app import SWEEPS_DIR
+
+    manifest = Path(source) / "sweep.json"
+    try:
+        plan = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    except (OSError, ValueError):
+        plan = {}
+    named = [Path(plan["sweep_file"])] if plan.get("sweep_file") else []
+    named += [SWEEPS_DIR / f"{plan['sweep']}.yaml"] if plan.get("sweep") else []
+    return next((path for path in named if path.is_file()), None)
+
+
+def base_sweep(source: str, bare: str) -> dict:
+    """The sweep file the source store was run from (its settings carry over), or a bare one named ``bare``."""
+    import yaml
+
+    path = base_sweep_path(source)
+    if path is not None:
+        return yaml.safe_load(path.read_text())
+    return {
+        "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
+        "sweep": bare,
+        "hydra": {"sweeper": {}},
+    }
+
+
+def carried(source: str, sweep_file: Path | None) -> dict[str, Any] | None:
+    """Dotted key -> value: the settings all the store's runs share that ``sweep_file`` (None: the project's config)
+    would set otherwise; None when no run's config.yaml could be read."""
     from scaling.train_app import compose_config
 
     configs = list(run_configs(source).values())
@@ -26,7 +58,8 @@ def carried(source: str, sweep_name: str | None) -> dict[str, Any] | None:
         return None
     first = configs[0]
     # the sweep file's settings, not a shape's (review18: a fine/ shape's name is no model= option: next failed)
-    base = flatten(dict(compose_config([], config_name=sweep_name or "config")))
+    name, where = (sweep_file.stem, str(sweep_file.parent)) if sweep_file else ("config", None)
+    base = flatten(dict(compose_config([], config_name=name, extra_dir=where)))
     shared = {k: v for k, v in first.items() if all(c.get(k, _MISSING) == v for c in configs[1:])}
     return {
         k: v

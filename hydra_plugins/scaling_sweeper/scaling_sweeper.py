@@ -317,7 +317,7 @@ class ScalingSweeper(Sweeper):
         to_run = [j for j in (jobs if launch is None else launch) if branching.to_launch(j)]
         to_run.sort(key=lambda j: -j["plan"].flops_attention)  # largest first: shortest makespan in parallel
         manifest = DRY_RUN_MANIFEST if self.dry_run else MANIFEST
-        self.launch = write_sweep_manifest(store, self.config.sweep, jobs, dropped, duplicates, manifest, self.launch)
+        self.launch = write_sweep_manifest(store, self.config, jobs, dropped, duplicates, manifest, self.launch)
 
         cost = "\n  ".join(line for line in (self.hyper.cost_line(jobs), self.branch_line) if line)
         print_summary(self.config.sweep or "sweep", store, jobs, dropped, duplicates, cost or None)
