@@ -652,3 +652,10 @@ def test_counts_given_as_logarithms_are_read_back_and_implausible_counts_are_que
     warned = run_main(capsys, "fit", write(millions, tmp_path, "m.csv"), "--bootstrap", "0").stderr
     assert "column 'params': the median run has" in warned and "(name its unit: params_M, params_B)" in warned
     assert "column 'tokens': the median run has" in warned
+
+
+def test_a_fit_whose_other_approaches_were_skipped_names_its_headline(tmp_path, capsys):
+    # user28: one budget of 12 sizes: approaches 1 and 2 skipped, approach 3 alone, no headline line (--json had one)
+    one = isoflop_runs(CHINCHILLA_APPROACH3, [1e20], 12, spread_decades=0.8, noise=0.001, seed=20)
+    proc = run_main(capsys, "fit", write(one, tmp_path), "--bootstrap", "50", check=True)
+    assert re.search(r"\nheadline: approach 3( \(a is unidentified in it.*\))?\n", proc.stdout), proc.stdout

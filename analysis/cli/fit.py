@@ -306,7 +306,8 @@ def _render_headline(report: FitReport) -> list[str]:
     left_out = report.headline_left_out()
     # user16: "headline: approach 3" above eight unidentified estimates; the line now says a is unidentified
     unidentified = [f for f in report.headline if f.estimates["a"].unidentified]
-    if len(report.fits) + len(report.skipped) == 1 or not (left_out or unidentified):
+    # user28: approaches 1 and 2 skipped, approach 3 alone printed no headline, where --json named it
+    if len(report.fits) + len(report.skipped) == 1 or not (left_out or unidentified or report.skipped):
         return []
     lead = ", ".join(str(f.approach) for f in report.headline) or "none"
     if unidentified and len(unidentified) == len(report.headline):
