@@ -244,7 +244,8 @@ def _check_tokens(d: np.ndarray, d_col: str | None, c_col: str | None) -> None:
         "tokens"
         if d_col is not None
         else f"FLOPs, or if it is in PF-days (a PF-day is 8.64e19 FLOPs) rename it {c_col + '_pfdays'!r} "
-        "(with --c-column, name that) to have it read in FLOPs"
+        "(with --c-column, name that) to have it read in FLOPs; GPU-hours need the hardware's sustained FLOP/s "
+        "(times 3600) to become FLOPs"
     )
     raise DataError(
         f"{source} gives a median D of {median:.3g} tokens, under one token per run; give it in {hint} "
