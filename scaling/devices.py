@@ -116,12 +116,18 @@ class Slot:
         return f"device slot {self.index}/{self.slots} (GPU {self.gpu}{faked})"
 
 
+def resolved_precision(precision: str, device_type: str) -> str:
+    """What ``train.precision`` trains in on a device of ``device_type`` ("cpu", "cuda"): bf16 when it is bf16, or
+    auto on CUDA; else fp32."""
+    return "bf16" if precision == "bf16" or (precision == "auto" and device_type == "cuda") else "fp32"
+
+
 def autocast_for(precision: str, device):
     """The autocast context (a function of nothing) of a run with ``train.precision`` on ``device``:
-    bf16 when precision is bf16, or auto on CUDA; else disabled (fp32)."""
+    bf16 autocast where `resolved_precision` says bf16; else disabled (fp32)."""
     import torch
 
-    use_bf16 = precision == "bf16" or (precision == "auto" and device.type == "cuda")
+    use_bf16 = resolved_precision(precision, device.type) == "bf16"
     return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
 

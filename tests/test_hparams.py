@@ -213,6 +213,12 @@ def test_a_batch_sweep_in_tokens_is_fitted_and_one_in_sequences_without_seq_len_
     }
     assert laws["tok"]["step_law"]["batch_tokens"] == laws["seq"]["step_law"]["batch_tokens"]
     assert "η*" not in " ".join(laws["tok"]["notes"]) and "lr" not in laws["tok"]["step_law"]
+    # review19: batch sizes in tokens written as counts ("0.5M") were NaN, and a missing one crashed the reduction
+    text = tokens.assign(batch_tokens=(tokens["batch_tokens"] / 1e6).map(lambda v: f"{v:g}M"))
+    text.loc[text.index[0], "batch_tokens"] = None
+    text.drop(columns="lr").to_csv(tmp_path / "text.csv", index=False)
+    counted = load_runs(str(tmp_path / "text.csv")).hparams
+    assert counted.batch_swept and counted.optima["batch_tokens"].notna().all()
     assert laws["none"]["step_law"] == {} and laws["none"]["notes"] == [
         "no batch-size law: 'batch_size' counts sequences and the table has no 'seq_len' column (tokens per sequence) "
         "to make B* a count of tokens; add one, or give the batch size in tokens as 'batch_tokens'"
@@ -230,3 +236,6 @@ def test_an_lr_is_not_recommended_at_an_n_opt_that_is_unidentified(tmp_path, cap
     assert got["hyperparameters"]["lr"] is None and "lr_interval" not in got["hyperparameters"]
     text = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, check=True).stdout
     assert "lr                 unidentified (as N_opt and D_opt, where it is evaluated)" in text
+    # a published law of C alone (DeepSeek's) needs no N_opt (review19: withheld for that reason)
+    deepseek = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--hp-law", "deepseek", "--json")
+    assert json.loads(deepseek.stdout)["hyperparameters"]["lr"] == pytest.approx(0.3118 * 1e20**-0.125)

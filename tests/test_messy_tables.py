@@ -21,6 +21,7 @@ from analysis.fits.validation import validate_isoflop
 from analysis.published import CHINCHILLA_APPROACH3
 from analysis.sources.check import table_from_frame
 from analysis.sources.files import read_table_file
+from analysis.sources.groups import _names_an_experiment
 from analysis.sources.schema import ColumnMap
 from analysis.synthetic import isoflop_runs
 from scaling.errors import DataError
@@ -431,9 +432,20 @@ def test_rows_that_differ_in_another_column_are_not_exact_duplicates():
     copies = table_from_frame(pd.concat([runs, renamed], ignore_index=True), "r.csv", ColumnMap())
     (said,) = [w for w in copies.warnings if "pair(s) of rows under different run ids agree in N, D, the loss" in w]
     assert said.startswith("6 pair(s)") and "(run other0)" in said and len(copies.runs) == len(runs) + 6
+    # review19: settings under dotted names (train.batch_size, wandb's flattening) are columns like any other: a
+    # batch sweep whose rounded losses agree is not one run twice
+    dotted = pd.concat([runs.assign(**{"train.batch_size": 128}), runs.assign(**{"train.batch_size": 256})])
+    dotted = dotted.assign(val_loss=dotted["val_loss"].round(3)).reset_index(drop=True)
+    assert not table_from_frame(dotted, "d", ColumnMap(hp_columns=("train.batch_size",))).counts["duplicates"]
     seeds = runs.assign(run_id=runs["run_id"] + "s", val_loss=runs["val_loss"] * 1.004)  # seeds: no such warning
     both = pd.concat([runs, seeds], ignore_index=True)
     assert not [w for w in table_from_frame(both, "s", ColumnMap()).warnings if "pair(s)" in w]
+    # review19: seeds written to 2 decimals (a trailing zero lost: 3.2 beside 3.21) are no rounded copies; copies
+    # named by a Name column (no run_id) are
+    short = both.assign(val_loss=both["val_loss"].round(2))
+    assert not [w for w in table_from_frame(short, "s", ColumnMap()).warnings if "pair(s)" in w]
+    named = pd.concat([runs, renamed], ignore_index=True).rename(columns={"run_id": "Name"})
+    assert [w for w in table_from_frame(named, "n", ColumnMap()).warnings if w.startswith("6 pair(s)")]
     assert [w for w in twice.warnings if f"counted once {len(runs)} exact duplicate rows" in w], twice.warnings
     assert len(twice.runs) == len(runs) and not [w for w in twice.warnings if "Created" in w]
 
@@ -608,6 +620,8 @@ def test_a_numeric_column_naming_a_recipe_splits_the_runs_as_a_text_one_would(co
     table = table_from_frame(both, "t", ColumnMap())
     (warned,) = [w for w in table.warnings if f"column {column!r} splits the runs into 2 groups" in w]
     assert f"--group-by {column}" in warned
+    # review19: an LR under an exporter's name is a setting swept, not an experiment (config_lr: --hp-columns)
+    assert not _names_an_experiment("config_lr") and not _names_an_experiment("config.lr")
     # a numeric column that is no recipe's (a group size changes with N) is not
     plain = pd.concat([base.assign(group_size=0), other.assign(group_size=1)], ignore_index=True)
     assert not [w for w in table_from_frame(plain, "t", ColumnMap()).warnings if "group_size" in w]
@@ -629,6 +643,15 @@ def test_a_store_relaunched_with_a_setting_changed_names_the_setting_from_its_ru
     (warned,) = [w for w in json.loads(proc.stdout)["warnings"] if "'optim.min_lr_ratio'" in w]
     assert "splits the runs into 2 groups (" in warned and "--group-by optim.min_lr_ratio" in warned
     assert "train.evals" not in proc.stderr  # how often a run was evaluated: no recipe
+    # a store that grew (older runs' configs lack a key added since) or added evaluation sets has no second recipe
+    for run in (tmp_path / "store" / "runs").iterdir():
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        if config["optim"]["min_lr_ratio"] == 0.1:
+            config["train"] |= {"cooldown_frac": 0.2}
+            config["eval"] = {"primary": "wiki"}
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    grown = run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
+    assert "cooldown_frac" not in grown and "eval.primary" not in grown and "'optim.min_lr_ratio'" in grown
     one = run_main(capsys, "fit", tmp_path / "store", "--where", "optim.min_lr_ratio==0.1", "--bootstrap", "0")
     assert "optim.min_lr_ratio" not in one.stderr.replace("--where optim.min_lr_ratio==0.1", "")
 

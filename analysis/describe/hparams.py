@@ -93,7 +93,8 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
         if isinstance(law, dict):
             value = hplaws.evaluate(law, n_non_embedding=n, tokens=d, flops=budget)
             why = _unidentified_exponent(law)
-            if allocation.n.unidentified or allocation.d.unidentified:  # user29: a number at an N_opt not printed
+            at_n_d = law.get("form") == "step_law"  # DeepSeek's form reads C alone (review19)
+            if at_n_d and (allocation.n.unidentified or allocation.d.unidentified):  # user29: at an unprinted N_opt
                 out[target] = None
                 lines.append(f"  {target:<18} unidentified (as N_opt and D_opt, where it is evaluated)")
             elif math.isfinite(value):

@@ -45,11 +45,11 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         right.plot(
             compute, solid, color=colour, linewidth=1.6, linestyle=style_, label=label or _name(c.candidate.source)
         )
-        if (finite & unbounded).any() and not c.unidentified:
-            loose = np.where(
-                finite & (unbounded | np.r_[unbounded[1:], False]), m["value"], np.nan
-            )  # joined to the rest
-            right.plot(compute, loose, color=colour, linewidth=1.2, linestyle="--", label="m(C) unidentified here")
+        if (finite & unbounded).any() and not c.unidentified:  # joined to the solid line on both sides
+            edges = unbounded | np.r_[unbounded[1:], False] | np.r_[False, unbounded[:-1]]
+            said = "m(C) unidentified here" if k == 0 else None  # in the legend once
+            loose = np.where(finite & edges, m["value"], np.nan)
+            right.plot(compute, loose, color=colour, linewidth=1.2, linestyle="--", label=said)
         if m["lower"] is not None:
             upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)

@@ -136,8 +136,12 @@ def outliers_in_dropped_budgets(report: FitReport, table) -> list[str]:
 
     return [
         f"approach 2 dropped budget {o.budget:.3g}{why(o.budget)}; it holds {o.run_id} (N = {o.n:.4g}, loss "
-        f"{o.loss:.4g}), flagged an outlier: {o.detail}; if that run bent its profile, --exclude-outliers refits "
-        "without it"
+        f"{o.loss:.4g}), flagged an outlier: {o.detail}"
+        + (
+            ""
+            if "distinct model size" in why(o.budget)
+            else "; if that run bent its profile, --exclude-outliers refits without it"
+        )
         for o in report.outliers
         if o.rule in ("residual", "off_budget") and o.budget in set(table.budgets) - kept
     ]

@@ -48,7 +48,7 @@ def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, leve
     for the targets the sweep varied (LR; batch size when swept with seq_len known)."""
     points = sweep.optima
     targets = (["lr"] if sweep.lr_swept else []) + (["batch_tokens"] if sweep.batch_swept else [])
-    out: dict = {"step_law": {}, "deepseek": {}, "notes": [], "level": level, "resamples": resamples}
+    out: dict = {"step_law": {}, "deepseek": {}, "notes": [], "level": level, "resamples": resamples, "seed": seed}
     n_name = "non-embedding N (column params_non_embedding)" if sweep.n_hp == "non-embedding" else "N as fitted"
     lr = (
         "; η* is the optimum interpolated in log LR where the grid brackets it, else the best LR"
@@ -58,11 +58,13 @@ def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, leve
     out["notes"].append(
         f"fitted to {len(points)} (N, D) points of the sweep over {', '.join(sweep.swept)}; N is {n_name}{lr}"
     )
-    if sweep.batch_column and not sweep.batch_swept:  # user27: a batch sweep without seq_len printed no law, no reason
+    if sweep.batch_column == "batch_size" and not sweep.batch_swept:  # user27: no seq_len, no law and no reason
         out["notes"].append(
             f"no batch-size law: {sweep.batch_column!r} counts sequences and the table has no {SEQ_LEN!r} column (tokens "
             f"per sequence) to make B* a count of tokens; add one, or give the batch size in tokens as {BATCH_TOKENS!r}"
         )
+    if sweep.batch_column == BATCH_TOKENS and not sweep.batch_swept:
+        out["notes"].append(f"no batch-size law: no value of {BATCH_TOKENS!r} reads as a count of tokens")
     if not targets and not sweep.batch_column:
         out["notes"].append(f"no law: neither the LR nor the batch size was swept, only {', '.join(sweep.swept)}")
     if not targets:
@@ -162,7 +164,7 @@ def value_interval(fit: dict, target: str, at: dict[str, float], *, seed: int = 
     y, logs, _, sizes = _logs(fit["points"], "step_law", target)
     fitted = [key for key in keys if not _unidentified(key, logs, sizes)]
     design = np.column_stack([np.ones(len(y))] + [logs[k] for k in fitted])
-    samples = _bootstrap(design, y, sizes, int(fit.get("resamples", 1000)), seed)
+    samples = _bootstrap(design, y, sizes, int(fit.get("resamples", 1000)), int(fit.get("seed", seed)))
     column = dict(TERMS[("step_law", target)])
     where = np.array([1.0] + [np.log(at[column[k]]) for k in fitted])
     predicted = samples @ where

@@ -54,6 +54,12 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
     return ~repeated
 
 
+# a loss rounded to 4 significant digits or more (3.833 beside 3.833226): seeds rarely agree so closely, where a
+# trailing zero lost (3.20 read as 3.2) or losses written to 2 decimals make seeds agree often (review19)
+ROUNDED_DIGITS = 4
+ROUNDED_APART = 1e-3  # the most two such losses differ by, relatively
+
+
 def _warn_renamed_copies(
     runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Series, kept: np.ndarray, warnings: list[str]
 ) -> None:
@@ -61,20 +67,26 @@ def _warn_renamed_copies(
     one loss shown to fewer digits (3.8332 beside 3.833226), and whose other columns agree, their bookkeeping
     aside: an export rounded and renamed, appended to the first (user28: 6 such rows were 6 more seeds, and every
     budget's N_opt interval narrowed). Kept, since seeds can agree so; said, since at full precision they rarely do."""
+    from analysis.sources.curverows import MODEL_NAMES, NAME_COLUMNS
     from analysis.sources.groups import is_run_metadata
 
+    names = set(NAME_COLUMNS) - set(MODEL_NAMES)  # a run's name differs between the two copies, as its id does
+    compared = frame[[c for c in frame.columns if not is_run_metadata(c) and c not in names]]
     positions = np.flatnonzero(kept)
     key = pd.DataFrame({c: runs[c].to_numpy()[positions] for c in ("N", "D")}).map(lambda v: float(f"{v:.2e}"))
-    others = [c for c in frame.columns if not is_run_metadata(c)]
-    ids, loss = pd.Series(run_ids.to_numpy()).astype(str), runs["loss"].to_numpy()
+    ids, loss = pd.Series(run_ids.to_numpy()).astype(str).to_numpy(), runs["loss"].to_numpy()
+    digits = np.array([_digits(v) for v in loss])
     listed = []
     for group in key.groupby(["N", "D"], sort=False).indices.values():
         rows = positions[group]
-        for k, i in enumerate(rows):
-            for j in rows[:k]:
-                rounded = _digits(loss[i]) != _digits(loss[j]) and ids[i] != ids[j]
-                if rounded and _same_row(runs, frame[others], i, j):
-                    listed.append(f"{row_label(j, run_ids)} ~ {row_label(i, run_ids)}")
+        with np.errstate(all="ignore"):  # candidates first: pairs of ids, digits shown and losses apart as rounding is
+            close = np.abs(loss[rows][:, None] / loss[rows][None, :] - 1.0) <= ROUNDED_APART
+        close &= (ids[rows][:, None] != ids[rows][None, :]) & (digits[rows][:, None] != digits[rows][None, :])
+        close &= np.minimum(digits[rows][:, None], digits[rows][None, :]) >= ROUNDED_DIGITS
+        for a, b in zip(*np.nonzero(np.tril(close, -1)), strict=True):
+            i, j = rows[a], rows[b]
+            if _same_row(runs, compared, i, j):
+                listed.append(f"{row_label(j, run_ids)} ~ {row_label(i, run_ids)}")
     if listed:
         warnings.append(
             f"{len(listed)} pair(s) of rows under different run ids agree in N, D, the loss (to the digits the shorter "
@@ -93,7 +105,7 @@ def _warn_reruns(
 
     if "seed" not in frame.columns:
         return
-    keys = _exact_keys(runs, frame, settings=True).drop(columns="loss")
+    keys = _exact_keys(runs, frame).drop(columns="loss")
     keys = keys[[c for c in keys.columns if not LOSS_NAME.search(c)]][kept]
     ids = pd.Series(run_ids.to_numpy()).astype(str)[kept]
     listed = [
@@ -142,16 +154,13 @@ def _only_the_loss_differs(rows: pd.DataFrame, loss: np.ndarray) -> bool:
     return bool(differing) and all(as_loss)
 
 
-def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame, settings: bool = False) -> pd.DataFrame:
+def _exact_keys(runs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """Per row: N, D, loss and the text of every other column of ``frame`` (blank: "") but a run's bookkeeping: its
     id, times and device (`groups.is_run_metadata`), which differ between two copies of one run (review15c: a run
     recorded twice at two times was counted twice; a wandb export appended to another, its Created and Runtime)."""
     from analysis.sources.groups import is_run_metadata
-    from analysis.sources.settings import SECTIONS
 
-    # nor a store run's settings (`analysis.sources.settings`): rows of one N, D and loss to the last digit are one
-    # run trained twice, a setting that changed nothing between (train.precision=fp32 where auto is fp32)
-    others = [c for c in frame.columns if not is_run_metadata(c) and (settings or not str(c).startswith(SECTIONS))]
+    others = [c for c in frame.columns if not is_run_metadata(c)]
     text = {f"column {c}": text_cells(frame[c]) for c in others}
     return pd.DataFrame({"N": runs["N"].to_numpy(), "D": runs["D"].to_numpy(), "loss": runs["loss"].to_numpy(), **text})
 

@@ -296,11 +296,11 @@ EXPERIMENT_WORDS = {"experiment", "exp", "recipe", "variant", "arm", "version", 
 # user28: model_family 0/1, lr_schedule 0/1, two recipes pooled without a word
 EXPERIMENT_WORDS |= {"family", "schedule", "tokenizer", "optimizer", "dataset", "mixture", "mix"}
 CODE_WORDS = {"id", "name", "no", "nr", "number", "code", "idx", "index"}  # what may follow one: experiment_id
-CODE_WORDS |= {"model", "lr", "data", "train", "training", "run", "type", "kind", "vocab"}  # or beside it: model_family
+CODE_WORDS |= {"model", "data", "train", "training", "run", "type", "kind", "vocab"}  # or beside it: model_family
 # Numeric settings whose values are recipes, not a setting swept at each point: the context length, the vocabulary
 # (user28: vocab_size 32000 beside 50257, two tokenizers, pooled; user29: a store relaunched at seq_len=64)
 RECIPE_NUMBERS = {"seq_len", "seq_length", "sequence_length", "context_length", "max_seq_len", "block_size", "n_ctx"}
-RECIPE_NUMBERS |= {"vocab_size", "n_vocab", "vocab"}
+RECIPE_NUMBERS |= {"vocab_size", "n_vocab", "vocab", "lr_schedule", "lr_scheduler", "scheduler"}  # codes 0/1 too
 
 
 def _names_an_experiment(column) -> bool:

@@ -176,8 +176,11 @@ def _n_hp(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
 
 
 def _batch_tokens(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
-    if "batch_size" not in rows.columns and BATCH_TOKENS in rows.columns:
-        return pd.to_numeric(rows[BATCH_TOKENS], errors="coerce").to_numpy(dtype=float)
+    if "batch_size" not in rows.columns and BATCH_TOKENS in rows.columns:  # as counts are read: "0.5M" (review19)
+        from analysis.sources.rows import numeric
+
+        values, bad = numeric(rows, BATCH_TOKENS)
+        return np.where(bad, np.nan, values)
     if "batch_size" not in rows.columns or SEQ_LEN not in frame.columns:
         return np.full(len(rows), np.nan)
     seq = pd.to_numeric(frame[SEQ_LEN], errors="coerce").to_numpy(dtype=float)
@@ -193,8 +196,8 @@ def _optima(rows: pd.DataFrame, swept: list[str], keys: list[str]) -> tuple[pd.D
         best = settings.idxmin()
         best = best if isinstance(best, tuple) else (best,)
         at_best = np.ones(len(group), dtype=bool)
-        for column, value in zip(swept, best):
-            at_best &= (group[column] == value).to_numpy()
+        for column, value in zip(swept, best):  # a missing value is a setting of its own (review19: it crashed)
+            at_best &= ((group[column] == value) | (group[column].isna() & pd.isna(value))).to_numpy()
         chosen[rows.index.get_indexer(group.index[at_best])] = True
         first = group[at_best].iloc[0]
         point = {"N": first.N, "N_hp": first.N_hp, "D": group["D"].mean(), "C": group["C"].mean()}

@@ -135,6 +135,11 @@ def _read_store(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
         )
     runs = store.runs
     runs = runs.join(differing(str(path), runs["run_id"]))  # user29: two recipes' runs looked alike in the table
+    if "train.precision" in runs.columns:  # as each ran: auto is fp32 on a CPU (review19: auto beside fp32 "split")
+        from scaling.devices import resolved_precision
+
+        kinds = runs["device"].fillna("").astype(str).str.split(":").str[0]
+        runs["train.precision"] = [resolved_precision(p, k) if p else p for p, k in zip(runs["train.precision"], kinds)]
     if "schedule" in runs.columns:  # records before WSD name none: they ran cosine, as cosine runs since (their
         runs["schedule"] = runs["schedule"].replace("", "cosine")  # ids kept), so a store that grew is one schedule
     return runs, store.curves, list(store.problems)

@@ -19,7 +19,7 @@ N_KINDS = ("total", "non_embedding")
 NON_EMBEDDING_NAME = re.compile(r"non[\s_-]?embed", re.IGNORECASE)
 # a column of the outcome the laws model (a loss in any unit): never a count, nor a setting or a run's identity; not
 # the store's `entropy_rate`, a synthetic corpus's true entropy (a property of the data: `--where entropy_rate<2`)
-LOSS_NAME = re.compile(r"loss|bpb|bits_per_byte|ppl|perplexity|nll|entropy(?!_rate)", re.IGNORECASE)
+LOSS_NAME = re.compile(r"loss|bpb|bits_per_byte|ppl|perplexity|nll|entropy(?![\s_-]?rate)", re.IGNORECASE)
 
 # Column names tried, in order, when the user names none. The first of each is the store's own.
 FALLBACK_COLUMNS = {

@@ -12,6 +12,7 @@ columns under their dotted names, which the separating-column checks (`groups.wa
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pandas as pd
 from scaling.plan import LAUNCHER_SET, NOT_IDENTITY, NOT_IDENTITY_TRAIN
 
 # not settings: the job's budget and seed, its place, what the sweeper and launchers set per job
-PER_JOB = ("budget", "seed", "sweep", "store", "plan", "pack", "hydra")
+PER_JOB = ("budget", "seed", *(key for key in NOT_IDENTITY if key != "tracking"))  # (next carries tracking)
 NOT_RECIPE_TOP = (*NOT_IDENTITY, "param_count")  # not a recipe either: tracking, how N is counted (a table column)
 # a WSD trunk's own (review18: a one-shape WSD store's warmup and branches would make every proposed run that trunk)
 BRANCHING_KEYS = ("optim.warmup_steps", "train.branches")
@@ -29,7 +30,6 @@ LAUNCHER_KEYS = tuple(f"train.{key}" for key in LAUNCHER_SET)
 # where and how fast a run ran, how often it was measured, when it would have been stopped as diverged
 NOT_RECIPE = tuple(f"train.{key}" for key in (*NOT_IDENTITY_TRAIN, "log_points", "evals", "eval_tokens"))
 NOT_RECIPE += ("train.divergence_factor", "train.min_steps")
-SECTIONS = ("model.", "data.", "optim.", "train.", "eval.")  # a setting's dotted name starts with one
 # settings a column of the store's table shows (the LR and its grid, the batch, warmup, sequence length, the
 # architecture, the schedule; the corpus and its repetition: corpus, unique_tokens): checked there
 IN_TABLE = (
@@ -44,22 +44,33 @@ IN_TABLE = (
     "train.allow_repeat",
     "model.arch",
     "data.",
+    "eval.",  # evaluation sets: the table's corpus columns and `evalsets`' rules check them
 )
 
 
 def run_configs(source: str) -> dict[str, dict[str, Any]]:
     """Run id -> the run's resolved config (runs/<run_id>/config.yaml), flattened to dotted keys; a damaged file's
     run is left out (its settings are unknown; the others' stand)."""
+    from scaling.store import RunPaths
+
+    paths = sorted(Path(source).glob(str(RunPaths(Path(), "*").config)))
+    stamp = tuple((str(path), path.stat().st_mtime_ns) for path in paths if path.is_file())
+    return dict(_read_configs(stamp))  # read once per state of the files (`scaling next` asks three times)
+
+
+@lru_cache(maxsize=4)
+def _read_configs(stamp: tuple) -> tuple:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it: ~10x faster
-    configs = {}
-    for path in sorted(Path(source).glob("runs/*/config.yaml")):
+    configs = []
+    for name, _ in stamp:
+        path = Path(name)
         try:
-            configs[path.parent.name] = flatten(yaml.load(path.read_text(), Loader=loader) or {})
+            configs.append((path.parent.name, flatten(yaml.load(path.read_text(), Loader=loader) or {})))
         except (OSError, yaml.YAMLError):
             continue
-    return configs
+    return tuple(configs)
 
 
 def differing(source: str, run_ids: pd.Series) -> pd.DataFrame:
@@ -70,8 +81,8 @@ def differing(source: str, run_ids: pd.Series) -> pd.DataFrame:
     rows = [configs.get(str(run), {}) for run in run_ids]
     keys = dict.fromkeys(k for row in rows for k in row)
     columns = {}
-    for key in keys:
-        if not _skipped(key) and len({_text(row[key]) if key in row else "" for row in rows if row}) > 1:
+    for key in keys:  # over the runs whose config has the key: an older run's lacks a key added since (review19)
+        if not _skipped(key) and len({_text(row[key]) for row in rows if key in row}) > 1:
             columns[key] = [_text(row[key]) if key in row else "" for row in rows]
     return pd.DataFrame(columns, index=run_ids.index)
 

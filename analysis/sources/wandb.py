@@ -88,5 +88,8 @@ def _row(run) -> dict:
 
 
 def _flatten(nested: dict) -> dict:
-    """Nested keys joined with '.' (pandas' `json_normalize`; an empty dict carries nothing)."""
-    return pd.json_normalize(nested, sep=".").to_dict(orient="records")[0] if nested else {}
+    """Nested keys joined with '.', as a store's run settings are (`settings.flatten`; pandas' `json_normalize` took
+    190x as long: ~9 s for 1,000 runs, review19); an empty dict carries nothing."""
+    from analysis.sources.settings import flatten
+
+    return {key: value for key, value in flatten(nested).items() if value != {}} if nested else {}
