@@ -54,9 +54,10 @@ def first_of_duplicates(runs: pd.DataFrame, frame: pd.DataFrame, run_ids: pd.Ser
     return ~repeated
 
 
-# a loss rounded to 4 significant digits or more (3.833 beside 3.833226): seeds rarely agree so closely, where a
-# trailing zero lost (3.20 read as 3.2) or losses written to 2 decimals make seeds agree often (review19)
-ROUNDED_DIGITS = 4
+# a loss rounded to 4 to 12 significant digits (3.833 beside 3.833226): seeds rarely agree so closely, where a
+# trailing zero lost (3.20 read as 3.2) or losses written to 2 decimals make seeds agree often (review19); a float
+# at full precision shows 15 to 17, and so differs in length from another without being rounded
+ROUNDED_DIGITS = (4, 12)
 ROUNDED_APART = 1e-3  # the most two such losses differ by, relatively
 
 
@@ -82,7 +83,8 @@ def _warn_renamed_copies(
         with np.errstate(all="ignore"):  # candidates first: pairs of ids, digits shown and losses apart as rounding is
             close = np.abs(loss[rows][:, None] / loss[rows][None, :] - 1.0) <= ROUNDED_APART
         close &= (ids[rows][:, None] != ids[rows][None, :]) & (digits[rows][:, None] != digits[rows][None, :])
-        close &= np.minimum(digits[rows][:, None], digits[rows][None, :]) >= ROUNDED_DIGITS
+        shorter = np.minimum(digits[rows][:, None], digits[rows][None, :])
+        close &= (shorter >= ROUNDED_DIGITS[0]) & (shorter <= ROUNDED_DIGITS[1])
         for a, b in zip(*np.nonzero(np.tril(close, -1)), strict=True):
             i, j = rows[a], rows[b]
             if _same_row(runs, compared, i, j):
