@@ -77,6 +77,22 @@ def check_grid_keys(path: Path) -> None:
         seen[budget] = key_node.value
 
 
+AXES = ("budget=", "model=", "hydra.sweeper.budgets=", "hydra.sweeper.models=", "hydra.sweeper.grid")
+
+
+def proposes_nothing(path: Path, rest: list[str]) -> bool:
+    """Whether the sweep file sets its grid, budgets and models all empty (`scaling next`'s file of a proposal of no
+    runs) and the command line gives none: nothing to launch, said and exit 0 (user29: exit 2, "no budgets")."""
+    import yaml
+
+    try:
+        sweeper = ((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("hydra") or {}).get("sweeper") or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return False  # Hydra reads the file next and reports what is wrong with it
+    empty = all(k in sweeper and not sweeper[k] for k in ("grid", "budgets", "models"))
+    return empty and not any(arg.lstrip("+~").startswith(AXES) for arg in rest)
+
+
 def hydra_command_line(path: Path, rest: list[str]) -> list[str]:
     """The plain-Hydra command line of `scaling sweep PATH REST...`: the sweep file as the primary
     config, and --multirun unless the command only prints (--cfg, --info, --help)."""
@@ -105,5 +121,8 @@ def main(argv: list[str]) -> int:
 
     path = resolve_sweep(argv[0])
     check_grid_keys(path)
+    if proposes_nothing(path, argv[1:]):
+        print(f"sweep {path}: no runs to launch (its grid, budgets and models are empty)", file=sys.stderr)
+        return 0
     command_line = hydra_command_line(path, argv[1:])
     return run_hydra_reporting_writes("scaling sweep", command_line, "hydra.sweep.dir", precheck(command_line))

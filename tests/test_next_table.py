@@ -248,6 +248,12 @@ def test_a_proposal_of_no_runs_is_a_sweep_file_that_launches_nothing(tmp_path):
     )
     sweeper = yaml.safe_load(text)["hydra"]["sweeper"]
     assert (sweeper["grid"], sweeper["budgets"], sweeper["models"]) == ({}, [], [])
+    # launched, it says so and exits 0 (user29: exit 2, "no budgets x models to sweep", broke `next && sweep`)
+    (tmp_path / "next.yaml").write_text(text.replace("- config", "- config\n- override hydra/sweeper: scaling"))
+    proc = run_cli("sweep", tmp_path / "next.yaml", f"store={tmp_path / 'store'}")
+    assert proc.returncode == 0 and "no runs to launch" in proc.stderr and not (tmp_path / "store").exists()
+    given = run_cli("sweep", tmp_path / "next.yaml", "hydra.sweeper.budgets=[4e10]", "hydra.sweeper.dry_run=true")
+    assert "no runs to launch" not in given.stderr  # the command line's own grid is planned
 
 
 def test_a_stores_own_sweep_file_kept_outside_sweeps_is_the_proposals_base(tmp_path, capsys):
