@@ -219,3 +219,31 @@ def test_max_train_tokens_cuts_the_training_split_and_is_another_corpus():
     assert plan.run_id != plan_run(compose_config(["budget=1e11", "model=d16"])).run_id
     with pytest.raises(Exception, match="data.max_train_tokens"):
         data_lib.load_corpus({"source": "stdlib", "max_train_tokens": 10**12})
+
+
+def test_an_allocation_that_rests_on_a_fixed_r_star_n_is_unidentified(tmp_path, capsys):
+    """user30: runs too small to fit R*_N (held at the published 5.31; truth 0.5), and `optimal --unique-tokens 4e9
+    --budget 1e21` printed N_opt 1.8e9 [1.4e9, 2.6e9] for a true 6.5e8 and a loss interval missing the truth: N_opt lay
+    11x N_opt(U), where R*_N sets it. Now every estimate resting on R*_N is unidentified there; nearer, answered."""
+    truth = {**TRUTH, "R_N": 0.5}
+    sizes, unique = [5e7, 1e8, 2e8, 4e8], [4e9, 1.6e10, 6.4e10]
+    runs = repeated_runs(truth, sizes, unique, [0.25, 0.5, 1, 2, 4, 8, 16, 32], noise=0.005, seed=4)
+    runs = runs[(runs["tokens"] / runs["params"]).between(5, 2000)]
+    runs.to_csv(tmp_path / "small.csv", index=False)
+    fit = tmp_path / "fit.json"
+    args = ("--approach", "muennighoff", "--muennighoff-stages", "1", "--bootstrap", "40", "--out", fit)
+    run_main(capsys, "fit", tmp_path / "small.csv", *args, check=True)
+    assert "R_N" in json.loads(fit.read_text())["muennighoff"]["convergence"]["fixed"]
+    far = json.loads(
+        run_main(
+            capsys, "optimal", "--law", fit, "--unique-tokens", "4e9", "--budget", "1e21", "--json", check=True
+        ).stdout
+    )
+    for key in ("N", "D", "epochs", "loss"):
+        assert far[key]["unidentified"].startswith("rests on R_N, which the fit held at the published"), (key, far[key])
+    near = json.loads(
+        run_main(
+            capsys, "optimal", "--law", fit, "--unique-tokens", "4e9", "--budget", "1e18", "--json", check=True
+        ).stdout
+    )
+    assert not near["N"].get("unidentified") and near["N"]["interval"]

@@ -53,7 +53,8 @@ GRID = {
 REFINED_STARTS = 16
 FD_STEP = 1e-6  # central differences in θ
 GRAD_TOL = 1e-6  # converged when max |∂F/∂θ| <= GRAD_TOL · δ · runs (approach 3's rule)
-RN_MIN_RUNS = 3  # runs with N > 2·N_opt(U) needed to fit R*_N
+RN_MIN_RUNS = 3  # runs with N > RN_REACH·N_opt(U) needed to fit R*_N
+RN_REACH = 2.0  # N beyond this many N_opt(U) (excess parameters) is where R*_N shows in the loss
 BATCH_MAX_ITER = 3000
 LOGS = ("E", "A", "B", "R_D", "R_N")  # θ holds their logs (`RepeatObjective.params`)
 BOUNDS = [(-10.0, 10.0), (-10.0, 60.0), (-10.0, 60.0), (1e-3, 5.0), (1e-3, 5.0), (-8.0, 12.0), (-8.0, 12.0)]
@@ -333,7 +334,7 @@ def _rn_unidentified(objective: RepeatObjective, theta: np.ndarray) -> str:
     """Why R*_N cannot be fitted here ("" when it can): too few runs beyond 2·N_opt(U)."""
     p = {k: float(v[0]) for k, v in objective.params(theta).items()}
     u_n = mf.unique_params(objective.u, p["A"], p["B"], p["alpha"], p["beta"])
-    beyond = objective.n > 2.0 * u_n
+    beyond = objective.n > RN_REACH * u_n
     if beyond.sum() >= RN_MIN_RUNS and np.unique(objective.n[beyond]).size >= 2:
         return ""
     return (

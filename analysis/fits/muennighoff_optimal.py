@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from analysis.fits import muennighoff as mf
 from analysis.fits.muennighoff import NAMES
+from analysis.fits.muennighoff_fit import RN_REACH
 from analysis.fits.optimal import Allocation, Law, ParametricLaw
 from analysis.fits.presets import REPEAT_PRESET
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate, FitReport
@@ -54,9 +55,10 @@ class DataConstrainedLaw(Law):
 
     predicts_loss = True
 
-    def __init__(self, *args, unique_tokens: float, **kwargs):
+    def __init__(self, *args, unique_tokens: float, fixed_rn: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.unique_tokens = float(unique_tokens)
+        self.fixed_rn = fixed_rn  # why the fit held R_N at the published value ("" when it fitted it)
 
     def _n_opt(self, p, compute):
         return mf.optimal_n(p, compute, self.unique_tokens)
@@ -102,6 +104,17 @@ class DataConstrainedLaw(Law):
         # per sample, as the predicted loss: each sample's loss at a budget lies above its own lowest loss
         lowest = self._estimate(self._lowest)
         out = RepeatAllocation(**vars(base), unique_tokens=u, epochs=epochs, lowest_loss=lowest)
+        if self.fixed_rn and not out.n.unidentified and out.n.value > RN_REACH * self._unique_params():
+            why = f"rests on R_N, which the fit held {self.fixed_rn}"  # user30: R_N 0.5 truly; N_opt 2.8x off, unsaid
+            for estimate in [*out.follows_n(), out.loss]:
+                if estimate is not None and not estimate.unidentified:
+                    estimate.unidentified, estimate.lower, estimate.upper = why, None, None
+            out.lowest_loss_unidentified = why
+            out.notes.append(
+                f"N_opt is unidentified: it lies beyond {RN_REACH:g}x N_opt(U) = {self._unique_params():.4g}, where the "
+                f"excess-parameter decay R_N sets N_opt and the loss, and the fit held R_N {self.fixed_rn} (too few runs "
+                "that large); train runs above that size to fit it"
+            )
         if why := self.floor_unidentified:
             out.lowest_loss_unidentified = f"as the fit's E: {why}"
             out.loss_rests_on_e = rests_on_e(why) if loss is not None and not loss.unidentified else ""
@@ -117,6 +130,11 @@ class DataConstrainedLaw(Law):
                 "more compute buys almost nothing here, and N is poorly determined; more unique data is needed"
             )
         return out
+
+    def _unique_params(self) -> float:
+        """N_opt(U) of the law's point estimate: the size beyond which parameters are in excess (`mf.unique_params`)."""
+        p = self.params
+        return float(mf.unique_params(self.unique_tokens, p["A"], p["B"], p["alpha"], p["beta"]))
 
     def _e_caveat(self) -> str:
         """Said beside a loss floor that rests on E when the fit could not identify E (else "")."""
@@ -178,7 +196,11 @@ def resolve_repeat_law(
             f"{name} holds no data-constrained fit; write one with `scaling fit SOURCE --approach muennighoff "
             "--out FIT.json` (runs with unique_tokens), or use --law muennighoff"
         )
-    law = repeat_law(fit.params, f"{name} (data-constrained)", unique_tokens, **_fitted(report, NAMES, level))
+    fixed_rn = (
+        f"at the published {fit.convergence['fixed']['R_N']:.4g}" if "R_N" in fit.convergence.get("fixed", {}) else ""
+    )
+    kwargs = _fitted(report, NAMES, level)
+    law = repeat_law(fit.params, f"{name} (data-constrained)", unique_tokens, fixed_rn=fixed_rn, **kwargs)
     low, high = min(fit.unique), max(fit.unique)  # user27: U = 4 against a fit on U in billions printed loss 721.9
     if unique_tokens > high * U_REACH:
         where = f"{unique_tokens / high:.3g}x the fit's largest U ({high:.4g})"
