@@ -609,10 +609,13 @@ def test_a_numeric_setting_swept_at_each_point_is_warned_about():
     assert not [w for w in table_from_frame(timed, "t", ColumnMap()).warnings if "pooled as seeds" in w]
 
 
-@pytest.mark.parametrize("column", ["vocab_size", "model_family", "lr_schedule", "tokenizer_vocab", "train.seq_len"])
+@pytest.mark.parametrize(
+    "column", ["vocab_size", "model_family", "lr_schedule", "tokenizer_vocab", "train.seq_len", "wd", "optim.dropout"]
+)
 def test_a_numeric_column_naming_a_recipe_splits_the_runs_as_a_text_one_would(column):
     # user28: vocab_size 32000 beside 50257 (two tokenizers), model_family 0/1, lr_schedule 0/1: pooled without a
-    # word (beta 0.091 for 0.28), where a text column's groups were warned about; user29: a store at seq_len 64 and 128
+    # word (beta 0.091 for 0.28), where a text column's groups were warned about; user29: a store at seq_len 64 and 128;
+    # user30: weight decay 0.0 beside 0.1 (alpha 0.18 for 0.34)
     base = ladder()
     other = ladder(seed=2).assign(run_id=lambda f: f["run_id"] + "b", val_loss=lambda f: f["val_loss"] * 1.15)
     other = other.assign(params=other["params"] * 1.03)  # the other recipe's sizes: no (N, D) shared

@@ -239,9 +239,9 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     for column in frame.columns:
         values = frame[column]
         checked = is_run_metadata(column) or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
-        if not checked and pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column):
-            _warn_numeric_sweep(column, values, point, warnings)
-            continue
+        numeric = not checked and pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column)
+        if numeric and (_warn_numeric_sweep(column, values, point, warnings) or not _names_a_setting(column)):
+            continue  # a setting's value per group of runs (wd 0.0 beside 0.1) is checked as a label's (user30)
         if checked:
             continue
         labels = values.fillna("").astype(str).to_numpy()
@@ -266,9 +266,9 @@ MEASURED_WORDS = {"seed", "time", "runtime", "duration", "timestamp", "step", "s
 MEASURED_WORDS |= {"throughput", "speed", "mfu", "memory", "mem", "rank", "wall", "elapsed", "per"}  # tokens_per_s
 
 
-def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: list[str]) -> None:
-    """A warning when a numeric column that is neither measured (`MEASURED_WORDS`) nor a loss takes several values
-    at one (N, D) point: a setting swept there (user27: an LR sweep under config.lr, a batch sweep under
+def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: list[str]) -> bool:
+    """A warning (and True) when a numeric column that is neither measured (`MEASURED_WORDS`) nor a loss takes several
+    values at one (N, D) point: a setting swept there (user27: an LR sweep under config.lr, a batch sweep under
     batch_tokens, pooled as seeds of each point: N_opt's interval missed the truth)."""
     from analysis.sources.hparams import BATCH_TOKENS, HP_COLUMNS  # swept where they are: reduced, not pooled
 
@@ -279,7 +279,7 @@ def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: 
         or str(column).startswith("_")
         or column in (*HP_COLUMNS, BATCH_TOKENS)
     ):
-        return
+        return False
     varied = pd.DataFrame({"point": point, "value": values.to_numpy()}).groupby("point")["value"].nunique()
     if (varied > 1).any():
         warnings.append(
@@ -287,6 +287,20 @@ def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: 
             f"{len(varied)} points, pooled as seeds of each point: if it is a setting swept there, name it with "
             f"--hp-columns {column} (the best run of each point is kept), or pick one with --where"
         )
+    return bool((varied > 1).any())
+
+
+# Training settings: a value of one per group of runs, each group a sweep of its own, is two recipes (user30: wd 0.0
+# beside 0.1 pooled, alpha 0.18 for 0.34); swept at each point, a hyperparameter sweep (`_warn_numeric_sweep`)
+SETTING_NAMES = {"wd", "weight_decay", "dropout", "attn_dropout", "resid_dropout", "embd_dropout", "beta1", "beta2"}
+SETTING_NAMES |= {"adam_beta1", "adam_beta2", "eps", "adam_eps", "grad_clip", "max_grad_norm", "clip_grad"}
+SETTING_NAMES |= {"label_smoothing", "z_loss", "min_lr_ratio", "min_lr", "init_std", "tied_head", "tie_embeddings"}
+SETTING_NAMES |= {"tie_word_embeddings", "cooldown_frac", "warmup_steps", "mup", "qk_norm"}
+
+
+def _names_a_setting(column) -> bool:
+    """Whether a column is named as a training setting (`SETTING_NAMES`; in a namespace: optim.weight_decay)."""
+    return str(column).strip().lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1] in SETTING_NAMES
 
 
 # Words that name an experiment in a column of numeric codes (user21: experiment_id 0/1, two recipes, one worth 2x
