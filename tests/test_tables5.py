@@ -94,7 +94,7 @@ def test_a_run_stopped_early_in_a_nominal_budget_is_flagged_and_named_where_appr
     report = fit_all(table, (2, 3), resamples=50)
     off = [o for o in report.outliers if o.rule == "off_budget"]
     assert [o.run_id for o in off] == ["r0017"] and "0.3x" in off[0].detail
-    assert any("dropped budget 1e+19, which holds r0017" in n for n in report.notes)
+    assert any(n.startswith("approach 2 dropped budget 1e+19 (") and "; it holds r0017 (" in n for n in report.notes)
     assert [o.run_id for o in flag_outliers(table_from_frame(_ladder(), "clean.csv"))[0]] == ["r0009"]  # as before
 
 
