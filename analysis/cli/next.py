@@ -115,7 +115,9 @@ def next_main(argv: list[str]) -> int:
     budgets = table.budget_compute.tolist()  # where the fit places them: its runs' 6·N·D (review17: labels 1.3x low)
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
     if fit.bootstrap is None or not fit.bootstrap.samples:
-        raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow; fit more runs first")
+        boot = fit.bootstrap
+        why = f" ({boot.failed} of {boot.resamples} resamples could not be refitted)" if boot and boot.failed else ""
+        raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow{why}; fit more runs first")
     every = budgets + nr.next_budgets(budgets, target)
     law = fit_law(fit)
     bounds = {} if shapes else n_opt_bounds(law, every)  # a table's pairs bracket N_opt's interval there

@@ -246,10 +246,11 @@ def _named(theta: np.ndarray) -> dict[str, float]:
     """(e, a, b, α, β) → E, A, B, alpha, beta and the allocation a, b, G they imply."""
     e, a, b, alpha, beta = theta
     out = {"E": np.exp(e), "A": np.exp(a), "B": np.exp(b), "alpha": alpha, "beta": beta}
-    out["a"] = beta / (alpha + beta)
-    out["b"] = alpha / (alpha + beta)
-    # G of a contradicted law (β <= 0, or B near overflow): `parametric_form`
+    # a, b and G of a contradicted law (α + β = 0, β <= 0, or B near overflow): `parametric_form` (user30: numpy's
+    # "divide by zero" leaked onto stderr)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out["a"] = np.divide(beta, alpha + beta)
+        out["b"] = np.divide(alpha, alpha + beta)
         out["G"] = np.power(alpha * out["A"] / (beta * out["B"]), 1.0 / (alpha + beta))
     return {k: float(v) for k, v in out.items()}
 
