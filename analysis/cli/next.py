@@ -114,10 +114,7 @@ def next_main(argv: list[str]) -> int:
     table, fit = flagged.table, flagged.fit
     budgets = table.budget_compute.tolist()  # where the fit places them: its runs' 6·N·D (review17: labels 1.3x low)
     target = args.target_budget or DEFAULT_TARGET_FACTOR * nr.nominal(max(budgets))
-    if fit.bootstrap is None or not fit.bootstrap.samples:
-        boot = fit.bootstrap
-        why = f" ({boot.failed} of {boot.resamples} resamples could not be refitted)" if boot and boot.failed else ""
-        raise UserError(f"the fit of {args.source!r} has no bootstrap intervals to narrow{why}; fit more runs first")
+    require_intervals(fit, args.source)
     every = budgets + nr.next_budgets(budgets, target)
     law = fit_law(fit)
     bounds = {} if shapes else n_opt_bounds(law, every)  # a table's pairs bracket N_opt's interval there
@@ -173,6 +170,14 @@ def law_fit(args, table):
     if flagged.noise_scale is None:  # approach 3 fitted with the runs, not without them (--exclude-outliers)
         raise UserError(f"{args.source!r}: {'; '.join(flagged.notes)}: no noise scale to simulate runs with")
     return flagged
+
+
+def require_intervals(fit, source: str) -> None:
+    """UserError when approach 3's fit has no bootstrap samples to narrow, saying how many resamples failed."""
+    boot = fit.bootstrap
+    if boot is None or not boot.samples:
+        why = f" ({boot.failed} of {boot.resamples} resamples could not be refitted)" if boot and boot.failed else ""
+        raise UserError(f"the fit of {source!r} has no bootstrap intervals to narrow{why}; fit more runs first")
 
 
 def check_out(args, shapes: bool) -> None:

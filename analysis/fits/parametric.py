@@ -246,8 +246,7 @@ def _named(theta: np.ndarray) -> dict[str, float]:
     """(e, a, b, α, β) → E, A, B, alpha, beta and the allocation a, b, G they imply."""
     e, a, b, alpha, beta = theta
     out = {"E": np.exp(e), "A": np.exp(a), "B": np.exp(b), "alpha": alpha, "beta": beta}
-    # a, b and G of a contradicted law (α + β = 0, β <= 0, or B near overflow): `parametric_form` (user30: numpy's
-    # "divide by zero" leaked onto stderr)
+    # a, b, G of a contradicted law (α + β = 0, β <= 0, B near overflow): `parametric_form`; no numpy warning (user30)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         out["a"] = np.divide(beta, alpha + beta)
         out["b"] = np.divide(alpha, alpha + beta)
