@@ -247,3 +247,7 @@ def test_an_allocation_that_rests_on_a_fixed_r_star_n_is_unidentified(tmp_path, 
         ).stdout
     )
     assert not near["N"].get("unidentified") and near["N"]["interval"]
+    # user30: 155.8 epochs from runs of at most 32 were printed without a word
+    beyond = [n for n in far["notes"] if n.startswith("extrapolation in epochs:")]
+    assert (far["epochs"]["estimate"] > 32) == bool(beyond), (far["epochs"], far["notes"])
+    assert not [n for n in near["notes"] if n.startswith("extrapolation in epochs:")]

@@ -55,10 +55,11 @@ class DataConstrainedLaw(Law):
 
     predicts_loss = True
 
-    def __init__(self, *args, unique_tokens: float, fixed_rn: str = "", **kwargs):
+    def __init__(self, *args, unique_tokens: float, fixed_rn: str = "", most_epochs: float = math.inf, **kwargs):
         super().__init__(*args, **kwargs)
         self.unique_tokens = float(unique_tokens)
         self.fixed_rn = fixed_rn  # why the fit held R_N at the published value ("" when it fitted it)
+        self.most_epochs = most_epochs  # the most epochs a fitted run trained (inf: a preset's)
 
     def _n_opt(self, p, compute):
         return mf.optimal_n(p, compute, self.unique_tokens)
@@ -114,6 +115,11 @@ class DataConstrainedLaw(Law):
                 f"N_opt is unidentified: it lies beyond {RN_REACH:g}x N_opt(U) = {self._unique_params():.4g}, where the "
                 f"excess-parameter decay R_N sets N_opt and the loss, and the fit held R_N {self.fixed_rn} (too few runs "
                 "that large); train runs above that size to fit it"
+            )
+        if epochs.value > self.most_epochs:  # user30: 155.8 epochs from runs of at most 32, unsaid
+            out.notes.append(
+                f"extrapolation in epochs: {epochs.value:.4g} epochs of U, {epochs.value / self.most_epochs:.3g}x the most "
+                f"a fitted run trained ({self.most_epochs:.4g}): the repetition terms are read where no run was"
             )
         if why := self.floor_unidentified:
             out.lowest_loss_unidentified = f"as the fit's E: {why}"
@@ -200,7 +206,10 @@ def resolve_repeat_law(
         f"at the published {fit.convergence['fixed']['R_N']:.4g}" if "R_N" in fit.convergence.get("fixed", {}) else ""
     )
     kwargs = _fitted(report, NAMES, level)
-    law = repeat_law(fit.params, f"{name} (data-constrained)", unique_tokens, fixed_rn=fixed_rn, **kwargs)
+    most = float(max(d / u for d, u in zip(fit.d, fit.unique)))
+    law = repeat_law(
+        fit.params, f"{name} (data-constrained)", unique_tokens, fixed_rn=fixed_rn, most_epochs=most, **kwargs
+    )
     low, high = min(fit.unique), max(fit.unique)  # user27: U = 4 against a fit on U in billions printed loss 721.9
     if unique_tokens > high * U_REACH:
         where = f"{unique_tokens / high:.3g}x the fit's largest U ({high:.4g})"
