@@ -161,3 +161,13 @@ def test_unique_tokens_under_other_names_or_as_epochs_are_read():
     assert np.allclose(derived.runs["U"], runs["unique_tokens"])
     assert "no unique-tokens column: each run's U read as D / 'epochs'" in " ".join(derived.lines()[0])
     assert any("repeat their unique tokens" in w for w in derived.plain_warnings)
+
+
+def test_an_epochs_column_under_another_name_gives_u():
+    # user30: `Epochs` and `num_epochs` were not found (only `epochs`): no run had unique tokens
+    from analysis.sources.unique import unique_tokens_of
+
+    frame = pd.DataFrame({"D": [1e9, 4e9], "Num Epochs": [1.0, 4.0]})
+    warnings = []
+    assert list(unique_tokens_of(frame, None, frame["D"].to_numpy(), warnings)) == [1e9, 1e9]
+    assert "U read as D / 'Num Epochs'" in warnings[0]

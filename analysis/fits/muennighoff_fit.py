@@ -307,7 +307,8 @@ def _repeat_runs(table: RunTable):
     if not known.any():
         raise DataError(
             f"the data-constrained fit needs each run's unique tokens; no run of {table.source!r} has them (a store's "
-            "records carry unique_tokens; a table names its column with --unique-column, default unique_tokens, else U)"
+            "records carry unique_tokens; a table names its column with --unique-column, default unique_tokens, else U, "
+            "or gives each run's epochs, read as U = D/epochs)"
         )
     if not known.all():
         notes.append(  # user27: a blank U is how a table writes a fresh run; the fit then lost its fresh runs

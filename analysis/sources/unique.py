@@ -22,6 +22,7 @@ UNIQUE_COLUMNS = ("unique_tokens", "U", "unique")  # tried in order when --uniqu
 # and then, in any case, spaces as underscores (user27: Unique_Tokens, "unique tokens", n_unique_tokens unfound)
 UNIQUE_NAMES = ("unique_tokens", "n_unique_tokens", "num_unique_tokens", "unique_data", "unique_token_count")
 EPOCHS_COLUMN = "epochs"  # D/U, as a store's table writes it: U = D/epochs where no U column is given
+EPOCHS_NAMES = (EPOCHS_COLUMN, "num_epochs", "n_epochs", "epoch_count")  # any case, spaces as _ (user30: Epochs)
 EPOCHS = (1e-6, 1e5)  # a median D/U outside this is a unit mix-up (U in billions beside D in tokens)
 # Muennighoff et al. 2023 (abstract, Fig. 3): up to 4 epochs of repeated data change the loss negligibly against
 # fresh data; by their law 4 epochs are worth 3.7 fresh ones (R*_D = 15.4), 32 epochs worth 14
@@ -49,11 +50,12 @@ def unique_tokens_of(frame: pd.DataFrame, column: str | None, tokens, warnings: 
     number > 0. ``tokens``: each row's D, for the epochs check, said in ``warnings``."""
     from analysis.sources.rows import numeric
 
-    if column is None and EPOCHS_COLUMN in frame.columns:  # user27: epochs beside D, no U: the repeats went unseen
-        epochs = numeric(frame, EPOCHS_COLUMN, False)[0]
+    named = next((c for c in frame.columns if str(c).strip().lower().replace(" ", "_") in EPOCHS_NAMES), None)
+    if column is None and named is not None:  # user27: epochs beside D, no U: the repeats went unseen
+        epochs = numeric(frame, named, False)[0]
         if np.isfinite(epochs).any():
             warnings.append(
-                f"no unique-tokens column: each run's U read as D / {EPOCHS_COLUMN!r} (the data it repeated); name one "
+                f"no unique-tokens column: each run's U read as D / {named!r} (the data it repeated); name one "
                 "with --unique-column to read U instead"
             )
             return np.asarray(tokens, dtype=float) / np.where(epochs > 0, epochs, np.nan)
