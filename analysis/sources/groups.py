@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.budgets import cluster_budgets
+from analysis.sources.hparams import SEQ_LEN_NAMES
 from analysis.sources.rows import count_value, listing, text_cells
 from analysis.sources.schema import LOSS_NAME, LOSS_UNIT_COLUMN
 from scaling.errors import DataError, UserError
@@ -313,7 +314,7 @@ CODE_WORDS = {"id", "name", "no", "nr", "number", "code", "idx", "index"}  # wha
 CODE_WORDS |= {"model", "data", "train", "training", "run", "type", "kind", "vocab"}  # or beside it: model_family
 # Numeric settings whose values are recipes, not a setting swept at each point: the context length, the vocabulary
 # (user28: vocab_size 32000 beside 50257, two tokenizers, pooled; user29: a store relaunched at seq_len=64)
-RECIPE_NUMBERS = {"seq_len", "seq_length", "sequence_length", "context_length", "max_seq_len", "block_size", "n_ctx"}
+RECIPE_NUMBERS = set(SEQ_LEN_NAMES)
 RECIPE_NUMBERS |= {"vocab_size", "n_vocab", "vocab", "lr_schedule", "lr_scheduler", "scheduler"}  # codes 0/1 too
 
 

@@ -31,6 +31,8 @@ HP_COLUMNS = ("lr", "batch_size", "warmup_frac")  # the store's own hyperparamet
 REDUCE = ("best", "interpolate")
 LR = "lr"
 SEQ_LEN = "seq_len"  # batch size in tokens = batch_size · seq_len
+# a table's names for the sequence length, the store's first (user30: context_length read as none)
+SEQ_LEN_NAMES = (SEQ_LEN, "seq_length", "sequence_length", "context_length", "max_seq_len", "block_size", "n_ctx")
 BATCH_TOKENS = "batch_tokens"  # a table's batch size in tokens, read as the batch axis where it has no batch_size
 N_NON_EMBEDDING = "params_non_embedding"  # the Step Law's N
 
@@ -181,9 +183,10 @@ def _batch_tokens(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
 
         values, bad = numeric(rows, BATCH_TOKENS)
         return np.where(bad, np.nan, values)
-    if "batch_size" not in rows.columns or SEQ_LEN not in frame.columns:
+    seq_len = next((c for c in SEQ_LEN_NAMES if c in frame.columns), None)
+    if "batch_size" not in rows.columns or seq_len is None:
         return np.full(len(rows), np.nan)
-    seq = pd.to_numeric(frame[SEQ_LEN], errors="coerce").to_numpy(dtype=float)
+    seq = pd.to_numeric(frame[seq_len], errors="coerce").to_numpy(dtype=float)
     return pd.to_numeric(rows["batch_size"], errors="coerce").to_numpy(dtype=float) * seq
 
 
