@@ -304,6 +304,8 @@ def reading(table, rows_are_runs: bool) -> str:
     """How the table's rows were read (`RunTable.reading`): as training curves or as runs."""
     if table.reading is not None:
         return table.reading.note
+    if table.hparams is not None:  # user30: an 84-row LR sweep read "each row a run: 12 runs"
+        return table.hparams.note
     return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
 
 
