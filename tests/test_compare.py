@@ -421,3 +421,17 @@ def test_a_multiplier_the_runs_cannot_pin_says_so_in_words_and_in_the_figure(tmp
     assert unbounded and "consistent with no difference" not in c.summary
     labels = [t.get_text() for t in compare_figure([c]).axes[1].get_legend().get_texts()]
     assert ("m(C) unidentified here" in labels) == bool(unbounded), (labels, unbounded)
+
+
+def test_a_candidate_that_cannot_be_fitted_is_left_out_and_named_not_the_end_of_all(pair, tmp_path, capsys):
+    # user30: `compare mix.csv --group-by recipe` exited 2 and compared nothing when one of five groups could not be
+    # fitted; the others are compared now, each comparison naming the one left out
+    base, cand = pd.read_csv(pair["base"]), pd.read_csv(pair["constant"])
+    bad = base.iloc[:3].assign(params=base["params"].iloc[0])  # one size: approach 3 cannot be fitted
+    mixed = pd.concat([base.assign(recipe="a"), cand.assign(recipe="b"), bad.assign(recipe="c")], ignore_index=True)
+    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    args = ("compare", tmp_path / "mixed.csv", "--group-by", "recipe", "--bootstrap", "40", "--json")
+    got = json.loads(run_main(capsys, *args, check=True).stdout)["comparisons"]
+    assert len(got) == 1 and any(
+        n.startswith("candidate left out: cannot compare") and "[recipe=c]" in n for n in got[0]["notes"]
+    )

@@ -22,6 +22,7 @@ from analysis.compare.result import Comparison, Side, compare
 from analysis.fits.outliers import fit_flagged
 from analysis.fits.parametric import fit_parametric
 from analysis.fits.results import no_law
+from scaling.errors import DataError
 
 __all__ = ["Comparison", "Input", "Side", "check_same_eval", "compare_inputs", "fit_side", "read_groups", "read_inputs"]
 
@@ -62,7 +63,8 @@ def compare_inputs(
     inputs: list[Input], *, resamples: int = 1000, seed: int = 0, level: float = 0.95, exclude_outliers: bool = False
 ) -> list[Comparison]:
     """Each of ``inputs[1:]`` (candidates) compared with ``inputs[0]`` (the baseline); UserError when
-    their losses are in different units (a loss difference across units means nothing).
+    their losses are in different units (a loss difference across units means nothing). A candidate that cannot be
+    fitted is left out, said in every comparison's notes (DataError when none can, or the baseline cannot).
     ``exclude_outliers``: fit each side without the runs the outlier rule flags (`fit_side`)."""
     units = {item.label: item.table.loss_unit for item in inputs}
     if len(set(units.values())) > 1:
@@ -75,10 +77,19 @@ def compare_inputs(
         )
     # the baseline from seed, every candidate from seed + 1: a candidate's answer does not hang on which others are
     # listed (candidate k drew from seed + k: 'same' read m ≈ 0.997 [0.816, 1.09] listed third, [0.811, 1.08] alone)
-    sides = [fit_side(item, resamples, seed + min(k, 1), level, exclude_outliers) for k, item in enumerate(inputs)]
+    baseline = fit_side(inputs[0], resamples, seed, level, exclude_outliers)
+    sides, left_out = [], []
+    for item in inputs[1:]:  # user30: one group of five that could not be fitted ended the comparison of all
+        try:
+            sides.append((item, fit_side(item, resamples, seed + 1, level, exclude_outliers)))
+        except DataError as err:
+            left_out.append(f"candidate left out: {err}")
+    if not sides:
+        raise DataError("; ".join(left_out))
     with np.errstate(all="ignore"):
-        out = [compare(sides[0], side, level) for side in sides[1:]]
-    for item, comparison in zip(inputs[1:], out):
+        out = [compare(baseline, side, level) for _, side in sides]
+    for (item, _), comparison in zip(sides, out):
+        comparison.notes += left_out
         if _same_runs(inputs[0].table.runs, item.table.runs):  # user20: a source against itself, unremarked
             comparison.notes.append(
                 "the baseline and the candidate hold the same runs (N, D, loss): m = 1 by construction, and its "
