@@ -126,3 +126,16 @@ def test_a_bootstrap_that_mostly_fails_gives_no_intervals_rather_than_false_prec
     assert fit.bootstrap.failed > 100 and fit.bootstrap.samples == {}
     assert all(e.interval is None for e in fit.estimates.values())
     assert any("no intervals" in note for note in fit.bootstrap.notes)
+
+
+def test_a_term_given_up_on_one_budget_is_put_down_to_the_budget_not_to_the_loss():
+    # user30: one IsoFLOP profile (U-shaped, true alpha 0.34) was refused as "alpha <= 0 ...: the loss does not fall
+    # with N over these runs; beta <= 0 ...: does not fall with D"
+    from analysis.fits.parametric_form import best_fit_reasons
+
+    log_n = np.log(np.geomspace(1e8, 1e10, 9))
+    point = {"E": 1.7, "A": 400.0, "B": 400.0, "alpha": -0.05, "beta": 0.3}
+    one = best_fit_reasons(point, log_n, np.log(1e20 / 6) - log_n)
+    assert one["alpha"].startswith("every run is at one compute budget") and "beta" not in one
+    two = best_fit_reasons(point, log_n, np.log(np.where(np.arange(9) % 2, 1e20, 1e21) / 6) - log_n)
+    assert two["alpha"].startswith("alpha <= 0 at the best fit")

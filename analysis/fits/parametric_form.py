@@ -66,6 +66,7 @@ from analysis.fits.bootstrap import (
 )
 from analysis.fits.results import PARAMETRIC_NAMES, Estimate
 from analysis.fits.robust import robust_sigma
+from analysis.sources.budgets import BUDGET_TOLERANCE
 
 TERMS = {"alpha": ("A", "N"), "beta": ("B", "D")}  # exponent: coefficient, variable (also the data-constrained law's)
 ALLOCATION = ("a", "b", "G")  # a = β/(α+β), b = α/(α+β), G: each needs both terms
@@ -147,6 +148,9 @@ def contradicted(values: dict) -> dict[str, np.ndarray]:
     return out
 
 
+ONE_BUDGET_SPREAD = float(np.log1p(BUDGET_TOLERANCE))  # ln(N·D) spanning less: C within the clustering's gap
+
+
 def best_fit_reasons(
     point: dict[str, float], log_n: np.ndarray, log_d: np.ndarray, collinear: str = ""
 ) -> dict[str, str]:
@@ -154,9 +158,14 @@ def best_fit_reasons(
     too few distinct values (`design_reasons`), then a contradicted term; on runs along one line
     (``collinear``, `collinear_reason`) that line is the reason a term is contradicted."""
     out = design_reasons(log_n, log_d)
+    # user30: one IsoFLOP budget's U-shaped profile was refused as "the loss does not fall with N ... with D"
+    one_budget = len(log_n) > 0 and float(np.ptp(np.asarray(log_n) + np.asarray(log_d))) < ONE_BUDGET_SPREAD
     for exponent, bad in contradicted(point).items():
-        if bad and collinear:
-            out[exponent] = collinear
+        if bad and (collinear or one_budget):
+            out[exponent] = collinear or (
+                "every run is at one compute budget (N·D the same): along one IsoFLOP profile the N and D terms trade "
+                "off, and the best fit gives up one of them; runs at 2 or more budgets identify both"
+            )
         elif bad:
             coefficient, variable = TERMS[exponent]
             value = point[coefficient]
