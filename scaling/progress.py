@@ -56,13 +56,14 @@ def planning_counts(duplicates: int, dropped: int) -> str:
 
 
 def sweep_file(config) -> str | None:
-    """The sweep file a sweep's composed ``config`` (with its ``hydra`` node) came from: its config name in the
-    command line's config directory (a sweep file kept elsewhere), else in the project's; None when unknown."""
+    """The sweep file a sweep's composed ``config`` (with its ``hydra`` node) came from: its config name in the first
+    of Hydra's config directories that holds it (a file kept elsewhere under one of the project's names is refused:
+    `sweep_app.check_not_shadowed`); None when unknown."""
     hydra = config.get("hydra") if hasattr(config, "get") else None
     name = hydra.job.get("config_name") if hydra is not None else None
     if not name:
         return None
-    sources = sorted(hydra.runtime.get("config_sources") or [], key=lambda s: s.get("provider") != "command-line")
+    sources = hydra.runtime.get("config_sources") or []  # in Hydra's order: the first that holds the file is it
     paths = [Path(s["path"]) / f"{name}.yaml" for s in sources if s.get("schema") == "file"]
     return next((str(p.resolve()) for p in paths if p.is_file()), None)
 

@@ -49,6 +49,20 @@ def resolve_sweep(name_or_file: str) -> Path:
     )
 
 
+def check_not_shadowed(path: Path) -> None:
+    """A sweep file kept elsewhere under the name of one of the project's configs (sweeps/tiny.yaml, conf/config.yaml)
+    is a ConfigError: Hydra finds the project's first, and ran it instead, silently (review20)."""
+    conf = SWEEPS_DIR.parent / "conf"
+    if path.parent.resolve() in (SWEEPS_DIR.resolve(), conf.resolve()):
+        return
+    shadow = next((d / path.name for d in (conf, SWEEPS_DIR) if (d / path.name).is_file()), None)
+    if shadow is not None:
+        raise ConfigError(
+            f"sweep file {str(path)!r} has the name of the project's {str(shadow)!r}, which Hydra would run instead; "
+            "rename your file"
+        )
+
+
 def check_grid_keys(path: Path) -> None:
     """A budget written twice as a key of the sweep file's ``hydra.sweeper.grid`` (``1e12:`` twice, or
     ``4e10:`` and ``4.0e10:``) is a ConfigError: OmegaConf's loader refuses a duplicate key only when it
@@ -90,7 +104,9 @@ def proposes_nothing(path: Path, rest: list[str]) -> bool:
     except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
         return False  # Hydra reads the file next and reports what is wrong with it
     empty = all(k in sweeper and not sweeper[k] for k in ("grid", "budgets", "models"))
-    return empty and not any(arg.lstrip("+~").startswith(AXES) for arg in rest)
+    swept = {"budget", "model"} & set(sweeper.get("params") or {})  # review20: params: {budget: ..., model: ...}
+    given = any(arg.startswith("-") or arg.lstrip("+~").startswith(AXES) for arg in rest)  # or --cfg, --help
+    return empty and not swept and not given
 
 
 def hydra_command_line(path: Path, rest: list[str]) -> list[str]:
@@ -120,6 +136,7 @@ def main(argv: list[str]) -> int:
     from scaling.train_app import precheck, run_hydra_reporting_writes
 
     path = resolve_sweep(argv[0])
+    check_not_shadowed(path)
     check_grid_keys(path)
     if proposes_nothing(path, argv[1:]):
         print(f"sweep {path}: no runs to launch (its grid, budgets and models are empty)", file=sys.stderr)

@@ -655,6 +655,12 @@ def test_a_store_relaunched_with_a_setting_changed_names_the_setting_from_its_ru
         (run / "config.yaml").write_text(yaml.safe_dump(config))
     grown = run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
     assert "cooldown_frac" not in grown and "eval.primary" not in grown and "'optim.min_lr_ratio'" in grown
+    # review20: losses measured on two evaluation sets (eval.primary) are two experiments
+    for k, run in enumerate(sorted((tmp_path / "store" / "runs").iterdir())):
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        config["eval"] = {"primary": "wiki" if k % 2 else "val"}
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    assert "'eval.primary'" in run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
     one = run_main(capsys, "fit", tmp_path / "store", "--where", "optim.min_lr_ratio==0.1", "--bootstrap", "0")
     assert "optim.min_lr_ratio" not in one.stderr.replace("--where optim.min_lr_ratio==0.1", "")
 

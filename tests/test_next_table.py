@@ -15,6 +15,7 @@ from conftest import assert_one_line_error, run_cli, run_main
 from analysis.fits import laws
 from analysis.fits.next_runs import GRID_PER_DECADE, ladder_shapes
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from scaling.shapes import CONF_DIR
 
 BUDGETS = [1e18, 1e19, 1e20, 1e21]
 FLOPS = 1e22  # the allowance; the target is the default, 10x the largest budget (1e22)
@@ -254,6 +255,8 @@ def test_a_proposal_of_no_runs_is_a_sweep_file_that_launches_nothing(tmp_path):
     assert proc.returncode == 0 and "no runs to launch" in proc.stderr and not (tmp_path / "store").exists()
     given = run_cli("sweep", tmp_path / "next.yaml", "hydra.sweeper.budgets=[4e10]", "hydra.sweeper.dry_run=true")
     assert "no runs to launch" not in given.stderr  # the command line's own grid is planned
+    shown = run_cli("sweep", tmp_path / "next.yaml", "--cfg", "job")  # review20: --cfg was answered "no runs"
+    assert "no runs to launch" not in shown.stderr and "sweep:" in shown.stdout
 
 
 def test_a_stores_own_sweep_file_kept_outside_sweeps_is_the_proposals_base(tmp_path, capsys):
@@ -282,3 +285,10 @@ def test_a_stores_own_sweep_file_kept_outside_sweeps_is_the_proposals_base(tmp_p
     proposal = yaml.safe_load(out.read_text())
     assert proposal["hydra"]["sweeper"]["tokens_per_param"] == [0.5, 400] and proposal["train"] == {"evals": 3}
     assert f"The source's sweep file ({mine})" in out.read_text()
+    # review20: a file whose grid came from the command line (no hydra: key), or a `scaling train --multirun` sweep
+    # (its file the project's config.yaml), crashed with a KeyError
+    for recorded, text in ((mine, "defaults: [config]\nsweep: mine\n"), (CONF_DIR / "config.yaml", None)):
+        if text is not None:
+            recorded.write_text(text)
+        (tmp_path / "store" / "sweep.json").write_text(json.dumps({**plan, "sweep_file": str(recorded)}))
+        run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, *QUICK, check=True)

@@ -625,3 +625,11 @@ def test_the_plan_names_the_sweep_file_it_came_from_wherever_it_is(tmp_path):
     assert plan["sweep_file"] == str((tmp_path / "f" / "mine.yaml").resolve())
     sweep("tiny", "hydra.sweeper.dry_run=true", store=tmp_path / "tiny", check=True)
     assert json.loads((tmp_path / "tiny" / "sweep.dry-run.json").read_text())["sweep_file"].endswith("sweeps/tiny.yaml")
+
+
+def test_a_sweep_file_named_as_one_of_the_projects_is_refused(tmp_path):
+    # review20: `scaling sweep x/tiny.yaml` ran the project's sweeps/tiny.yaml (Hydra finds it first), silently
+    (tmp_path / "tiny.yaml").write_text(ODD_GRID + "    budgets: [4e10]\n    models: [d16]\n")
+    proc = sweep(str(tmp_path / "tiny.yaml"), "hydra.sweeper.dry_run=true", store=tmp_path / "store", check=False)
+    assert_one_line_error(proc, "has the name of the project's", "sweeps/tiny.yaml", "rename your file")
+    assert nothing_written(tmp_path / "store")

@@ -29,7 +29,8 @@ def base_sweep_path(source: str) -> Path | None:
         plan = json.loads(manifest.read_text()) if manifest.is_file() else {}
     except (OSError, ValueError):
         plan = {}
-    named = [Path(plan["sweep_file"])] if plan.get("sweep_file") else []
+    recorded = Path(plan["sweep_file"]) if plan.get("sweep_file") else None  # not the project's own config.yaml:
+    named = [recorded] if recorded is not None and recorded.stem != "config" else []  # `scaling train --multirun`
     named += [SWEEPS_DIR / f"{plan['sweep']}.yaml"] if plan.get("sweep") else []
     return next((path for path in named if path.is_file()), None)
 
@@ -39,13 +40,19 @@ def base_sweep(source: str, bare: str) -> dict:
     import yaml
 
     path = base_sweep_path(source)
-    if path is not None:
-        return yaml.safe_load(path.read_text())
-    return {
-        "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
-        "sweep": bare,
-        "hydra": {"sweeper": {}},
-    }
+    try:
+        base = yaml.safe_load(path.read_text()) if path is not None else None
+    except (OSError, yaml.YAMLError):
+        base = None
+    if not isinstance(base, dict):
+        return {
+            "defaults": ["config", {"override hydra/sweeper": "scaling"}, "_self_"],
+            "sweep": bare,
+            "hydra": {"sweeper": {}},
+        }
+    hydra = base.get("hydra") if isinstance(base.get("hydra"), dict) else {}  # review20: a file whose grid was the
+    base["hydra"] = {**hydra, "sweeper": hydra.get("sweeper") or {}}  # command line's had no hydra: (KeyError)
+    return base
 
 
 def carried(source: str, sweep_file: Path | None) -> dict[str, Any] | None:

@@ -93,10 +93,9 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
         if isinstance(law, dict):
             value = hplaws.evaluate(law, n_non_embedding=n, tokens=d, flops=budget)
             why = _unidentified_exponent(law)
-            at_n_d = law.get("form") == "step_law"  # DeepSeek's form reads C alone (review19)
-            if at_n_d and (allocation.n.unidentified or allocation.d.unidentified):  # user29: at an unprinted N_opt
+            if unknown := _unknown_where(law, allocation):
                 out[target] = None
-                lines.append(f"  {target:<18} unidentified (as N_opt and D_opt, where it is evaluated)")
+                lines.append(f"  {target:<18} unidentified (as {unknown}, where it is evaluated)")
             elif math.isfinite(value):
                 out[target] = value
                 ends = value_interval(report.hyperparameter_fit, target, {"N_hp": n, "D": d}) if fitted_law else None
@@ -113,6 +112,16 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
     if any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
         lines.append("  note: the Step Law's N is non-embedding; evaluated here at N_opt as the law gives it")
     return lines, out
+
+
+def _unknown_where(law: dict, allocation) -> str:
+    """What a law is evaluated at that the allocation leaves unidentified ("" when none): N_opt and D_opt for the Step
+    Law's form (user29: an LR at an N_opt not printed), the budget for DeepSeek's, of C alone (review19, review20)."""
+    if law.get("form") == "step_law" and (allocation.n.unidentified or allocation.d.unidentified):
+        return "N_opt and D_opt"
+    if allocation.budget.unidentified or not math.isfinite(allocation.budget.value):
+        return "the budget"
+    return ""
 
 
 def _unidentified_exponent(law: dict) -> str:

@@ -22,6 +22,7 @@ from scaling.errors import UserError
 from scaling.flops import smallest_6nd, tokens_6nd
 
 FLAT = 1e-4  # an optimum within this relative distance of the lowest reachable loss: more compute buys ~nothing
+RN_WHY = "rests on R_N"  # how an estimate that the fit's fixed R_N decides begins (`DataConstrainedLaw._allocation`)
 
 
 @dataclass
@@ -79,7 +80,7 @@ class DataConstrainedLaw(Law):
         bootstrap sample reaches it either (else the budget is unidentified, `Law._unreached`)."""
         lowest = float(self._lowest(self.params))
         if self.samples is not None and (self._lowest(self.samples) < target).any():
-            return super().budget_for_loss(target)
+            return self._budget_on_rn(super().budget_for_loss(target))
         if target <= self.params["E"]:
             raise UserError(
                 f"--target-loss {target:g} is not above the law's irreducible loss E = {self.params['E']:.4g} "
@@ -92,7 +93,15 @@ class DataConstrainedLaw(Law):
                 f"them, the loss only falls to {lowest:.4g} {self.loss_unit} (law {self.name!r}{self._e_caveat()}); give a "
                 "higher target or more unique tokens"
             )
-        return super().budget_for_loss(target)
+        return self._budget_on_rn(super().budget_for_loss(target))
+
+    @staticmethod
+    def _budget_on_rn(out: Allocation) -> Allocation:
+        """A target's budget rests on R_N where its N_opt does (review20: 1.7e20 [9.4e19, 2.2e20] printed for a loss
+        the true law never reaches)."""
+        if out.n.unidentified.startswith(RN_WHY) and not out.budget.unidentified:
+            out.budget.unidentified, out.budget.lower, out.budget.upper = out.n.unidentified, None, None
+        return out
 
     def _allocation(
         self, budget: Estimate, n: Estimate, d: Estimate | None = None, ratio: Estimate | None = None, *, loss
@@ -105,26 +114,27 @@ class DataConstrainedLaw(Law):
         # per sample, as the predicted loss: each sample's loss at a budget lies above its own lowest loss
         lowest = self._estimate(self._lowest)
         out = RepeatAllocation(**vars(base), unique_tokens=u, epochs=epochs, lowest_loss=lowest)
-        if self.fixed_rn and not out.n.unidentified and out.n.value > RN_REACH * self._unique_params():
-            why = f"rests on R_N, which the fit held {self.fixed_rn}"  # user30: R_N 0.5 truly; N_opt 2.8x off, unsaid
+        on_rn = self.fixed_rn and not out.n.unidentified and out.n.value > RN_REACH * self._unique_params()
+        if on_rn:
+            why = f"{RN_WHY}, which the fit held {self.fixed_rn}"  # user30: R_N 0.5 truly; N_opt 2.8x off, unsaid
             for estimate in [*out.follows_n(), out.loss]:
                 if estimate is not None and not estimate.unidentified:
                     estimate.unidentified, estimate.lower, estimate.upper = why, None, None
             out.lowest_loss_unidentified = why
             out.notes.append(
-                f"N_opt is unidentified: it lies beyond {RN_REACH:g}x N_opt(U) = {self._unique_params():.4g}, where the "
-                f"excess-parameter decay R_N sets N_opt and the loss, and the fit held R_N {self.fixed_rn} (too few runs "
-                "that large); train runs above that size to fit it"
+                f"N_opt is unidentified: it lies beyond {RN_REACH:g}x N_opt(U) (N_opt(U) = {self._unique_params():.4g}), "
+                f"where the excess-parameter decay R_N sets N_opt and the loss, and the fit held R_N {self.fixed_rn} (too "
+                "few runs that large); train runs above that size to fit it"
             )
-        if epochs.value > self.most_epochs:  # user30: 155.8 epochs from runs of at most 32, unsaid
+        elif epochs.value > self.most_epochs:  # user30: 155.8 epochs from runs of at most 32, unsaid
             out.notes.append(
                 f"extrapolation in epochs: {epochs.value:.4g} epochs of U, {epochs.value / self.most_epochs:.3g}x the most "
                 f"a fitted run trained ({self.most_epochs:.4g}): the repetition terms are read where no run was"
             )
-        if why := self.floor_unidentified:
+        if (why := self.floor_unidentified) and not on_rn:
             out.lowest_loss_unidentified = f"as the fit's E: {why}"
             out.loss_rests_on_e = rests_on_e(why) if loss is not None and not loss.unidentified else ""
-        if loss is not None and loss.value <= lowest.value * (1 + FLAT):
+        if loss is not None and loss.value <= lowest.value * (1 + FLAT) and not on_rn:
             out.notes.append(
                 f"the loss is within {FLAT:.0e} of the lowest that {u:.4g} unique tokens reach ("
                 + (

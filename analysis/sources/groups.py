@@ -255,7 +255,7 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
                 f"rows at the same (N, D) differ in column {column!r} ({_values(values)}) at {int((varied > 1).sum())} "
                 f"of {len(varied)} points: if these are different experiments, {hint}"
             )
-        elif _sweeps_of_their_own(labels, runs):
+        elif _sweeps_of_their_own(labels, runs, overlap_only=numeric):
             warnings.append(
                 f"column {column!r} splits the runs into {len(set(labels))} groups ({_values(values)}), each a sweep of "
                 f"its own (several sizes and token counts): if these are different experiments, {hint}"
@@ -329,7 +329,7 @@ def _names_an_experiment(column) -> bool:
     return bool(words & EXPERIMENT_WORDS) and words <= EXPERIMENT_WORDS | CODE_WORDS
 
 
-def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
+def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame, overlap_only: bool = False) -> bool:
     """Whether ``labels`` take at most `MAX_VALUES` values, each on 3 or more runs of 2 or more sizes N and
     token counts D, and either each group is a sweep across budgets (C clustered by `cluster_budgets`: 2 or
     more budgets, 2 or more sizes at one) or two groups overlap in N at one budget (muP beside SP). A
@@ -343,12 +343,16 @@ def _sweeps_of_their_own(labels: np.ndarray, runs: pd.DataFrame) -> bool:
     at_budget = frame.groupby(["label", "budget"])["N"].agg(["min", "max", "nunique"]).reset_index()
     per_group = at_budget.groupby("label").agg(budgets=("budget", "size"), sizes=("nunique", "max"))
     if ((per_group["budgets"] >= 2) & (per_group["sizes"] >= 2)).all():
-        return True
-    for _, ranges in at_budget.groupby("budget"):  # N ranges of two groups at one budget overlap
-        ranges = ranges.sort_values("min")
-        if (ranges["min"].to_numpy()[1:] <= np.maximum.accumulate(ranges["max"].to_numpy())[:-1]).any():
-            return True
-    return False
+        # a setting's number (``overlap_only``) may follow the size (review20: warmup 0 below 1e8, 100 above): its
+        # groups are recipes only where their sizes overlap (user30: wd 0.0 and 0.1 ladders at other budgets)
+        return not overlap_only or _overlap(frame.groupby("label")["N"].agg(["min", "max"]))
+    return any(_overlap(ranges) for _, ranges in at_budget.groupby("budget"))  # at one budget (muP beside SP)
+
+
+def _overlap(ranges: pd.DataFrame) -> bool:
+    """Whether two of the N ranges (columns min, max) overlap."""
+    ranges = ranges.sort_values("min")
+    return bool((ranges["min"].to_numpy()[1:] <= np.maximum.accumulate(ranges["max"].to_numpy())[:-1]).any())
 
 
 def _existing(frame: pd.DataFrame, column: str, option: str, source: str) -> str:

@@ -44,7 +44,7 @@ IN_TABLE = (
     "train.allow_repeat",
     "model.arch",
     "data.",
-    "eval.",  # evaluation sets: the table's corpus columns and `evalsets`' rules check them
+    "eval.sets.",  # the evaluation sets' definitions (a store that added sets); `eval.primary`, the loss's set, is one
 )
 
 
@@ -54,8 +54,14 @@ def run_configs(source: str) -> dict[str, dict[str, Any]]:
     from scaling.store import RunPaths
 
     paths = sorted(Path(source).glob(str(RunPaths(Path(), "*").config)))
-    stamp = tuple((str(path), path.stat().st_mtime_ns) for path in paths if path.is_file())
+    stamp = tuple((str(path), *_identity(path)) for path in paths if path.is_file())
     return dict(_read_configs(stamp))  # read once per state of the files (`scaling next` asks three times)
+
+
+def _identity(path: Path) -> tuple:
+    """What changes when a file is rewritten, even with its mtime restored (review20: `cp -p`, `rsync -t`)."""
+    st = path.stat()
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
 
 
 @lru_cache(maxsize=4)
@@ -64,7 +70,7 @@ def _read_configs(stamp: tuple) -> tuple:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it: ~10x faster
     configs = []
-    for name, _ in stamp:
+    for name, *_ in stamp:
         path = Path(name)
         try:
             configs.append((path.parent.name, flatten(yaml.load(path.read_text(), Loader=loader) or {})))
