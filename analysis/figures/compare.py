@@ -33,6 +33,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
     fig = Figure(figsize=(11.0, 4.6), dpi=DPI, layout="constrained")
     left, right = fig.subplots(1, 2)
     _frontier(left, first.baseline, first, compute, "baseline_loss", BASELINE_COLOUR)
+    dashed = False  # whether a dashed stretch of m(C) is in the legend yet
     for k, c in enumerate(comparisons):
         colour = CANDIDATE_COLOURS[k % len(CANDIDATE_COLOURS)]
         values = _frontier(left, c.candidate, c, compute, "candidate_loss", colour)
@@ -47,7 +48,8 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         )
         if (finite & unbounded).any() and not c.unidentified:  # joined to the solid line on both sides
             edges = unbounded | np.r_[unbounded[1:], False] | np.r_[False, unbounded[:-1]]
-            said = "m(C) unidentified here" if k == 0 else None  # in the legend once
+            said = None if dashed else "m(C) unidentified here"  # in the legend once
+            dashed = True
             loose = np.where(finite & edges, m["value"], np.nan)
             right.plot(compute, loose, color=colour, linewidth=1.2, linestyle="--", label=said)
         if m["lower"] is not None:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis.fits.percentiles import level_text, percentile_bounds
 from analysis.fits.results import Estimate
-from analysis.sources.hparams import BATCH_TOKENS, SEQ_LEN
+from analysis.sources.hparams import BATCH_TOKENS, SEQ_LEN, SEQ_LEN_NAMES
 from scaling.hplaws import WITHOUT_TERM
 
 MAX_WIDTH = 2.0  # an exponent whose bootstrap interval is wider than this is unidentified
@@ -61,7 +61,8 @@ def fit_hyperparameter_laws(sweep, *, resamples: int = 1000, seed: int = 0, leve
     if sweep.batch_column == "batch_size" and not sweep.batch_swept:  # user27: no seq_len, no law and no reason
         out["notes"].append(
             f"no batch-size law: {sweep.batch_column!r} counts sequences and the table has no {SEQ_LEN!r} column (tokens "
-            f"per sequence) to make B* a count of tokens; add one, or give the batch size in tokens as {BATCH_TOKENS!r}"
+            f"per sequence, or {', '.join(SEQ_LEN_NAMES[1:])}) to make B* a count of tokens; add one, or give the batch "
+            f"size in tokens as {BATCH_TOKENS!r}"
         )
     if sweep.batch_column == BATCH_TOKENS and not sweep.batch_swept:
         out["notes"].append(f"no batch-size law: no value of {BATCH_TOKENS!r} reads as a count of tokens")
