@@ -15,6 +15,7 @@ from conftest import assert_one_line_error, run_cli, run_main
 from analysis.fits import laws
 from analysis.fits.next_runs import GRID_PER_DECADE, ladder_shapes
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, loss_curves
+from scaling.flops import TOKENS_PER_PARAM
 from scaling.shapes import CONF_DIR
 
 BUDGETS = [1e18, 1e19, 1e20, 1e21]
@@ -287,8 +288,11 @@ def test_a_stores_own_sweep_file_kept_outside_sweeps_is_the_proposals_base(tmp_p
     assert f"The source's sweep file ({mine})" in out.read_text()
     # review20: a file whose grid came from the command line (no hydra: key), or a `scaling train --multirun` sweep
     # (its file the project's config.yaml), crashed with a KeyError
+    from analysis.cli.next import tokens_window
+    from analysis.cli.next_settings import base_sweep
+
     for recorded, text in ((mine, "defaults: [config]\nsweep: mine\n"), (CONF_DIR / "config.yaml", None)):
         if text is not None:
             recorded.write_text(text)
         (tmp_path / "store" / "sweep.json").write_text(json.dumps({**plan, "sweep_file": str(recorded)}))
-        run_main(capsys, "next", tmp_path / "store", "--flops", 3e13, "--out", out, *QUICK, check=True)
+        assert tokens_window(base_sweep(str(tmp_path / "store"), "next")) == tuple(TOKENS_PER_PARAM)
