@@ -299,9 +299,14 @@ SETTING_NAMES |= {"label_smoothing", "z_loss", "min_lr_ratio", "min_lr", "init_s
 SETTING_NAMES |= {"tie_word_embeddings", "cooldown_frac", "warmup_steps", "mup", "qk_norm"}
 
 
+def _leaf(column) -> str:
+    """A column's name without an exporter's namespace, lower case: `optim.weight_decay`, `config/wd` -> the last."""
+    return str(column).strip().lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+
+
 def _names_a_setting(column) -> bool:
     """Whether a column is named as a training setting (`SETTING_NAMES`; in a namespace: optim.weight_decay)."""
-    return str(column).strip().lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1] in SETTING_NAMES
+    return _leaf(column) in SETTING_NAMES
 
 
 # Words that name an experiment in a column of numeric codes (user21: experiment_id 0/1, two recipes, one worth 2x
@@ -323,7 +328,7 @@ def _names_an_experiment(column) -> bool:
     `model_family`), or one of `RECIPE_NUMBERS` (in a namespace: `train.seq_len`); not `group_size` (review17:
     GQA's group size changes with N) nor `exp_decay`."""
     name = str(column).strip().lower()
-    if name.rsplit(".", 1)[-1].rsplit("/", 1)[-1] in RECIPE_NUMBERS:
+    if _leaf(column) in RECIPE_NUMBERS:
         return True
     words = {w for w in re.split(r"[^a-z]+", name) if w}
     return bool(words & EXPERIMENT_WORDS) and words <= EXPERIMENT_WORDS | CODE_WORDS
