@@ -13,6 +13,10 @@ CHINCHILLA_TOKENS_PER_PARAM = 20.0
 # allocations outside this range are extrapolations (as a fitted law's outside its budgets).
 CHINCHILLA_BUDGETS = (6e18, 3e21)
 
+# Hoffmann et al. 2022, abstract: "over 400 language models ranging from 70 million to over 16 billion parameters
+# on 5 to 500 billion tokens": the sizes the approach-3 law was fitted on (their tokens per parameter are not given).
+CHINCHILLA_SIZES = (7e7, 1.6e10)
+
 # Hoffmann et al. 2022, Table 3 itself: (parameters, FLOPs, tokens); C = 6·N·D holds within a few percent
 # (the 67 B row: 4.7%).
 CHINCHILLA_TABLE3 = [

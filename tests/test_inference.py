@@ -166,7 +166,7 @@ def test_beyond_the_fitted_budgets_it_is_flagged_and_a_wide_n_is_unidentified_as
     assert near["extrapolation"] is False and not any("extrapolation" in n for n in near["notes"])
     far = optimal(capsys, "--law", fit_file, "--budget", "1e30", "--inference-tokens", "1e12")
     assert far["extrapolation"] is True
-    (note,) = [n for n in far["notes"] if n.startswith("extrapolation")]
+    (note,) = [n for n in far["notes"] if n.startswith("extrapolation:")]  # and in N, below
     assert "the largest fitted run" in note and "beyond 10x a prediction is speculation" in note
     plain = optimal(capsys, "--law", fit_file, "--budget", "1e30")
     assert plain["extrapolation"] is True
@@ -175,6 +175,22 @@ def test_beyond_the_fitted_budgets_it_is_flagged_and_a_wide_n_is_unidentified_as
         lo, hi = got["N"]["interval"]
         assert bool(got["N"].get("unidentified")) == (np.log10(hi / lo) > 1), got["N"]
         assert bool(got["D"].get("unidentified")) == bool(got["N"].get("unidentified"))
+
+
+def test_a_model_far_outside_the_trained_sizes_and_tokens_per_parameter_is_flagged(capsys, fit_file):
+    # Before: 1e14 tokens served at 1e20 FLOPs gave N = 4.9e5 at 1.8e6 tokens per parameter from runs of 1.6e7
+    # to 3.2e9 parameters at up to 1e3, with no note (1e16: N = 5e3 and a loss of 29 nats, printed as found).
+    runs = isoflop_runs(LAW, np.logspace(18, 21, 4), 10, noise=0.01, seed=3)
+    n, ratio = runs["params"], runs["tokens"] / runs["params"]
+    near = optimal(capsys, "--law", fit_file, "--budget", "1e21", "--inference-tokens", "1e12")
+    assert not any(note.startswith("extrapolation in") for note in near["notes"])
+    far = optimal(capsys, "--law", fit_file, "--budget", "1e20", "--inference-tokens", "1e15")
+    assert far["extrapolation"] is True and far["N"]["estimate"] * 10 < n.min()
+    in_n, in_ratio = (note for note in far["notes"] if note.startswith("extrapolation in"))
+    assert in_n.startswith("extrapolation in N: N = ") and f"smallest trained size ({n.min():.4g})" in in_n
+    assert f"largest trained tokens per parameter ({ratio.max():.4g})" in in_ratio
+    preset = optimal(capsys, "--law", "chinchilla-parametric", "--budget", "1e22", "--inference-tokens", "1e16")
+    assert any("smallest trained size (7e+07)" in note for note in preset["notes"])  # the paper's 70M to 16B
 
 
 def test_below_the_fitted_budgets_it_is_flagged_in_json_as_a_plain_allocation(capsys, fit_file):

@@ -7,6 +7,8 @@ rules of when an interval identifies a value live in `analysis.fits.bootstrap`."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from analysis.fits.bootstrap import scale_identification
@@ -29,14 +31,43 @@ def extrapolation_note(compute: float, fitted_compute_max: float | None) -> str:
     )
 
 
-def beyond_sizes_note(n: float, largest: float | None) -> str:
-    """The note on an N beyond `EXTRAPOLATION_FACTOR` x the largest trained size ("" within it, or unknown)."""
-    if largest is None or not n > EXTRAPOLATION_FACTOR * largest:
-        return ""
-    return (
-        f"extrapolation in N: N = {n:.4g} is {n / largest:.3g}x the largest trained size ({largest:.4g}); "
-        f"beyond {EXTRAPOLATION_FACTOR:g}x a prediction is speculation"
-    )
+@dataclass(frozen=True)
+class TrainedRange:
+    """The sizes N and tokens per parameter D/N of the runs a law was fitted on (a saved approach 3's): an
+    allocation far outside them rests on the law's terms where no run measured them."""
+
+    n_min: float
+    n_max: float
+    ratio_min: float
+    ratio_max: float
+
+    @classmethod
+    def of(cls, n, d) -> TrainedRange:
+        n, ratio = np.asarray(n, float), np.asarray(d, float) / np.asarray(n, float)
+        return cls(float(n.min()), float(n.max()), float(ratio.min()), float(ratio.max()))
+
+
+def outside_trained_notes(n: float, d: float, trained: TrainedRange | None) -> list[str]:
+    """The notes on an N, or a D/N, beyond `EXTRAPOLATION_FACTOR` x the trained runs' range on either side (none
+    within it, or where the range is unknown): an inference-aware N of 5e3 from runs of 1.6e7 to 3.2e9 at
+    1.7e9 tokens per parameter, its loss of 29 nats unflagged."""
+    if trained is None:
+        return []
+    f, notes = EXTRAPOLATION_FACTOR, []
+    for what, value, low, high, kind in (
+        ("N", n, trained.n_min, trained.n_max, "size"),
+        ("D/N", d / n, trained.ratio_min, trained.ratio_max, "tokens per parameter"),
+    ):
+        if value > f * high:
+            notes.append(f"{value / high:.3g}x the largest trained {kind} ({high:.4g})")
+        elif value * f < low:
+            notes.append(f"{low / value:.3g}x below the smallest trained {kind} ({low:.4g})")
+        else:
+            continue
+        notes[-1] = (
+            f"extrapolation in {what}: {what} = {value:.4g} is {notes[-1]}; beyond {f:g}x a prediction is speculation"
+        )
+    return notes
 
 
 def below_fitted(compute: float, smallest_fitted_budget: float | None) -> bool:

@@ -32,7 +32,7 @@ import numpy as np
 
 from analysis.fits import laws
 from analysis.fits.bootstrap import AS_A, AS_E
-from analysis.fits.identified import never_reached, never_reached_note, range_notes, scale_rule
+from analysis.fits.identified import never_reached, never_reached_note, outside_trained_notes, range_notes, scale_rule
 from analysis.fits.optimal import parametric_loss
 from analysis.fits.results import UNBOUNDED, Estimate
 from scaling.errors import UserError
@@ -202,6 +202,9 @@ def inference_allocation(
     scale_rule(values["N"], values["D"], values["tokens_per_parameter"])  # as a plain allocation's N_opt
     ranged = range_notes(values["training_flops"].value, law.fitted_compute_min, law.fitted_compute_max)
     notes += [note for note in ranged.values() if note]
+    outside = outside_trained_notes(values["N"].value, values["D"].value, law.trained)
+    ranged["extrapolation"] += "; ".join(outside)
+    notes += outside
     return InferenceAllocation(
         law=law.name,
         inference_tokens=inference_tokens,

@@ -102,7 +102,7 @@ class Law(abc.ABC):
         self.samples = {k: np.asarray(v, float) for k, v in samples.items()} if samples else None
         self.unknown = (0, "")  # how many samples have no value for anything the law derives, and why (`ParametricLaw`)
         self.fitted_compute_max = fitted_compute_max
-        self.fitted_n_max: float | None = None  # the largest trained N, where known (a saved approach 3's)
+        self.trained: ident.TrainedRange | None = None  # the fitted runs' N and D/N, where known (a saved approach 3's)
         self.notes = list(notes or [])
 
     @abc.abstractmethod
@@ -235,9 +235,9 @@ class Law(abc.ABC):
             f"data-limited: D capped at {max_tokens:.4g} tokens (unconstrained optimum {optimum}); "
             f"the budget buys N = C/(6·D) = {n:.4g}"
         )
-        if beyond := ident.beyond_sizes_note(n, self.fitted_n_max):  # user23: N 145x the largest trained, unflagged
+        if beyond := ident.outside_trained_notes(n, max_tokens, self.trained):  # user23: N 145x the largest, unflagged
             allocation.extrapolation = True
-            allocation.notes.append(beyond)
+            allocation.notes += beyond
         if loss is None and self.predicts_loss:
             allocation.notes.append("this law predicts loss only on the compute-optimal frontier, not at a capped D")
         elif loss is not None:

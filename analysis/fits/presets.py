@@ -4,9 +4,18 @@ Chinchilla's Table 3 rule, its approach-3 law, Kaplan's law, and the names of ev
 
 from __future__ import annotations
 
+import math
+
 from analysis.fits import laws
+from analysis.fits.identified import TrainedRange
 from analysis.fits.optimal import Law, ParametricLaw, PowerLawAllocation
-from analysis.published import CHINCHILLA_APPROACH3, CHINCHILLA_BUDGETS, CHINCHILLA_TOKENS_PER_PARAM, KAPLAN
+from analysis.published import (
+    CHINCHILLA_APPROACH3,
+    CHINCHILLA_BUDGETS,
+    CHINCHILLA_SIZES,
+    CHINCHILLA_TOKENS_PER_PARAM,
+    KAPLAN,
+)
 from scaling.flops import PF_DAY_FLOPS
 
 
@@ -24,7 +33,7 @@ def _chinchilla() -> Law:
 
 
 def _chinchilla_parametric() -> Law:
-    return ParametricLaw(
+    law = ParametricLaw(
         "chinchilla-parametric",
         dict(CHINCHILLA_APPROACH3),
         notes=[
@@ -34,6 +43,8 @@ def _chinchilla_parametric() -> Law:
         fitted_compute_min=CHINCHILLA_BUDGETS[0],
         fitted_compute_max=CHINCHILLA_BUDGETS[1],
     )
+    law.trained = TrainedRange(*CHINCHILLA_SIZES, ratio_min=0.0, ratio_max=math.inf)  # D/N: not published
+    return law
 
 
 def _kaplan() -> Law:

@@ -8,6 +8,7 @@ import numpy as np
 
 from analysis.fits.bootstrap import WITHHELD, unchecked
 from analysis.fits.envelope import envelope_law
+from analysis.fits.identified import TrainedRange
 from analysis.fits.isoflop import fitted_min
 from analysis.fits.optimal import Law, ParametricLaw, PowerLawAllocation
 from analysis.fits.parametric_form import collinear_reason
@@ -62,7 +63,7 @@ def law_from_fit(report: FitReport, label: str, approach: int | None = None, lev
         )
         lawless = not all(np.isfinite(list(fit.params.values())))
         law = ParametricLaw(f"{label} (approach 3)", fit.params, None if lawless else samples, **common)
-        law.fitted_n_max = max(fit.n)  # a capped D's N beyond it is an extrapolation in N (`Law.capped`)
+        law.trained = TrainedRange.of(fit.n, fit.d)  # an N or D/N far outside it extrapolates (`Law.capped`, inference)
         return law
     common["fitted_compute_min"] = fitted_compute_min(fit)
     params = {"N_coefficient": fit.n_opt_law.coefficient, "a": fit.n_opt_law.exponent}
