@@ -650,8 +650,8 @@ def test_a_store_relaunched_with_a_setting_changed_names_the_setting_from_its_ru
     for run in (tmp_path / "store" / "runs").iterdir():
         config = yaml.safe_load((run / "config.yaml").read_text())
         if config["optim"]["min_lr_ratio"] == 0.1:
-            config["train"] |= {"cooldown_frac": 0.2}
-            config["eval"] = {"primary": "wiki"}
+            config["train"] |= {"cooldown_frac": 0.2}  # both at the schema's defaults: as the older runs ran
+            config["eval"] = {"primary": "val"}
         (run / "config.yaml").write_text(yaml.safe_dump(config))
     grown = run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
     assert "cooldown_frac" not in grown and "eval.primary" not in grown and "'optim.min_lr_ratio'" in grown
@@ -663,6 +663,29 @@ def test_a_store_relaunched_with_a_setting_changed_names_the_setting_from_its_ru
     assert "'eval.primary'" in run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
     one = run_main(capsys, "fit", tmp_path / "store", "--where", "optim.min_lr_ratio==0.1", "--bootstrap", "0")
     assert "optim.min_lr_ratio" not in one.stderr.replace("--where optim.min_lr_ratio==0.1", "")
+
+
+def test_a_key_newer_runs_set_away_from_its_default_splits_a_grown_store(tmp_path, capsys):
+    # a store that grew: older runs' configs lack model.tied_head (added since), the newer ones set it to false: two
+    # recipes, pooled as one before (compared over the runs having the key, it took one value); at its default, one
+    import yaml
+    from synthetic_store import write_store
+
+    write_store(tmp_path / "store", with_failures=False)
+    for run in (tmp_path / "store" / "runs").iterdir():
+        shape = json.loads((run / "record.json").read_text())["shape"]
+        config = {"budget": 1e12, "model": {"name": shape}, "optim": {"min_lr_ratio": 0.1}}
+        if shape not in ("s0", "s1", "s2"):
+            config["model"] |= {"tied_head": False}
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    warned = run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
+    assert "'model.tied_head'" in warned and "--group-by model.tied_head" in warned
+    for run in (tmp_path / "store" / "runs").iterdir():
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        if "tied_head" in config["model"]:
+            config["model"]["tied_head"] = True  # the schema's default
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    assert "tied_head" not in run_main(capsys, "fit", tmp_path / "store", "--bootstrap", "0").stderr
 
 
 def test_counts_given_as_logarithms_are_read_back_and_implausible_counts_are_questioned(tmp_path, capsys):

@@ -88,9 +88,30 @@ def differing(source: str, run_ids: pd.Series) -> pd.DataFrame:
     keys = dict.fromkeys(k for row in rows for k in row)
     columns = {}
     for key in keys:  # over the runs whose config has the key: an older run's lacks a key added since (review19)
-        if not _skipped(key) and len({_text(row[key]) for row in rows if key in row}) > 1:
+        values = {_text(row[key]) for row in rows if key in row}
+        grown = len(values) == 1 and any(key not in row for row in rows)  # ran with the default, or before the key
+        if not _skipped(key) and (len(values) > 1 or grown and _default_text(key) not in (None, *values)):
             columns[key] = [_text(row[key]) if key in row else "" for row in rows]
     return pd.DataFrame(columns, index=run_ids.index)
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    from scaling.config import Config
+
+    return flatten(OmegaConf.structured(Config))
+
+
+def _default_text(key: str) -> str | None:
+    """A setting's default in this code's schema (`scaling.config.Config`), as text; None for a key it lacks (one
+    removed since, a model's own kwargs: nothing to compare with). Runs
+    whose config lacks a key added since ran before it existed, as its default would have them (a new key's default
+    keeps the old behaviour): only newer runs set to another value are another recipe (a store that grew a
+    `model.tied_head=false` relaunch pooled it with the older tied runs, before)."""
+    defaults = _defaults()
+    return _text(defaults[key]) if key in defaults else None
 
 
 def _skipped(key: str) -> bool:
