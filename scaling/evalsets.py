@@ -221,6 +221,19 @@ def check_windows(sets: list[EvalSet], seq_len: int, n_tokens: int) -> int:
     return n_seq
 
 
+def check_evaluation(cfg) -> None:
+    """The corpus's validation split, and each of ``eval.sets``, holds train.eval_tokens at train.seq_len
+    (ConfigError/DataError naming the key; cached corpus reads): a run checks it before it writes anything
+    (`scaling.train.preflight`), a sweep before it writes its plan (user32: a sweep refused for its eval_tokens had
+    replaced the store's sweep.json first)."""
+    from scaling import data
+
+    corpus = data.load_corpus(cfg.data)
+    data.check_windows(corpus, cfg.train.seq_len, cfg.train.eval_tokens)
+    if configured(cfg.get("eval")):
+        check_windows(load_eval_sets(cfg.eval, corpus), cfg.train.seq_len, cfg.train.eval_tokens)
+
+
 def primary_set(eval_cfg, sets: list[EvalSet]) -> EvalSet:
     primary = primary_of(eval_cfg)
     return next(s for s in sets if s.name == primary)

@@ -66,10 +66,7 @@ def preflight(cfg: DictConfig) -> None:
     """What a run needs beyond its plan, checked before anything is written: the device exists on
     this machine, and the corpus's validation split holds the evaluation set (cached corpus read)."""
     pick_device(cfg.train.device)
-    corpus = data_lib.load_corpus(cfg.data)
-    data_lib.check_windows(corpus, cfg.train.seq_len, cfg.train.eval_tokens)
-    if evalsets.configured(cfg.get("eval")):
-        evalsets.check_windows(evalsets.load_eval_sets(cfg.eval, corpus), cfg.train.seq_len, cfg.train.eval_tokens)
+    evalsets.check_evaluation(cfg)
 
 
 def set_threads(t) -> int:

@@ -276,6 +276,8 @@ def test_cfg_job_prints_the_sweep_config_and_launches_nothing(tmp_path):
             ["train.branches: [10000000000.0] with hydra.sweeper.branches=true; give one"],
         ),
         (["hydra.sweeper.warmup_fracs=[1.5]"], ["hydra.sweeper.warmup_fracs", "numbers in [0, 1)"]),  # not [0.5, 1, 2]
+        # user32: refused by the runs once launched, after the sweep had written (replaced) its sweep.json
+        (["train.eval_tokens=100000000"], ["train.eval_tokens: 100000000 needs", "lower train.eval_tokens"]),
         # user19: the law's batch replaced the axis, silently ("3 duplicate combinations merged")
         (
             ["optim.lr_law=step_law", "hydra.sweeper.batch_sizes=[4,8]"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from scaling import devices
 from scaling.machine import usable_cores
@@ -68,6 +68,24 @@ def check_read(cfgs: list[DictConfig]) -> None:
     for key, message in (unread[0] if unread else {}).items():
         if all(key in each for each in unread):
             raise ConfigError(f"{message} (no job of this sweep reads it)")
+
+
+def check_evaluations(cfgs: list[DictConfig]) -> None:
+    """Each corpus, evaluation sets and window of the jobs that will train holds their evaluation set, as each run
+    checks it (`scaling.evalsets.check_evaluation`), once per distinct setting, before the sweep writes anything."""
+    from scaling.evalsets import check_evaluation
+
+    seen = set()
+    for cfg in cfgs:
+        key = (
+            OmegaConf.to_yaml(cfg.data),
+            OmegaConf.to_yaml(cfg.get("eval") or {}),
+            cfg.train.seq_len,
+            cfg.train.eval_tokens,
+        )
+        if key not in seen:
+            seen.add(key)
+            check_evaluation(cfg)
 
 
 def _is_submitit_local(launcher_cfg: DictConfig) -> bool:

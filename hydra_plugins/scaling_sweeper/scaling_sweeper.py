@@ -50,6 +50,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from hydra_plugins.scaling_sweeper import branching, outcome, pack, processes, settings
 from hydra_plugins.scaling_sweeper.hyper import HyperAxes
 from hydra_plugins.scaling_sweeper.layout import (
+    check_evaluations,
     check_jobs_here,
     check_launcher,
     check_read,
@@ -227,6 +228,7 @@ class ScalingSweeper(Sweeper):
             kept.append(by_id.setdefault(plan.run_id, {**job, "store": cfg.store}))
         if first:
             check_read(reading)
+            check_evaluations(reading)  # as each run checks its evaluation set, before anything is written
             self.jobs_checked = True
         return kept, dropped, duplicates
 
