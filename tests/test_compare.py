@@ -435,3 +435,18 @@ def test_a_candidate_that_cannot_be_fitted_is_left_out_and_named_not_the_end_of_
     assert len(got) == 1 and any(
         n.startswith("candidate left out: cannot compare") and "[recipe=c]" in n for n in got[0]["notes"]
     )
+
+
+def test_an_unidentified_multiplier_gets_no_number_in_the_answer(tmp_path):
+    # user32: "m ≈ unidentified (interval unbounded above ...) ...: the candidate reaches with C the loss the
+    # baseline needs 50.3·C for"; at 1,000 resamples the same stores read "changes with scale" from 0.273
+    # [2.5e-14, 5.1e3] to unidentified: a verdict no interval supported
+    small = np.geomspace(1e18, 1e20, 3)
+    base, cand = tmp_path / "b.csv", tmp_path / "c.csv"
+    isoflop_runs(BASE, small, 4, spread_decades=0.6, noise=0.1, seed=8).to_csv(base, index=False)
+    isoflop_runs(BASE, small, 4, spread_decades=0.6, noise=0.1, seed=9).to_csv(cand, index=False)
+    c = _compare([base, cand], resamples=60)
+    assert all(r.multiplier.unidentified for r in c.rows)
+    assert c.summary.startswith("m is unidentified across the shared fitted range 1e+18–1e+20 FLOPs (")
+    assert c.summary.endswith("these runs cannot say how much compute the candidate is worth"), c.summary
+    assert "·C" not in c.summary and "changes with scale" not in c.summary

@@ -233,8 +233,11 @@ def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float,
     paired = paired_samples(baseline.fit, candidate.fit)
     if paired is None or paired[2] < 2:
         return not abs(point) < FLAT_DRIFT
-    low, high = percentile_interval(log_drift(paired[0], paired[1])[:, None], level)
-    drift_flat = bool(low[0] <= 0 <= high[0])
+    drift = log_drift(paired[0], paired[1])
+    # pairs whose m is infinite at both ends have no drift (NaN); more of them than a tail holds leave its interval
+    # unknown, not excluding 0 (user32: 7 of 121 such pairs, dropped, read "changes with scale" at 1,000 resamples)
+    low, high = percentile_interval(drift[:, None], level)
+    drift_flat = np.isnan(drift).mean() > (1.0 - level) / 2 or bool(low[0] <= 0 <= high[0])
     gamma_flat = gamma["lower"] <= 0 <= gamma["upper"]
     return not (drift_flat and gamma_flat)
 
@@ -248,9 +251,20 @@ def _summary(
     m = ends["multiplier"]
     at = [_estimate(m, i, pairs=int(ends["pairs"])) for i in range(3)]
     lo, hi = shared
+    where = "across the shared fitted range" if overlap else "in the gap between them,"
+    if scale_dependent and all(_uninformative(e) for e in (at[0], at[2])):  # user32: from 0.273 [2.5e-14, 5.1e3]
+        return (
+            f"m is unidentified {where} {lo:.3g}–{hi:.3g} FLOPs: {_m(at[0])} at {lo:.3g}, {_m(at[2])} at {hi:.3g} "
+            "(unidentified, or holding 1 over more than 10x): these runs cannot say how much compute the candidate is "
+            "worth, nor how that changes with scale"
+        )
+    if not scale_dependent and at[1].unidentified:  # user32: "m ≈ unidentified (...): ... needs 50.3·C for"
+        return (
+            f"m is unidentified {where} {lo:.3g}–{hi:.3g} FLOPs ({at[1].unidentified}): these runs cannot say "
+            "how much compute the candidate is worth"
+        )
     if not scale_dependent:
         why = "its drift and the exponent difference are consistent with 0" if intervals else "no intervals"
-        where = "across the shared fitted range" if overlap else "in the gap between them,"
         text = (
             f"m ≈ {_m(at[1])} {where} {lo:.3g}–{hi:.3g} FLOPs ({why}): the candidate "
             f"reaches with C the loss the baseline needs {at[1].value:.3g}·C for"
@@ -268,7 +282,7 @@ def _summary(
         text += f" (the interval holds 1 and spans {mid.upper / mid.lower:.0f}x: these runs cannot tell them apart)"
     elif holds_one and not scale_dependent:
         text += " (the interval holds 1: consistent with no difference between them)"
-    elif not holds_one and mid.value < 1:
+    elif not holds_one and not mid.unidentified and mid.value < 1:
         text += " (m < 1: the candidate is worse, it needs more compute than the baseline)"
     return text
 
@@ -314,6 +328,11 @@ def drift_cause(diffs: dict, intervals: bool) -> str:
     if differ:
         return f"{said['gamma']} and {said['E']}"
     return f"neither the {said['gamma']} nor the {said['E']} excludes 0 alone; m is constant only when both agree"
+
+
+def _uninformative(e: Estimate) -> bool:
+    """An m that says nothing of which recipe is better: unidentified, or an interval holding 1 over `WIDE_M`."""
+    return bool(e.unidentified) or (e.lower is not None and e.lower <= 1.0 <= e.upper and e.upper / e.lower > WIDE_M)
 
 
 def _m(e: Estimate) -> str:
