@@ -247,6 +247,13 @@ def test_three_datasets_in_one_table_are_refused_unless_grouped(tmp_path, capsys
     assert pooled.returncode == 0 and "pooling runs from 3 experiments as asked" in pooled.stderr
 
 
+def test_an_experiment_column_is_found_in_any_case(tmp_path):
+    # user31: `recipe` was refused as two experiments, `Recipe` or `Dataset` only warned of and pooled
+    path = write(three_datasets().rename(columns={"dataset": " Dataset"}), tmp_path)
+    n = len(BUDGETS) * SIZES
+    assert_one_line_error(run_cli("fit", path), "3 experiments", f"Dataset: 'web' ({n} runs)", "--group-by Dataset")
+
+
 def test_group_by_prints_each_group(tmp_path, capsys):
     proc = run_main(
         capsys, "fit", write(three_datasets(), tmp_path), "--approach", "2", "--bootstrap", "0", "--group-by", "dataset"

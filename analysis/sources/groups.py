@@ -172,7 +172,8 @@ def check_one_experiment(
     (each row's run): runs are counted, not rows (user25: 15 runs of 8 curve rows read "120 runs")."""
     extra = () if named is None else (_existing(frame, named, f"--experiment-column {named!r}", source),)
     corpus = eval_fingerprint or next((c for c in CORPUS_COLUMNS if c in frame.columns), None)
-    for column in dict.fromkeys(((corpus,) if corpus else ()) + EXPERIMENT_COLUMNS + extra):
+    named_so = tuple(c for c in frame.columns if _is_experiment_column(c))  # user31: `Recipe` was only warned of
+    for column in dict.fromkeys(((corpus,) if corpus else ()) + named_so + extra):
         if column not in frame.columns:
             continue
         what = "corpora" if column in (*CORPUS_COLUMNS, eval_fingerprint) else "experiments"
@@ -239,7 +240,8 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
     for column in frame.columns:
         values = frame[column]
-        checked = is_run_metadata(column) or column in (*CORPUS_COLUMNS, *EXPERIMENT_COLUMNS, *WARNED_APART, *skip)
+        checked = is_run_metadata(column) or column in (*CORPUS_COLUMNS, *WARNED_APART, *skip)
+        checked = checked or _is_experiment_column(column)
         numeric = not checked and pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column)
         if numeric and (_warn_numeric_sweep(column, values, point, warnings) or not _names_a_setting(column)):
             continue  # a setting's value per group of runs (wd 0.0 beside 0.1) is checked as a label's (user30)
@@ -297,6 +299,11 @@ SETTING_NAMES = {"wd", "weight_decay", "dropout", "attn_dropout", "resid_dropout
 SETTING_NAMES |= {"adam_beta1", "adam_beta2", "eps", "adam_eps", "grad_clip", "max_grad_norm", "clip_grad"}
 SETTING_NAMES |= {"label_smoothing", "z_loss", "min_lr_ratio", "min_lr", "init_std", "tied_head", "tie_embeddings"}
 SETTING_NAMES |= {"tie_word_embeddings", "cooldown_frac", "warmup_steps", "mup", "qk_norm"}
+
+
+def _is_experiment_column(column) -> bool:
+    """Whether a column is one of `EXPERIMENT_COLUMNS`, in any case (`Recipe`, ` Dataset`), as N's and D's are found."""
+    return str(column).strip().lower() in EXPERIMENT_COLUMNS
 
 
 def _leaf(column) -> str:
