@@ -119,6 +119,7 @@ def test_report_states_the_sweep_fits_allocation_validation_and_failures(report,
     # the compute-optimal ladder: smallest budget to 1e6 times it, the headline budgets, extrapolations flagged
     ladder = budget_ladder(3e11)
     assert ladder[0] == 3e11 and ladder[-1] == 1e24 and {1e18, 1e21} <= set(ladder) and 3e17 in ladder
+    assert budget_ladder(1.0003e17) == [1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24]  # user31: 1e18, 1e21 twice
     rows = re.findall(r"<tr( class=\"flag\")?><td>([0-9.e]+)</td>", text)
     flagged = {float(budget) for flag, budget in rows if flag}
     assert {1e18, 1e21, 1e24} <= flagged and 3e11 not in flagged and 3e12 not in flagged

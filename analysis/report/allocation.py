@@ -22,8 +22,10 @@ LADDER_DECADES = 6  # the ladder runs from the smallest swept budget to 10^6 tim
 
 # ---------------------------------------------------------------- compute-optimal allocation
 def budget_ladder(smallest: float) -> list[float]:
-    """The smallest swept budget times 10^k for k = 0…`LADDER_DECADES`, with `HEADLINE_BUDGETS`, ascending."""
-    ladder = {smallest * 10.0**k for k in range(LADDER_DECADES + 1)} | set(HEADLINE_BUDGETS)
+    """The smallest swept budget times 10^k for k = 0…`LADDER_DECADES`, with `HEADLINE_BUDGETS`, ascending; each
+    rung to the 3 digits it is shown with (user31: a clustered smallest of 1.0003e17 gave 1e18 and 1e21 twice, and
+    its 1e23 rung, 1.0003e23, was flagged an extrapolation where `scaling optimal --budget 1e23` was not)."""
+    ladder = {float(f"{smallest * 10.0**k:.3g}") for k in range(LADDER_DECADES + 1)} | set(HEADLINE_BUDGETS)
     return sorted(ladder)
 
 
