@@ -699,6 +699,9 @@ def test_counts_given_as_logarithms_are_read_back_and_implausible_counts_are_que
     assert "column 'log10_params' holds the log10 of parameters (its name says so)" in got.stderr
     plain = run_main(capsys, "fit", write(runs, tmp_path), "--bootstrap", "0", "--json", check=True)
     assert json.loads(got.stdout)["a"]["estimate"] == pytest.approx(json.loads(plain.stdout)["a"]["estimate"], rel=1e-6)
+    # user31: found without the options, as the implausible-counts warning's advice (log10_params) has it
+    found = run_main(capsys, "fit", path, "--bootstrap", "0", "--json", check=True)
+    assert json.loads(found.stdout)["a"]["estimate"] == pytest.approx(json.loads(got.stdout)["a"]["estimate"])
     bare = write(logs.rename(columns={"log10_params": "log_params"}), tmp_path, "bare.csv")
     refused = run_main(capsys, "fit", bare, "--n-column", "log_params", "--d-column", "log10_tokens")
     assert_one_line_error(refused, "column 'log_params' is named as a logarithm of no stated base", "log10_params")

@@ -30,6 +30,7 @@ from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_c
 from analysis.sources.colunits import (
     apply_column_units,
     budget_kind_note,
+    logged_name,
     refuse_perplexity,
     split_unit,
     warn_implausible_counts,
@@ -312,6 +313,8 @@ def _pick_column(
     if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays, "Params (M)": a usual name, its unit
         usual = {c.lower() for c in candidates}  # user21: "Params (M)" and "Tokens (B)" were not found
         found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0].lower() in usual), None)
+        # user31: log10_params, as the implausible-counts warning advises, had "no column for N"
+        found = found or next((c for c in frame.columns if str(logged_name(c)).lower() in usual), None)
     if found is not None and f"{found}.1" in frame.columns:  # pandas' name for a header's second column of one name
         raise DataError(  # user23: a second 'params' column, half the first, was passed over without a word
             f"column {found!r} appears more than once in the header of {source!r} (the second read as {found + '.1'!r}):"

@@ -104,6 +104,12 @@ _LOG_BASES = {"log10": 10.0, "log_10": 10.0, "lg": 10.0, "ln": float(np.e)}
 IMPLAUSIBLE = {"n": 1e3, "d": 1e3}  # fewer parameters or tokens than this (median) is no language model's
 
 
+def logged_name(name) -> str | None:
+    """What a column named as its logarithm holds (`_LOG_NAME`: log10_params -> params), or None."""
+    match = _LOG_NAME.fullmatch(str(name).strip())
+    return match.group(2) if match else None
+
+
 def _from_logs(frame: pd.DataFrame, picked: dict[str, str], notes: list[str]) -> pd.DataFrame:
     """``frame`` with each count column of ``picked`` named as a logarithm (`_LOG_NAME`) raised back to counts, said
     in ``notes``; a name of no base (log_params) is refused (user28: log10_params read as N of ~8 parameters gave
