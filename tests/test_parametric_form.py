@@ -251,3 +251,48 @@ def test_optimal_from_a_misfit_approach_3_repeats_the_warning(tmp_path, capsys):
     notes = json.loads(run_main(capsys, "optimal", "--budget", "1e20", "--law", str(fit), "--json").stdout)["notes"]
     (warned,) = [n for n in notes if "the loss does not follow" in n]
     assert warned.startswith("the fit warned: approach 3's residuals") and "--approach 2 allocates" in warned
+
+
+def one_run_per_budget(seed: int) -> pd.DataFrame:
+    """user31's design: 11 budgets from 1e17 to 1e22, one run each within 10^±0.2 of N_opt, 1% noise."""
+    law = CHINCHILLA_LAW
+    rng = np.random.default_rng(seed)
+    g = (law["alpha"] * law["A"] / (law["beta"] * law["B"])) ** (1 / (law["alpha"] + law["beta"]))
+    a = law["beta"] / (law["alpha"] + law["beta"])
+    rows = []
+    for c in np.geomspace(1e17, 1e22, 11):
+        n = g * (c / 6) ** a * 10 ** rng.uniform(-0.2, 0.2)
+        loss = chinchilla_loss(n, c / 6 / n, **law) * np.exp(0.01 * rng.standard_normal())
+        rows.append({"params": n, "tokens": c / 6 / n, "val_loss": loss})
+    return pd.DataFrame(rows)
+
+
+def test_exponents_fitted_at_e_zero_that_a_floor_fits_as_well_are_unidentified(tmp_path, capsys):
+    # user31: E = 0 at the best fit, a = 0.854 [0.828, 0.880] for a true 0.452 (its resamples all stayed in the E = 0
+    # corner), and `optimal --budget 1e21` N_opt 8.95e9 [2.3e9, 1.8e10] at 2 tokens per parameter (truth 1.8e9, ~50)
+    path = tmp_path / "runs.csv"
+    one_run_per_budget(9).to_csv(path, index=False)
+    fit = fit_parametric(table_from_frame(pd.read_csv(path), "runs"), resamples=200, seed=0)
+    assert fit.estimates["E"].unidentified.startswith("the best fit puts E at 0")
+    for name in ("alpha", "beta", "A", "B", "a", "b", "G"):
+        assert "not 0, fits as well (not rejected at 95%)" in fit.estimates[name].unidentified, name
+    saved = tmp_path / "fit.json"
+    run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "200", "--out", saved, check=True)
+    got = json.loads(run_main(capsys, "optimal", "--law", saved, "--budget", "1e21", "--json", check=True).stdout)
+    assert got["N"].get("unidentified"), got["N"]
+    # a law without a floor, E = 0 truly, keeps its exponents: the profile rejects every floor held
+    no_floor = isoflop_runs({**CHINCHILLA_LAW, "E": 0.0}, [1e18, 1e19, 1e20], 5, noise=0.01, seed=1)
+    kept = fit_parametric(table_from_frame(no_floor, "no floor"), resamples=100, seed=0)
+    assert kept.estimates["E"].unidentified.startswith("the best fit puts E at 0")
+    assert not kept.estimates["a"].unidentified and abs(kept.estimates["a"].value - 0.4516) < 0.02
+
+
+def test_a_best_fit_at_e_zero_outside_its_own_interval_is_unidentified():
+    # user31: 4 budgets x 7 sizes within 10^±0.1 printed A = 8.994 [9.248, 1063] and alpha = 0.0699 [0.0751, 0.404]
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 7, spread_decades=0.1, noise=0.01, seed=8)
+    fit = fit_parametric(table_from_frame(runs, "narrow"), resamples=200, seed=0)
+    assert fit.estimates["E"].unidentified.startswith("the best fit puts E at 0")
+    for estimate in fit.estimates.values():
+        if estimate.lower is not None and not estimate.unidentified:
+            assert estimate.lower <= estimate.value <= estimate.upper
+    assert fit.estimates["alpha"].unidentified.startswith("the best fit, at E = 0, lies outside its own interval [")

@@ -299,7 +299,7 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     point = _named(theta)
     units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(len(runs))
     estimates, boot = _intervals(objective, theta_c, grid, point, (resamples, seed, level), units)
-    withheld = form.judge(estimates, boot, point, objective, theta, table)
+    withheld = form.judge(estimates, boot, point, objective, theta, table, level)
     if withheld:  # no law: `FitReport.load` keeps the nulls, optimal refuses it, the figures draw none
         convergence.pop("note", None)  # about E, which has no value now
         convergence["warning"] = (

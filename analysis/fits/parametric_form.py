@@ -276,10 +276,13 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
         follows_exponent(estimates, ("G",))
 
 
-def judge(estimates: dict, boot, point: dict, objective, theta, table) -> list[str]:
+def judge(estimates: dict, boot, point: dict, objective, theta, table, level: float = 0.95) -> list[str]:
     """The best fit's rules (`best_fit_reasons`, `withhold`) and the design's (`collinear_reason` of the runs' ln N,
     ln D, `flag_collinear`; `ONE_BUDGET` when they have fewer than 2 budgets) on approach 3's ``estimates`` of
-    ``table``'s runs; returns the names withheld (no value)."""
+    ``table``'s runs, then, with E at 0, the floors the runs do not reject (`floor_profile`); returns the names
+    withheld (no value)."""
+    from analysis.fits.floor_profile import flag_held_floors
+
     logs = (np.log(table.runs["N"].to_numpy()), np.log(table.runs["D"].to_numpy()))
     collinear = collinear_reason(*logs, objective.residuals(theta))
     withheld = withhold(estimates, boot, best_fit_reasons(point, objective.xc, objective.yc, collinear))
@@ -287,6 +290,8 @@ def judge(estimates: dict, boot, point: dict, objective, theta, table) -> list[s
     flag_absorbed(estimates, withheld, *logs)
     if len(table.budgets) < 2 and np.isfinite(estimates["E"].value) and not estimates["E"].unidentified:
         estimates["E"].unidentified = ONE_BUDGET
+    if not withheld:
+        flag_held_floors(estimates, objective, theta, level, FLOOR_REASON)
     return withheld
 
 
