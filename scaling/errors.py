@@ -6,6 +6,7 @@ with status 2; it is never shown as a traceback.
 """
 
 import argparse
+import sys
 
 
 class UserError(ValueError):
@@ -33,6 +34,27 @@ class Parser(argparse.ArgumentParser):
         action = super().add_argument(*args, **kwargs)
         self.options.update(dict.fromkeys(action.option_strings, action))
         return action
+
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, refusing an option that takes one value given twice (user31: `--budget 1e21 --budget 1e22`
+        answered for 1e22 alone, silently): an option to append to, or a flag, may repeat."""
+        parsed = super().parse_args(args, namespace)
+        seen: dict[argparse.Action, list[str]] = {}
+        for word in sys.argv[1:] if args is None else args:
+            name = str(word).split("=", 1)[0]
+            if not name.startswith("--"):
+                continue
+            matches = (
+                [self.options[name]]
+                if name in self.options
+                else [a for o, a in self.options.items() if o.startswith(name)]
+            )
+            if len(set(matches)) == 1:
+                seen.setdefault(matches[0], []).append(str(word))
+        for action, words in seen.items():
+            if len(words) > 1 and action.nargs != 0 and not isinstance(getattr(parsed, action.dest, None), list):
+                self.error(f"{action.option_strings[-1]} is given {len(words)} times; give it once")
+        return parsed
 
     def error(self, message):
         raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")

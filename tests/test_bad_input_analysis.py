@@ -205,3 +205,15 @@ def test_a_bad_report_out_is_said_before_any_warning(tmp_path, capsys):
     from analysis.fits.percentiles import level_text
 
     assert level_text(0.9999999) == "99.99999%" and level_text(0.95) == "95%"  # review18: 0.9999995+ read "100%"
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["optimal", "--budget", "1e21", "--budget", "1e22"], "--budget is given 2 times"),  # user31: 1e22, silently
+        (["optimal", "--budget=1e21", "--bud", "1e22"], "--budget is given 2 times"),  # an abbreviation is the option
+        (["fit", "x.csv", "--bootstrap", "10", "--seed", "1", "--seed", "2"], "--seed is given 2 times"),
+    ],
+)
+def test_an_option_of_one_value_given_twice_is_one_line(args, named):
+    assert_one_line_error(run_cli(*args), named, "give it once")
