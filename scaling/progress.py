@@ -102,6 +102,7 @@ def write_sweep_manifest(
                     "params": j["plan"].params,
                     "tokens": j["plan"].tokens,
                     "state_at_launch": states[j["run_id"]],
+                    **({"flops_to_train": j["flops_to_train"]} if "flops_to_train" in j else {}),  # a cooldown's
                 }
                 for j in jobs
             ],
@@ -200,7 +201,7 @@ def _tally(store: Path, runs: list[dict], launched: float | None) -> dict:
         finished = _unix(record.get("finished_at"))
         if state == RunState.ERRORED and launched is not None and (finished or 0) < launched:
             state, record = RunState.PARTIAL, {}  # errored before this launch: retried by it
-        flops = record.get("flops", 0.0) if run["flops"] is None else run["flops"]
+        flops = record.get("flops", 0.0) if run["flops"] is None else run.get("flops_to_train", run["flops"])
         flops_total += flops
         if state in FINISHED and run["state_at_launch"] in FINISHED:
             flops_done += flops

@@ -6,6 +6,7 @@ records; the sweeper's branched plan, its saving, and fits that read the branch 
 import json
 import math
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -347,6 +348,10 @@ def test_a_branched_sweep_trains_every_planned_point_and_the_fit_reads_them(tmp_
         assert (row.branch_of, str(row.branch_start_step)) == want
     status = run_cli("status", store)
     assert status.returncode == 0 and "6/6 runs done (6 completed" in status.stdout, status.stderr
+    # user32: one total for the plan, the launch and the progress (the launch left the cooldowns out, the progress
+    # counted each branch as its own run)
+    spent = re.search(r"points for ([0-9.e+]+) FLOPs \(trunks \+ cooldowns\)", proc.stdout).group(1)
+    assert f"({spent} FLOPs to train)" in proc.stdout and f"{spent}/{spent} FLOPs (100%)" in status.stdout
     fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json")
     assert fit.returncode == 0, fit.stderr
     assert json.loads(fit.stdout)["runs"] == 6  # every branch point is a run of the fit

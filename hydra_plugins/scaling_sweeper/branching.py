@@ -26,6 +26,12 @@ def to_launch(job: dict) -> bool:
     return job["state"] in TO_RUN and not job.get("with_trunk")
 
 
+def flops_to_train(jobs: list[dict]) -> float:
+    """The FLOPs the runs of ``jobs`` not yet done cost to train: a cooldown branch its cooldown only (user32: the
+    launch line left the branches out, the progress line counted each as its own run: three totals for one plan)."""
+    return sum(j.get("flops_to_train", j["plan"].flops) for j in jobs if j["state"] in TO_RUN)
+
+
 def _budget_of(job: dict) -> float:
     return job["plan"].budget
 

@@ -337,7 +337,7 @@ class ScalingSweeper(Sweeper):
         print(
             f"launching {len(to_run)} runs{self.pack_note(batch)}, "
             f"{n_parallel} at a time{layout.describe()} "
-            f"({sum(j['plan'].flops for j in to_run):.3g} FLOPs to train)",
+            f"({branching.flops_to_train(jobs if launch is None else launch):.3g} FLOPs to train)",
             flush=True,
         )
         sweep_dir = Path(self.config.hydra.sweep.dir)
