@@ -153,8 +153,9 @@ def test_a_multiplier_that_reads_the_baseline_far_beyond_its_budgets_says_so(pai
         _sweep(far, 6, tmp_path / "far.csv")
         c = _compare([pair["base"], tmp_path / "far.csv"], resamples=40)
         (note,) = [n for n in c.notes if "reads the baseline's law" in n]
-        assert note.startswith(f"m(C) at {budgets} budget(s) within the fitted range reads the baseline's law"), note
-        assert "(at C = 1e+21: m ≈ " in note and "there m(C) and its interval rest on that law's extrapolation" in note
+        named = ", ".join(f"{c:.3g}" for c in BUDGETS[-budgets:])  # user32: 2 counted, only the farthest named
+        assert note.startswith(f"m(C) at {budgets} budget(s) within the fitted range (C = {named}) reads the"), note
+        assert "(the farthest, at C = 1e+21: m ≈ " in note and "rest on that law's extrapolation" in note
     assert not any("reads the baseline's law" in n for n in _compare([pair["base"], pair["constant"]], 40).notes)
 
 

@@ -183,10 +183,11 @@ def _baseline_reach(baseline: Side, rows: list[Row]) -> str:
         return ""
     _, c, m, reach = max(far)
     side = f"{reach / high:.3g}x its largest" if reach > high else f"{low / reach:.3g}x below its smallest"
+    named = ", ".join(f"{row_c:.3g}" for _, row_c, _, _ in sorted(far, key=lambda f: f[1]))  # user32: 2 said, 1 named
     return (
-        f"m(C) at {len(far)} budget(s) within the fitted range reads the baseline's law more than "
-        f"{EXTRAPOLATION_FACTOR:g}x beyond its budgets (at C = {c:.3g}: m ≈ {m:.3g}, m·C = {reach:.3g} FLOPs, {side} "
-        "fitted budget): there m(C) and its interval rest on that law's extrapolation"
+        f"m(C) at {len(far)} budget(s) within the fitted range (C = {named}) reads the baseline's law more than "
+        f"{EXTRAPOLATION_FACTOR:g}x beyond its budgets (the farthest, at C = {c:.3g}: m ≈ {m:.3g}, m·C = {reach:.3g} "
+        f"FLOPs, {side} fitted budget): there m(C) and its interval rest on that law's extrapolation"
     )
 
 
