@@ -352,6 +352,14 @@ def test_a_grid_budget_written_twice_is_one_line(tmp_path, second):
     assert nothing_written(tmp_path / "store")
 
 
+def test_a_budget_alone_beside_a_grid_says_how_to_keep_its_rows(tmp_path):
+    # user32: `budget=1e10` on a grid file read "sweep both on the command line ... (either one replaces the grid)"
+    store = tmp_path / "store"
+    proc = sweep("quick", "budget=1e11", store=store, check=False)
+    assert_one_line_error(proc, "replaces the sweep file's grid and needs model=", "hydra.sweeper.budgets=[1e10]")
+    assert nothing_written(store)
+
+
 def test_a_grid_budget_of_one_shape_is_named_as_written(tmp_path):
     """YAML reads the key 4e10 as a float: the message named hydra.sweeper.grid.40000000000.0."""
     (tmp_path / "f").mkdir()

@@ -143,6 +143,7 @@ class ScalingSweeper(Sweeper):
         """Every job's override list: budgets × models (or grid) × the other swept keys."""
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         axes: dict[str, list[str]] = {}
+        had_grid = bool(self.grid)
         for override in parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + list(arguments)):
             key = override.get_key_element()
             if override.is_sweep_override():
@@ -168,13 +169,7 @@ class ScalingSweeper(Sweeper):
         budgets = self.budgets or sorted(self.grid)
         pairs = [[f"budget={settings.text(b)}", f"model={m}"] for b in budgets for m in self.grid.get(b, self.models)]
         if not pairs:
-            from scaling.errors import ConfigError
-
-            raise ConfigError(
-                "hydra.sweeper: no budgets × models to sweep; set hydra.sweeper.budgets and "
-                "hydra.sweeper.models (or hydra.sweeper.grid) in the sweep file, or sweep both on the "
-                "command line: budget=1e11,3e11 model=d32,d64 (either one replaces the grid)"
-            )
+            raise settings.nothing_to_sweep(had_grid)
         return [pair + list(rest) for pair in pairs for rest in itertools.product(*axes.values())]
 
     # ------------------------------------------------------------ 2-3. plan

@@ -96,6 +96,23 @@ def cut_grid(
     return kept, notes
 
 
+def nothing_to_sweep(had_grid: bool):
+    """The ConfigError of a sweep left with no budgets × models; ``had_grid``: the sweep file has a grid, which a
+    budget= on the command line replaced (user32: `budget=1e10` read "either one replaces the grid")."""
+    from scaling.errors import ConfigError
+
+    if had_grid:
+        return ConfigError(
+            "hydra.sweeper: budget= on the command line replaces the sweep file's grid and needs model= beside it "
+            "(budget=1e10 model=d16,d32); to keep some of the grid's rows, name them instead: "
+            "hydra.sweeper.budgets=[1e10] (or its shapes: hydra.sweeper.models=[d32])"
+        )
+    return ConfigError(
+        "hydra.sweeper: no budgets × models to sweep; set hydra.sweeper.budgets and hydra.sweeper.models (or "
+        "hydra.sweeper.grid) in the sweep file, or sweep both on the command line: budget=1e11,3e11 model=d32,d64"
+    )
+
+
 def text(budget: float) -> str:
     """A budget as a job's override: short where that is exact (1e+12), else every digit (user19: 1.2345678e11
     became 1.23457e+11, its run id not `scaling train`'s, and 1.2345699e11 merged into it)."""
