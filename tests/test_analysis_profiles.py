@@ -156,3 +156,13 @@ def test_approach_1_on_runs_of_several_lengths_draws_runs_over_all_budgets():
     a = envelope.estimates["a"]
     assert not a.unidentified and a.lower <= 0.4516 <= a.upper, a
     assert any("so they are drawn whole, not within budgets" in n for n in envelope.bootstrap.notes)
+
+
+def test_a_held_out_budget_a_hair_beyond_10x_reads_more_than_10x(tmp_path, capsys):
+    # user31: 10.0x beyond was printed "10×, an EXTRAPOLATION" where another table's 10× read without the word
+    from conftest import run_main
+
+    runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1.0004e20], 7, noise=0.005, seed=1)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    said = run_main(capsys, "fit", tmp_path / "runs.csv", "--bootstrap", "0", check=True).stdout
+    assert "(1e20 FLOPs, more than 10× beyond the budgets fitted, an EXTRAPOLATION)" in said

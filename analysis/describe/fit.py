@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
 from analysis.fits.envelope import envelope_law
+from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.fits.isoflop import bent, in_law, left_out_of_law
 from analysis.fits.percentiles import level_text
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
@@ -217,6 +218,13 @@ def intervals_preface(report: FitReport) -> str:
     return "Estimates with no intervals (no bootstrap)."
 
 
+def _beyond(factor: float, extrapolation: bool) -> str:
+    """The factor the held-out budget lies beyond; "more than 10×" where it rounds to the 10× it is flagged beyond
+    (user31: a hair over 10 read "10×, an EXTRAPOLATION", and 10 "10×" without it)."""
+    text = times(factor)
+    return f"more than {text}" if extrapolation and text == times(EXTRAPOLATION_FACTOR) else text
+
+
 def validation_text(fit, count=count_label) -> str:
     """The held-out check of one approach in one line (see `analysis.fits.validation`)."""
     v = fit.validation
@@ -226,7 +234,7 @@ def validation_text(fit, count=count_label) -> str:
         return f"skipped ({v['skipped']})"
     where = (
         f"refit without the largest budget ({flops_label(v['held_out_budget'])} FLOPs, "
-        f"{times(v['extrapolation_factor'])} beyond the budgets fitted"
+        f"{_beyond(v['extrapolation_factor'], v['extrapolation'])} beyond the budgets fitted"
         + (", an EXTRAPOLATION" if v["extrapolation"] else "")
         + ")"
     )
