@@ -26,7 +26,7 @@ import numpy as np
 from analysis.compare.frontier import Frontier
 from analysis.fits.bootstrap import no_width
 from analysis.fits.percentiles import percentile_bounds
-from analysis.fits.results import PARAMETRIC_NAMES, ParametricFit
+from analysis.fits.results import PARAMETRIC_NAMES, Estimate, ParametricFit
 
 QUANTITIES = ("baseline_loss", "candidate_loss", "loss_difference", "multiplier")
 # Exponents (and the floor E) whose difference, candidate − baseline, is reported. gamma is the
@@ -160,7 +160,9 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
             "lower": None,
             "upper": None,
         }
-        unset = [side for side, fit in sides.items() if name in fit.estimates and fit.estimates[name].unidentified]
+        inputs = ("alpha", "beta") if name == "gamma" else (name,)  # γ = αβ/(α+β) (review21: γ held beside them)
+        known = Estimate(0.0)  # a quantity a side's fit does not report is not unidentified by it
+        unset = [side for side, fit in sides.items() if any(fit.estimates.get(k, known).unidentified for k in inputs)]
         if stuck:  # a difference is no better pinned down than either side
             entry["unidentified"] = stuck
         elif unset and (name == "a" or not failed):  # a failed bootstrap is the first reason, but for a

@@ -86,7 +86,7 @@ class Comparison:
     rows: list[Row]
     differences: dict[str, dict]
     shared_range: tuple[float, float]  # the range both fitted; when they do not overlap (`overlap`), the gap between
-    scale_dependent: bool
+    scale_dependent: bool | None  # None: cannot be said (a side's α or β unidentified, or m vague at both ends)
     summary: str
     pairs: int
     notes: list[str] = field(default_factory=list)
@@ -127,6 +127,8 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     lo, hi = (lo, hi) if lo <= hi else (hi, lo)  # no shared range: the gap between them
     ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
     scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
+    if diffs["gamma"].get("unidentified") or (scale_dependent and _vague(ends)):
+        scale_dependent = None  # whether m(C) changes with scale cannot be said (review21: "consistent with 0")
     notes = []
     if unbounded := [i for i, r in enumerate(rows) if r.multiplier.unbounded]:
         at = ", ".join(f"{grid[i]:.3g}" for i in unbounded)
@@ -247,17 +249,23 @@ WIDE_M = 10.0  # an m interval wider than this factor, holding 1, tells nothing 
 
 
 def _summary(
-    ends: dict, shared: tuple[float, float], scale_dependent: bool, diffs: dict, intervals: bool, overlap: bool
+    ends: dict, shared: tuple[float, float], scale_dependent: bool | None, diffs: dict, intervals: bool, overlap: bool
 ) -> str:
     m = ends["multiplier"]
     at = [_estimate(m, i, pairs=int(ends["pairs"])) for i in range(3)]
     lo, hi = shared
     where = "across the shared fitted range" if overlap else "in the gap between them,"
-    if scale_dependent and all(_uninformative(e) for e in (at[0], at[2])):  # user32: from 0.273 [2.5e-14, 5.1e3]
+    if scale_dependent is not False and _vague(ends):  # user32: from 0.273 [2.5e-14, 5.1e3] to unidentified
         return (
             f"m is unidentified {where} {lo:.3g}–{hi:.3g} FLOPs: {_m(at[0])} at {lo:.3g}, {_m(at[2])} at {hi:.3g} "
             "(unidentified, or holding 1 over more than 10x): these runs cannot say how much compute the candidate is "
             "worth, nor how that changes with scale"
+        )
+    if scale_dependent is None:  # review21: Δγ unidentified (a side's α or β), a constant m read from its interval
+        return (
+            f"m(C) goes from {_m(at[0])} at {lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs"
+            f"{'' if overlap else ' in the gap between them'}; whether it changes with scale cannot be said "
+            f"({drift_cause(diffs, intervals)})"
         )
     if not scale_dependent and at[1].unidentified:  # user32: "m ≈ unidentified (...): ... needs 50.3·C for"
         return (
@@ -329,6 +337,11 @@ def drift_cause(diffs: dict, intervals: bool) -> str:
     if differ:
         return f"{said['gamma']} and {said['E']}"
     return f"neither the {said['gamma']} nor the {said['E']} excludes 0 alone; m is constant only when both agree"
+
+
+def _vague(ends: dict) -> bool:
+    """Whether m at both ends of the shared range says nothing of which recipe is better (`_uninformative`)."""
+    return all(_uninformative(_estimate(ends["multiplier"], i, pairs=int(ends["pairs"]))) for i in (0, 2))
 
 
 def _uninformative(e: Estimate) -> bool:
