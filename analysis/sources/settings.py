@@ -85,11 +85,12 @@ def differing(source: str, run_ids: pd.Series) -> pd.DataFrame:
     has "" there. Empty (no columns) when all runs agree."""
     configs = run_configs(source)
     rows = [configs.get(str(run), {}) for run in run_ids]
+    read = [row for run, row in zip(run_ids, rows) if str(run) in configs]  # not a damaged or missing config.yaml
     keys = dict.fromkeys(k for row in rows for k in row)
     columns = {}
     for key in keys:  # over the runs whose config has the key: an older run's lacks a key added since (review19)
         values = {_text(row[key]) for row in rows if key in row}
-        grown = len(values) == 1 and any(key not in row for row in rows)  # ran with the default, or before the key
+        grown = len(values) == 1 and any(key not in row for row in read)  # ran with the default, or before the key
         if not _skipped(key) and (len(values) > 1 or grown and _default_text(key) not in (None, *values)):
             columns[key] = [_text(row[key]) if key in row else "" for row in rows]
     return pd.DataFrame(columns, index=run_ids.index)
