@@ -26,18 +26,24 @@ class Parser(argparse.ArgumentParser):
     It keeps the actions `add_argument` returns (``options``: each option string to its action), for a
     command that repeats some of its own options (`analysis.cli.common.refit_words`)."""
 
+    REPEATABLE = ("append", "append_const", "extend", "count", "store_true", "store_false", "store_const", "help")
+
     def __init__(self, *args, **kwargs):
         self.options: dict[str, argparse.Action] = {}  # before argparse's own __init__ adds --help
+        self.repeatable: set[argparse.Action] = set()  # given twice, they add up or agree (`parse_args`)
         super().__init__(*args, **kwargs)
 
     def add_argument(self, *args, **kwargs) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         self.options.update(dict.fromkeys(action.option_strings, action))
+        if kwargs.get("action", "store") in self.REPEATABLE:
+            self.repeatable.add(action)
         return action
 
     def parse_args(self, args=None, namespace=None):
         """argparse's, refusing an option that takes one value given twice (user31: `--budget 1e21 --budget 1e22`
-        answered for 1e22 alone, silently): an option to append to, or a flag, may repeat."""
+        answered for 1e22 alone, silently; review21: `--format png --format svg` wrote svg alone): an option to
+        append to, or a flag, may repeat (`REPEATABLE`)."""
         parsed = super().parse_args(args, namespace)
         seen: dict[argparse.Action, list[str]] = {}
         for word in sys.argv[1:] if args is None else args:
@@ -52,7 +58,7 @@ class Parser(argparse.ArgumentParser):
             if len(set(matches)) == 1:
                 seen.setdefault(matches[0], []).append(str(word))
         for action, words in seen.items():
-            if len(words) > 1 and action.nargs != 0 and not isinstance(getattr(parsed, action.dest, None), list):
+            if len(words) > 1 and action not in self.repeatable:
                 self.error(f"{action.option_strings[-1]} is given {len(words)} times; give it once")
         return parsed
 

@@ -213,6 +213,10 @@ def test_a_bad_report_out_is_said_before_any_warning(tmp_path, capsys):
         (["optimal", "--budget", "1e21", "--budget", "1e22"], "--budget is given 2 times"),  # user31: 1e22, silently
         (["optimal", "--budget=1e21", "--bud", "1e22"], "--budget is given 2 times"),  # an abbreviation is the option
         (["fit", "x.csv", "--bootstrap", "10", "--seed", "1", "--seed", "2"], "--seed is given 2 times"),
+        (
+            ["plot", "x.csv", "--out", "f", "--format", "png", "--format", "svg"],
+            "--format is given 2 times",
+        ),  # review21: svg alone
     ],
 )
 def test_an_option_of_one_value_given_twice_is_one_line(args, named):
