@@ -148,9 +148,14 @@ def test_fit_writes_laws_optimal_recommends_plot_draws(small, tmp_path, capsys):
     assert laws["lr"]["form"] == "step_law" and len(laws["lr"]["n_exponent"]["interval"]) == 2
     assert laws["batch_tokens"]["form"] == "step_law"
     proc = run_main(capsys, "optimal", "--budget", "1e20", "--law", out, "--json", check=True)
-    hp = json.loads(proc.stdout)["hyperparameters"]
+    got = json.loads(proc.stdout)
+    hp = got["hyperparameters"]
     assert hp["lr"] > 0 and hp["batch_tokens"] > 0 and "fitted" in hp["source"]
     assert hp["lr_interval"][0] < hp["lr"] < hp["lr_interval"][1]
+    # user33: laws of non-embedding N (the table's params_non_embedding, 0.8·N) were evaluated at the total N_opt
+    assert hp["n_for_laws"] == pytest.approx(0.8 * got["N"]["estimate"], rel=1e-6)
+    at = {"n_non_embedding": hp["n_for_laws"], "tokens": got["D"]["estimate"], "flops": 1e20}
+    assert hp["lr"] == pytest.approx(hplaws.evaluate(laws["lr"], **at))
     proc = run_main(capsys, "optimal", "--budget", "1e20", "--hp-law", "deepseek", check=True)
     assert "DeepSeek LLM 2024" in proc.stdout and "lr" in proc.stdout
     assert "hyperparameters" not in run_main(capsys, "optimal", "--budget", "1e20", check=True).stdout

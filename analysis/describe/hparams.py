@@ -64,7 +64,7 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
     the FIT.json's when it has them, else none); lines for the text and an object for --json."""
     from pathlib import Path
 
-    from analysis.fits.hplaws import value_interval
+    from analysis.fits.hplaws import n_of_law, value_interval
     from analysis.fits.presets import PRESETS
     from analysis.fits.results import FitReport
 
@@ -88,17 +88,20 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
     out = {"source": source}
     lines = [f"hyperparameters from {choice}: {source}"]
     fitted_law, intervals = choice == "fit", False
+    n_law, n_note = n_of_law(report.hyperparameter_fit, n, report.n_kind) if fitted_law else (n, "")
     for target, unit in (("lr", "peak learning rate"), ("batch_tokens", "batch size, tokens")):
         law = laws.get(target)
         if isinstance(law, dict):
-            value = hplaws.evaluate(law, n_non_embedding=n, tokens=d, flops=budget)
+            value = hplaws.evaluate(law, n_non_embedding=n_law, tokens=d, flops=budget)
             why = _unidentified_exponent(law)
             if unknown := _unknown_where(law, allocation):
                 out[target] = None
                 lines.append(f"  {target:<18} unidentified (as {unknown}, where it is evaluated)")
             elif math.isfinite(value):
                 out[target] = value
-                ends = value_interval(report.hyperparameter_fit, target, {"N_hp": n, "D": d}) if fitted_law else None
+                ends = (
+                    value_interval(report.hyperparameter_fit, target, {"N_hp": n_law, "D": d}) if fitted_law else None
+                )
                 shown = num(value) + (f" [{num(ends[0])}, {num(ends[1])}]" if ends else "")
                 lines.append(f"  {target:<18} {shown}  ({unit})" + (f": unidentified ({why})" if why else ""))
                 out.update({f"{target}_unidentified": why} if why else {})
@@ -109,7 +112,10 @@ def recommendation(law_name: str, choice: str | None, allocation) -> tuple[list[
             f"  intervals: the law's own ({level_text(report.hyperparameter_fit.get('level', 0.95))}, its points "
             "resampled), at N_opt and D_opt as given: their own uncertainty is not carried into them"
         )
-    if any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
+    if n_note:
+        lines.append(f"  note: {n_note}")
+        out["n_for_laws"] = n_law
+    elif not fitted_law and any(law.get("form") == "step_law" for law in laws.values() if isinstance(law, dict)):
         lines.append("  note: the Step Law's N is non-embedding; evaluated here at N_opt as the law gives it")
     return lines, out
 
