@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 from pathlib import Path
 
@@ -355,6 +356,13 @@ def test_a_branched_sweep_trains_every_planned_point_and_the_fit_reads_them(tmp_
     fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json")
     assert fit.returncode == 0, fit.stderr
     assert json.loads(fit.stdout)["runs"] == 6  # every branch point is a run of the fit
+    # review21: a branch whose trunk is done trains alone, as its own run, and is counted so (its cooldown, before)
+    lost = min((r for r in recs.values() if "branch_of" in r), key=lambda r: r["flops"])
+    shutil.rmtree(store / "runs" / lost["run_id"])
+    again = run_cli("sweep", "quick-wsd", *args, "hydra.sweeper.extra_points_per_decade=0",
+                    "hydra.sweeper.tokens_per_param=[0,1e9]", f"store={store}", timeout=900)  # fmt: skip
+    assert again.returncode == 0 and "launching 1 runs" in again.stdout, again.stdout[-2000:]
+    assert f"({lost['flops']:.3g} FLOPs to train)" in again.stdout, again.stdout[-2000:]
 
 
 def test_the_table_leaves_the_schedule_and_branch_columns_empty_for_records_without_them(tmp_path):

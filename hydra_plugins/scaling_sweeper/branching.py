@@ -26,10 +26,15 @@ def to_launch(job: dict) -> bool:
     return job["state"] in TO_RUN and not job.get("with_trunk")
 
 
+def job_flops(job: dict) -> float:
+    """What a planned job costs to train: a cooldown branch its trunk trains, its cooldown only."""
+    return job.get("flops_to_train", job["plan"].flops)
+
+
 def flops_to_train(jobs: list[dict]) -> float:
-    """The FLOPs the runs of ``jobs`` not yet done cost to train: a cooldown branch its cooldown only (user32: the
-    launch line left the branches out, the progress line counted each as its own run: three totals for one plan)."""
-    return sum(j.get("flops_to_train", j["plan"].flops) for j in jobs if j["state"] in TO_RUN)
+    """The FLOPs the runs of ``jobs`` not yet done cost to train (`job_flops`; user32: the launch line left the
+    branches out, the progress line counted each as its own run: three totals for one plan)."""
+    return sum(job_flops(j) for j in jobs if j["state"] in TO_RUN)
 
 
 def _budget_of(job: dict) -> float:
@@ -93,8 +98,9 @@ def plan_trunks(sweeper, jobs: list[dict], dropped: list[dict], per_decade: floa
                     "state": state,
                     "store": cfg.store,
                     "branch_of": trunk_plan.run_id,
-                    "with_trunk": trunk["state"] in (*TO_RUN, "running"),  # the trunk trains it
-                    "flops_to_train": b.flops_to_train,
+                    "with_trunk": (with_trunk := trunk["state"] in (*TO_RUN, "running")),  # the trunk trains it
+                    # else alone, as its own run (review21: a finished trunk's branch counted its cooldown only)
+                    "flops_to_train": b.flops_to_train if with_trunk else b.plan.flops,
                 }
             )
     return planned, dropped, cost_line(jobs, planned)
@@ -136,7 +142,7 @@ def _warmup_at(top: dict, budget: float) -> int:
 def cost_line(grid: list[dict], planned: list[dict]) -> str:
     """The FLOPs of the branched plan against the grid as separate runs (the saving), and its points."""
     trunks = [j for j in planned if "branch_of" not in j]
-    spent = sum(j.get("flops_to_train", j["plan"].flops) for j in planned)
+    spent = sum(job_flops(j) for j in planned)
     as_runs = sum(j["plan"].flops for j in grid)
     every = sum(j["plan"].flops for j in planned)
     return (

@@ -116,10 +116,12 @@ class HyperAxes:
     def cost_line(self, jobs: list[dict]) -> str | None:
         """Runs and FLOPs (6ND) planned, and × against the same sweep without these axes; None when
         the sweep has none."""
+        from hydra_plugins.scaling_sweeper.branching import job_flops
+
         if not self.axes():
             return None
         base: dict[tuple, list[float]] = {}
-        spent = [j.get("flops_to_train", j["plan"].flops) for j in jobs]  # a cooldown branch: its cooldown only
+        spent = [job_flops(j) for j in jobs]  # a cooldown branch: its cooldown only
         for j, flops in zip(jobs, spent):
             base.setdefault(self.base_key(j["overrides"]), []).append(flops)
         total = sum(spent)

@@ -223,7 +223,7 @@ class ScalingSweeper(Sweeper):
             kept.append(by_id.setdefault(plan.run_id, {**job, "store": cfg.store}))
         if first:
             check_read(reading)
-            check_evaluations(reading)  # as each run checks its evaluation set, before anything is written
+            check_evaluations([] if self.dry_run else reading)  # as each run will, before anything is written
             self.jobs_checked = True
         return kept, dropped, duplicates
 
