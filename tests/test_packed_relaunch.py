@@ -5,16 +5,18 @@ checkpoint lacks (the sweep grew, a record was deleted), the checkpoint's member
 pack and only the others train from step 0. Real kills and
 relaunches; no step already trained is trained again, and every record matches an uninterrupted
 job's within tests/test_packed.py's tolerance (bit for bit where the resumed pack is the same).
+The packed job is killed once for the module; each test relaunches its own copy of that store.
 """
 
 from __future__ import annotations
 
 import math
 import signal
+import subprocess
 
 import pytest
-from conftest import SCALING, run_cli
-from faults_support import RESUMED, Launch, checkpoint_steps, records, wait_until
+from conftest import SCALING, _test_env, run_cli
+from faults_support import RESUMED, Launch, checkpoint_steps, fault_env, records, wait_until
 from test_packed import LOSS_TOL
 from test_packed_faults import SHORT_LONG, SWEEP, _same_outcome, packed_job
 
@@ -25,16 +27,33 @@ UNPACKED = [o for o in SWEEP if o != "hydra.sweeper.pack=true"]
 GROWN = [o.replace("[0.5,2]", "[0.5,2,4]") for o in SWEEP]
 
 
-def _killed_packed_sweep(tmp_path) -> tuple:
-    """The packed test sweep (one job of 2 runs) SIGTERMed once its checkpoint exists: (store, step)."""
-    store = tmp_path / "store"
-    job = Launch(None, tmp_path / "killed.log", argv=[SCALING, *SWEEP, f"store={store}"])
+@pytest.fixture(scope="module")
+def _killed_once(tmp_path_factory) -> tuple:
+    """The packed test sweep (one job of 2 runs) SIGTERMed once its checkpoint exists: (store, step).
+    Killed once for the module; each test relaunches a copy of it (`killed`)."""
+    tmp = tmp_path_factory.mktemp("killed-packed")
+    store = tmp / "store"
+    env = fault_env(**_test_env(tmp_path_factory))  # set up before _isolated_env, as conftest's packed_sweep_store
+    job = Launch(None, tmp / "killed.log", argv=[SCALING, *SWEEP, f"store={store}"], env=env)
     assert wait_until(lambda: any(store.glob("runs/*/ckpt.pt")), job), job.output[-3000:]
     job.signal_group(signal.SIGTERM)
     assert job.wait(120) == 143, job.output[-3000:]
     steps = checkpoint_steps(store)
     assert len(steps) == 2 and len(set(steps.values())) == 1 and not records(store), steps
     return store, max(steps.values())
+
+
+@pytest.fixture
+def killed(_killed_once, tmp_path) -> tuple:
+    """A copy of the killed sweep's store for one test to relaunch: (store, step). `cp -a` keeps the
+    members' checkpoint one file, hard-linked into each run directory, as the job wrote it."""
+    store, step = _killed_once
+    subprocess.run(["cp", "-a", str(store), str(tmp_path / "store")], check=True)
+    copied = tmp_path / "store"
+    assert checkpoint_steps(copied) == checkpoint_steps(store)
+    links = lambda root: [p.stat().st_nlink for p in sorted(root.glob("runs/*/ckpt.pt"))]  # noqa: E731
+    assert links(copied) == links(store) == [2, 2], "the job's one checkpoint file, in both run directories"
+    return copied, step
 
 
 def _close(ours: dict, theirs: dict) -> None:
@@ -49,11 +68,11 @@ def _close(ours: dict, theirs: dict) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row(tmp_path, packed_sweep_store):
+def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row(tmp_path, killed, packed_sweep_store):
     """Relaunched without pack=true, each run says its checkpoint is the packed job's, resumes at the
     job's step, trains on alone, and ends within tolerance of the uninterrupted packed sweep's and
     the unpacked sweep's records; nothing is set aside as corrupt."""
-    store, step = _killed_packed_sweep(tmp_path)
+    store, step = killed
     out = run_cli(*UNPACKED, f"store={store}", check=True).stdout
     ours = records(store)
     assert len(ours) == 2 and {k: int(v) for k, v in RESUMED.findall(out)} == dict.fromkeys(ours, step), out
@@ -70,11 +89,13 @@ def test_a_killed_packed_sweep_relaunched_unpacked_resumes_each_run_from_its_row
 
 
 @pytest.mark.slow
-def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_checkpoint(tmp_path, packed_sweep_store):
+def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_checkpoint(
+    tmp_path, killed, packed_sweep_store
+):
     """Killed packed, relaunched unpacked and killed once the first run has its own checkpoint, then
     relaunched packed: that run resumes alone from its own checkpoint, the other from its row of the
     packed one (a pack of one); both end within tolerance of the uninterrupted packed sweep."""
-    store, packed_step = _killed_packed_sweep(tmp_path)
+    store, packed_step = killed
     ckpts = sorted(store.glob("runs/*/ckpt.pt"))
     job = Launch(None, tmp_path / "unpacked.log", argv=[SCALING, *UNPACKED, f"store={store}"])
     assert wait_until(lambda: not ckpts[0].samefile(ckpts[1]), job), job.output[-3000:]  # a single run's file
@@ -96,11 +117,13 @@ def test_packed_unpacked_packed_relaunches_resume_each_run_from_its_newest_check
 
 
 @pytest.mark.slow
-def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_new_one(tmp_path, packed_sweep_store):
+def test_a_grown_packed_sweep_resumes_the_checkpointed_runs_and_trains_only_the_new_one(
+    tmp_path, killed, packed_sweep_store
+):
     """The LR grid grows from 2 to 3 multipliers after the kill: the 2 checkpointed runs resume at
     their step as their pack (bit for bit the uninterrupted 2-run sweep's records), the new run
     alone trains from step 0, and all 3 are within tolerance of an uninterrupted 3-run packed sweep."""
-    store, step = _killed_packed_sweep(tmp_path)
+    store, step = killed
     old = set(checkpoint_steps(store))
     out = run_cli(*GROWN, f"store={store}", check=True).stdout
     ours = records(store)
