@@ -94,15 +94,22 @@ def test_every_sweep_file_runs_in_tiny_mode(name, tmp_path, tiny_corpora):
     lr_axis = ["hydra.sweeper.lr_multipliers=[1,2]"] if cfg.hydra.sweeper.get("lr_multipliers") else []
     # WSD cooldown branches: the 2e8 run is a branch of the 4e8 trunk, trained in the trunk's job
     branches = ["hydra.sweeper.extra_points_per_decade=0"] if cfg.hydra.sweeper.get("branches") else []
-    proc = sweep(name, *TINY, *lr_axis, *branches, *user_inputs(name, tiny_corpora), store=store)
+    # the sweep's own axes (`hydra.sweeper.params`, e.g. repeat's unique-token cuts) whole, but a seed
+    # axis cut to its first two seeds: the others train the same code (repeat: 20 runs, not 50)
+    params = {k: str(v).split(",") for k, v in (cfg.hydra.sweeper.get("params") or {}).items()}
+    if len(params.get("seed", [])) > 2:
+        params["seed"] = params["seed"][:2]
+    seeds = [f"hydra.sweeper.params.seed='{','.join(params['seed'])}'"] if "seed" in params else []
+    proc = sweep(name, *TINY, *lr_axis, *branches, *seeds, *user_inputs(name, tiny_corpora), store=store)
     recs = records(store)
     # the final progress line once: the sweeper's, not also the last run's (before: twice, the same)
     finished = [line for line in proc.stdout.splitlines() if re.match(rf"\[{name}\] (\d+)/\1 runs done", line)]
     assert len(finished) == 1, proc.stdout
-    # and every value of the sweep's own axes (`hydra.sweeper.params`, e.g. repeat's unique-token cuts)
-    params = cfg.hydra.sweeper.get("params") or {}
-    per_budget = (2 if lr_axis else 1) * math.prod(len(str(v).split(",")) for v in params.values())
+    # and every value of the sweep's own axes (its seeds: the first two)
+    per_budget = (2 if lr_axis else 1) * math.prod(len(v) for v in params.values())
     assert sorted(r["budget_flops"] for r in recs) == [2e8] * per_budget + [4e8] * per_budget
+    for key, values in params.items():  # each value trained, as the run's config holds it
+        assert sorted({str(OmegaConf.select(OmegaConf.create(r["config"]), key)) for r in recs}) == sorted(values), key
     # the thread layout: runs at once x threads per run fill the cores, never more (CPU sweeps
     # launch through joblib: one single-threaded run per core)
     at_once = concurrency(cfg.hydra.launcher, sum("branch_of" not in r for r in recs))
