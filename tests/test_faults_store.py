@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli, run_main
 from faults_support import (
     HOOKS,
     RUN_COMPLETED,
@@ -33,7 +33,7 @@ from scaling.store import read_store
 
 @pytest.mark.slow
 def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_left_out_of_fits(
-    tmp_path, tmp_path_factory
+    tmp_path, tmp_path_factory, capsys
 ):
     reference = reference_store(tmp_path_factory)
     store = copy_store(reference, tmp_path / "store")
@@ -68,12 +68,12 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
     assert "2 of 3 planned runs did not complete (2 diverged" in one_error_line(again)
     assert not RUN_STARTED.findall(again.stdout)
     # user19: after the relaunch, `status` read "0 failed, 3 skipped" and `--json` "failed_runs": []
-    status = json.loads(run_cli("status", store, "--json").stdout)
+    status = json.loads(run_main(capsys, "status", store, "--json").stdout)  # status, fit, report: in this process
     assert (status["failed"], status["skipped"]) == (2, 1)
     assert f"{nan_run['run_id']} ({nan_run['reason']})" in status["failed_runs"]
 
     # fits use the completed runs only, and say which were left out and why
-    fit = run_cli("fit", store, "--approach", "3", "--bootstrap", "0", "--json", timeout=120)
+    fit = run_main(capsys, "fit", store, "--approach", "3", "--bootstrap", "0", "--json")
     assert fit.returncode == 0, fit.stderr
     # the 6 reference runs and the sane one, which shares its (N, budget) with a reference run at
     # another LR: the two are one point of a learning-rate sweep (analysis.sources.hparams), the better
@@ -85,7 +85,7 @@ def test_diverging_runs_stop_early_are_recorded_failed_with_the_reason_and_are_l
         assert f"{failed['run_id']} (failed: {failed['reason']})" in warning
 
     # and the report lists them, each with its reason
-    report = run_cli("report", store, "--out", tmp_path / "report.html", "--bootstrap", "0", timeout=120)
+    report = run_main(capsys, "report", store, "--out", tmp_path / "report.html", "--bootstrap", "0")
     assert report.returncode == 0, report.stderr
     rows = (tmp_path / "report.md").read_text().splitlines()
     for failed in (nan_run, exploding):
@@ -180,7 +180,7 @@ def damage(store, reference_records):
 
 @pytest.mark.slow
 def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_repairs_the_store(
-    tmp_path, tmp_path_factory
+    tmp_path, tmp_path_factory, capsys
 ):
     reference = reference_store(tmp_path_factory)
     store = copy_store(reference, tmp_path / "store")
@@ -204,21 +204,21 @@ def test_corrupt_and_foreign_files_are_named_skipped_or_refused_and_a_relaunch_r
     assert set(table.runs["run_id"]) == intact | {hurt["foreign"]}
 
     # fitting: the foreign corpus is refused in one line; pooled on request, the skipped files are
-    # warnings naming their paths (and two runs are too few to fit: one line again)
+    # warnings naming their paths (and two runs are too few to fit: one line again); in this process
     before = snapshot(store)
     assert_one_line_error(
-        run_cli("fit", store, "--bootstrap", "0"),
+        run_main(capsys, "fit", store, "--bootstrap", "0"),
         "mixes runs from 2 corpora",
         "0123456789ab",
         f"runs of each: '0123456789ab': {hurt['foreign']}",  # one run left in each corpus: a tie
         "--allow-mixed-corpora",
     )
-    pooled = run_cli("fit", store, "--bootstrap", "0", "--allow-mixed-corpora")
+    pooled = run_main(capsys, "fit", store, "--bootstrap", "0", "--allow-mixed-corpora")
     assert_one_line_error(pooled, "no approach could be fitted")
     for kind in expected:
         assert f"warning: skipped {runs / hurt[kind] / 'record.json'}" in pooled.stderr
-    assert_one_line_error(run_cli("fit", store / "table.csv"), str(store / "table.csv"))
-    assert_one_line_error(run_cli("status", store), str(store / "sweep.json"))
+    assert_one_line_error(run_main(capsys, "fit", store / "table.csv"), str(store / "table.csv"))
+    assert_one_line_error(run_main(capsys, "status", store), str(store / "sweep.json"))
     assert snapshot(store) == before, "reading a damaged store changed it"
 
     # relaunching: damaged records are set aside (kept, not deleted) and their runs trained again; the
@@ -325,7 +325,9 @@ def test_a_full_disk_under_a_sweeps_store_or_hydra_output_is_one_line_and_exit_1
     assert not records(store)
 
 
-def test_a_record_that_is_not_utf8_is_named_and_skipped_by_every_verb_and_kept_aside(tmp_path, tmp_path_factory):
+def test_a_record_that_is_not_utf8_is_named_and_skipped_by_every_verb_and_kept_aside(
+    tmp_path, tmp_path_factory, capsys
+):
     """`printf 'garbage\\x00\\xff' > record.json`: status, fit, plot, report and a dry-run sweep name
     the file and go on with the other runs; a relaunch keeps it as record.json.corrupt-<time>."""
     reference = reference_store(tmp_path_factory)
@@ -341,8 +343,8 @@ def test_a_record_that_is_not_utf8_is_named_and_skipped_by_every_verb_and_kept_a
         ("report", store, "--out", tmp_path / "report.html", "--bootstrap", "0"),
         ("sweep", SWEEP, f"store={store}", "hydra.sweeper.dry_run=true"),
     ]
-    for args in verbs:
-        proc = run_cli(*args, timeout=300)
+    for args in verbs:  # in this process, but the sweep (Hydra's)
+        proc = run_cli(*args, timeout=300) if args[0] == "sweep" else run_main(capsys, *args)
         assert "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr, (args, proc.stderr)
         # fit: 5 runs are too few for approach 3's 5 parameters: one line (exit 2), after the warning
         assert proc.returncode == (2 if args[0] == "fit" else 0), (args, proc.stdout, proc.stderr)

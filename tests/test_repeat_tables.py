@@ -9,7 +9,7 @@ import shlex
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_one_line_error, run_cli, run_main
+from conftest import assert_one_line_error, run_main
 
 from analysis.fits import muennighoff as mf
 from analysis.sources.check import table_from_frame
@@ -34,10 +34,10 @@ def repeated(tmp_path_factory):
     return tmp
 
 
-def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data_constrained_fit(repeated):
+def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data_constrained_fit(repeated, capsys):
     # before: approach 3 gave alpha 0.58 [0.43, 0.73] (truth 0.353) and nothing said D > U
     path = repeated / "repeated.csv"
-    proc = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True)
+    proc = run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "0", check=True)
     (line,) = [x for x in proc.stderr.splitlines() if "repeat their unique tokens" in x]
     assert line.startswith("warning: 75 of 105 runs repeat their unique tokens (D > U), 45 of them for more than 4 ")
     assert "(up to 32)" in line and f"`scaling fit {path} --approach muennighoff --bootstrap 0`" in line, line
@@ -51,22 +51,26 @@ def test_the_plain_fits_warn_in_one_line_that_runs_repeat_data_and_name_the_data
         assert not any("repeat their unique tokens" in w for w in table_from_frame(quiet, "q.csv").lines()[0])
 
 
-def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_answers_for_unlimited_data(repeated):
+def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_answers_for_unlimited_data(
+    repeated, capsys
+):
     path, fit = repeated / "repeated.csv", repeated / "fit.json"
-    plain = run_cli("fit", path, "--approach", "3", "--bootstrap", "0", check=True).stderr
+    plain = run_main(capsys, "fit", path, "--approach", "3", "--bootstrap", "0", check=True).stderr
     assert "two budgets run together" in plain and "Stopped early" in plain  # the outlier rule uses budgets
     args = ("--approach", "muennighoff", "--bootstrap", "10", "--out", fit)
-    proc = run_cli("fit", path, *args, check=True)
+    proc = run_main(capsys, "fit", path, *args, check=True)
     said = proc.stderr + proc.stdout
     assert not [x for x in said.splitlines() if any(k in x for k in BUDGET_LINES)], said  # nor "repeat": it fits it
     assert "repeat their unique tokens" not in said
     # its FIT.json without --unique-tokens: the law with unlimited unique data (U → ∞), labelled so; before, "error:
     # fit.json holds no fit", then "give --unique-tokens U"
-    fresh = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
+    fresh = json.loads(run_main(capsys, "optimal", "--budget", "1e21", "--law", fit, "--json", check=True).stdout)
     assert fresh["law"] == f"{fit} (data-constrained fit, unlimited unique data)"
     assert any(note.startswith("unlimited unique data (U → ∞: no token repeats)") for note in fresh["notes"])
     # it is the limit of the law under U: at U = 1e15 (D/U ~ 1e-4) the same N, D and loss, intervals included
-    vast = json.loads(run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "1e15", "--json").stdout)
+    vast = json.loads(
+        run_main(capsys, "optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "1e15", "--json").stdout
+    )
     for key in ("N", "D", "loss"):
         assert np.allclose(
             [fresh[key]["estimate"], *fresh[key]["interval"]],
@@ -74,11 +78,11 @@ def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_
             rtol=1e-3,
         )
     limited = json.loads(
-        run_cli("optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", "--json").stdout
+        run_main(capsys, "optimal", "--budget", "1e21", "--law", fit, "--unique-tokens", "4e9", "--json").stdout
     )
     assert limited["loss"]["estimate"] > fresh["loss"]["estimate"]  # 4e9 unique tokens repeat 15 times here: they cost
     error = assert_one_line_error(
-        run_cli("optimal", "--budget", "1e21", "--law", fit, "--max-tokens", "1e10"), str(fit)
+        run_main(capsys, "optimal", "--budget", "1e21", "--law", fit, "--max-tokens", "1e10"), str(fit)
     )
     assert "give --unique-tokens U" in error, error
     # user17: a FIT.json edited by hand (R_N deleted, R_D = -3) ended `optimal` in a KeyError, or printed a NaN loss
@@ -92,7 +96,7 @@ def test_the_data_constrained_fit_says_nothing_of_budgets_and_optimal_without_u_
         edited = repeated / "edited.json"
         edited.write_text(json.dumps(data))
         args = ("optimal", "--budget", "1e21", "--law", edited, "--unique-tokens", "4e9")
-        assert_one_line_error(run_cli(*args), "edited.json", "data-constrained fit", said)
+        assert_one_line_error(run_main(capsys, *args), "edited.json", "data-constrained fit", said)
 
 
 def test_the_warnings_command_keeps_this_commands_options_and_runs_as_printed(repeated, capsys):
