@@ -252,6 +252,8 @@ def test_an_experiment_column_is_found_in_any_case(tmp_path):
     path = write(three_datasets().rename(columns={"dataset": " Dataset"}), tmp_path)
     n = len(BUDGETS) * SIZES
     assert_one_line_error(run_cli("fit", path), "3 experiments", f"Dataset: 'web' ({n} runs)", "--group-by Dataset")
+    corpora = write(three_datasets().rename(columns={"dataset": "Corpus"}), tmp_path, "corpora.csv")  # review21
+    assert_one_line_error(run_cli("fit", corpora), "3 corpora", f"Corpus: 'web' ({n} runs)", "--allow-mixed-corpora")
 
 
 def test_group_by_prints_each_group(tmp_path, capsys):

@@ -363,7 +363,10 @@ def test_a_budget_alone_beside_a_grid_says_how_to_keep_its_rows(tmp_path):
     # user32: `budget=1e10` on a grid file read "sweep both on the command line ... (either one replaces the grid)"
     store = tmp_path / "store"
     proc = sweep("quick", "budget=1e11", store=store, check=False)
-    assert_one_line_error(proc, "replaces the sweep file's grid and needs model=", "hydra.sweeper.budgets=[1e10]")
+    line = assert_one_line_error(
+        proc, "budget=1e+11 on the command line replaces the sweep file's grid and needs model="
+    )
+    assert "(budgets 3e+11, 1e+12, 3e+12), name them instead: hydra.sweeper.budgets=[3e+11]" in line, line
     assert nothing_written(store)
 
 

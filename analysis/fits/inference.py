@@ -203,7 +203,6 @@ def inference_allocation(
     ranged = range_notes(values["training_flops"].value, law.fitted_compute_min, law.fitted_compute_max)
     notes += [note for note in ranged.values() if note]
     outside = outside_trained_notes(values["N"].value, values["D"].value, law.trained)
-    ranged["extrapolation"] += "; ".join(outside)
     notes += outside
     return InferenceAllocation(
         law=law.name,
@@ -214,7 +213,8 @@ def inference_allocation(
         budget=budget,
         n_kind=law.n_kind,
         notes=notes + never,
-        **{flag: bool(note) for flag, note in ranged.items()},  # extrapolation, below_range
+        extrapolation=bool(ranged["extrapolation"] or outside),  # beyond the fitted budgets, sizes or D/N
+        below_range=bool(ranged["below_range"]),
     )
 
 

@@ -276,7 +276,7 @@ def flag_interval_widths(estimates: dict[str, Estimate], objective, theta: np.nd
         follows_exponent(estimates, ("G",))
 
 
-def judge(estimates: dict, boot, point: dict, objective, theta, table, level: float = 0.95) -> list[str]:
+def judge(estimates: dict, boot, point: dict, objective, theta, table, level: float) -> list[str]:
     """The best fit's rules (`best_fit_reasons`, `withhold`) and the design's (`collinear_reason` of the runs' ln N,
     ln D, `flag_collinear`; `ONE_BUDGET` when they have fewer than 2 budgets) on approach 3's ``estimates`` of
     ``table``'s runs, then, with E at 0, the floors the runs do not reject (`floor_profile`); returns the names

@@ -171,12 +171,12 @@ def check_one_experiment(
     ``eval_fingerprint`` (--eval NAME: the set's column), that column is checked, not the corpus. ``run_ids``
     (each row's run): runs are counted, not rows (user25: 15 runs of 8 curve rows read "120 runs")."""
     extra = () if named is None else (_existing(frame, named, f"--experiment-column {named!r}", source),)
-    corpus = eval_fingerprint or next((c for c in CORPUS_COLUMNS if c in frame.columns), None)
-    named_so = tuple(c for c in frame.columns if _is_experiment_column(c))  # user31: `Recipe` was only warned of
+    corpus = eval_fingerprint or next((c for n in CORPUS_COLUMNS for c in frame.columns if _named_as(c, (n,))), None)
+    named_so = tuple(c for c in frame.columns if _named_as(c, EXPERIMENT_COLUMNS))  # user31: `Recipe` only warned of
     for column in dict.fromkeys(((corpus,) if corpus else ()) + named_so + extra):
         if column not in frame.columns:
             continue
-        what = "corpora" if column in (*CORPUS_COLUMNS, eval_fingerprint) else "experiments"
+        what = "corpora" if column == corpus else "experiments"
         labels = experiment_labels(frame[column], missing=what == "experiments")
         counts = labels[labels != ""].value_counts()
         if len(counts) <= 1:
@@ -240,8 +240,8 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
     point = runs.groupby(["N", "D"], sort=False).ngroup().to_numpy()
     for column in frame.columns:
         values = frame[column]
-        checked = is_run_metadata(column) or column in (*CORPUS_COLUMNS, *WARNED_APART, *skip)
-        checked = checked or _is_experiment_column(column)
+        checked = is_run_metadata(column) or column in (*WARNED_APART, *skip)
+        checked = checked or _named_as(column, CORPUS_COLUMNS + EXPERIMENT_COLUMNS)
         numeric = not checked and pd.api.types.is_numeric_dtype(values) and not _names_an_experiment(column)
         if numeric and (_warn_numeric_sweep(column, values, point, warnings) or not _names_a_setting(column)):
             continue  # a setting's value per group of runs (wd 0.0 beside 0.1) is checked as a label's (user30)
@@ -301,9 +301,9 @@ SETTING_NAMES |= {"label_smoothing", "z_loss", "min_lr_ratio", "min_lr", "init_s
 SETTING_NAMES |= {"tie_word_embeddings", "cooldown_frac", "warmup_steps", "mup", "qk_norm"}
 
 
-def _is_experiment_column(column) -> bool:
-    """Whether a column is one of `EXPERIMENT_COLUMNS`, in any case (`Recipe`, ` Dataset`), as N's and D's are found."""
-    return str(column).strip().lower() in EXPERIMENT_COLUMNS
+def _named_as(column, names: tuple) -> bool:
+    """Whether a column is one of ``names``, in any case (`Recipe`, ` Corpus`), as N's and D's columns are found."""
+    return str(column).strip().lower() in names
 
 
 def _leaf(column) -> str:

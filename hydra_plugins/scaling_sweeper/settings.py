@@ -96,16 +96,20 @@ def cut_grid(
     return kept, notes
 
 
-def nothing_to_sweep(had_grid: bool):
-    """The ConfigError of a sweep left with no budgets × models; ``had_grid``: the sweep file has a grid, which a
-    budget= on the command line replaced (user32: `budget=1e10` read "either one replaces the grid")."""
+def nothing_to_sweep(grid_budgets: list[float], budgets: list[float]):
+    """The ConfigError of a sweep left with no budgets × models; ``grid_budgets``: the sweep file's grid's (none
+    without one), which the command line's ``budgets`` replaced (user32: `budget=1e10` read "either one replaces the
+    grid"; review21: the advice named 1e10 whatever the grid held)."""
     from scaling.errors import ConfigError
 
-    if had_grid:
+    if grid_budgets:
+        given = ",".join(f"{b:g}" for b in budgets) or "..."
+        kept = [b for b in budgets if b in grid_budgets] or grid_budgets[:1]
         return ConfigError(
-            "hydra.sweeper: budget= on the command line replaces the sweep file's grid and needs model= beside it "
-            "(budget=1e10 model=d16,d32); to keep some of the grid's rows, name them instead: "
-            "hydra.sweeper.budgets=[1e10] (or its shapes: hydra.sweeper.models=[d32])"
+            f"hydra.sweeper: budget={given} on the command line replaces the sweep file's grid and needs model= beside "
+            f"it (budget={given} model=d16,d32); to keep some of the grid's rows (budgets "
+            f"{', '.join(f'{b:g}' for b in grid_budgets)}), name them instead: "
+            f"hydra.sweeper.budgets=[{','.join(f'{b:g}' for b in kept)}] (or its shapes: hydra.sweeper.models=[...])"
         )
     return ConfigError(
         "hydra.sweeper: no budgets × models to sweep; set hydra.sweeper.budgets and hydra.sweeper.models (or "
