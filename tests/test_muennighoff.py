@@ -270,3 +270,15 @@ def test_an_allocation_that_rests_on_a_fixed_r_star_n_is_unidentified(tmp_path, 
     )
     said = [n for n in many["notes"] if n.startswith("extrapolation in epochs:")]
     assert bool(said) == (many["epochs"]["estimate"] > 32 and not many["epochs"].get("unidentified")), many
+
+
+def test_two_sizes_leave_e_a_and_alpha_unidentified_as_in_approach_3(tmp_path, capsys):
+    # user33: sizes 1e8 and 4e8 at U = 1e9 and 0.5-64 epochs printed A = 2.204e4 [2.193e4, 2.232e4] and
+    # alpha = 0.5823 [0.5801, 0.5858] for 520.6 and 0.353, every resample left at the grid start it began from
+    runs = repeated_runs(TRUTH, [1e8, 4e8], [1e9], [0.5, 1, 2, 4, 8, 16, 32, 64], noise=0.005)
+    runs.to_csv(tmp_path / "two.csv", index=False)
+    args = ("--approach", "muennighoff", "--bootstrap", "40", "--json")
+    got = json.loads(run_main(capsys, "fit", tmp_path / "two.csv", *args, check=True).stdout)
+    for name in ("E", "A", "alpha"):
+        assert got[name]["unidentified"] == "alpha, A: only 2 distinct N values (need 3 with E)", (name, got[name])
+    assert not got["R_D"].get("unidentified") and not got["beta"].get("unidentified")

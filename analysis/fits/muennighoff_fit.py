@@ -11,9 +11,9 @@ coordinates whitened by the inverse Hessian there, a resample that does not conv
 own best grid point; one that still does not is counted failed.
 
 Identification: R*_D needs runs that repeat their data (epochs D/U > 1, at least 2 distinct values);
-without them the fit is refused. R*_N needs runs larger than twice the compute-optimal size N_opt(U)
-of their U (`RN_MIN_RUNS` of them, 2 distinct N); otherwise it is held at the published value
-(`analysis.published.MUENNIGHOFF`) and the fit says so.
+without them the fit is refused. R*_N needs runs larger than twice the compute-optimal size N_opt(U) of their U
+(`RN_MIN_RUNS` of them, 2 distinct N); otherwise it is held at the published value (`analysis.published.MUENNIGHOFF`)
+and the fit says so. E, A and α need 3 distinct N, as in approach 3 (`_flag_design`).
 """
 
 from __future__ import annotations
@@ -212,6 +212,7 @@ def fit_muennighoff(
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
             estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta, boot.failed)
         _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
+        _flag_design(estimates, np.log(n), np.log(d))
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -232,10 +233,9 @@ def fit_muennighoff(
 def _with_intervals(
     point: dict, samples: dict, level: float, fixed: dict, objective: RepeatObjective, theta: np.ndarray, failed: int
 ) -> dict[str, Estimate]:
-    """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval
-    spans too many decades, a held R_N without an interval; then any far narrower than the runs' scatter
-    allows (at the best fit ``theta`` of ``objective``), and A, B too wide for the runs' N, D to pin
-    (`analysis.fits.bootstrap.flag_unresponsive`, `flag_wide_terms`)."""
+    """The estimates with bootstrap intervals; R_D and R_N flagged unidentified when their interval spans too many
+    decades, a held R_N without an interval; then any far narrower than the runs' scatter allows (at the best fit
+    ``theta`` of ``objective``), and A, B too wide for the runs' N, D to pin (`flag_unresponsive`, `flag_wide_terms`)."""
     estimates = estimates_from_samples(point, samples, level, failed)
     for name in ("R_D", "R_N"):
         e = estimates[name]
@@ -275,6 +275,14 @@ def _flag_bounds(estimates: dict[str, Estimate], convergence: dict) -> None:
         convergence["warning"] = "; ".join(filter(None, [convergence.get("warning"), caution]))
 
 
+def _flag_design(estimates: dict[str, Estimate], log_n: np.ndarray, log_d: np.ndarray) -> None:
+    """Approach 3's design rule (`parametric_form.design_reasons`): a term of too few distinct values, and E, are
+    unidentified (user33: 2 sizes printed alpha = 0.582 [0.580, 0.586] for 0.353, resamples stuck at a start)."""
+    for exponent, why in form.design_reasons(log_n, log_d).items():
+        for name in {exponent, form.TERMS[exponent][0], "E"} & estimates.keys():
+            estimates[name].unidentified = estimates[name].unidentified or why
+
+
 def _one_stage(n, d, u, loss, delta: float):
     """All parameters at once: (objective, θ, (F, message, max |gradient|), why R_N is held, optimizer)."""
     fixed = RepeatObjective(n, d, u, loss, delta, fixed_rn=mf.published_params()["R_N"])
@@ -293,8 +301,7 @@ def _one_stage(n, d, u, loss, delta: float):
 
 
 def _units(runs) -> np.ndarray:
-    """The bootstrap's units: the table's unit (repeated seeds of one (N, D); a WSD trunk with its
-    branches) at one U."""
+    """The bootstrap's units: the table's unit (seeds of one (N, D); a WSD trunk and its branches) at one U."""
     keys = ["unit", "U"] if "unit" in runs.columns else ["N", "D", "U"]
     return runs.groupby(keys, sort=False).ngroup().to_numpy()
 
