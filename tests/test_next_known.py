@@ -65,6 +65,8 @@ def test_an_unidentified_n_opt_is_said_so_and_gets_no_width_ratio(tmp_path):
     now = next(line for line in proc.stdout.splitlines() if "N_opt now" in line)
     assert "unidentified (as the fit's a: " in now
     assert "  expected width       unknown: N_opt at the target is unidentified today" in proc.stdout
+    cost = next(line for line in proc.stdout.splitlines() if line.startswith("  cost "))
+    assert cost.endswith("a spread that stands for no interval here (expected width))"), cost
     assert "x0." not in proc.stdout.split("expected width")[1]  # no ratio, no expected interval
     assert "expected interval" not in proc.stdout
 

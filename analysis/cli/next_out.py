@@ -63,9 +63,10 @@ def render(r: dict) -> str:
         )
     for run in r["runs"]:
         lines += run_lines(run)
-    lines.append(
+    spread = "" if r["width_ratio"] is not None else ", a spread that stands for no interval here (expected width)"
+    lines.append(  # user33: "each pick narrows" beside "a narrowing of it cannot be known", unexplained
         f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']}; each pick "
-        f"narrows by over {r['noise_z']:g} standard errors of simulation noise)"
+        f"narrows the simulated spread of ln N_opt by over {r['noise_z']:g} standard errors of simulation noise{spread})"
     )
     if r["width_ratio"] is None:
         lines.append(f"  expected width       unknown: {r['why_unknown']}")
