@@ -86,6 +86,16 @@ def _compare(paths, resamples=RESAMPLES):
     return compare_inputs(inputs, resamples=resamples, seed=0, level=0.95)[0]
 
 
+def _noisy_pair(tmp_path, sizes: int, noise: float, seed: int):
+    """Two sources drawn from one law at 3 budgets (1e18-1e20), ``sizes`` each, with large noise (seeds ``seed`` and
+    ``seed + 1``), compared with 60 resamples: runs that cannot pin m down."""
+    small = np.geomspace(1e18, 1e20, 3)
+    base, cand = tmp_path / "b.csv", tmp_path / "c.csv"
+    isoflop_runs(BASE, small, sizes, spread_decades=0.6, noise=noise, seed=seed).to_csv(base, index=False)
+    isoflop_runs(BASE, small, sizes, spread_decades=0.6, noise=noise, seed=seed + 1).to_csv(cand, index=False)
+    return _compare([base, cand], resamples=60)
+
+
 def _inside(row, truth):
     return row.multiplier.lower <= truth <= row.multiplier.upper
 
@@ -410,11 +420,7 @@ def test_a_multiplier_the_runs_cannot_pin_says_so_in_words_and_in_the_figure(tmp
     # difference; the figure drew m(C) as a solid line where the text called it unidentified (unbounded above)
     from analysis.figures.compare import compare_figure
 
-    small = np.geomspace(1e18, 1e20, 3)
-    base, cand = tmp_path / "b.csv", tmp_path / "c.csv"
-    isoflop_runs(BASE, small, 5, spread_decades=0.6, noise=0.08, seed=11).to_csv(base, index=False)
-    isoflop_runs(BASE, small, 5, spread_decades=0.6, noise=0.08, seed=12).to_csv(cand, index=False)
-    c = _compare([base, cand], resamples=60)
+    c = _noisy_pair(tmp_path, sizes=5, noise=0.08, seed=11)
     said = r"\(the interval holds 1 and spans \d+x: these runs cannot tell them apart\)|these runs cannot say how much"
     assert re.search(said, c.summary), c.summary
     unbounded = [r for r in c.rows if r.multiplier.unidentified.startswith("interval unbounded above")]
@@ -441,11 +447,7 @@ def test_an_unidentified_multiplier_gets_no_number_in_the_answer(tmp_path):
     # user32: "m ≈ unidentified (interval unbounded above ...) ...: the candidate reaches with C the loss the
     # baseline needs 50.3·C for"; at 1,000 resamples the same stores read "changes with scale" from 0.273
     # [2.5e-14, 5.1e3] to unidentified: a verdict no interval supported
-    small = np.geomspace(1e18, 1e20, 3)
-    base, cand = tmp_path / "b.csv", tmp_path / "c.csv"
-    isoflop_runs(BASE, small, 4, spread_decades=0.6, noise=0.1, seed=8).to_csv(base, index=False)
-    isoflop_runs(BASE, small, 4, spread_decades=0.6, noise=0.1, seed=9).to_csv(cand, index=False)
-    c = _compare([base, cand], resamples=60)
+    c = _noisy_pair(tmp_path, sizes=4, noise=0.1, seed=8)
     assert all(r.multiplier.unidentified for r in c.rows)
     assert c.summary.startswith("m is unidentified across the shared fitted range 1e+18–1e+20 FLOPs")
     assert "these runs cannot say how much compute the candidate is worth" in c.summary, c.summary

@@ -107,10 +107,10 @@ def _defaults() -> dict[str, Any]:
 
 def _default_text(key: str) -> str | None:
     """A setting's default in this code's schema (`scaling.config.Config`), as text; None for a key it lacks (one
-    removed since, a model's own kwargs: nothing to compare with). Runs
-    whose config lacks a key added since ran before it existed, as its default would have them (a new key's default
-    keeps the old behaviour): only newer runs set to another value are another recipe (a store that grew a
-    `model.tied_head=false` relaunch pooled it with the older tied runs, before)."""
+    removed since, a model's own kwargs: nothing to compare with). Runs whose config lacks a key added since ran
+    before it existed, as its default would have them (a new key's default keeps the old behaviour): only newer runs
+    set to another value are another recipe (a store that grew a `model.tied_head=false` relaunch pooled it with the
+    older tied runs, before)."""
     defaults = _defaults()
     return _text(defaults[key]) if key in defaults else None
 

@@ -143,7 +143,7 @@ class ScalingSweeper(Sweeper):
         """Every job's override list: budgets × models (or grid) × the other swept keys."""
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         axes: dict[str, list[str]] = {}
-        had_grid = sorted(self.grid)  # its budgets: the message for a budget= that replaced it names them
+        grid_budgets = sorted(self.grid)  # the message for a budget= that replaced the grid names them
         for override in parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + list(arguments)):
             key = override.get_key_element()
             if override.is_sweep_override():
@@ -169,7 +169,7 @@ class ScalingSweeper(Sweeper):
         budgets = self.budgets or sorted(self.grid)
         pairs = [[f"budget={settings.text(b)}", f"model={m}"] for b in budgets for m in self.grid.get(b, self.models)]
         if not pairs:
-            raise settings.nothing_to_sweep(had_grid, self.budgets)
+            raise settings.nothing_to_sweep(grid_budgets, self.budgets)
         return [pair + list(rest) for pair in pairs for rest in itertools.product(*axes.values())]
 
     # ------------------------------------------------------------ 2-3. plan
