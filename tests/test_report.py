@@ -29,7 +29,7 @@ from analysis.report.blocks import Table
 from analysis.report.laws import outlier_blocks
 from analysis.report.render import render_markdown
 from analysis.report.runs import failures_blocks
-from analysis.report.sweep import swept_blocks
+from analysis.report.sweep import summary_blocks, swept_blocks
 from analysis.sources.load import load_runs, read_source
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
 from scaling.cli import main
@@ -210,6 +210,36 @@ def test_flagged_outliers_are_listed_with_rule_detail_and_whether_excluded(tmp_p
     isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.0).to_csv(csv, index=False)
     clean = render_markdown(outlier_blocks(fit_all(read_source(str(csv)).table, resamples=0)), "figures")
     assert "No run was flagged as an outlier" in clean and "| run |" not in clean
+
+
+def test_a_fit_saved_without_its_outliers_is_the_fit_of_the_runs_it_kept(tmp_path):
+    """user34: a report from a fit saved with --exclude-outliers said "28 completed runs used" (26 were) and told
+    the user to refit, the data unchanged."""
+    csv = tmp_path / "planted.csv"
+    frame = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20, 1e21], 9, noise=0.005, seed=3)
+    frame.loc[frame.index[[4, 13]], "val_loss"] *= 1.15
+    frame.to_csv(csv, index=False)
+    source = read_source(str(csv))
+    fit = fit_all(source.table, resamples=0, exclude_outliers=True)
+    left_out = len(fit.outliers)
+    assert left_out >= 2 and fit.runs == len(source.table) - left_out
+    assert fit_matches_source(fit, source.table, "fit.json") == []
+    summary = render_markdown(summary_blocks(source, fit, []), "figures")
+    assert f"{fit.runs} of the {len(source.table)} completed runs used ({left_out} flagged outliers left out" in summary
+
+
+def test_failed_and_unusable_rows_of_a_table_are_listed_by_the_readers_rule(tmp_path):
+    """user34: a table whose runs all say "finished" (wandb's word) was reported as 28 runs that did not complete;
+    rows excluded for a NaN loss were missing from the section ("None: every planned run completed")."""
+    frame = isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20], 5, noise=0.005, seed=1).drop(columns=["run_id"])
+    frame["status"] = ["finished"] * 8 + ["crashed", "Finished"]
+    frame.loc[2, "val_loss"] = float("nan")
+    csv = tmp_path / "runs.csv"
+    frame.to_csv(csv, index=False)
+    source = read_source(str(csv))
+    markdown = render_markdown(failures_blocks(source, None), "figures")
+    assert "1 run did not complete (not used in the fits):" in markdown and "| row9 |" in markdown
+    assert "1 row of the input excluded as unusable" in markdown and "None: every planned run" not in markdown
 
 
 def test_markdown_twin_references_figure_files_written_beside_it(report):

@@ -5,6 +5,7 @@ level rests on an unidentified E, say that too; so do the data-constrained law a
 resamples, figures drawn but not rendered.)"""
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba
@@ -12,12 +13,15 @@ from matplotlib.colors import to_rgba
 from analysis.figures import figure_caption, isoflop_profiles, loss_vs_compute, optimal_allocation
 from analysis.figures.axes import APPROACH_COLOUR
 from analysis.figures.epochs import loss_vs_epochs
+from analysis.figures.landscape import loss_landscape
 from analysis.figures.lrsweep import lr_sweep
-from analysis.fits import muennighoff
+from analysis.fits import laws, muennighoff
 from analysis.fits.fit import fit_all
 from analysis.fits.hplaws import WITHOUT_TERM, fit_hyperparameter_laws
+from analysis.fits.isoflop import in_law
 from analysis.fits.muennighoff_fit import fit_muennighoff
 from analysis.fits.results import FitReport
+from analysis.fits.saved_law import law_from_fit
 from analysis.sources.check import table_from_frame
 from analysis.sources.load import load_runs
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs, lr_sweep_runs, no_floor_ladder, repeated_runs
@@ -147,3 +151,52 @@ def test_the_lr_laws_ticks_are_dotted_when_an_exponent_is_unidentified(tmp_path,
         assert ticks and {line.get_linestyle() for line in ticks} == {style}, planted
         caption = figure_caption("lr_sweep", report)
         assert ("Dotted vertical ticks (n_exponent unidentified: no finding)" in caption) == bool(planted)
+
+
+def test_an_approach_3_law_that_cannot_tell_n_from_d_is_drawn_as_no_finding():
+    """user34: one run per budget at 11 budgets, each at 1.3x N_opt: the fit calls α, β, A, B and a unidentified,
+    `optimal` the predicted loss too, yet the landscape's title printed the law, its optimal path was solid and the
+    loss-against-compute frontier a plain dashed line 0.3-0.5 below every run."""
+    rng = np.random.default_rng(22)
+    budgets = np.logspace(17, 22, 11)
+    law = CHINCHILLA_LAW
+    n = 1.3 * laws.chinchilla_allocation(budgets, *(law[k] for k in ("A", "B", "alpha", "beta")))[0]
+    d = budgets / (6 * n)
+    loss = laws.chinchilla_loss(n, d, *(law[k] for k in ("E", "A", "B", "alpha", "beta")))
+    frame = pd.DataFrame({"params": n, "tokens": d, "loss": loss * np.exp(0.01 * rng.standard_normal(11))})
+    table = table_from_frame(frame, "one per budget")
+    report = fit_all(table, (3,), resamples=100, seed=0)
+    fit = report.parametric
+    assert fit.estimates["a"].unidentified and fit.estimates["alpha"].unidentified
+    landscape = loss_landscape(report, table)
+    assert landscape.axes[0].get_title().endswith("unidentified)")
+    path = _line(landscape, "optimal-path")
+    assert path.get_linestyle() == ":" and "a unidentified" in path.get_label()
+    assert "dotted: a unidentified (" in figure_caption("loss_landscape", report)
+    frontier = _line(loss_vs_compute(table, report), "fit:approach3")
+    assert frontier.get_linestyle() == ":" and frontier.get_label().endswith("(unidentified: not a finding)")
+
+
+def test_a_law_drawn_beyond_where_optimal_identifies_it_is_dotted_there_without_a_band():
+    """user34: two budgets; `optimal` calls approach 2's N_opt unidentified from ~1e22, where the allocation figure drew
+    solid lines and bands. The stretch it calls unidentified is dotted, without a band, and says so; the minima
+    are hollow exactly where they are left out of the law, as in the IsoFLOP figure."""
+    table = table_from_frame(isoflop_runs(CHINCHILLA_LAW, [1e19, 1e20], 7, noise=0.01, seed=8), "two budgets")
+    report = fit_all(table, resamples=100, seed=0)
+    fig = optimal_allocation(report)
+    law = law_from_fit(report, "approach 2", 2)
+    solid, dotted = _line(fig, "fit:approach2", axes=1), _line(fig, "fit:approach2:unidentified", axes=1)
+    assert solid.get_linestyle() == "-" and dotted.get_linestyle() == ":"
+    assert dotted.get_label() == "approach 2: unidentified here (not a finding)"
+    x_solid = solid.get_xdata()[np.isfinite(solid.get_ydata())]
+    x_dotted = dotted.get_xdata()[np.isfinite(dotted.get_ydata())]
+    assert x_solid.max() <= x_dotted.min() * 1.2  # the dotted stretch takes over where the solid one ends
+    assert not law.allocate(float(x_solid.max())).n.unidentified and law.allocate(float(x_dotted.max())).n.unidentified
+    blue = to_rgba(APPROACH_COLOUR[2])[:3]
+    bands = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    (band,) = [c for c in bands if np.allclose(c.get_facecolor()[0][:3], blue)]
+    assert band.get_paths()[0].vertices[:, 0].max() <= x_solid.max() * 1.0001  # no band past the solid line
+    stars = isoflop_profiles(report, table)
+    for p in report.isoflop.profiles:
+        (star,) = [c for c in stars.axes[0].collections if c.get_gid() == f"minimum:{p.budget:g}"]
+        assert (tuple(star.get_facecolor()[0][:3]) == (1.0, 1.0, 1.0)) == (not in_law(p)), p.budget

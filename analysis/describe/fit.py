@@ -289,10 +289,14 @@ def envelope_law_legend(env) -> str:
 
 
 def parametric_law_text(fit) -> str:
-    """The fitted law as drawn, saying so when its E is unidentified (the value drawn is not a finding)."""
+    """The fitted law as drawn, naming its unidentified terms (the values drawn are not findings: user34, a title
+    "L(N, D) = 1.5 + 244/N^0.262 + 4.79e+07/D^0.961" over a fit that called A, B, α and β unidentified)."""
     p = fit.params
     text = f"L(N, D) = {p['E']:.3g} + {p['A']:.3g}/N^{p['alpha']:.3g} + {p['B']:.3g}/D^{p['beta']:.3g}"
-    return text + (" (E unidentified)" if floor_unidentified(fit) else "")
+    names = [k for k in ("E", "A", "B", "alpha", "beta") if k in fit.estimates and fit.estimates[k].unidentified]
+    return text + (
+        f" ({', '.join({'alpha': 'α', 'beta': 'β'}.get(k, k) for k in names)} unidentified)" if names else ""
+    )
 
 
 def floor_unidentified(fit) -> str:

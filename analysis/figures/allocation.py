@@ -14,10 +14,9 @@ from analysis.figures.axes import (
     DPI,
     LABEL_COMPUTE,
     REFERENCE_COLOUR,
-    UNIDENTIFIED_LINE,
     FigureUnavailable,
-    band,
     law_along,
+    law_line,
     limits,
     log_axes,
     style,
@@ -118,16 +117,10 @@ def _law(axes, report: FitReport, fit, c, shown) -> None:
     curve = law_along(report, fit.approach, c)
     label, unidentified = exponent_legend(fit), fit.estimates["a"].unidentified
     for ax, key in zip(axes, ("n", "d")):
-        ax.plot(
-            c,
-            curve[key],
-            color=APPROACH_COLOUR[fit.approach],
-            label=label,
-            gid=f"fit:approach{fit.approach}",
-            **(UNIDENTIFIED_LINE if unidentified else {"linewidth": 2.0}),
+        colour, gid = APPROACH_COLOUR[fit.approach], f"fit:approach{fit.approach}"
+        law_line(
+            ax, c, curve, key, colour=colour, label=label, gid=gid, solid={"linewidth": 2.0}, unidentified=unidentified
         )
-        if not unidentified:
-            band(ax, c, curve, key, APPROACH_COLOUR[fit.approach], None)
         shown[key] += list(curve[key])
 
 

@@ -172,12 +172,46 @@ def law_along(report: FitReport, approach: int, compute) -> dict[str, np.ndarray
         out[key] = np.array([e.value for e in estimates])
         out[f"{key}_lower"] = np.array([np.nan if e.lower is None else e.lower for e in estimates])
         out[f"{key}_upper"] = np.array([np.nan if e.upper is None else e.upper for e in estimates])
+        out[f"{key}_unidentified"] = np.array([bool(e.unidentified) for e in estimates])  # as `optimal` says there
     return out
 
 
 # A law the fit calls unidentified (its interval does not pin it down): drawn dotted and thin, without a band, its
 # legend saying so; its value is not a finding (`analysis.fits.envelope.envelope_law`, `exponent_legend`).
 UNIDENTIFIED_LINE = {"linestyle": ":", "linewidth": 1.6}
+
+
+def law_line(
+    ax,
+    x,
+    curve: dict,
+    key: str,
+    *,
+    colour,
+    label: str,
+    gid: str,
+    solid: dict,
+    unidentified=False,
+    band_label=None,
+    banded=True,
+) -> None:
+    """``curve[key]`` along ``x`` (`law_along`): in the ``solid`` style with its band where the law's estimate is a
+    finding, dotted (`UNIDENTIFIED_LINE`) without a band where `optimal` calls it unidentified there (all of it with
+    ``unidentified``), the dotted stretch labelled as such (user34: solid lines and bands beyond 10x the largest run,
+    where the text said unidentified)."""
+    x, y = np.asarray(x, float), np.asarray(curve[key], float)
+    dotted = np.full(len(x), True) if unidentified else curve.get(f"{key}_unidentified", np.full(len(x), False))
+    grown = dotted | np.r_[dotted[1:], False] | np.r_[False, dotted[:-1]]  # each stretch reaches its neighbour's end
+    if not dotted.all():
+        ax.plot(x, np.where(dotted, np.nan, y), color=colour, label=label, gid=gid, **solid)
+        kept = {k: np.where(dotted, np.nan, v) for k, v in curve.items() if k.startswith(f"{key}_")}
+        if banded:
+            band(ax, x, kept, key, colour, band_label)
+    if dotted.any():
+        said = f"{label} (unidentified: not a finding)" if dotted.all() and not unidentified else label
+        said = said if dotted.all() else f"{label.split(':')[0]}: unidentified here (not a finding)"
+        gid = gid if dotted.all() else f"{gid}:unidentified"
+        ax.plot(x, np.where(grown, y, np.nan), color=colour, label=said, gid=gid, **UNIDENTIFIED_LINE)
 
 
 def band(ax, x, curve: dict, key: str, colour, label: str | None) -> None:

@@ -21,10 +21,9 @@ from analysis.figures.axes import (
     LABEL_COMPUTE,
     REFERENCE_COLOUR,
     SIZE_CMAP,
-    UNIDENTIFIED_LINE,
     WIDE,
-    band,
     law_along,
+    law_line,
     legend,
     limits,
     log_axes,
@@ -141,30 +140,29 @@ def _envelope(ax, report: FitReport) -> None:
     c = np.geomspace(*env.diagnostics["compute_range"], 80)
     drawn = envelope_law(env)
     curve = law_along(report, 1, c)
-    ax.plot(
+    colour, label = APPROACH_COLOUR[1], envelope_law_legend(env)
+    solid, why = {"linewidth": 2.2, "zorder": 5}, bool(drawn.unidentified)
+    band_label = interval_legend(report, 1)
+    law_line(
+        ax,
         c,
-        curve["loss"],
-        color=APPROACH_COLOUR[1],
-        zorder=5,
-        label=envelope_law_legend(env),
+        curve,
+        "loss",
+        colour=colour,
+        label=label,
         gid="fit:approach1",
-        **(UNIDENTIFIED_LINE if drawn.unidentified else {"linewidth": 2.2}),
+        solid=solid,
+        unidentified=why,
+        band_label=band_label,
     )
-    if not drawn.unidentified:
-        band(ax, c, curve, "loss", APPROACH_COLOUR[1], interval_legend(report, 1))
 
 
 def _frontier(ax, report: FitReport, runs) -> None:
     """Approach 3: the loss at the compute-optimal N, D, dashed."""
     c = np.geomspace(runs["C"].min(), runs["C"].max(), 80)
     frontier = law_along(report, 3, c)
-    ax.plot(
-        c,
-        frontier["loss"],
-        color=APPROACH_COLOUR[3],
-        linewidth=1.8,
-        linestyle="--",
-        zorder=5,
-        label="approach 3: loss at the compute-optimal N, D" + (" (E unidentified)" if floor_phrase(report) else ""),
-        gid="fit:approach3",
+    label = "approach 3: loss at the compute-optimal N, D" + (" (E unidentified)" if floor_phrase(report) else "")
+    dashed = {"linewidth": 1.8, "linestyle": "--", "zorder": 5}
+    law_line(
+        ax, c, frontier, "loss", colour=APPROACH_COLOUR[3], label=label, gid="fit:approach3", solid=dashed, banded=False
     )

@@ -28,6 +28,7 @@ from analysis.figures.axes import (
     many_budgets,
     style,
 )
+from analysis.fits.isoflop import in_law
 from analysis.fits.results import FitReport
 from analysis.sources.schema import RunTable
 from scaling.flops import tokens_6nd
@@ -41,8 +42,8 @@ def caption(report: FitReport | None) -> str:
         f"At each budget (one colour per budget: named in the legend, or on a colour bar when there are more "
         f"than {MAX_LEGEND_BUDGETS}), loss against N with the parabola in ln N fitted by "
         f"{fitted_phrase(report, 2)} (dotted where it is extended beyond the trained sizes to reach its minimum) "
-        "and its minimum (star; hollow when it lies outside the trained sizes, an extrapolation of the parabola, "
-        "left out of the law N_opt ∝ C^a) "
+        "and its minimum (star; hollow when left out of the law N_opt ∝ C^a: outside the trained sizes, an "
+        "extrapolation of the parabola, or inside them with an unbounded N_opt) "
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
         f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3, 'L(N, C/6N) at the same budget')}{floor_phrase(report)}. "
         "Grey crosses: runs of budgets without a parabola."
@@ -52,7 +53,7 @@ def caption(report: FitReport | None) -> str:
 def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure:
     """Loss against N at each budget (approach 2): the runs, the fitted parabola in ln N (solid over
     the trained sizes, dotted where extended to a minimum outside them), its minimum (filled star
-    inside the trained sizes, hollow outside) with the bootstrap interval of N_opt; approach 3's
+    in the law, hollow when left out of it) with the bootstrap interval of N_opt; approach 3's
     L(N, C/(6N)) at the same budget, dashed. Budgets without a parabola are drawn as grey crosses;
     runs flagged as outliers are ringed in red."""
     fit = report.isoflop
@@ -201,7 +202,7 @@ def _mark_cut_intervals(ax, profiles, colours) -> None:
 
 
 def _minimum_marker(ax, p, colour) -> None:
-    """N_opt of one parabola: a star (hollow when outside the trained sizes) and its interval, unless
+    """N_opt of one parabola: a star (hollow when left out of the law: `in_law`) and its interval, unless
     the fit calls it unidentified (then the interval is not a statement about N_opt)."""
     if p.n_opt_interval is not None and not p.n_opt_unidentified:
         lo, hi = p.n_opt_interval
@@ -213,8 +214,8 @@ def _minimum_marker(ax, p, colour) -> None:
         marker="*",
         s=160,
         zorder=5,
-        edgecolors=colour if not p.inside_range else "black",
-        facecolors=colour if p.inside_range else "white",
+        edgecolors="black" if in_law(p) else colour,  # as `optimal_allocation` draws the minima (user34)
+        facecolors=colour if in_law(p) else "white",
         linewidths=1.2,
         gid=f"minimum:{p.budget:g}",
     )

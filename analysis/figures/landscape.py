@@ -17,6 +17,7 @@ from analysis.figures.axes import (
     LABEL_TOKENS,
     MAX_LEGEND_BUDGETS,
     OKABE_ITO,
+    UNIDENTIFIED_LINE,
     FigureUnavailable,
     legend,
     log_axes,
@@ -35,11 +36,13 @@ def caption(report: FitReport | None) -> str:
     fit = report.parametric if report is not None else None
     law = parametric_law_text(fit) if fit is not None and not no_law(fit) else "L(N, D)"
     shown = fitted_phrase(report, 3, f"{law} (filled contours)")
+    why = fit.estimates["a"].unidentified if fit is not None and not no_law(fit) else ""
+    path = f"; dotted: a unidentified ({why})" if why else ""
     return (
         f"{shown[0].upper() + shown[1:]}, the runs coloured by their observed "
         "loss on the same scale (fill colour, thin black edge: a run whose colour matches its background is fitted "
         "well), a line of constant compute C = 6·N·D at each of the table's budgets (dotted white; with more than "
-        f"{MAX_LEGEND_BUDGETS} budgets only some are labelled), the compute-optimal path (orange), "
+        f"{MAX_LEGEND_BUDGETS} budgets only some are labelled), the compute-optimal path (orange{path}), "
         "and Chinchilla's 20 tokens per parameter (dashed black)."
     )
 
@@ -109,14 +112,10 @@ def _optimal_path(ax, fit, n_grid, d_grid) -> None:
     """The compute-optimal (N_opt(C), D_opt(C)) of approach 3, and Chinchilla's 20 tokens per parameter."""
     c_path = np.geomspace(flops_6nd(n_grid[0], d_grid[0]), flops_6nd(n_grid[-1], d_grid[-1]), 200)
     n_opt, d_opt = laws.chinchilla_allocation(c_path, *(fit.params[k] for k in ("A", "B", "alpha", "beta")))
-    ax.plot(
-        n_opt,
-        d_opt,
-        color=OKABE_ITO["orange"],
-        linewidth=2.4,
-        label="compute-optimal N, D (approach 3)",
-        gid="optimal-path",
-    )
+    why = fit.estimates["a"].unidentified  # as `optimal_allocation` draws it (user34: solid here, dotted there)
+    label = "compute-optimal N, D (approach 3" + ("; a unidentified: not a finding)" if why else ")")
+    drawn = UNIDENTIFIED_LINE if why else {"linewidth": 2.4}
+    ax.plot(n_opt, d_opt, color=OKABE_ITO["orange"], label=label, gid="optimal-path", **drawn)
     ax.plot(
         n_grid, 20.0 * n_grid, color="black", linestyle="--", linewidth=1.2, label="20 tokens/parameter (Chinchilla)"
     )

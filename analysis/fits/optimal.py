@@ -268,9 +268,9 @@ class Law(abc.ABC):
 
     def rests_on_floor(self, compute: float) -> bool:
         """Whether a loss this law predicts at ``compute`` rests on an unidentified E: outside the fitted
-        budgets (from the smallest fitted run's 6·N·D to the largest) of a fit whose E is unidentified."""
-        low, high = self.fitted_compute_min or 0.0, self.fitted_compute_max
-        return bool(self.floor_unidentified) and (high is None or not low <= compute <= high)
+        budgets (from the smallest fitted run's 6·N·D to the largest, up to rounding) of a fit whose E is unidentified."""
+        low, high = (self.fitted_compute_min or 0.0) * (1 - 1e-9), (self.fitted_compute_max or np.nan) * (1 + 1e-9)
+        return bool(self.floor_unidentified) and not low <= compute <= high  # 1e-9: a figure's grid ends at them
 
     def _sample_count(self) -> int:
         return len(next(iter(self.samples.values())))

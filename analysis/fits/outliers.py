@@ -41,7 +41,7 @@ Two tests, each naming the run it flags:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
@@ -247,18 +247,6 @@ def fit_flagged(
     if not outliers:
         return Flagged(fit(table), table, outliers, notes, sigma)
     drop = {o.run_id for o in outliers}
-    kept = _without(table, drop)
+    kept = table.without_runs(drop)
     left_out = f"--exclude-outliers: fitted without the {len(drop)} flagged run(s): {', '.join(sorted(drop))}"
     return Flagged(fit(kept), kept, outliers, [left_out, *notes], sigma)
-
-
-def _without(table: RunTable, drop: set[str]) -> RunTable:
-    """``table`` less the runs (and their curves) named in ``drop``."""
-    keep = ~table.runs["run_id"].astype(str).isin(drop)
-    runs = table.runs[keep].reset_index(drop=True)
-    curves = (
-        None
-        if table.curves is None
-        else table.curves[table.curves["run_id"].astype(str).isin(set(runs["run_id"].astype(str)))]
-    )
-    return replace(table, runs=runs, curves=curves)

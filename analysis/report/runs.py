@@ -8,35 +8,23 @@ from analysis.describe.numbers import count_label, flops_label
 from analysis.fits.results import FitReport
 from analysis.report.blocks import Bullets, Heading, Paragraph, Table
 from analysis.report.sweep import finite
+from analysis.sources.curverows import run_ids_of
 from analysis.sources.schema import Source
+from analysis.sources.status import completed, status_column
 
 
 # ---------------------------------------------------------------- failures and notes
 def failures_blocks(source: Source, fit: FitReport | None) -> list:
     frame = source.frame
     blocks: list = [Heading("Failed, dropped and missing runs")]
-    if "status" in frame.columns:
-        failed = frame[frame["status"].astype(str) != "completed"]
-        if len(failed):
-            blocks.append(
-                Paragraph(f"{len(failed)} run{'s' * (len(failed) != 1)} did not complete (not used in the fits):")
+    blocks += _incomplete(frame)
+    if unusable := source.table.counts.get("excluded", 0):  # a NaN, text or non-positive value (user34: unsaid)
+        blocks.append(
+            Paragraph(
+                f"{unusable} row{'s' * (unusable != 1)} of the input excluded as unusable (a value that is not a finite "
+                "number > 0): each is named in the notes below."
             )
-            blocks.append(
-                Table(
-                    ["run", "budget (FLOPs)", "shape", "N", "status", "reason"],
-                    [
-                        [
-                            str(r.get("run_id", "")),
-                            _flops_or_dash(r.get("budget_flops")),
-                            str(r.get("shape", "")),
-                            _count_or_dash(r.get("params")),
-                            str(r["status"]),
-                            str(r.get("reason", "")),
-                        ]
-                        for r in failed.to_dict("records")
-                    ],
-                )
-            )
+        )
     dropped = source.manifest.get("dropped", [])  # {} without a plan
     blocks += _merged_paragraph(source.manifest.get("duplicates", []))
     if dropped:
@@ -71,6 +59,32 @@ def failures_blocks(source: Source, fit: FitReport | None) -> list:
     if notes:
         blocks += [Paragraph("Notes on reading the input:"), Bullets(notes)]
     return blocks
+
+
+def _incomplete(frame) -> list:
+    """A table of the runs whose status marks them not completed, as the reader excludes them
+    (`analysis.sources.status`: user34, a table's "finished" runs were all listed as failed here)."""
+    if (status := status_column(frame)) is None:
+        return []
+    not_done = ~completed(frame[status])
+    failed, ids = frame[not_done], run_ids_of(frame)[not_done]  # a table's rows without a run id: "rowK"
+    if not len(failed):
+        return []
+    rows = [
+        [
+            run_id,
+            _flops_or_dash(r.get("budget_flops", r.get("budget"))),
+            str(r.get("shape", "")),
+            _count_or_dash(r.get("params")),
+            str(r[status]),
+            str(r.get("reason", "")),
+        ]
+        for run_id, r in zip(ids, failed.to_dict("records"))
+    ]
+    return [
+        Paragraph(f"{len(failed)} run{'s' * (len(failed) != 1)} did not complete (not used in the fits):"),
+        Table(["run", "budget (FLOPs)", "shape", "N", "status", "reason"], rows),
+    ]
 
 
 def _outside_the_plan(source: Source, known: set[str]) -> list:

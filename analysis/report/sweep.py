@@ -26,6 +26,8 @@ def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[s
         used |= set(getattr(f, "run_id", []) or [])
         used |= {r for p in getattr(f, "profiles", []) for r in p.run_id}
     now = set(table.runs["run_id"])
+    left_out = excluded_outliers(fit, table)  # fitted without them on purpose (user34: "refit" was advised)
+    now, table = now - left_out, table.without_runs(left_out)
     lines = []
     filtered = fit.source.startswith(f"{table.source} [") and fit.source.endswith("]")  # fit --where: user26
     if filtered and (fit.runs != len(table) or not used <= now):
@@ -51,6 +53,13 @@ def fit_matches_source(fit: FitReport, table: RunTable, fit_path: str) -> list[s
             "refit, or read the source with the fit's --loss-column and --loss-unit"
         )
     return lines
+
+
+def excluded_outliers(fit: FitReport | None, table: RunTable) -> set[str]:
+    """The runs of ``table`` that a fit saved with --exclude-outliers left out (flagged by its outlier rule)."""
+    if fit is None or not fit.outliers_excluded:
+        return set()
+    return {o.run_id for o in fit.outliers} & set(table.runs["run_id"].astype(str))
 
 
 def _other_losses(fit: FitReport, table: RunTable) -> str:
@@ -134,8 +143,14 @@ def _package_version() -> str:
 def summary_blocks(source: Source, fit: FitReport | None, fit_problems: list[str]) -> list:
     table = source.table
     budgets = table.budget_compute  # where the fits place them (review17: the labels contradicted the ladder's)
+    left_out = excluded_outliers(fit, table)
+    used = (
+        f"{len(table) - len(left_out)} of the {len(table)} completed runs"
+        if left_out
+        else f"{len(table)} completed runs"
+    )
     items = [
-        f"{len(table)} completed runs used, over {len(budgets)} compute budget{'s' * (len(budgets) != 1)} from "
+        f"{used} used{f' ({len(left_out)} flagged outliers left out by the fit)' if left_out else ''}, over {len(budgets)} compute budget{'s' * (len(budgets) != 1)} from "
         f"{flops_label(min(budgets))} to {flops_label(max(budgets))} FLOPs and model sizes from "
         f"{count_label(table.runs['N'].min())} to {count_label(table.runs['N'].max())} parameters."
     ]

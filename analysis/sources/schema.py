@@ -289,6 +289,14 @@ class RunTable:
         curves = None if self.curves is None else self.curves[self.curves["run_id"].isin(runs["run_id"])]
         return replace(self, runs=runs, curves=curves, warnings=[], notes=[])
 
+    def without_runs(self, drop: set[str]) -> RunTable:
+        """The same table less the runs (and their curves) named in ``drop``: outliers left out of a fit."""
+        keep = ~self.runs["run_id"].astype(str).isin(drop)
+        runs = self.runs[keep].reset_index(drop=True)
+        kept = set(runs["run_id"].astype(str))
+        curves = None if self.curves is None else self.curves[self.curves["run_id"].astype(str).isin(kept)]
+        return replace(self, runs=runs, curves=curves)
+
 
 @dataclass
 class Source:

@@ -18,18 +18,33 @@ STATUS_COLUMNS = ("status", STATE_COLUMN)
 DONE = frozenset({"completed", FINISHED, "complete", "done", "success", "succeeded", "successful", "ok", "passed"})
 
 
-def drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str], notes: list[str]) -> pd.DataFrame:
-    """``frame`` without the rows whose status is not one of `DONE` (any case; a blank one is kept, and said), each
-    named in ``warnings`` with its reason; DataError when none is left."""
+def status_column(frame: pd.DataFrame, notes: list[str] | None = None) -> str | None:
+    """The column of ``frame`` holding its runs' states (`STATUS_COLUMNS`), or None."""
     status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
-    if status is None or (status == STATE_COLUMN and not holds_run_states(frame[status], notes)):
+    if status is None or (
+        status == STATE_COLUMN and not holds_run_states(frame[status], [] if notes is None else notes)
+    ):
+        return None
+    return status
+
+
+def completed(states: pd.Series) -> pd.Series:
+    """Whether each run's state marks it completed: one of `DONE` in any case, or blank (a file joined from exports
+    with and without the column)."""
+    return states.astype(str).str.strip().str.lower().isin(DONE) | blank_cells(states)
+
+
+def drop_incomplete(frame: pd.DataFrame, run_ids: pd.Series, warnings: list[str], notes: list[str]) -> pd.DataFrame:
+    """``frame`` without the rows whose status is not `completed` (a blank one is kept, and said), each named in
+    ``warnings`` with its reason; DataError when none is left."""
+    status = status_column(frame, notes)
+    if status is None:
         return frame
-    text = frame[status].astype(str).str.strip()
     unmarked = blank_cells(frame[status])  # a file joined from exports with and without the column
     if unmarked.any():
         ids = listing(list(map(str, run_ids[unmarked])))
         warnings.append(f"{int(unmarked.sum())} of {len(frame)} runs have no {status!r} ({ids}): kept as completed")
-    done = text.str.lower().isin(DONE) | unmarked
+    done = completed(frame[status])
     if done.all():
         return frame
     reasons = frame["reason"].fillna("").astype(str) if "reason" in frame.columns else pd.Series("", index=frame.index)
