@@ -1,6 +1,7 @@
 """Shared helpers: run the real `scaling` CLI in a subprocess, isolated from the user's setup."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,15 +46,41 @@ def _isolated_env(monkeypatch, tmp_path_factory):
         monkeypatch.setenv(key, value)
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The directory ``name`` made by ``build(directory)`` once for the whole test session, shared by pytest-xdist's
+    workers (each would build its own: a module's tests are spread over both, and a module fixture is per worker).
+    What is built here is read, never written, by the tests; a failed build leaves no directory behind."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's, above each worker's
+    directory, done = root / "built-once" / name, root / "built-once" / f"{name}.done"
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory) + ".lock"):
+        if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir()
+            try:
+                build(directory)
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise
+            done.touch()
+    return directory
+
+
 @pytest.fixture(scope="session")
 def packed_sweep_store(tmp_path_factory):
     """The store of tests/test_packed_faults.py's packed sweep run once, uninterrupted: the reference
-    that the kill-and-relaunch tests compare against, built once per worker. Read it, never write it."""
+    that the kill-and-relaunch tests compare against, built once (`built_once`). Read it, never write it."""
     from test_packed_faults import SWEEP
 
-    store = tmp_path_factory.mktemp("packed-sweep") / "store"
-    run_cli(*SWEEP, f"store={store}", env=_test_env(tmp_path_factory), check=True)  # set up before _isolated_env
-    return store
+    def build(directory):
+        run_cli(
+            *SWEEP, f"store={directory / 'store'}", env=_test_env(tmp_path_factory), check=True
+        )  # before _isolated_env
+
+    return built_once(tmp_path_factory, "packed-sweep", build) / "store"
 
 
 def run_cli(*args, cwd=None, timeout=600, env=None, check=False):

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import ROOT, SCALING
+from conftest import ROOT, SCALING, built_once
 
 SWEEP = ROOT / "tests" / "sweeps" / "faults.yaml"
 HOOKS = ROOT / "tests" / "fault_hooks"  # sitecustomize.py: wandb and SIGTERM faults on demand
@@ -125,18 +125,15 @@ def run_sweep(
     return launch.output
 
 
-_REFERENCE: dict[Path, Path] = {}
-
-
 def reference_store(tmp_path_factory) -> Path:
-    """The test sweep run once, uninterrupted (built on first use, shared by the session's tests)."""
-    base = tmp_path_factory.getbasetemp()
-    if base not in _REFERENCE:
-        store = tmp_path_factory.mktemp("faults-reference")
-        run_sweep(store, store.parent / "faults-reference.log")
-        assert len(records(store)) == 6 and all(r["status"] == "completed" for r in records(store).values())
-        _REFERENCE[base] = store
-    return _REFERENCE[base]
+    """The test sweep run once, uninterrupted (built on first use, shared by the session's tests: `built_once`)."""
+
+    def build(directory: Path) -> None:
+        run_sweep(directory / "store", directory / "faults-reference.log")
+        done = records(directory / "store")
+        assert len(done) == 6 and all(r["status"] == "completed" for r in done.values())
+
+    return built_once(tmp_path_factory, "faults-reference", build) / "store"
 
 
 def copy_store(store: Path, target: Path) -> Path:

@@ -19,7 +19,7 @@ from scaling.errors import DataError, UserError
 from scaling.manifest import bin_dir_split
 from scaling.plan import job_config, plan_run
 from scaling.train_app import compose_config
-from tests.conftest import TINY_TRAIN, assert_one_line_error, run_cli, run_main
+from tests.conftest import TINY_TRAIN, assert_one_line_error, built_once, run_cli, run_main
 
 VOCAB = 64
 TINY = [
@@ -66,7 +66,14 @@ def sweeps(tmp_path_factory):
     mixture of a new sample of that chain and of another chain; both scored on `shared`, a third
     sample of the first chain. For the mixture's own tests: `low` and `high`, chains over tokens
     0..31 and 32..63."""
-    root = tmp_path_factory.mktemp("evalsets")
+    root = built_once(tmp_path_factory, "evalsets", build_sweeps)
+    return {"root": root, "a": root / "a", "b": root / "b", "shared": root / "shared", "low": root / "low"} | {
+        "high": root / "high"
+    }
+
+
+def build_sweeps(root: Path) -> None:
+    """The stores and corpora of `sweeps`, built in ``root``."""
     chain = markov.random_markov_chain(VOCAB, 1, 0.1, 0)  # data=synthetic's with data.order=1
     shared = prepared(root / "shared", chain, 99)
     same, other = (
@@ -79,7 +86,7 @@ def sweeps(tmp_path_factory):
     evals = [f"eval.sets={{shared: '{shared}'}}"]
     run_cli("sweep", "tiny", *TINY, *MARKOV, *evals, f"store={root / 'a'}", check=True)
     run_cli("sweep", "tiny", *TINY, "data=mixture", mixture, *evals, f"store={root / 'b'}", check=True)
-    return {"root": root, "a": root / "a", "b": root / "b", "shared": shared, "low": low, "high": high}
+    assert (low, high) == (root / "low", root / "high")
 
 
 # ---------------------------------------------------------------- records

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import run_cli
+from conftest import built_once, run_cli
 from faults_support import HOOKS, RESUMED, fault_env
 
 from hydra_plugins.scaling_sweeper.branching import extra_budgets
@@ -128,11 +128,13 @@ def test_extra_budgets_are_log_spaced_below_the_largest_and_away_from_the_grid()
 
 # ---------------------------------------------------------------- branches train and resume
 def trained_store(tmp_path_factory, name: str, args) -> Path:
-    """A store holding the trunk of ``args`` trained once, uninterrupted."""
-    store = tmp_path_factory.mktemp(name) / "store"
-    proc = train(store, *args)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return store
+    """A store holding the trunk of ``args`` trained once, uninterrupted (`built_once`: read, never written)."""
+
+    def build(directory: Path) -> None:
+        proc = train(directory / "store", *args)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    return built_once(tmp_path_factory, f"wsd-{name}", build) / "store"
 
 
 @pytest.fixture(scope="module")
