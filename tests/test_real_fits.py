@@ -17,6 +17,7 @@ import pytest
 from analysis.cli.fit import render_fit
 from analysis.describe.numbers import interval_text
 from analysis.figures.isoflop import isoflop_profiles
+from analysis.figures.residuals import residuals
 from analysis.fits import laws
 from analysis.fits.bootstrap import scale_identification
 from analysis.fits.envelope import fit_envelope
@@ -268,6 +269,10 @@ def test_isoflop_figure_rings_the_flagged_outliers(tmp_path):
     rings = [c for c in fig.axes[0].collections if c.get_gid() == "outliers"]
     assert len(rings) == 1 and len(rings[0].get_offsets()) == 5
     assert "flagged outlier (excluded from the fits)" in [t.get_text() for t in fig.legends[0].get_texts()]
+    kept = fit_all(table, (3,), resamples=0, validate=False)  # user34: ringed in the residuals too, where they show
+    panel = residuals(kept, table).axes[0]
+    (ring,) = [c for c in panel.collections if c.get_gid() == "outliers"]
+    assert len(ring.get_offsets()) == len(kept.outliers) == 5
 
 
 def test_a_law_whose_loss_rises_with_n_is_unidentified_and_refused_by_optimal(tmp_path, capsys):

@@ -214,6 +214,18 @@ def law_line(
         ax.plot(x, np.where(grown, y, np.nan), color=colour, label=said, gid=gid, **UNIDENTIFIED_LINE)
 
 
+def ring_outliers(ax, report: FitReport, where: dict[str, tuple[float, float]]) -> None:
+    """A red ring round each run the outlier rule flagged (`analysis.fits.outliers`) that ``where`` places (run id
+    -> x, y on ``ax``): the IsoFLOP profiles' and the residuals' (user34: a +150% residual, unmarked, there)."""
+    shown = [where[o.run_id] for o in report.outliers if o.run_id in where]
+    if not shown:
+        return
+    state = "excluded from the fits" if report.outliers_excluded else "kept in the fits"
+    x, y = zip(*shown)
+    ax.scatter(x, y, s=110, facecolors="none", edgecolors="red", linewidths=1.4, zorder=6, gid="outliers")
+    ax.scatter([], [], s=110, facecolors="none", edgecolors="red", linewidths=1.4, label=f"flagged outlier ({state})")
+
+
 def band(ax, x, curve: dict, key: str, colour, label: str | None) -> None:
     lower, upper = curve[f"{key}_lower"], curve[f"{key}_upper"]
     if np.isfinite(lower).any():

@@ -74,6 +74,8 @@ def loss_vs_compute(table: RunTable, report: FitReport | None = None) -> Figure:
         _envelope(ax, report)
     if report is not None and drawable(report.parametric) is not None:
         _frontier(ax, report, runs)
+    if table.curves is None and runs["C"].max() <= 1.001 * runs["C"].min():  # one budget, final points: no span
+        ax.set_xlim(runs["C"].min() / 3, runs["C"].max() * 3)  # (matplotlib warned of singular limits, user34)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(*limits(np.concatenate([runs["loss"], [] if table.curves is None else table.curves["loss"]]), 1.05))

@@ -26,6 +26,7 @@ from analysis.figures.axes import (
     log_axes,
     loss_label,
     many_budgets,
+    ring_outliers,
     style,
 )
 from analysis.fits.isoflop import in_law
@@ -73,7 +74,7 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
         _budget_key(fig, ax, list(colours))
     if table is not None:
         _other_runs(ax, table, fit, shown_n, shown_loss)
-    _mark_outliers(ax, report)
+    ring_outliers(ax, report, {o.run_id: (o.n, o.loss) for o in report.outliers})
     shown_n += [o.n for o in report.outliers]
     shown_loss += [o.loss for o in report.outliers]
     if parametric is not None:  # one legend entry for all the dashed lines
@@ -96,24 +97,6 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
         fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     log_axes(ax, count_label)
     return fig
-
-
-def _mark_outliers(ax, report: FitReport) -> None:
-    """A red ring round each run the outlier rule flagged (`analysis.fits.outliers`)."""
-    if not report.outliers:
-        return
-    state = "excluded from the fits" if report.outliers_excluded else "kept in the fits"
-    ax.scatter(
-        [o.n for o in report.outliers],
-        [o.loss for o in report.outliers],
-        s=110,
-        facecolors="none",
-        edgecolors="red",
-        linewidths=1.4,
-        zorder=6,
-        gid="outliers",
-        label=f"flagged outlier ({state})",
-    )
 
 
 def _budget_key(fig, ax, budgets) -> None:

@@ -16,6 +16,7 @@ from analysis.figures.axes import (
     budget_colours,
     log_axes,
     many_budgets,
+    ring_outliers,
     run_budgets,
     style,
 )
@@ -30,9 +31,10 @@ def caption(report: FitReport | None) -> str:
     fitted = ", ".join(f"approach {f.approach}" for f in report.fits) if report is not None else "none"
     return (
         f"Observed minus fitted loss, in % of the fitted value, one panel per approach fitted ({fitted}); "
-        f"colour: the compute budget (named in the legend, or on a colour bar when there are more than "
-        f"{MAX_LEGEND_BUDGETS}). Residuals scattered evenly around zero mean the law's shape fits; a trend means "
-        "it does not."
+        f"colour of the runs (approaches 2 and 3): the compute budget (named in the legend, or on a colour bar when "
+        f"there are more than {MAX_LEGEND_BUDGETS}); approach 1's envelope points, at their compute, are green. "
+        "Runs the outlier rule flagged are ringed in red. Residuals scattered evenly around zero mean the law's "
+        "shape fits; a trend means it does not."
     )
 
 
@@ -46,7 +48,7 @@ def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
     fig = Figure(figsize=(4.0 * len(report.fits) + 1.0, 4.2), dpi=DPI, layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(report.fits), sharey=True))
     runs = {f.approach: _run_residuals(f, table) for f in report.fits if f.approach != 1}
-    colours = budget_colours(np.concatenate([budget for _n, _p, budget in runs.values()] or [[]]))
+    colours = budget_colours(np.concatenate([budget for _n, _p, budget, _ids in runs.values()] or [[]]))
     for ax, fit in zip(axes, report.fits):
         if fit.approach == 1:
             key = "loss_law_with_floor" if envelope_law(fit).with_floor else "loss_law"  # the law drawn
@@ -57,7 +59,9 @@ def residuals(report: FitReport, table: RunTable | None = None) -> Figure:
             label = flops_label
             title = "approach 1: envelope against L(C)"
         else:
-            _budget_points(ax, *runs[fit.approach], colours)
+            n, percent, budget, ids = runs[fit.approach]
+            _budget_points(ax, n, percent, budget, colours)
+            ring_outliers(ax, report, dict(zip(ids, zip(n, percent))))
             ax.set_xlabel("parameters N")
             ax.set_xscale("log")
             label = count_label
@@ -90,13 +94,13 @@ def _budget_points(ax, n, percent, budget, colours: dict) -> None:
 
 
 def _run_residuals(fit, table: RunTable | None):
-    """(N, residual in % of the fitted loss, budget) per run for approach 2 or 3."""
+    """(N, residual in % of the fitted loss, budget, run id) per run for approach 2 or 3."""
     if fit.approach == 2:
         n = np.concatenate([p.n for p in fit.profiles])
         observed = np.concatenate([p.loss for p in fit.profiles])
         fitted = np.concatenate([p(p.n) for p in fit.profiles])
         budget = np.concatenate([[p.budget] * len(p.n) for p in fit.profiles])
-        return n, 100.0 * (observed / fitted - 1.0), budget
+        return n, 100.0 * (observed / fitted - 1.0), budget, [r for p in fit.profiles for r in p.run_id]
     n, d = np.asarray(fit.n), np.asarray(fit.d)
     percent = 100.0 * (np.exp(-np.asarray(fit.residuals)) - 1.0)  # residuals are log(predicted) − log(observed)
-    return n, percent, run_budgets(fit.run_id, flops_6nd(n, d), table)
+    return n, percent, run_budgets(fit.run_id, flops_6nd(n, d), table), list(fit.run_id)
