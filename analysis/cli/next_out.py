@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from analysis.fits.results import Estimate
 
 
@@ -113,6 +115,63 @@ def run_lines(run: dict) -> list[str]:
             f"D = {run['tokens']:.4g} tokens"
         ]
     return lines + ([f"      why: {run['reason']}"] if "reason" in run else [])
+
+
+def table_terms(args, table, plan, params: dict, where: tuple, shapes: bool, bounds: dict, why_unknown: str) -> dict:
+    """What a table that is not a store adds: how its rows were read, and each run in its own terms
+    (tokens per parameter, why it is proposed: `reason`, at ``where`` = (the table's budgets, the target));
+    the sizes' rule unless they are this project's shapes."""
+    from analysis.fits.next_runs import GRID_PER_DECADE
+
+    runs = [
+        {
+            **run,
+            "shape": run["shape"] if shapes else None,
+            "reason": reason(c, plan.steps[c], params, where, bounds.get(c.budget), why_unknown),
+        }
+        for run, c in zip(plan_rows(plan), plan.runs)
+    ]
+    out = {"reading": reading(table, args.rows_are_runs), "runs": runs}
+    if not shapes:
+        out["sizes"] = f"N on a log grid, {GRID_PER_DECADE} per decade (not a results store: not this project's shapes)"
+    return out
+
+
+def reading(table, rows_are_runs: bool) -> str:
+    """How the table's rows were read (`RunTable.reading`): as training curves or as runs."""
+    if table.reading is not None:
+        return table.reading.note
+    if table.hparams is not None:  # user30: an 84-row LR sweep read "each row a run: 12 runs"
+        return table.hparams.note
+    return f"each row a run: {len(table.runs)} runs" + (" (--rows-are-runs)" if rows_are_runs else "")
+
+
+def reason(c, step: tuple, params: dict, where: tuple, bounds: tuple | None, why_unknown: str) -> str:
+    """Why run ``c`` is proposed: its budget (against ``where`` = (the table's budgets, the target)), its place
+    against today's N_opt there (and, bought in a pair bracketing N_opt's interval ``bounds`` there, its side of
+    it), and its pick's narrowing of the simulated spread; where no narrowing can be known (``why_unknown``,
+    `next_runs.unknown_ratio`), why, and no numbers."""
+    from analysis.fits.next_runs import n_opt_at
+
+    budgets, target = where
+    n_opt = float(n_opt_at(params, c.budget))
+    if np.isclose(c.budget, target):
+        at = "the target budget"
+    elif np.isclose(c.budget, budgets).any():
+        at = "a budget of the table"
+    else:
+        at = "a new budget beyond the table's largest"
+    order, before, after = step
+    pair = ""
+    if bounds is not None:
+        side = "below" if c.n <= bounds[0] else "above"
+        pair = (
+            f" ({n_opt:.3g} [{bounds[0]:.3g}, {bounds[1]:.3g}]), the run {side} its interval in a pair bracketing it"
+            if bounds[0] < bounds[1]  # else N_opt has no interval there: the pair brackets the point fit's
+            else f" ({n_opt:.3g}, no interval), the run {side} it in a pair bracketing it"
+        )
+    narrowing = f"; {why_unknown}" if why_unknown else f": spread of ln N_opt(target) {before:.3g} -> {after:.3g}"
+    return f"{at}; N = {c.n / n_opt:.2g}x today's N_opt there{pair}; pick {order}{narrowing}"
 
 
 def plan_rows(plan) -> list[dict]:
