@@ -20,7 +20,7 @@ from scaling.shapes import CONF_DIR
 
 BUDGETS = [1e18, 1e19, 1e20, 1e21]
 FLOPS = 1e22  # the allowance; the target is the default, 10x the largest budget (1e22)
-QUICK = ("--bootstrap", 100, "--draws", 192)
+QUICK = ("--bootstrap", 100, "--draws", 192, "--refits", 8)
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +97,17 @@ def test_out_csv_writes_the_proposed_runs_one_row_each(proposal):
 def test_a_target_below_the_fitted_range_is_said_and_too_few_resamples_are_refused(table, capsys):
     # Before: --target-budget 1e15, 1000x below the smallest budget, planned for an N_opt extrapolated downwards
     # and did not say so; --bootstrap 0 (or 5) fitted 20 resamples and did not say so either.
-    proc = run_main(capsys, "next", table, "--flops", FLOPS, "--target-budget", 1e15, "--bootstrap", 20, "--draws", 8)
+    proc = run_main(
+        capsys, "next", table, "--flops", FLOPS, "--target-budget", 1e15, "--bootstrap", 20, "--draws", 8, "--refits", 8
+    )
     assert proc.returncode == 0, proc.stderr
     assert (
         "  target               below the fitted range: 1e+15 FLOPs is 1e+03x below the smallest fitted" in proc.stdout
     )
     answer = json.loads(
-        run_main(capsys, "next", table, "--flops", FLOPS, "--bootstrap", 20, "--draws", 8, "--json").stdout
+        run_main(
+            capsys, "next", table, "--flops", FLOPS, "--bootstrap", 20, "--draws", 8, "--refits", 8, "--json"
+        ).stdout
     )
     assert answer["target_below_range"] is None  # the default target, 10x the largest budget
     for k in (0, 5):
@@ -192,7 +196,9 @@ def test_a_nominal_columns_budgets_are_placed_at_their_runs_6nd(tmp_path, capsys
     path = tmp_path / "low.csv"
     runs.drop(columns=["flops"]).assign(budget_flops=lambda f: f["budget_flops"] / 1.3).to_csv(path, index=False)
     out = json.loads(
-        run_main(capsys, "next", path, "--flops", FLOPS, "--json", "--bootstrap", 40, "--draws", 16).stdout
+        run_main(
+            capsys, "next", path, "--flops", FLOPS, "--json", "--bootstrap", 40, "--draws", 16, "--refits", 8
+        ).stdout
     )
     assert out["target_budget"] == pytest.approx(10 * max(BUDGETS))
     assert all(math.isclose(r["budget_flops"], 6 * r["params"] * r["tokens"], rel_tol=1e-6) for r in out["runs"])
@@ -246,7 +252,7 @@ def test_a_proposal_of_no_runs_is_a_sweep_file_that_launches_nothing(tmp_path):
 
     base = {"defaults": ["config"], "sweep": "tiny", "hydra": {"sweeper": {"budgets": [4e10], "models": ["d32"]}}}
     text = sweep_yaml(
-        base, SimpleNamespace(runs=[], flops=0.0, ratio=1.0), SimpleNamespace(source="t.csv", flops=1e12), 1e13
+        base, SimpleNamespace(runs=[], flops=0.0), SimpleNamespace(source="t.csv", flops=1e12), 1e13, "x1 (no runs)"
     )
     sweeper = yaml.safe_load(text)["hydra"]["sweeper"]
     assert (sweeper["grid"], sweeper["budgets"], sweeper["models"]) == ({}, [], [])

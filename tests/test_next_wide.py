@@ -20,7 +20,7 @@ def wide(tmp_path_factory):
     isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.4, noise=0.02, seed=2).to_csv(
         path, index=False
     )
-    proc = run_cli("next", path, "--flops", 5e21, "--json", *QUICK)
+    proc = run_cli("next", path, "--flops", 5e21, "--json", "--refits", 8, *QUICK)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -55,6 +55,8 @@ def test_next_prints_the_tables_repeat_warning_on_stderr(tmp_path, json_out):
     runs = repeated_runs(mf.published_params(), np.geomspace(1e8, 3e9, 5), [1e9, 4e9, 1.6e10], [1, 2, 8, 32], 0.01, 1)
     path = tmp_path / "repeated.csv"
     runs[["params", "tokens", "unique_tokens", "val_loss"]].to_csv(path, index=False)
-    proc = run_cli("next", path, "--flops", 1e21, "--draws", 16, *QUICK[:1], 40, *(["--json"] if json_out else []))
+    proc = run_cli(
+        "next", path, "--flops", 1e21, "--draws", 16, "--refits", 8, *QUICK[:1], 40, *(["--json"] if json_out else [])
+    )
     lines = [x for x in proc.stderr.splitlines() if "repeat their unique tokens" in x]
     assert len(lines) == 1 and lines[0].startswith("warning: "), proc.stderr

@@ -14,7 +14,17 @@ import numpy as np
 
 from analysis.cli.argtypes import count, positive_float
 from analysis.cli.common import add_table_options, column_map, parse, tell, write_output
-from analysis.cli.next_out import BARE, is_csv, render, runs_csv, short, summary, sweep_yaml, table_terms
+from analysis.cli.next_out import (
+    BARE,
+    is_csv,
+    ratio_range,
+    render,
+    runs_csv,
+    short,
+    summary,
+    sweep_yaml,
+    table_terms,
+)
 from analysis.cli.next_settings import base_sweep
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A
@@ -28,6 +38,8 @@ DEFAULT_TARGET_FACTOR = 10.0  # the target: 10x the largest budget (`next_runs.n
 # Simulated truths per design: at 48 a pair's narrowing of a 4-budget ladder's spread (0.136 -> 0.11) was
 # within 2 standard errors of the simulation's noise, so nothing could be picked (`next_runs.NOISE_Z`).
 DEFAULT_DRAWS = 192
+FIT_BOOTSTRAP = 1000  # `scaling fit`'s resamples: the refits behind the expected width fit as it does
+REFITS = 32  # simulated refits of the table with the runs behind the expected width (`analysis.fits.refits`)
 
 
 def next_parser() -> argparse.ArgumentParser:
@@ -35,7 +47,8 @@ def next_parser() -> argparse.ArgumentParser:
         prog="scaling next",
         description="Propose the runs (shape, budget), costing at most X FLOPs in all, that most narrow the "
         "interval of N_opt at a target budget: approach 3 refitted on results simulated from the current "
-        "fit's bootstrap. Writes a sweep file ready to launch.",
+        "fit's bootstrap; the expected width is the median (and the range) of refits of the table with the runs "
+        "simulated. Writes a sweep file ready to launch.",
     )
     p.add_argument("source", help="a results store (results/NAME) or a table of runs, as for `scaling fit`")
     p.add_argument("--flops", required=True, type=positive_float("a FLOP allowance, e.g. 3e13"), metavar="X")
@@ -74,6 +87,8 @@ def next_parser() -> argparse.ArgumentParser:
         metavar="M",
         help=f"simulated truths per design (default {DEFAULT_DRAWS}; fewer resolve only larger narrowings)",
     )
+    refits = f"simulated refits of the table with the proposed runs behind the expected width (default {REFITS})"
+    p.add_argument("--refits", type=count, default=REFITS, metavar="R", help=refits)
     p.add_argument("--seed", type=count, default=0, help="seed of the bootstrap and the simulations (default 0)")
     p.add_argument(
         "--exclude-outliers",
@@ -94,15 +109,7 @@ def next_main(argv: list[str]) -> int:
     from analysis.fits.design import DesignSimulator, bootstrap_spread
     from analysis.sources.load import is_store, load_runs
 
-    if args.draws < 8:
-        raise UserError(
-            f"--draws {args.draws} is too few to measure a spread; give at least 8 (default {DEFAULT_DRAWS})"
-        )
-    if args.bootstrap < MIN_BOOTSTRAP:  # it took 20 where given fewer, 0 included, and did not say so
-        raise UserError(
-            f"--bootstrap {args.bootstrap} is too few: the fit's resamples are the truths the simulation draws and "
-            f"N_opt's interval now; give at least {MIN_BOOTSTRAP} (default 200)"
-        )
+    check_counts(args)
     store = is_store(args.source)
     shapes = store or args.ladder_shapes  # this project's shapes, or sizes in the table's terms
     check_out(args, shapes)
@@ -128,7 +135,7 @@ def next_main(argv: list[str]) -> int:
     runs_at_top = int(np.sum(table.runs["budget"] == table.budgets[-1]))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(law, target)
-    outlook = nr.outlook(sim, plan, ladder, now, bootstrap_spread(fit, target))
+    outlook = nr.outlook(plan, ladder, now, bootstrap_spread(fit, target), refits_of(args, flagged, target))
     why = outlook.why_unknown
     result = summary(args, plan, target, now, ladder, outlook)
     result["target_below_range"] = below_range_note(target, law.fitted_compute_min) or None
@@ -139,11 +146,65 @@ def next_main(argv: list[str]) -> int:
         result.update(table_terms(args, table, plan, fit.params, (budgets, target), shapes, bounds, why))
     if args.out is not None:
         data = (
-            runs_csv(result["runs"], shapes, store) if is_csv(args.out) else sweep_yaml(base, plan, args, target, why)
+            runs_csv(result["runs"], shapes, store)
+            if is_csv(args.out)
+            else sweep_yaml(base, plan, args, target, width_said(result))
         )
         write_output(args.out, data.encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
     return 0
+
+
+def check_counts(args) -> None:
+    """--draws, --refits and --bootstrap: enough to measure what each is for."""
+    if args.draws < 8:
+        raise UserError(
+            f"--draws {args.draws} is too few to measure a spread; give at least 8 (default {DEFAULT_DRAWS})"
+        )
+    if args.refits < 8:
+        raise UserError(f"--refits {args.refits} is too few to give a range; give at least 8 (default {REFITS})")
+    if args.bootstrap < MIN_BOOTSTRAP:  # it took 20 where given fewer, 0 included, and did not say so
+        raise UserError(
+            f"--bootstrap {args.bootstrap} is too few: the fit's resamples are the truths the simulation draws and "
+            f"N_opt's interval now; give at least {MIN_BOOTSTRAP} (default 200)"
+        )
+
+
+def width_said(result: dict) -> str:
+    """The expected width as the sweep file's header says it: the refits' median and range, or why unknown."""
+    if result["why_unknown"]:
+        return f"unknown: {result['why_unknown']}"
+    return f"{ratio_range(result['width_ratio_refits'])} of today's"
+
+
+def refits_of(args, flagged, target: float):
+    """Designs -> their `refits.Refits`: ``flagged``'s table with each design's runs simulated and refitted as
+    `scaling fit --seed S` refits it (its `FIT_BOOTSTRAP` resamples, or next's --bootstrap if more; S: next's
+    --seed), N_opt's log-width at ``target`` after over today's, fitted alike (`refits.refit_ratios`)."""
+    from analysis.fits.parametric import fit_parametric
+    from analysis.fits.refits import refit_ratios
+
+    resamples = max(args.bootstrap, FIT_BOOTSTRAP)  # at 200 a width's own Monte Carlo noise was 8-11%, at 1000 4-6%
+
+    def refit(table):
+        return fit_parametric(table, resamples=resamples, seed=args.seed)
+
+    def refits(designs):
+        today = flagged.fit if resamples == args.bootstrap else refit(flagged.table)
+
+        def width(fit):
+            return n_opt_log_width(fit, target)
+
+        return refit_ratios(flagged.table, today, designs, flagged.noise_scale, refit, width, args.refits, args.seed)
+
+    return refits
+
+
+def n_opt_log_width(fit, target: float) -> float:
+    """ln(upper/lower) of N_opt's bootstrap interval at ``target`` under approach 3's ``fit`` (`Law.n_opt`), inf
+    where it has none or it reaches 0: the width `scaling next`'s expected width is a ratio of."""
+    n = fit_law(fit).n_opt(target)
+    return float(np.log(n.upper / n.lower)) if n.interval is not None and n.lower > 0 else np.inf
 
 
 def law_fit(args, table):

@@ -11,12 +11,13 @@ from analysis.fits.results import Estimate
 
 
 def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
-    """The proposal as one JSON-able dict (what `render` prints). ``outlook``: what the simulation can say
-    of it (`next_runs.Outlook`: the fit's own bootstrap spread, why no width ratio can be known, the ladder's
-    ratio)."""
+    """The proposal as one JSON-able dict (what `render` prints). ``outlook``: what can be said of it
+    (`next_runs.Outlook`: the fit's own bootstrap spread, why no width ratio can be known, the simulated
+    refits of the table with the plan's runs and with the ladder's)."""
     from analysis.fits.next_runs import NOISE_Z
 
     known = outlook.known
+    expected = outlook.plan.as_json() if known else None
     return {
         "source": args.source,
         "target_budget": target,
@@ -27,25 +28,27 @@ def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
         "spread_now": plan.spread_done,
         "spread_fit_bootstrap": outlook.fit_spread,  # what spread_now stands for
         "spread_after": plan.spread,
-        "width_ratio": plan.ratio if known else None,
+        "width_ratio": expected["median"] if known else None,  # the median simulated refit's width / today's
+        "width_ratio_refits": expected,  # {median, range, range_percentiles, narrower, refits}
         "why_unknown": outlook.why_unknown,  # why there is no width ratio ("" when there is)
-        "n_opt_expected_interval": list(_expected(now, plan.ratio)) if known and now.interval else None,
+        "n_opt_expected_interval": _expected(now, expected["median"]) if known and now.interval else None,
         "search": plan.rule,
         "noise_z": NOISE_Z,  # each pick narrows the spread by more than this many standard errors of simulation noise
         "ladder_extension": {
             "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
             "flops": float(sum(c.budget for c in ladder)),
-            "width_ratio": outlook.ladder_ratio,
+            "width_ratio": outlook.ladder.median if outlook.ladder else None,
+            "width_ratio_refits": outlook.ladder.as_json() if outlook.ladder else None,
         },
         "draws": args.draws,
         "out": None if args.out is None else str(args.out),
     }
 
 
-def _expected(now: Estimate, ratio: float) -> tuple[float, float]:
+def _expected(now: Estimate, ratio: float | None) -> list[float] | None:
     from analysis.fits.next_runs import expected_interval
 
-    return expected_interval(now.value, now.lower, now.upper, ratio)
+    return None if ratio is None else list(expected_interval(now.value, now.lower, now.upper, ratio))
 
 
 def render(r: dict) -> str:
@@ -65,26 +68,30 @@ def render(r: dict) -> str:
         )
     for run in r["runs"]:
         lines += run_lines(run)
-    spread = "" if r["width_ratio"] is not None else ", a spread that stands for no interval here (expected width)"
+    spread = "" if not r["why_unknown"] else ", a spread that stands for no interval here (expected width)"
     lines.append(  # user33: "each pick narrows" beside "a narrowing of it cannot be known", unexplained
         f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']}; each pick "
         f"narrows the simulated spread of ln N_opt by over {r['noise_z']:g} standard errors of simulation noise{spread})"
     )
-    if r["width_ratio"] is None:
+    if r["why_unknown"]:
         lines.append(f"  expected width       unknown: {r['why_unknown']}")
     else:
+        lines.append(f"  expected width       {expected_width(r['width_ratio_refits'])}")
         lines.append(
-            f"  expected width       x{r['width_ratio']:.3f} of today's (log scale; spread of ln N_opt "
-            f"{r['spread_now']:.3g} -> {r['spread_after']:.3g}, {r['draws']} simulated refits; the fit's own "
-            f"bootstrap: {r['spread_fit_bootstrap']:.3g})"
+            f"  simulated spread     of ln N_opt {r['spread_now']:.3g} -> {r['spread_after']:.3g} in {r['draws']} "
+            f"simulated tables (the fit's own bootstrap: {r['spread_fit_bootstrap']:.3g}): it ranks the picks; the "
+            "expected width is from refits of this table"
         )
     if r["n_opt_expected_interval"] is not None:
-        lines.append("  expected interval    [{:.4g}, {:.4g}]".format(*r["n_opt_expected_interval"]))
+        lines.append(
+            "  expected interval    [{:.4g}, {:.4g}] (the median refit's width)".format(*r["n_opt_expected_interval"])
+        )
     ladder = r["ladder_extension"]
-    if ladder["width_ratio"] is not None:
+    if ladder["width_ratio_refits"] is not None:
         lines.append(
             f"  for comparison       one more ladder budget ({runs(len(ladder['runs']))} at "
-            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): x{ladder['width_ratio']:.3f}"
+            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): "
+            f"{ratio_range(ladder['width_ratio_refits'])}"
         )
     if r["out"] and is_csv(Path(r["out"])):
         lines.append(f"  runs file            {r['out']} (one row per run)")
@@ -92,6 +99,37 @@ def render(r: dict) -> str:
         launch = f"launch: scaling sweep {r['out']}" if r["runs"] else "no runs: nothing to launch"
         lines.append(f"  sweep file           {r['out']} ({launch})")
     return "\n".join(lines)
+
+
+def ratio_text(x: float | None) -> str:
+    return "x>100" if x is None or x > 100 else f"x{x:.2f}"
+
+
+def ratio_range(refits: dict) -> str:
+    """A width ratio as the simulated refits give it: the median, and the range of the middle of them."""
+    if not refits["refits"]:
+        return "x1 (no runs)"
+    low, high = refits["range"]
+    share = round(refits["range_percentiles"][1] - refits["range_percentiles"][0])
+    return f"{ratio_text(refits['median'])} ({ratio_text(low)} to {ratio_text(high)} in {share}% of refits)"
+
+
+def expected_width(refits: dict) -> str:
+    """The expected-width line: the median simulated refit's width over today's, the range a single refit
+    falls in, how often it narrows, and where a single refit may well widen it or no narrowing is expected,
+    that said (`analysis.fits.refits`)."""
+    if not refits["refits"]:
+        return "x1 of today's (no runs)"
+    said = (
+        f"{ratio_range(refits)} of today's (log scale; the median of {refits['refits']} simulated refits of this "
+        f"table with these runs, as `scaling fit` refits it; narrower in {refits['narrower']:.0%})"
+    )
+    median, high = refits["median"], refits["range"][1]
+    if median is None or median >= 1:
+        return f"{said}: no narrowing to expect"
+    if high is None or high >= 1:
+        return f"{said}: a single refit may widen it"
+    return said
 
 
 def n_opt_shown(now: dict) -> str:
@@ -196,7 +234,7 @@ def runs_csv(rows: list[dict], shapes: bool, store: bool) -> str:
     return pd.DataFrame(rows, columns=columns).to_csv(index=False)
 
 
-def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> str:
+def sweep_yaml(base: dict, plan, args, target: float, width: str) -> str:
     """The source's sweep file with its grid replaced by the proposal (budget -> shapes), its store the source's
     (user24: a sweep file of the user's was replaced by a bare one whose runs went to results/next, with other
     settings, under a header saying they would join the source's store)."""
@@ -215,7 +253,6 @@ def sweep_yaml(base: dict, plan, args, target: float, why_unknown: str = "") -> 
     empty = {} if plan.runs else {"budgets": [], "models": []}
     sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
     sweep["hydra"]["sweeper"].update(empty)
-    width = f"unknown: {why_unknown}" if why_unknown else f"x{plan.ratio:.3f} of today's"
     settings = (
         "A table's runs have no store or settings to join: set store= and your runs' settings here"
         if not store

@@ -16,7 +16,10 @@ spread that a refit of approach 3 would leave in ln N_opt at a target budget C*:
      its spread s (a winsorized standard deviation, `_spread`): the bootstrap interval that a fit
      of the design would report has a width proportional to s.
 
-The ratio s(design)/s(runs done) is the expected narrowing of the interval. On seeded synthetic
+The ratio s(design)/s(runs done) ranks designs in the search; it is not the narrowing a refit will
+show (it was x0.79-x0.88 where refits of runs drawn from the truth gave x0.82-x1.10: the search's pick
+is scored by its own noise, today's runs are redrawn, and σ̂ is taken as exact), which `scaling next`
+takes from refits of the table itself (`analysis.fits.refits`). On seeded synthetic
 ladders s(runs done) agrees with the spread of the fit's own bootstrap within a factor 1.5
 (`tests/test_next.py`); where N_opt is unidentified the fit's bootstrap reaches optima that refits
 from θ_m never visit, and the simulation cannot stand for it (`scaling next` then gives no ratio).

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from analysis.fits.design import DesignSimulator
 from analysis.fits.laws import chinchilla_allocation
+from analysis.fits.refits import Refits
 from scaling.flops import TOKENS_PER_PARAM, tokens_6nd
 from scaling.shapes import CONF_DIR, param_counts, shape_for_width
 
@@ -307,27 +308,32 @@ def unknown_ratio(now, spread_done: float, fit_spread: float) -> str:
 
 @dataclass
 class Outlook:
-    """What the simulation can say of a plan, decided before anything is written (`outlook`): the spread of
-    ln N_opt(target) in the fit's own bootstrap (what the simulated spread of the runs done stands for), why
-    no width ratio can be known ("" when one can, `unknown_ratio`), and the simulated width ratio of one
-    more ladder budget (`ladder_extension`; None where the ratio is unknown or there is no such budget)."""
+    """What can be said of a plan, decided before anything is written (`outlook`): the spread of ln N_opt(target)
+    in the fit's own bootstrap (what the simulated spread of the runs done stands for), why no width ratio can be
+    known ("" when one can, `unknown_ratio`), and, where it can, the simulated refits of the table with the plan's
+    runs and with one more ladder budget's (`ladder_extension`; `analysis.fits.refits`: None where the ratio is
+    unknown, or for the ladder where there is no such budget)."""
 
     fit_spread: float
     why_unknown: str
-    ladder_ratio: float | None
+    plan: Refits | None = None
+    ladder: Refits | None = None
 
     @property
     def known(self) -> bool:
         return not self.why_unknown
 
 
-def outlook(sim: DesignSimulator, plan: Plan, ladder: list[Candidate], now, fit_spread: float) -> Outlook:
-    """The `Outlook` of ``plan`` (scored by ``sim``) against N_opt at the target today (``now``, an `Estimate`)
-    and the fit's bootstrap spread ``fit_spread``; the ladder's next budget (``ladder``) is simulated only
-    where the ratio can be known."""
+def outlook(plan: Plan, ladder: list[Candidate], now, fit_spread: float, refits) -> Outlook:
+    """The `Outlook` of ``plan`` against N_opt at the target today (``now``, an `Estimate`) and the fit's bootstrap
+    spread ``fit_spread``; where the ratio can be known, ``refits(designs)`` (`refits.refit_ratios` bound to the
+    table) refits the plan's runs and the ladder's next budget (``ladder``) with the same draws."""
     why = unknown_ratio(now, plan.spread_done, fit_spread)
-    ratio = sim.spread([c.point for c in ladder]) / plan.spread_done if ladder and not why else None
-    return Outlook(fit_spread, why, ratio)
+    if why:
+        return Outlook(fit_spread, why)
+    designs = [[(c.n, c.budget) for c in runs] for runs in (plan.runs, ladder)]
+    planned, extended = refits(designs if ladder else designs[:1]) + [None] * (not ladder)
+    return Outlook(fit_spread, why, planned, extended)
 
 
 def no_pair(bounds: Bounds, rules: CandidateRules) -> str:
