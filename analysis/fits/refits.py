@@ -5,7 +5,7 @@ the width of N_opt's interval at the target after, over its width today.
 Why not the search's own ratio (`analysis.fits.design`): on fresh synthetic ladders with known truth
 (Chinchilla's law, 1% noise, 4 budgets of 5 runs, 2e21-3e21 FLOPs bought) `next` printed x0.79-x0.88 and
 the refits of the runs drawn from the truth gave x0.82-x1.10 on average per ladder (x0.96 overall, narrower
-in 2 of 3), as naive pairs at the same budget did. Three reasons, measured (/tmp/next-audit):
+in 2 of 3), as naive pairs at the same budget did. Three reasons, measured on those ladders:
 
   1. selection: the search keeps the design whose simulated spread came out lowest, among many whose
      true gains differ little, so its score is biased low (x0.81 rescored with fresh draws: x0.89-x0.94);
@@ -15,8 +15,8 @@ in 2 of 3), as naive pairs at the same budget did. Three reasons, measured (/tmp
   3. noise: the runs' σ̂ (a MAD of 20 residuals) was 0.46-1.32x the truth's: runs drawn at 0.46x narrow
      an interval that real ones do not.
 
-So each of the simulated refits (`scaling next --refits`, 32) here keeps today's runs as they are, draws the new runs' losses from a
-bootstrap sample of the fit with noise σ̂ / q (q the ratio σ̂/σ of a MAD of as many normal residuals:
+So each of the simulated refits (`scaling next --refits`, 32) here keeps today's runs as they are, draws the new
+runs' losses from a bootstrap sample of the fit with noise σ̂ / q (q the ratio σ̂/σ of a MAD of as many normal residuals:
 σ̂'s own uncertainty), and refits approach 3 with its bootstrap; the ratios' median and their
 `RANGE` percentiles are what a single refit may show (the bootstrap's own Monte Carlo noise included).
 On 7 of those ladders the median was x0.64-x1.04 (mean x0.86) against realized means of x0.60-x1.10 (mean
@@ -33,6 +33,7 @@ import pandas as pd
 
 from analysis.fits import laws
 from analysis.fits.design import bootstrap_thetas
+from analysis.fits.robust import robust_sigmas
 from scaling.flops import tokens_6nd
 
 RANGE = (10.0, 90.0)  # the percentiles of the ratios printed: what 80% of single refits show
@@ -82,7 +83,7 @@ def noise_draws(sigma: float, n_runs: int, draws: int, rng: np.random.Generator)
     """σ per draw: ``sigma`` (a normal-scaled MAD of ``n_runs`` residuals) divided by a draw of what such a
     MAD is in units of the true σ, so that σ̂'s own error (±26% at 20 runs) reaches the simulated runs."""
     normals = rng.standard_normal((NOISE_QUANTILES, max(n_runs, 2)))
-    mads = np.median(np.abs(normals - np.median(normals, axis=1, keepdims=True)), axis=1) * 1.482602218505602
+    mads = robust_sigmas(normals)[:, 0]  # the same σ̂ (`analysis.fits.robust`), of pure normal noise
     return sigma / rng.choice(mads, size=draws)
 
 
