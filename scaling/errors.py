@@ -46,14 +46,16 @@ class Parser(argparse.ArgumentParser):
         append to, or a flag, may repeat (`REPEATABLE`)."""
         parsed = super().parse_args(args, namespace)
         seen: dict[argparse.Action, list[str]] = {}
-        for word in sys.argv[1:] if args is None else args:
-            name = str(word).split("=", 1)[0]
-            if not name.startswith("--"):
+        words = [str(w) for w in (sys.argv[1:] if args is None else args)]  # argparse's own default, as it reads
+        for word in words[: words.index("--")] if "--" in words else words:  # after `--`: values, not options
+            long = word.startswith("--")
+            name = word.split("=", 1)[0] if long else word[:2]  # a short option may hold its value: -ofile
+            if not name.startswith("-") or len(name) < 2 or name[1].isdigit():  # a value, or a negative number
                 continue
             matches = (
                 [self.options[name]]
                 if name in self.options
-                else [a for o, a in self.options.items() if o.startswith(name)]
+                else [a for o, a in self.options.items() if long and o.startswith(name)]
             )
             if len(set(matches)) == 1:
                 seen.setdefault(matches[0], []).append(str(word))

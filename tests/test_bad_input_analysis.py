@@ -221,3 +221,16 @@ def test_a_bad_report_out_is_said_before_any_warning(tmp_path, capsys):
 )
 def test_an_option_of_one_value_given_twice_is_one_line(args, named):
     assert_one_line_error(run_cli(*args), named, "give it once")
+
+
+def test_words_after_a_double_dash_are_values_and_a_negative_number_is_no_option():
+    """review21: the repeated-option check counted words after `--` (argparse's end of options) as options."""
+    from scaling.errors import Parser, UserError
+
+    parser = Parser(prog="t")
+    parser.add_argument("--x")
+    parser.add_argument("rest", nargs="*")
+    assert parser.parse_args(["--x", "1", "--", "--x"]).rest == ["--x"]
+    assert parser.parse_args(["--x", "-1", "-2"]).x == "-1"
+    with pytest.raises(UserError, match="--x is given 2 times"):
+        parser.parse_args(["--x=1", "--x", "2", "--", "y"])
