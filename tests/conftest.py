@@ -61,7 +61,10 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
             shutil.rmtree(directory, ignore_errors=True)
             directory.mkdir()
             try:
-                build(directory)
+                with pytest.MonkeyPatch.context() as patch:  # a module fixture runs before `_isolated_env` (review22)
+                    for key, value in _test_env(tmp_path_factory).items():
+                        patch.setenv(key, value)
+                    build(directory)
             except BaseException:
                 shutil.rmtree(directory, ignore_errors=True)
                 raise

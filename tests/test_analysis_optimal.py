@@ -174,3 +174,15 @@ def test_a_capped_allocation_far_beyond_the_trained_sizes_is_an_extrapolation():
     assert far.extrapolation and [n for n in far.notes if n.startswith("extrapolation in N: N = 1.667e+11 is")]
     near = law.capped(1e20, 1e10)  # N = 1.67e9: about the largest trained size
     assert not near.extrapolation and not [n for n in near.notes if n.startswith("extrapolation in N")]
+
+
+def test_a_budget_at_the_fitted_ranges_rounded_edge_is_inside_it_for_every_rule():
+    """review22: a store's tokens rounded up put its smallest run's 6·N·D 2e-7 above the budget, and `optimal` said the
+    budget was inside the fitted range (`below_fitted`) while its loss rested on an unidentified E outside it."""
+    from analysis.fits.identified import below_fitted, within_fitted
+
+    smallest, largest = 1.0000002e18, 1e22
+    assert not below_fitted(1e18, smallest) and within_fitted(1e18, smallest, largest)
+    assert within_fitted(1.1e22, smallest, largest) and not within_fitted(2e22, smallest, largest)
+    assert below_fitted(5e17, smallest) and not within_fitted(5e17, smallest, largest)
+    assert not within_fitted(1e20, smallest, None)  # no fitted range: nothing is inside it

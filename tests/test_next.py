@@ -157,7 +157,8 @@ REFIT_CASES = [(6, [(1.0e9, 1e21), (4.64e9, 1e21)]), (4, [(1.0e9, 1e21), (6.81e9
 def test_the_expected_width_holds_what_refits_with_runs_drawn_from_the_truth_show(ladder_seed, pair):
     from types import SimpleNamespace
 
-    from analysis.cli.next import FIT_BOOTSTRAP, n_opt_log_width, refits_of
+    from analysis.cli.common import FIT_RESAMPLES
+    from analysis.cli.next import n_opt_log_width, refits_of
     from analysis.fits.outliers import fit_flagged
 
     ladder, target = [1e18, 1e19, 1e20, 1e21], 1e22
@@ -168,7 +169,7 @@ def test_the_expected_width_holds_what_refits_with_runs_drawn_from_the_truth_sho
     assert expected.refits == 16 and expected.low < expected.median < expected.high
 
     def width(frame) -> float:  # as the user's `scaling fit` then reads it: 1000 resamples, seed 0
-        return n_opt_log_width(fit_parametric(table_from_frame(frame, "s"), resamples=FIT_BOOTSTRAP, seed=0), target)
+        return n_opt_log_width(fit_parametric(table_from_frame(frame, "s"), resamples=FIT_RESAMPLES, seed=0), target)
 
     today = width(frame)
     realized = [width(pd.concat([frame, simulated(pair, seed)], ignore_index=True)) / today for seed in range(6)]

@@ -84,6 +84,9 @@ def tell(lines: list[str], prefix: str) -> None:
         print(f"{prefix}: {line}", file=sys.stderr)
 
 
+FIT_RESAMPLES = 1000  # `scaling fit`'s bootstrap resamples, which `next` refits as (`next.refits_of`)
+
+
 def add_fit_options(p: argparse.ArgumentParser, default_resamples: int) -> None:
     """--bootstrap, --seed, --level, --bins-per-decade: how `fit`, `plot` and `report` fit."""
     p.add_argument(

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from analysis.cli.common import (
+    FIT_RESAMPLES,
     add_fit_options,
     add_table_options,
     column_map,
@@ -45,7 +46,7 @@ def fit_parser() -> argparse.ArgumentParser:
         "each the data supports; muennighoff: the data-constrained L(N, D, U) (Muennighoff et al. 2023) of runs "
         "with unique tokens (--unique-column)",
     )
-    add_fit_options(p, default_resamples=1000)
+    add_fit_options(p, default_resamples=FIT_RESAMPLES)
     p.add_argument(
         "--muennighoff-stages",
         choices=["auto", "1", "2"],

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.cli.argtypes import count, positive_float
-from analysis.cli.common import add_table_options, column_map, parse, tell, write_output
+from analysis.cli.common import FIT_RESAMPLES, add_table_options, column_map, parse, tell, write_output
 from analysis.cli.next_out import (
     BARE,
     is_csv,
@@ -38,7 +38,6 @@ DEFAULT_TARGET_FACTOR = 10.0  # the target: 10x the largest budget (`next_runs.n
 # Simulated truths per design: at 48 a pair's narrowing of a 4-budget ladder's spread (0.136 -> 0.11) was
 # within 2 standard errors of the simulation's noise, so nothing could be picked (`next_runs.NOISE_Z`).
 DEFAULT_DRAWS = 192
-FIT_BOOTSTRAP = 1000  # `scaling fit`'s resamples: the refits behind the expected width fit as it does
 REFITS = 32  # simulated refits of the table with the runs behind the expected width (`analysis.fits.refits`)
 
 
@@ -179,12 +178,12 @@ def width_said(result: dict) -> str:
 
 def refits_of(args, flagged, target: float):
     """Designs -> their `refits.Refits`: ``flagged``'s table with each design's runs simulated and refitted as
-    `scaling fit --seed S` refits it (its `FIT_BOOTSTRAP` resamples, or next's --bootstrap if more; S: next's
+    `scaling fit --seed S` refits it (its `FIT_RESAMPLES` resamples, or next's --bootstrap if more; S: next's
     --seed), N_opt's log-width at ``target`` after over today's, fitted alike (`refits.refit_ratios`)."""
     from analysis.fits.parametric import fit_parametric
     from analysis.fits.refits import refit_ratios
 
-    resamples = max(args.bootstrap, FIT_BOOTSTRAP)  # at 200 a width's own Monte Carlo noise was 8-11%, at 1000 4-6%
+    resamples = max(args.bootstrap, FIT_RESAMPLES)  # at 200 a width's own Monte Carlo noise was 8-11%, at 1000 4-6%
 
     def refit(table):
         return fit_parametric(table, resamples=resamples, seed=args.seed)

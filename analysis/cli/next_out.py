@@ -37,7 +37,7 @@ def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
         "ladder_extension": {
             "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
             "flops": float(sum(c.budget for c in ladder)),
-            "width_ratio": outlook.ladder.median if outlook.ladder else None,
+            "width_ratio": outlook.ladder.as_json()["median"] if outlook.ladder else None,  # null, not Infinity
             "width_ratio_refits": outlook.ladder.as_json() if outlook.ladder else None,
         },
         "draws": args.draws,
@@ -82,9 +82,11 @@ def render(r: dict) -> str:
             f"simulated tables (the fit's own bootstrap: {r['spread_fit_bootstrap']:.3g}): it ranks the picks; the "
             "expected width is from refits of this table"
         )
-    if r["n_opt_expected_interval"] is not None:
+    if r["n_opt_expected_interval"] is not None and r["runs"]:  # no runs: today's interval, said above (review22)
         lines.append(
-            "  expected interval    [{:.4g}, {:.4g}] (the median refit's width)".format(*r["n_opt_expected_interval"])
+            "  expected interval    [{:.4g}, {:.4g}] (today's, its log-width times the median ratio)".format(
+                *r["n_opt_expected_interval"]
+            )
         )
     ladder = r["ladder_extension"]
     if ladder["width_ratio_refits"] is not None:

@@ -29,12 +29,17 @@ from scaling.flops import flops_6nd
 def caption(report: FitReport | None) -> str:
     """What `residuals` shows."""
     fitted = ", ".join(f"approach {f.approach}" for f in report.fits) if report is not None else "none"
+    rings = (
+        "Runs the outlier rule flagged were left out of the fits (--exclude-outliers), so they are not here (the "
+        "IsoFLOP profiles ring them). "
+        if report is not None and report.outliers_excluded
+        else "Runs the outlier rule flagged are ringed in red. "
+    )
     return (
         f"Observed minus fitted loss, in % of the fitted value, one panel per approach fitted ({fitted}); "
         f"colour of the runs (approaches 2 and 3): the compute budget (named in the legend, or on a colour bar when "
         f"there are more than {MAX_LEGEND_BUDGETS}); approach 1's envelope points, at their compute, are green. "
-        "Runs the outlier rule flagged are ringed in red. Residuals scattered evenly around zero mean the law's "
-        "shape fits; a trend means it does not."
+        f"{rings}Residuals scattered evenly around zero mean the law's shape fits; a trend means it does not."
     )
 
 

@@ -70,6 +70,13 @@ def outside_trained_notes(n: float, d: float, trained: TrainedRange | None) -> l
     return notes
 
 
+def within_fitted(compute: float, smallest: float | None, largest: float | None) -> bool:
+    """A budget within the fitted budgets [smallest, largest] by the same tolerance at either end as `below_fitted`'s
+    (review22: a store's rounded tokens put its smallest run's 6·N·D 2e-7 above the budget, which `optimal` then
+    called inside the fitted range and its loss "as the fit's E" at once)."""
+    return largest is not None and not below_fitted(compute, smallest) and compute <= largest * (1.0 + BUDGET_TOLERANCE)
+
+
 def below_fitted(compute: float, smallest_fitted_budget: float | None) -> bool:
     """A budget below the smallest fitted one, and not the same budget by the clustering rule (within
     `BUDGET_TOLERANCE`: approach 3's smallest is a run's 6·N·D, which rounding steps up puts just above its

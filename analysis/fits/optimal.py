@@ -268,9 +268,9 @@ class Law(abc.ABC):
 
     def rests_on_floor(self, compute: float) -> bool:
         """Whether a loss this law predicts at ``compute`` rests on an unidentified E: outside the fitted
-        budgets (from the smallest fitted run's 6·N·D to the largest, up to rounding) of a fit whose E is unidentified."""
-        low, high = (self.fitted_compute_min or 0.0) * (1 - 1e-9), (self.fitted_compute_max or np.nan) * (1 + 1e-9)
-        return bool(self.floor_unidentified) and not low <= compute <= high  # 1e-9: a figure's grid ends at them
+        budgets (from the smallest fitted run's 6·N·D to the largest: `within_fitted`) of a fit whose E is unidentified."""
+        inside = ident.within_fitted(compute, self.fitted_compute_min, self.fitted_compute_max)
+        return bool(self.floor_unidentified) and not inside
 
     def _sample_count(self) -> int:
         return len(next(iter(self.samples.values())))

@@ -8,7 +8,7 @@ the refits of the runs drawn from the truth gave x0.82-x1.10 on average per ladd
 in 2 of 3), as naive pairs at the same budget did. Three reasons, measured on those ladders:
 
   1. selection: the search keeps the design whose simulated spread came out lowest, among many whose
-     true gains differ little, so its score is biased low (x0.81 rescored with fresh draws: x0.89-x0.94);
+     true gains differ little, so its score is biased low (x0.79-x0.88 rescored with fresh draws: x0.80-x0.97);
   2. its spread pools every simulated table, redrawing the runs done too; the user's runs are done, and
      their interval today may be narrow by chance (a table's bootstrap spread of ln N_opt ranged 0.15-0.47
      for one truth): then more runs widen it (x1.10 where the table's was 0.6x the simulated one);
@@ -79,6 +79,10 @@ class Refits:
 UNCHANGED = Refits(np.ones(1), 0)
 
 
+class NoWidthToday(Exception):
+    """Today's refit has no interval of N_opt at the target to compare the refits with: why (`refit_ratios`)."""
+
+
 def noise_draws(sigma: float, n_runs: int, draws: int, rng: np.random.Generator) -> np.ndarray:
     """σ per draw: ``sigma`` (a normal-scaled MAD of ``n_runs`` residuals) divided by a draw of what such a
     MAD is in units of the true σ, so that σ̂'s own error (±26% at 20 runs) reaches the simulated runs."""
@@ -124,6 +128,11 @@ def refit_ratios(
     ``refit(table)`` fits as `scaling fit` would and ``width(fit)`` is N_opt's log-width at the target (inf
     where there is no interval). Draw m uses the same truth, noise scale and normals in every design."""
     today = width(fit)
+    if not (np.isfinite(today) and today > 0):  # review22: ratios over no width read "x>100 ... narrower in 90%"
+        raise NoWidthToday(
+            "refitted as `scaling fit` refits it, today's table gives N_opt no bounded interval at the target, so "
+            "no narrowing of it can be measured"
+        )
     thetas = bootstrap_thetas(fit)
     thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
     rng = np.random.default_rng([seed, 1])  # not the search's draws: its pick is not scored by its own noise

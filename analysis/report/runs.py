@@ -66,8 +66,9 @@ def _incomplete(frame) -> list:
     (`analysis.sources.status`: user34, a table's "finished" runs were all listed as failed here)."""
     if (status := status_column(frame)) is None:
         return []
-    not_done = ~completed(frame[status])
-    failed, ids = frame[not_done], run_ids_of(frame)[not_done]  # a table's rows without a run id: "rowK"
+    ids = run_ids_of(frame)  # a table's rows without a run id: "rowK"
+    not_done = ~completed(frame[status]) & ~ids.duplicated(keep="last")  # a curve's rows: its run once (review22)
+    failed, ids = frame[not_done], ids[not_done]
     if not len(failed):
         return []
     rows = [
