@@ -13,6 +13,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import run_cli
 from matplotlib import image as mpimg
@@ -240,6 +241,10 @@ def test_failed_and_unusable_rows_of_a_table_are_listed_by_the_readers_rule(tmp_
     markdown = render_markdown(failures_blocks(source, None), "figures")
     assert "1 run did not complete (not used in the fits):" in markdown and "| row9 |" in markdown
     assert "1 row of the input excluded as unusable" in markdown and "None: every planned run" not in markdown
+    curves = pd.concat([frame.assign(run_id=[f"r{i}" for i in range(10)])] * 3)  # review22: a run per curve row
+    curves.to_csv(csv, index=False)
+    markdown = render_markdown(failures_blocks(read_source(str(csv)), None), "figures")
+    assert "1 run did not complete (not used in the fits):" in markdown and markdown.count("| r8 |") == 1
 
 
 def test_markdown_twin_references_figure_files_written_beside_it(report):
