@@ -120,6 +120,42 @@ def test_scale_dependent_multiplier_is_recovered_at_several_budgets(pair):
     assert c.differences["beta"]["lower"] <= STEEPER["beta"] - BASE["beta"] <= c.differences["beta"]["upper"]
 
 
+def test_without_intervals_whether_m_changes_with_scale_cannot_be_said(pair):
+    """user35: `--bootstrap 0` on two recipes read a drift of noise as "m(C) changes with scale"; a constant m is no
+    more known without intervals than a changing one."""
+    for candidate in ("constant", "steeper"):
+        c = _compare([pair["base"], pair[candidate]], resamples=0)
+        assert c.scale_dependent is None and "whether it changes with scale cannot be said" in c.summary, c.summary
+        assert c.summary.endswith("no intervals)") and "m ≈" not in c.summary, c.summary
+
+
+def _user35_runs(law, budgets, sizes, seed):
+    """user35's generator: ``sizes`` runs a budget at N_opt·e^(−1 .. +1), 1% log-normal noise."""
+    rng, rows = np.random.default_rng(seed), []
+    for c in budgets:
+        n_opt = laws.chinchilla_allocation(c, law["A"], law["B"], law["alpha"], law["beta"])[0]
+        for n in n_opt * np.exp(np.linspace(-1.0, 1.0, sizes)):
+            d = c / (6 * n)
+            loss = laws.chinchilla_loss(n, d, **law) * np.exp(0.01 * rng.standard_normal())
+            rows.append(dict(params=n, tokens=d, flops=6 * n * d, loss=loss))
+    return pd.DataFrame(rows)
+
+
+def test_an_exponent_difference_without_a_drift_across_the_range_says_nothing_of_scale(tmp_path):
+    """user35: a thin candidate (3 budgets of 3 sizes) worth exactly 2x the baseline's compute at every scale read
+    "m(C) changes with scale: it goes from 2.03 [1.84, 2.34] ... to 2 [1.72, 2.28]": Δγ and ΔE, off together,
+    excluded 0 while m did not drift. Now whether it changes with scale cannot be said."""
+    law = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
+    doubled = {**law, "A": law["A"] / 2 ** (law["alpha"] / 2), "B": law["B"] / 2 ** (law["beta"] / 2)}
+    _user35_runs(law, [1e18, 1e19, 1e20, 1e21], 6, seed=1).to_csv(tmp_path / "a.csv", index=False)
+    _user35_runs(doubled, [1e18, 1e19, 1e20], 3, seed=36).to_csv(tmp_path / "b.csv", index=False)
+    c = _compare([tmp_path / "a.csv", tmp_path / "b.csv"], resamples=1000)
+    gamma = c.differences["gamma"]
+    assert not gamma["lower"] <= 0 <= gamma["upper"], gamma  # the exponents read apart ...
+    assert c.scale_dependent is None and "whether it changes with scale cannot be said" in c.summary, c.summary
+    assert all(r.multiplier.lower <= 2.0 <= r.multiplier.upper for r in c.rows if not r.beyond_fitted_range)
+
+
 def test_doubled_compute_gives_two(pair):
     c = _compare([pair["doubled"], pair["base"]])
     for r in c.rows:

@@ -11,8 +11,10 @@ smallest): there one of the laws is extrapolated.
 The answer: m(C) is summarised as one number (its value at the middle of the shared fitted range,
 log scale) only when it does not change with scale: the interval of its drift across the shared
 range, m(C_hi)/m(C_lo), contains 1 and the interval of the frontier-exponent difference Δγ
-contains 0. Otherwise m(C) is given at both ends of the range ("goes from ... to ...").
-Without bootstrap intervals a drift under `FLAT_DRIFT` counts as constant. When a side's fit does
+contains 0. It changes with scale when the drift's interval excludes 1, and is then given at both ends of the range
+("goes from ... to ..."). Whether it changes cannot be said (given at both ends, so said) without bootstrap intervals,
+when only Δγ's interval excludes 0 (no drift across the range shows it: a constant m = 2 read "changes with scale",
+Δγ and ΔE off together on a thin table), or when a side's γ or E is unidentified. When a side's fit does
 not respond to the data (`analysis.compare.multiplier.unresponsive`), m(C), the loss differences
 and that side's losses are unidentified, and the answer says so instead of giving a number.
 """
@@ -39,7 +41,6 @@ from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
 
 EXTRAPOLATE = (10.0, 100.0)  # extra rows at these multiples of the largest budget, flagged
-FLAT_DRIFT = 0.01  # without intervals: |ln(m(C_hi)/m(C_lo))| below this counts as constant
 
 
 @dataclass
@@ -127,7 +128,8 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     lo, hi = (lo, hi) if lo <= hi else (hi, lo)  # no shared range: the gap between them
     ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
     scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
-    if diffs["gamma"].get("unidentified") or (scale_dependent and _vague(ends)):
+    unknown = diffs["gamma"].get("unidentified") or diffs["E"].get("unidentified")  # user35: E at its bound
+    if unknown or (scale_dependent and _vague(ends)):
         scale_dependent = None  # whether m(C) changes with scale cannot be said (review21: "consistent with 0")
     notes = []
     if unbounded := [i for i, r in enumerate(rows) if r.multiplier.unbounded]:
@@ -224,25 +226,26 @@ def _estimate(values: dict, i: int, unidentified: str = "", pairs: int = 0) -> E
     return Estimate(value, lower, upper, unidentified)
 
 
-def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float, gamma: dict) -> bool:
-    """Whether m(C) changes across the shared range (see the module docstring)."""
+def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float, gamma: dict) -> bool | None:
+    """Whether m(C) changes across the shared range (see the module docstring): True when the interval of its drift
+    excludes 0, False when it holds 0 and so does Δγ's, None (cannot be said) without intervals, or when only Δγ's
+    excludes 0 (user35: a constant m = 2, "changes with scale: from 2.03 to 2", Δγ and ΔE off together)."""
 
     def log_drift(b, c):
         m = frontier_of(b).compute_for(frontier_of(c).loss(np.array([lo, hi]))) / np.array([lo, hi])
         with np.errstate(all="ignore"):
             return np.log(m[..., 1] / m[..., 0])
 
-    point = float(log_drift(baseline.fit.params, candidate.fit.params))
     paired = paired_samples(baseline.fit, candidate.fit)
-    if paired is None or paired[2] < 2:
-        return not abs(point) < FLAT_DRIFT
+    if paired is None or paired[2] < 2:  # user35: --bootstrap 0 read a 1% drift of noise as "changes with scale"
+        return None
     drift = log_drift(paired[0], paired[1])
     # pairs whose m is infinite at both ends have no drift (NaN); more of them than a tail holds leave its interval
     # unknown, not excluding 0 (user32: 7 of 121 such pairs, dropped, read "changes with scale" at 1,000 resamples)
     low, high = percentile_interval(drift[:, None], level)
     drift_flat = np.isnan(drift).mean() > (1.0 - level) / 2 or bool(low[0] <= 0 <= high[0])
     gamma_flat = gamma["lower"] <= 0 <= gamma["upper"]
-    return not (drift_flat and gamma_flat)
+    return False if drift_flat and gamma_flat else None if drift_flat else True
 
 
 WIDE_M = 10.0  # an m interval wider than this factor, holding 1, tells nothing of which recipe is better
