@@ -204,5 +204,13 @@ def test_the_expected_width_says_when_a_single_refit_may_widen_the_interval_or_n
     assert said(1.0, 1.0, 1.0, 0.0, refits=0) == "x1 of today's (no runs)"
 
 
+def test_refits_0_skips_the_expected_width_and_says_so(source):
+    """--refits 0: the runs alone, without the simulated refits (~20 s of CPU on the shared machine)."""
+    proc = run_cli("next", source, "--flops", ALLOWANCE, "--refits", 0, "--draws", 16, "--bootstrap", 40)
+    assert proc.returncode == 0, proc.stderr
+    assert "  expected width       unknown: not computed: --refits 0 skips the simulated refits" in proc.stdout
+    assert "stands for no interval" not in proc.stdout  # the picks' spreads stand for today's interval still
+
+
 def test_too_few_refits_for_a_range_are_refused_in_one_line(source):
     assert_one_line_error(run_cli("next", source, "--flops", ALLOWANCE, "--refits", 2), "--refits 2 is too few")

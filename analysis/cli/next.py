@@ -86,7 +86,9 @@ def next_parser() -> argparse.ArgumentParser:
         metavar="M",
         help=f"simulated truths per design (default {DEFAULT_DRAWS}; fewer resolve only larger narrowings)",
     )
-    refits = f"simulated refits of the table with the proposed runs behind the expected width (default {REFITS})"
+    refits = (
+        f"simulated refits of the table with the proposed runs behind the expected width (default {REFITS}; 0: none)"
+    )
     p.add_argument("--refits", type=count, default=REFITS, metavar="R", help=refits)
     p.add_argument("--seed", type=count, default=0, help="seed of the bootstrap and the simulations (default 0)")
     p.add_argument(
@@ -105,6 +107,7 @@ def next_main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     from analysis.fits import next_runs as nr
+    from analysis.fits import refits
     from analysis.fits.design import DesignSimulator, bootstrap_spread
     from analysis.sources.load import is_store, load_runs
 
@@ -135,7 +138,7 @@ def next_main(argv: list[str]) -> int:
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(law, target)
     outlook = nr.outlook(plan, ladder, now, bootstrap_spread(fit, target), refits_of(args, flagged, target))
-    why = outlook.why_unknown
+    why = "" if outlook.why_unknown == refits.SKIPPED else outlook.why_unknown  # skipped: each pick's spread holds
     result = summary(args, plan, target, now, ladder, outlook)
     result["target_below_range"] = below_range_note(target, law.fitted_compute_min) or None
     result["outliers"] = (
@@ -160,8 +163,10 @@ def check_counts(args) -> None:
         raise UserError(
             f"--draws {args.draws} is too few to measure a spread; give at least 8 (default {DEFAULT_DRAWS})"
         )
-    if args.refits < 8:
-        raise UserError(f"--refits {args.refits} is too few to give a range; give at least 8 (default {REFITS})")
+    if 0 < args.refits < 8:
+        raise UserError(
+            f"--refits {args.refits} is too few to give a range; give at least 8 (default {REFITS}), or 0 to skip them"
+        )
     if args.bootstrap < MIN_BOOTSTRAP:  # it took 20 where given fewer, 0 included, and did not say so
         raise UserError(
             f"--bootstrap {args.bootstrap} is too few: the fit's resamples are the truths the simulation draws and "
@@ -181,7 +186,7 @@ def refits_of(args, flagged, target: float):
     `scaling fit --seed S` refits it (its `FIT_RESAMPLES` resamples, or next's --bootstrap if more; S: next's
     --seed), N_opt's log-width at ``target`` after over today's, fitted alike (`refits.refit_ratios`)."""
     from analysis.fits.parametric import fit_parametric
-    from analysis.fits.refits import refit_ratios
+    from analysis.fits.refits import SKIPPED, NoRatio, refit_ratios
 
     resamples = max(args.bootstrap, FIT_RESAMPLES)  # at 200 a width's own Monte Carlo noise was 8-11%, at 1000 4-6%
 
@@ -189,6 +194,8 @@ def refits_of(args, flagged, target: float):
         return fit_parametric(table, resamples=resamples, seed=args.seed)
 
     def refits(designs):
+        if not args.refits:
+            raise NoRatio(SKIPPED)
         today = flagged.fit if resamples == args.bootstrap else refit(flagged.table)
 
         def width(fit):

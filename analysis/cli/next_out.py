@@ -68,7 +68,10 @@ def render(r: dict) -> str:
         )
     for run in r["runs"]:
         lines += run_lines(run)
-    spread = "" if not r["why_unknown"] else ", a spread that stands for no interval here (expected width)"
+    from analysis.fits.refits import SKIPPED
+
+    unknown = r["why_unknown"] and r["why_unknown"] != SKIPPED  # --refits 0: the spread stands for today's interval
+    spread = ", a spread that stands for no interval here (expected width)" if unknown else ""
     lines.append(  # user33: "each pick narrows" beside "a narrowing of it cannot be known", unexplained
         f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']}; each pick "
         f"narrows the simulated spread of ln N_opt by over {r['noise_z']:g} standard errors of simulation noise{spread})"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from analysis.fits.design import DesignSimulator
 from analysis.fits.laws import chinchilla_allocation
-from analysis.fits.refits import NoWidthToday, Refits
+from analysis.fits.refits import NoRatio, Refits
 from scaling.flops import TOKENS_PER_PARAM, tokens_6nd
 from scaling.shapes import CONF_DIR, param_counts, shape_for_width
 
@@ -334,7 +334,7 @@ def outlook(plan: Plan, ladder: list[Candidate], now, fit_spread: float, refits)
     designs = [[(c.n, c.budget) for c in runs] for runs in (plan.runs, ladder)]
     try:
         planned, extended = refits(designs if ladder else designs[:1]) + [None] * (not ladder)
-    except NoWidthToday as err:
+    except NoRatio as err:
         return Outlook(fit_spread, str(err))
     return Outlook(fit_spread, why, planned, extended)
 

@@ -79,8 +79,12 @@ class Refits:
 UNCHANGED = Refits(np.ones(1), 0)
 
 
-class NoWidthToday(Exception):
-    """Today's refit has no interval of N_opt at the target to compare the refits with: why (`refit_ratios`)."""
+class NoRatio(Exception):
+    """No width ratio is measured, and why: today's refit has no interval of N_opt at the target to compare the
+    refits with (`refit_ratios`), or the refits were not asked for (`SKIPPED`)."""
+
+
+SKIPPED = "not computed: --refits 0 skips the simulated refits behind it"
 
 
 def noise_draws(sigma: float, n_runs: int, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -129,7 +133,7 @@ def refit_ratios(
     where there is no interval). Draw m uses the same truth, noise scale and normals in every design."""
     today = width(fit)
     if not (np.isfinite(today) and today > 0):  # review22: ratios over no width read "x>100 ... narrower in 90%"
-        raise NoWidthToday(
+        raise NoRatio(
             "refitted as `scaling fit` refits it, today's table gives N_opt no bounded interval at the target, so "
             "no narrowing of it can be measured"
         )
