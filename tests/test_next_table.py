@@ -166,7 +166,7 @@ def test_a_store_still_gets_this_projects_shapes_and_out_csv_writes_them_as_rows
         (
             "table",
             ("--flops", FLOPS, "--max-tokens", 10),
-            ("--max-tokens 10 is below the fewest tokens any run can have: 2.89e+08", "give at least 2.89e+08"),
+            ("--max-tokens 10 is below the fewest tokens any run can have: 3.67e+08", "give at least 3.67e+08"),
         ),
         ("store", ("--flops", 1e11), ("--flops 1e11 is below the cost of one run", "3e11 FLOPs; give at least 3e11")),
     ],
@@ -248,12 +248,12 @@ def test_a_proposal_of_no_runs_is_a_sweep_file_that_launches_nothing(tmp_path):
 
     import yaml
 
-    from analysis.cli.next_out import sweep_yaml
+    from analysis.cli.next_limits import PerPoint
+    from analysis.cli.next_sweep import sweep_yaml
 
     base = {"defaults": ["config"], "sweep": "tiny", "hydra": {"sweeper": {"budgets": [4e10], "models": ["d32"]}}}
-    text = sweep_yaml(
-        base, SimpleNamespace(runs=[], flops=0.0), SimpleNamespace(source="t.csv", flops=1e12), 1e13, "x1 (no runs)"
-    )
+    plan, args = SimpleNamespace(runs=[], flops=0.0), SimpleNamespace(source="t.csv", flops=1e12)
+    text = sweep_yaml(base, plan, args, (1e13, "x1 (no runs)"), PerPoint())
     sweeper = yaml.safe_load(text)["hydra"]["sweeper"]
     assert (sweeper["grid"], sweeper["budgets"], sweeper["models"]) == ({}, [], [])
     # launched, it says so and exits 0 (user29: exit 2, "no budgets x models to sweep", broke `next && sweep`)

@@ -1,7 +1,9 @@
 """`scaling next` on a table whose N_opt interval is wide (4 sizes per budget, noisy: the tables that most need
 runs). Before, candidates lay within N_opt·10^±0.5 and came in pairs bracketing the interval, so no pair existed
 once the interval was wider, and the plan was empty ("allow more FLOPs"); now the window is the interval widened
-by a grid step, and the pairs bracket the true N_opt. And `next` prints the table's warnings, as `fit` does."""
+by a grid step, and the pairs bracket the true N_opt. Such a pair lies past the table's own tokens per parameter
+(1.67 and 774 on runs of 4.1 to 316): by default runs stay within them widened 2x (`next_limits.DN_REACH`), and
+--dn-reach 10 lets them out, the user's call. And `next` prints the table's warnings, as `fit` does."""
 
 import json
 
@@ -15,14 +17,32 @@ QUICK = ("--bootstrap", 100)
 
 
 @pytest.fixture(scope="module")
-def wide(tmp_path_factory):
+def table(tmp_path_factory):
     path = tmp_path_factory.mktemp("next_wide") / "wide.csv"
     isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 4, spread_decades=0.4, noise=0.02, seed=2).to_csv(
         path, index=False
     )
-    proc = run_cli("next", path, "--flops", 5e21, "--json", "--refits", 8, *QUICK)
+    return path
+
+
+@pytest.fixture(scope="module")
+def wide(table):
+    proc = run_cli("next", table, "--flops", 5e21, "--json", "--refits", 8, "--dn-reach", 10, *QUICK)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def test_by_default_no_run_lies_past_the_tables_own_tokens_per_parameter_widened_2x(table, wide):
+    assert [round(run["tokens_per_param"]) for run in wide["runs"]] == [774, 2]  # --dn-reach 10: 4.07 to 316
+    proc = run_cli("next", table, "--flops", 5e21, "--refits", 0, *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    assert "  tokens per param     runs proposed at 2.03 to 632: the table's own 4.07 to 316 widened 2x" in proc.stdout
+    assert (
+        "  + C = " not in proc.stdout
+        and "raise --draws; or raise --dn-reach (the tokens-per-parameter window above)" in proc.stdout
+    )
+    refused = run_cli("next", table, "--flops", 5e21, "--dn-reach", 0.5)
+    assert refused.returncode == 2 and "'0.5' is below 1" in refused.stderr
 
 
 def test_a_wide_interval_gets_pairs_that_bracket_the_true_n_opt(wide):

@@ -14,18 +14,25 @@ import numpy as np
 
 from analysis.cli.argtypes import count, positive_float
 from analysis.cli.common import FIT_RESAMPLES, add_table_options, column_map, parse, tell, write_output
+from analysis.cli.next_limits import (
+    add_reach_option,
+    check_allowance,
+    check_limits,
+    per_point,
+    tokens_window,
+    window_of,
+)
 from analysis.cli.next_out import (
     BARE,
     is_csv,
     ratio_range,
     render,
     runs_csv,
-    short,
     summary,
-    sweep_yaml,
     table_terms,
 )
 from analysis.cli.next_settings import base_sweep
+from analysis.cli.next_sweep import sweep_yaml
 from analysis.describe.outliers import flagged_line
 from analysis.fits.bootstrap import AS_A
 from analysis.fits.identified import below_range_note
@@ -98,6 +105,7 @@ def next_parser() -> argparse.ArgumentParser:
         "without it they are kept, and a line says how many were flagged, by rule",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_reach_option(p)
     add_table_options(p)
     return p
 
@@ -118,7 +126,8 @@ def next_main(argv: list[str]) -> int:
     base = base_sweep(args.source, BARE)
     loaded = load_runs(args.source, column_map(args), args.allow_mixed_corpora)
     tell(loaded.lines()[0], "warning")
-    check_limits(args, float(loaded.budget_compute.min()), shapes, tokens_window(base))
+    per, window = per_point(loaded), window_of(loaded, tokens_window(base), args.dn_reach)  # K runs a point; D/N
+    check_limits(args, float(loaded.budget_compute.min()), shapes, window.allowed, per)
     flagged = law_fit(args, loaded)
     table, fit = flagged.table, flagged.fit
     budgets = table.budget_compute.tolist()  # where the fit places them: its runs' 6·N·D (review17: labels 1.3x low)
@@ -127,19 +136,22 @@ def next_main(argv: list[str]) -> int:
     every = budgets + nr.next_budgets(budgets, target)
     law = fit_law(fit)
     bounds = {} if shapes else n_opt_bounds(law, every)  # a table's pairs bracket N_opt's interval there
-    rules = candidate_rules(args, table, fit.params, bounds, shapes, base)
+    rules = candidate_rules(args, table, fit.params, bounds, shapes, window.allowed)
     done = list(zip(table.runs["N"], table.runs["budget"].map(dict(zip(table.budgets, budgets)))))
     pool = nr.candidates(fit.params, done, every, rules, bounds)
     buyable = nr.units(pool, rules, bounds)
-    check_allowance(args, buyable, shapes, bounds, rules, lambda: nr.no_shape(fit.params, done, every, rules))
+    check_allowance(
+        args, buyable, shapes, bounds, rules, (per, window), lambda: nr.no_shape(fit.params, done, every, rules)
+    )
     sim = DesignSimulator.from_fit(fit, target, flagged.noise_scale, draws=args.draws, seed=args.seed)
-    plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= args.flops], args.flops)
+    allowance = args.flops / per.runs  # each point bought costs K runs at its budget
+    plan = nr.plan_runs(sim, [u for u in buyable if nr.cost(u) <= allowance * (1 + 1e-9)], allowance)
     runs_at_top = int(np.sum(table.runs["budget"] == table.budgets[-1]))
     ladder = nr.ladder_extension(fit.params, done, budgets, rules, runs_at_top)
     now = n_opt_now(law, target)
     outlook = nr.outlook(plan, ladder, now, bootstrap_spread(fit, target), refits_of(args, flagged, target))
     why = "" if outlook.why_unknown == refits.SKIPPED else outlook.why_unknown  # skipped: each pick's spread holds
-    result = summary(args, plan, target, now, ladder, outlook)
+    result = summary(args, plan, target, now, ladder, outlook, per, window.as_json())
     result["target_below_range"] = below_range_note(target, law.fitted_compute_min) or None
     result["outliers"] = (
         flagged_line(flagged.outliers, args.exclude_outliers, by_rule=True) if flagged.outliers else None
@@ -148,9 +160,9 @@ def next_main(argv: list[str]) -> int:
         result.update(table_terms(args, table, plan, fit.params, (budgets, target), shapes, bounds, why))
     if args.out is not None:
         data = (
-            runs_csv(result["runs"], shapes, store)
+            runs_csv(result["runs"], shapes, store, per.runs)
             if is_csv(args.out)
-            else sweep_yaml(base, plan, args, target, width_said(result))
+            else sweep_yaml(base, plan, args, (target, width_said(result)), per)
         )
         write_output(args.out, data.encode(), "--out")
     print(json.dumps(result) if args.json else render(result))
@@ -258,69 +270,21 @@ def check_out(args, shapes: bool) -> None:
     )
 
 
-def candidate_rules(args, table, params: dict, bounds: dict, shapes: bool, base: dict):
+def candidate_rules(args, table, params: dict, bounds: dict, shapes: bool, window: tuple[float, float]):
     """Which runs may be proposed (`next_runs.CandidateRules`): this project's shapes, one at a time,
     within `WINDOW_DECADES` of N_opt; or a table's sizes in pairs bracketing N_opt's interval ``bounds``,
-    within `BRACKET_DECADES` of N_opt or a grid step of the interval."""
+    within `BRACKET_DECADES` of N_opt or a grid step of the interval; inside the tokens-per-parameter ``window``
+    (`next_limits.window_of`) and --max-tokens either way."""
     from analysis.fits import next_runs as nr
 
     return nr.CandidateRules(
         shapes=nr.ladder_shapes(table.n_kind, *model_dims(args.source))
         if shapes
         else table_sizes(table, params, bounds),
-        tokens_per_param=tokens_window(base),
+        tokens_per_param=window,
         max_tokens=args.max_tokens,
         **({} if shapes else {"window_decades": nr.BRACKET_DECADES, "bracket": True}),
     )
-
-
-def tokens_window(base: dict) -> tuple[float, float]:
-    """The tokens-per-parameter window of every candidate: the source sweep's (``base``), else the sweeper's."""
-    from scaling.flops import TOKENS_PER_PARAM
-
-    return tuple(base["hydra"]["sweeper"].get("tokens_per_param", TOKENS_PER_PARAM))
-
-
-def check_limits(args, smallest: float, shapes: bool, window: tuple[float, float]) -> None:
-    """--flops and --max-tokens against what every possible run needs, before the fit (from the source's
-    ``smallest`` budget alone): a candidate costs its budget, at least the smallest (twice over for a table's
-    pairs), and has D = √(C·(D/N)/6) tokens, at least √(C·lo/6) inside the tokens-per-parameter ``window``."""
-    least = float(smallest) * (1 if shapes else 2)
-    if args.flops < least:
-        unit = "one run" if shapes else "a pair of runs (a table's sizes are bought in pairs bracketing N_opt)"
-        raise UserError(
-            f"--flops {short(args.flops)} is below the cost of {unit} at the smallest budget of {args.source!r}, "
-            f"{short(smallest)} FLOPs; give at least {short(least)}"
-        )
-    fewest = float(np.sqrt(smallest * window[0] / 6))
-    if args.max_tokens is not None and args.max_tokens < fewest:
-        raise UserError(
-            f"--max-tokens {args.max_tokens:.3g} is below the fewest tokens any run can have: {fewest:.3g} at the "
-            f"smallest budget of {args.source!r} ({short(smallest)} FLOPs) and {window[0]:g} tokens per parameter, "
-            f"the window's least (D = √(C·(D/N)/6)); give at least {fewest:.3g}"
-        )
-
-
-def check_allowance(args, units: list[tuple], shapes: bool, bounds: dict, rules, no_shape=None) -> None:
-    """Some candidate (`next_runs.units`, the ones the search is given) under the limits, and the allowance
-    buys the cheapest one; for a table, where none does, why no pair brackets N_opt's interval (`no_pair`:
-    N_opt's ``bounds``, the candidates' ``rules``); for shapes, why none fits (``no_shape()``: `next_runs.no_shape`)."""
-    from analysis.fits.next_runs import cost, no_pair
-
-    if not units:
-        if not shapes:
-            raise UserError(f"{args.source!r}: {no_pair(bounds, rules)}")
-        raise UserError(f"no ladder shape fits any budget of {args.source!r}: {no_shape()}")
-    cheapest = min(units, key=cost)
-    if cost(cheapest) > args.flops:
-        names = [c.shape if shapes else f"N = {c.n:.3g}" for c in cheapest]
-        what = "run" if len(cheapest) == 1 else "pair"
-        raise UserError(
-            f"--flops {short(args.flops)} is below the cheapest candidate {what} ({' and '.join(names)} at "
-            f"{short(cheapest[0].budget)} FLOPs"
-            + (", bracketing N_opt" if what == "pair" else "")
-            + f"); give at least {short(cost(cheapest))}"
-        )
 
 
 def n_opt_bounds(law, budgets) -> dict:

@@ -10,10 +10,12 @@ import numpy as np
 from analysis.fits.results import Estimate
 
 
-def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
+def summary(args, plan, target: float, now, ladder: list, outlook, per, window: dict) -> dict:
     """The proposal as one JSON-able dict (what `render` prints). ``outlook``: what can be said of it
     (`next_runs.Outlook`: the fit's own bootstrap spread, why no width ratio can be known, the simulated
-    refits of the table with the plan's runs and with the ladder's)."""
+    refits of the table with the plan's runs and with the ladder's). ``per``: the runs each point costs
+    (`next_limits.PerPoint`: K for a hyperparameter sweep's points); ``window``: the candidates' tokens per
+    parameter (`next_limits.Window.as_json`)."""
     from analysis.fits.next_runs import NOISE_Z
 
     known = outlook.known
@@ -24,7 +26,10 @@ def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
         "flops_allowance": args.flops,
         "n_opt_now": now.as_json(),  # {estimate, interval[, unidentified]}: no interval when unbounded
         "runs": plan_rows(plan),
-        "flops": plan.flops,
+        "flops": plan.flops * per.runs,  # every point's K runs (`next_limits.per_point`)
+        "runs_per_point": per.runs,
+        "per_point": per.note or None,  # why a point is K runs, None for 1
+        "tokens_per_param_window": window,
         "spread_now": plan.spread_done,
         "spread_fit_bootstrap": outlook.fit_spread,  # what spread_now stands for
         "spread_after": plan.spread,
@@ -36,7 +41,7 @@ def summary(args, plan, target: float, now, ladder: list, outlook) -> dict:
         "noise_z": NOISE_Z,  # each pick narrows the spread by more than this many standard errors of simulation noise
         "ladder_extension": {
             "runs": [{"shape": c.shape, "budget_flops": c.budget} for c in ladder],
-            "flops": float(sum(c.budget for c in ladder)),
+            "flops": float(sum(c.budget for c in ladder)) * per.runs,
             "width_ratio": outlook.ladder.as_json()["median"] if outlook.ladder else None,  # null, not Infinity
             "width_ratio_refits": outlook.ladder.as_json() if outlook.ladder else None,
         },
@@ -61,10 +66,17 @@ def render(r: dict) -> str:
     lines += [f"  outliers             {r['outliers']}"] if r.get("outliers") else []
     lines += [f"  target               {r['target_below_range']}"] if r.get("target_below_range") else []
     lines.append(f"  N_opt now            {n_opt_shown(r['n_opt_now'])}")
+    lines.append(f"  tokens per param     {window_line(r['tokens_per_param_window'])}")
+    lines += [f"  runs per point       {r['per_point']}"] if r["per_point"] else []
     if not r["runs"]:
         lines.append(
             f"  no affordable run narrows the simulated spread by more than {r['noise_z']:g} standard errors of "
             "its simulation noise: buy nothing, allow more FLOPs, or raise --draws"
+            + (
+                "; or raise --dn-reach (the tokens-per-parameter window above)"
+                if binds(r["tokens_per_param_window"])
+                else ""
+            )
         )
     for run in r["runs"]:
         lines += run_lines(run)
@@ -73,37 +85,58 @@ def render(r: dict) -> str:
     unknown = r["why_unknown"] and r["why_unknown"] != SKIPPED  # --refits 0: the spread stands for today's interval
     spread = ", a spread that stands for no interval here (expected width)" if unknown else ""
     lines.append(  # user33: "each pick narrows" beside "a narrowing of it cannot be known", unexplained
-        f"  cost                 {r['flops']:.4g} FLOPs in {runs(len(r['runs']))} (search: {r['search']}; each pick "
+        f"  cost                 {r['flops']:.4g} FLOPs in {counted(len(r['runs']), r['runs_per_point'])} (search: {r['search']}; each pick "
         f"narrows the simulated spread of ln N_opt by over {r['noise_z']:g} standard errors of simulation noise{spread})"
     )
-    if r["why_unknown"]:
-        lines.append(f"  expected width       unknown: {r['why_unknown']}")
-    else:
-        lines.append(f"  expected width       {expected_width(r['width_ratio_refits'])}")
+    lines += width_lines(r)
+    ladder = r["ladder_extension"]
+    if ladder["width_ratio_refits"] is not None:
         lines.append(
+            f"  for comparison       one more ladder budget ({counted(len(ladder['runs']), r['runs_per_point'])} at "
+            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): "
+            f"{ratio_range(ladder['width_ratio_refits'])}"
+        )
+    if r["out"] and is_csv(Path(r["out"])):
+        row = "run" if r["runs_per_point"] == 1 else f"point, its {r['runs_per_point']} runs to sweep as the table did"
+        lines.append(f"  runs file            {r['out']} (one row per {row})")
+    elif r["out"]:
+        launch = f"launch: scaling sweep {r['out']}" if r["runs"] else "no runs: nothing to launch"
+        lines.append(f"  sweep file           {r['out']} ({launch})")
+    return "\n".join(lines)
+
+
+def window_line(w: dict) -> str:
+    """The window as the text says it (``w``: `next_limits.Window.as_json`)."""
+    (lo, hi), (own_lo, own_hi), (sweep_lo, sweep_hi) = w["allowed"], w["table"], w["sweep"]
+    return (
+        f"runs proposed at {lo:.3g} to {hi:.3g}: the table's own {own_lo:.3g} to {own_hi:.3g} widened {w['reach']:g}x "
+        f"either way, inside the sweep's {sweep_lo:g} to {sweep_hi:g} (the law is not fitted beyond its runs)"
+    )
+
+
+def binds(w: dict) -> bool:
+    """Whether the table's own range widened (`next_limits.Window`) narrows the sweep's window."""
+    return w["allowed"][0] > w["sweep"][0] or w["allowed"][1] < w["sweep"][1]
+
+
+def width_lines(r: dict) -> list[str]:
+    """The expected width (or why unknown), the simulated spread behind the picks, the expected interval."""
+    if r["why_unknown"]:
+        lines = [f"  expected width       unknown: {r['why_unknown']}"]
+    else:
+        lines = [
+            f"  expected width       {expected_width(r['width_ratio_refits'])}",
             f"  simulated spread     of ln N_opt {r['spread_now']:.3g} -> {r['spread_after']:.3g} in {r['draws']} "
             f"simulated tables (the fit's own bootstrap: {r['spread_fit_bootstrap']:.3g}): it ranks the picks; the "
-            "expected width is from refits of this table"
-        )
+            "expected width is from refits of this table",
+        ]
     if r["n_opt_expected_interval"] is not None and r["runs"]:  # no runs: today's interval, said above (review22)
         lines.append(
             "  expected interval    [{:.4g}, {:.4g}] (today's, its log-width times the median ratio)".format(
                 *r["n_opt_expected_interval"]
             )
         )
-    ladder = r["ladder_extension"]
-    if ladder["width_ratio_refits"] is not None:
-        lines.append(
-            f"  for comparison       one more ladder budget ({runs(len(ladder['runs']))} at "
-            f"{ladder['runs'][0]['budget_flops']:.3g} FLOPs, {ladder['flops']:.4g} FLOPs): "
-            f"{ratio_range(ladder['width_ratio_refits'])}"
-        )
-    if r["out"] and is_csv(Path(r["out"])):
-        lines.append(f"  runs file            {r['out']} (one row per run)")
-    elif r["out"]:
-        launch = f"launch: scaling sweep {r['out']}" if r["runs"] else "no runs: nothing to launch"
-        lines.append(f"  sweep file           {r['out']} ({launch})")
-    return "\n".join(lines)
+    return lines
 
 
 def ratio_text(x: float | None) -> str:
@@ -230,56 +263,15 @@ def plan_rows(plan) -> list[dict]:
     ]
 
 
-def runs_csv(rows: list[dict], shapes: bool, store: bool) -> str:
-    """The proposal, one row per run (``rows``: the printed runs), in the table's terms
-    (`--out RUNS.csv`): a shape column for this project's shapes, a reason for a table that is not a store."""
+def runs_csv(rows: list[dict], shapes: bool, store: bool, per: int = 1) -> str:
+    """The proposal, one row per point (``rows``: the printed runs), in the table's terms (`--out RUNS.csv`): a
+    shape column for this project's shapes, a reason for a table that is not a store, and where a point is
+    ``per`` > 1 runs (a hyperparameter sweep's settings, `next_limits.per_point`), runs_per_point."""
     import pandas as pd
 
     columns = ["shape"] * shapes + ["budget_flops", "params", "tokens", "tokens_per_param"] + ["reason"] * (not store)
-    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
-
-
-def sweep_yaml(base: dict, plan, args, target: float, width: str) -> str:
-    """The source's sweep file with its grid replaced by the proposal (budget -> shapes), its store the source's
-    (user24: a sweep file of the user's was replaced by a bare one whose runs went to results/next, with other
-    settings, under a header saying they would join the source's store)."""
-    import yaml
-
-    from analysis.cli.next_settings import base_sweep_path, carried, merged, nested
-
-    grid: dict[str, list[str]] = {}
-    for c in plan.runs:
-        grid.setdefault(short(c.budget), []).append(c.shape)
-    store = Path(args.source).is_dir()  # a results store (a table's runs have none to join)
-    named = base.get("sweep") != BARE
-    own = carried(args.source, base_sweep_path(args.source) if named else None) if store else {}  # user26: llama
-    sweep = merged({**base, **({"store": str(Path(args.source).resolve())} if store else {})}, nested(own or {}))
-    # no runs: nothing the file could launch (user26: an empty grid let the base file's budgets × models train)
-    empty = {} if plan.runs else {"budgets": [], "models": []}
-    sweep["hydra"] = {**base.get("hydra", {}), "sweeper": {**base.get("hydra", {}).get("sweeper", {}), "grid": grid}}
-    sweep["hydra"]["sweeper"].update(empty)
-    settings = (
-        "A table's runs have no store or settings to join: set store= and your runs' settings here"
-        if not store
-        else (
-            f"The source's sweep file ({base_sweep_path(args.source)})"
-            if named
-            else "A bare sweep file (the source's is unknown)"
-        )
-        + (
-            ": no run's config.yaml was found, so its runs' settings are unknown: set them here (model.arch, data, "
-            "train.*), or the runs will differ from the store's"
-            if own is None
-            else ", its store, and the settings its runs share that the file lacks ("
-            + (", ".join(f"{k}={v}" for k, v in own.items()) or "none")
-            + ", from their config.yaml): scaling sweep FILE"
-        )
-    )
-    header = (
-        f"# written by `scaling next {args.source} --flops {short(args.flops)}`: {runs(len(plan.runs))}, {plan.flops:.4g} "
-        f"FLOPs,\n# chosen to narrow N_opt at {target:.4g} FLOPs (expected width {width}).\n# {settings}\n"
-    )
-    return header + yaml.safe_dump(sweep, sort_keys=False)
+    frame = pd.DataFrame(rows, columns=columns)
+    return (frame.assign(runs_per_point=per) if per > 1 else frame).to_csv(index=False)
 
 
 BARE = "next"  # the sweep name of a file `next` writes without the source's sweep file (`next.base_sweep`)
@@ -296,6 +288,14 @@ def short(x: float) -> str:
 
 def runs(k: int) -> str:
     return f"{k} run" + ("" if k == 1 else "s")
+
+
+def counted(points: int, per: int) -> str:
+    """``points`` proposed (N, budget) points of ``per`` runs each, as the cost says them: "3 runs", or
+    "3 points of 5 runs each (15 runs)"."""
+    if per == 1:
+        return runs(points)
+    return f"{points} point{'' if points == 1 else 's'} of {per} runs each ({runs(points * per)})"
 
 
 def is_csv(path: Path) -> bool:

@@ -98,3 +98,32 @@ def merged(base: dict, extra: dict) -> dict:
 
 
 _MISSING = object()
+
+
+# The sweeper's hyperparameter axes (`hydra_plugins.scaling_sweeper.hyper`) -> the config key each sets per run.
+AXES = {
+    "lr_multipliers": "optim.lr_multiplier",
+    "lr_grid": "optim.lr",
+    "batch_sizes": "train.batch_size",
+    "warmup_fracs": "optim.warmup_frac",
+}
+
+
+def swept_axes(source: str, sweeper: dict) -> dict[str, list]:
+    """The hyperparameter axes (`AXES`) the store's runs were swept over that ``sweeper`` (its sweep file's
+    settings) lacks, as a store swept with `hydra.sweeper.lr_multipliers=[...]` on the command line lacks them:
+    per axis, the values of its config key that every (budget, shape) point of the runs has, where at least 2
+    (lr_refine's stage 2 adds midpoints at some points only: the coarse grid is what every point shares). One LR
+    axis at most (the sweeper refuses both); none where no run's config.yaml could be read."""
+    points: dict[tuple, list[dict]] = {}
+    for config in run_configs(source).values():
+        points.setdefault((config.get("budget"), config.get("model.name")), []).append(config)
+    out: dict[str, list] = {}
+    for axis, key in AXES.items():
+        lr_axes = [a for a in AXES if a.startswith("lr_")] if axis.startswith("lr_") else [axis]
+        if not points or any(sweeper.get(a) or a in out for a in lr_axes):
+            continue
+        values = set.intersection(*({c.get(key) for c in runs} - {None} for runs in points.values()))
+        if len(values) >= 2:
+            out[axis] = sorted(values)
+    return out
