@@ -101,8 +101,8 @@ def test_sigkill_at_random_points_then_relaunch_equals_an_uninterrupted_sweep(
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "launcher, sig",
-    [("basic", signal.SIGTERM), ("joblib", signal.SIGTERM), ("basic", signal.SIGINT), ("joblib", signal.SIGINT)],
-)
+    [("basic", signal.SIGTERM), ("joblib", signal.SIGTERM), ("joblib", signal.SIGINT)],  # basic's SIGINT goes to
+)  # SIGTERM's handler (`scaling.preemption.HELD`); joblib's workers take a terminal's Ctrl-C apart, so it stays
 def test_sigterm_checkpoints_exits_and_the_relaunch_resumes_to_the_same_result(
     tmp_path, tmp_path_factory, launcher, sig
 ):

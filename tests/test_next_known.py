@@ -60,7 +60,7 @@ def test_each_pick_narrows_the_spread_beyond_its_simulation_noise():
 def test_an_unidentified_n_opt_is_said_so_and_gets_no_width_ratio(tmp_path):
     path = tmp_path / "one_budget.csv"  # one budget: a = β/(α+β) is not pinned down
     isoflop_runs(CHINCHILLA_LAW, [1e20], 9, spread_decades=0.8, noise=0.02, seed=8).to_csv(path, index=False)
-    proc = run_cli("next", path, "--flops", 1e21, "--draws", 16, "--bootstrap", 100, "--refits", 8)
+    proc = run_cli("next", path, "--flops", 1e21, "--draws", 8, "--bootstrap", 100, "--refits", 8)
     assert proc.returncode == 0, proc.stderr
     now = next(line for line in proc.stdout.splitlines() if "N_opt now" in line)
     assert "unidentified (as the fit's a: " in now
@@ -90,7 +90,7 @@ def test_flagged_outliers_get_compares_line_and_exclude_outliers_drops_them(dive
     flagged = flag_outliers(load_runs(str(diverged), ColumnMap(), False))[0]
     assert "r0007" in {o.run_id for o in flagged}
     args = ("--exclude-outliers",) if exclude else ()
-    proc = run_cli("next", diverged, "--flops", 1e22, "--draws", 16, "--bootstrap", 40, "--refits", 0, *args)
+    proc = run_cli("next", diverged, "--flops", 1e22, "--draws", 8, "--bootstrap", 40, "--refits", 0, *args)
     assert proc.returncode == 0, proc.stderr
     line = f"  outliers             {flagged_line(flagged, exclude, by_rule=True)}"
     assert line in proc.stdout.splitlines()
