@@ -110,6 +110,20 @@ def test_constant_multiplier_is_recovered_within_its_interval(pair):
     assert all(r.beyond_fitted_range for r in c.rows[len(BUDGETS) :])  # the extrapolated rows are flagged
 
 
+def test_the_json_gives_the_multiplier_the_summary_quotes(pair):
+    """user35: the headline m was only inside the summary's text: `--json` gives it at the range's ends and middle."""
+    from analysis.compare.render import comparison_json
+
+    for candidate, constant in (("constant", True), ("steeper", False)):
+        c = _compare([pair["base"], pair[candidate]])
+        m = json.loads(json.dumps(comparison_json(c)))["multiplier"]
+        assert m["constant"] is constant and [a["compute"] for a in m["at"]] == pytest.approx(
+            [c.shared_range[0], np.sqrt(c.shared_range[0] * c.shared_range[1]), c.shared_range[1]]
+        )
+        quoted = m["at"][1] if constant else m["at"][0]  # "m ≈ MID [..]" or "it goes from LOW [..] ..."
+        assert f"{quoted['estimate']:.3g} [{quoted['interval'][0]:.3g}, {quoted['interval'][1]:.3g}]" in c.summary
+
+
 def test_scale_dependent_multiplier_is_recovered_at_several_budgets(pair):
     c = _compare([pair["base"], pair["steeper"]])
     fitted = [r for r in c.rows if not r.beyond_fitted_range]

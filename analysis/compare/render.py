@@ -122,6 +122,12 @@ def comparison_json(comparison: Comparison) -> dict:
         "pairs": c.pairs,
         "summary": c.summary,
         "scale_dependent": c.scale_dependent,
+        # m where the summary quotes it (user35: only inside the summary's text): its one value (the middle) when it
+        # does not change with scale, else both ends of the shared range (or of the gap between the fitted ranges)
+        "multiplier": {
+            "constant": c.scale_dependent is False,
+            "at": [{"compute": compute, **_json(m)} for compute, m in c.ends],
+        },
         "shared_fitted_range": list(c.shared_range) if c.overlap else None,  # none: the budgets do not overlap
         "gap_between_fitted_ranges": None if c.overlap else list(c.shared_range),
         "budgets": [

@@ -93,6 +93,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     unidentified: str = ""  # why m(C) and the loss differences are unidentified ("" when they are not)
     overlap: bool = True  # whether the sources' fitted budgets overlap (else every m(C) extrapolates one law)
+    # m at the shared range's low end, middle (log scale) and high end, as the summary quotes them: (C, m) each
+    ends: list[tuple[float, Estimate]] = field(default_factory=list)
 
 
 def budget_grid(baseline: Side, candidate: Side) -> tuple[np.ndarray, np.ndarray]:
@@ -167,6 +169,10 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         notes=notes,
         unidentified=why["multiplier"],
         overlap=overlap,
+        ends=[
+            (c, _estimate(ends["multiplier"], i, why["multiplier"], int(ends["pairs"])))
+            for i, c in enumerate([lo, math.sqrt(lo * hi), hi])
+        ],
     )
 
 
