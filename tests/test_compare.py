@@ -25,8 +25,8 @@ from scipy.optimize import brentq
 from test_outliers import lone_run_ladder
 
 from analysis.compare import Input, compare_inputs, fit_side, read_groups, read_inputs
+from analysis.compare.answer import drift_cause
 from analysis.compare.frontier import Frontier
-from analysis.compare.result import drift_cause
 from analysis.fits import laws
 from analysis.fits.fit import fit_all
 from analysis.sources.schema import ColumnMap
@@ -518,3 +518,37 @@ def test_sides_whose_exponents_are_unidentified_leave_the_drift_unsaid(tmp_path)
     assert c.differences["gamma"]["unidentified"] == "the baseline and candidate's gamma is unidentified"
     assert c.scale_dependent is None and "consistent with 0" not in c.summary.split("(")[0]
     assert "m ≈" not in c.summary and ("cannot say" in c.summary or "cannot be said" in c.summary), c.summary
+
+
+def test_numbers_that_rest_on_a_sides_unidentified_floor_are_unidentified(tmp_path):
+    # user35: a candidate fitted at 1e22-1e23 with E at its bound 0 (no floor in its runs) gave m = 79 [30, 540]
+    # three decades below its budgets, for a true 2: its loss there is set by the E it cannot identify, as `scaling
+    # optimal` says of a loss outside a fit's budgets (`identified.rests_on_floor`); the baseline's own loss is not
+    double = {**BASE, "B": BASE["B"] * 2.0 ** -BASE["beta"]}
+    low, far = tmp_path / "low.csv", tmp_path / "far.csv"
+    isoflop_runs(BASE, np.geomspace(1e17, 1e19, 3), 6, noise=0.01, seed=37).to_csv(low, index=False)
+    isoflop_runs(double, [1e22, 1e23], 6, spread_decades=0.87, noise=0.01, seed=102).to_csv(far, index=False)
+    c = _compare([low, far], resamples=100)
+    assert c.candidate.fit.estimates["E"].unidentified.startswith("the best fit puts E at 0")
+    below = [r for r in c.rows if r.compute < 1e20]
+    assert [r.compute for r in below] == pytest.approx([1e17, 1e18, 1e19])
+    for r in below:
+        for e in (r.multiplier, r.loss_difference, r.candidate_loss):
+            assert e.unidentified == "rests on the candidate's E, unidentified outside its fitted budgets", r
+        assert not r.baseline_loss.unidentified and r.baseline_loss.lower < r.baseline_loss.value
+    assert any(n.startswith("the candidate's irreducible loss E is unidentified") for n in c.notes), c.notes
+    assert "m is unidentified in the gap between them" in c.summary, c.summary
+
+
+def test_a_sides_loss_keeps_its_interval_when_the_other_sides_resamples_fail(pair, tmp_path):
+    # user35: a candidate whose bootstrap failed took the baseline's loss intervals with it (they need only its own)
+    few = pd.read_csv(pair["constant"])
+    few = few[few["budget_flops"] <= sorted(set(few["budget_flops"]))[1]].groupby("budget_flops").head(3)  # 6 runs
+    few.to_csv(tmp_path / "few.csv", index=False)
+    c = _compare([pair["base"], tmp_path / "few.csv"], resamples=40)
+    assert c.unidentified.startswith("no interval: too few of the candidate's resamples"), c.unidentified
+    for r in c.rows:
+        assert (
+            r.baseline_loss.lower < r.baseline_loss.value < r.baseline_loss.upper and not r.baseline_loss.unidentified
+        )
+        assert r.candidate_loss.unidentified and r.multiplier.unidentified

@@ -122,19 +122,26 @@ def paired_samples(baseline: ParametricFit, candidate: ParametricFit) -> tuple[d
 
 def evaluate(baseline: ParametricFit, candidate: ParametricFit, compute, level: float) -> dict[str, dict]:
     """For each of `QUANTITIES` at each compute: {"value", "lower", "upper"} arrays (lower/upper
-    None without bootstrap samples) and "infinite" (pairs at ±inf), plus "pairs" and "lost" (pairs used / left out)."""
+    None without bootstrap samples) and "infinite" (pairs at ±inf), plus "pairs" and "lost" (pairs used / left out).
+    A side's loss takes its interval from all its own usable resamples; the differences and m from the pairs."""
     compute = np.asarray(compute, dtype=float)
     point = _quantities(frontier_of(baseline.params), frontier_of(candidate.params), compute)
     out: dict[str, dict] = {name: {"value": value, "lower": None, "upper": None} for name, value in point.items()}
     out["pairs"], out["lost"] = 0, 0
+    for name, fit in (("baseline_loss", baseline), ("candidate_loss", candidate)):
+        own = law_samples(fit)  # a side's loss needs only its own resamples (user35: lost with the other side's)
+        frontier = None if own is None else frontier_of(own)
+        if frontier is not None and frontier.finite.sum() >= 2:
+            drawn = Frontier(frontier.E[frontier.finite], frontier.K[frontier.finite], frontier.gamma[frontier.finite])
+            out[name]["lower"], out[name]["upper"] = percentile_interval(drawn.loss(compute), level)
     paired = paired_samples(baseline, candidate)
     if paired is None or paired[2] < 2:
         return out
     base, cand, out["pairs"], out["lost"] = paired
     drawn = _quantities(frontier_of(base), frontier_of(cand), compute)
-    for name, values in drawn.items():
-        out[name]["lower"], out[name]["upper"] = percentile_interval(values, level)
-        out[name]["infinite"] = np.sum(np.isinf(values), axis=0)  # pairs at ±inf (m: the loss is never reached)
+    for name in ("loss_difference", "multiplier"):
+        out[name]["lower"], out[name]["upper"] = percentile_interval(drawn[name], level)
+        out[name]["infinite"] = np.sum(np.isinf(drawn[name]), axis=0)  # pairs at ±inf (m: the loss is never reached)
     return out
 
 

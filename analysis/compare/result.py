@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.compare.answer import summary_text, vague
 from analysis.compare.multiplier import (
     differences,
     evaluate,
@@ -35,7 +36,7 @@ from analysis.compare.multiplier import (
     percentile_interval,
     unresponsive_why,
 )
-from analysis.fits.identified import EXTRAPOLATION_FACTOR
+from analysis.fits.identified import EXTRAPOLATION_FACTOR, rests_on_floor
 from analysis.fits.results import UNBOUNDED, Estimate, Outlier, ParametricFit
 from analysis.sources.budgets import BUDGET_TOLERANCE, cluster_budgets
 from analysis.sources.schema import DEFAULT_LOSS_UNIT
@@ -124,28 +125,20 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         Row(float(c), bool(out), *(_estimate(values[q], i, why[q], values["pairs"]) for q in ROW_QUANTITIES))
         for i, (c, out) in enumerate(zip(grid, beyond))
     ]
+    floors = [_on_floors(baseline, candidate, row.compute, row) for row in rows]
     diffs = differences(baseline.fit, candidate.fit, level)
     lo, hi = _shared(baseline, candidate)
     overlap = lo <= hi * (1.0 + BUDGET_TOLERANCE) ** 2  # as `budget_grid` flags a row: within the tolerance both ways
     lo, hi = (lo, hi) if lo <= hi else (hi, lo)  # no shared range: the gap between them
     ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
+    m_at = [_estimate(ends["multiplier"], i, why["multiplier"], int(ends["pairs"])) for i in range(3)]
+    for c, m in zip([lo, math.sqrt(lo * hi), hi], m_at):
+        _on_floors(baseline, candidate, c, Row(c, False, m, Estimate(0.0), Estimate(0.0), Estimate(0.0)))
     scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
     unknown = diffs["gamma"].get("unidentified") or diffs["E"].get("unidentified")  # user35: E at its bound
-    if unknown or (scale_dependent and _vague(ends)):
+    if unknown or (scale_dependent and vague(m_at)):
         scale_dependent = None  # whether m(C) changes with scale cannot be said (review21: "consistent with 0")
-    notes = []
-    if unbounded := [i for i, r in enumerate(rows) if r.multiplier.unbounded]:
-        at = ", ".join(f"{grid[i]:.3g}" for i in unbounded)
-        counts = ", ".join(str(int(values["multiplier"]["infinite"][i])) for i in unbounded)
-        notes.append(
-            f"m(C) is unidentified at {at} FLOPs: its interval is unbounded above ({counts} of {values['pairs']} "
-            "bootstrap pairs: the baseline never reaches the candidate's loss)"
-        )
-    if reach := _baseline_reach(baseline, rows):
-        notes.append(reach)
-    lost = values["lost"]
-    if lost:
-        notes.append(f"{lost} bootstrap pairs left out (a resample of either source failed or gave no frontier)")
+    notes = _notes(baseline, candidate, rows, floors, values)
     return Comparison(
         baseline=baseline,
         candidate=candidate,
@@ -163,17 +156,72 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
         + (
             f"m(C) is unidentified: {why['multiplier']}"
             if why["multiplier"]
-            else _summary(ends, (lo, hi), scale_dependent, diffs, values["pairs"] > 0, overlap)
+            else summary_text(m_at, (lo, hi), scale_dependent, diffs, values["pairs"] > 0, overlap)
         ),
         pairs=values["pairs"],
         notes=notes,
         unidentified=why["multiplier"],
         overlap=overlap,
-        ends=[
-            (c, _estimate(ends["multiplier"], i, why["multiplier"], int(ends["pairs"])))
-            for i, c in enumerate([lo, math.sqrt(lo * hi), hi])
-        ],
+        ends=list(zip([lo, math.sqrt(lo * hi), hi], m_at)),
     )
+
+
+def _notes(baseline: Side, candidate: Side, rows: list[Row], floors: list[set[str]], values: dict) -> list[str]:
+    """The notes under the table: unbounded m, numbers resting on an unidentified E (`_on_floors`), m read far
+    beyond the baseline's budgets, pairs left out."""
+    notes = []
+    if unbounded := [i for i, r in enumerate(rows) if r.multiplier.unbounded]:
+        at = ", ".join(f"{rows[i].compute:.3g}" for i in unbounded)
+        counts = ", ".join(str(int(values["multiplier"]["infinite"][i])) for i in unbounded)
+        notes.append(
+            f"m(C) is unidentified at {at} FLOPs: its interval is unbounded above ({counts} of {values['pairs']} "
+            "bootstrap pairs: the baseline never reaches the candidate's loss)"
+        )
+    for role, side in (("baseline", baseline), ("candidate", candidate)):
+        if resting := [row.compute for row, on in zip(rows, floors) if role in on]:
+            notes.append(
+                f"the {role}'s irreducible loss E is unidentified ({side.fit.estimates['E'].unidentified}): its loss "
+                f"outside its fitted budgets ({_span(side)} FLOPs) rests on it, and so do m(C) and the loss "
+                f"differences that read it there (unidentified at {', '.join(f'{c:.3g}' for c in resting)} FLOPs)"
+            )
+    if reach := _baseline_reach(baseline, rows):
+        notes.append(reach)
+    if values["lost"]:
+        notes.append(
+            f"{values['lost']} bootstrap pairs left out (a resample of either source failed or gave no frontier)"
+        )
+    return notes
+
+
+def floor_sides(baseline: Side, candidate: Side, compute: float, m: float) -> tuple[list[str], list[str]]:
+    """The sides whose unidentified E the numbers at ``compute`` rest on (`identified.rests_on_floor`, as `scaling
+    optimal` says of a loss): those whose own loss there lies outside their fitted budgets, and those m(C) reads
+    there, the candidate at C and the baseline at m·C (user35: m = 79 [30, 540] at 1e17 FLOPs from a candidate
+    fitted at 1e22-1e23 with E at 0, for a true 2)."""
+
+    def rests(side: Side, at: float) -> bool:
+        E = side.fit.estimates.get("E")
+        return E is not None and rests_on_floor(at, E.unidentified, *side.fitted_range)
+
+    losses = [role for role, side in (("baseline", baseline), ("candidate", candidate)) if rests(side, compute)]
+    return losses, [
+        *(["candidate"] if "candidate" in losses else []),
+        *(["baseline"] if rests(baseline, m * compute) else []),
+    ]
+
+
+def _on_floors(baseline: Side, candidate: Side, compute: float, row: Row) -> set[str]:
+    """`floor_sides` of a row, its numbers that rest on them marked unidentified; the sides, as a set."""
+    losses, reads = floor_sides(baseline, candidate, compute, row.multiplier.value)
+    for role in losses:
+        why = f"rests on the {role}'s E, unidentified outside its fitted budgets"
+        loss = row.baseline_loss if role == "baseline" else row.candidate_loss
+        loss.unidentified = loss.unidentified or why
+        row.loss_difference.unidentified = row.loss_difference.unidentified or why
+    if reads:
+        why = f"rests on the {reads[0]}'s E, unidentified outside its fitted budgets"
+        row.multiplier.unidentified = row.multiplier.unidentified or why
+    return {*losses, *reads}
 
 
 def _baseline_reach(baseline: Side, rows: list[Row]) -> str:
@@ -252,117 +300,3 @@ def _drifts(baseline: Side, candidate: Side, lo: float, hi: float, level: float,
     drift_flat = np.isnan(drift).mean() > (1.0 - level) / 2 or bool(low[0] <= 0 <= high[0])
     gamma_flat = gamma["lower"] <= 0 <= gamma["upper"]
     return False if drift_flat and gamma_flat else None if drift_flat else True
-
-
-WIDE_M = 10.0  # an m interval wider than this factor, holding 1, tells nothing of which recipe is better
-
-
-def _summary(
-    ends: dict, shared: tuple[float, float], scale_dependent: bool | None, diffs: dict, intervals: bool, overlap: bool
-) -> str:
-    m = ends["multiplier"]
-    at = [_estimate(m, i, pairs=int(ends["pairs"])) for i in range(3)]
-    lo, hi = shared
-    where = "across the shared fitted range" if overlap else "in the gap between them,"
-    if scale_dependent is not False and _vague(ends):  # user32: from 0.273 [2.5e-14, 5.1e3] to unidentified
-        return (
-            f"m is unidentified {where} {lo:.3g}–{hi:.3g} FLOPs: {_m(at[0])} at {lo:.3g}, {_m(at[2])} at {hi:.3g} "
-            "(unidentified, or holding 1 over more than 10x): these runs cannot say how much compute the candidate is "
-            "worth, nor how that changes with scale"
-        )
-    if scale_dependent is None:  # review21: Δγ unidentified (a side's α or β), a constant m read from its interval
-        return (
-            f"m(C) goes from {_m(at[0])} at {lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs"
-            f"{'' if overlap else ' in the gap between them'}; whether it changes with scale cannot be said "
-            f"({drift_cause(diffs, intervals)})"
-        )
-    if not scale_dependent and at[1].unidentified:  # user32: "m ≈ unidentified (...): ... needs 50.3·C for"
-        return (
-            f"m is unidentified {where} {lo:.3g}–{hi:.3g} FLOPs ({at[1].unidentified}): these runs cannot say "
-            "how much compute the candidate is worth"
-        )
-    if not scale_dependent:
-        why = "its drift and the exponent difference are consistent with 0" if intervals else "no intervals"
-        text = (
-            f"m ≈ {_m(at[1])} {where} {lo:.3g}–{hi:.3g} FLOPs ({why}): the candidate "
-            f"reaches with C the loss the baseline needs {at[1].value:.3g}·C for"
-        )
-    else:
-        text = (
-            f"m(C) changes with scale: {'in the gap between them, ' * (not overlap)}it goes from {_m(at[0])} at "
-            f"{lo:.3g} to {_m(at[2])} at {hi:.3g} FLOPs "
-            f"({drift_cause(diffs, intervals)}); no single multiplier describes it"
-        )
-    mid = at[1]  # a copy of the baseline printed "m ≈ 1 [0.85, 1.19] (m < 1: the candidate is worse ...)"
-    holds_one = mid.lower is not None and not mid.unidentified and mid.lower <= 1.0 <= mid.upper
-    wide = holds_one and mid.upper / mid.lower > WIDE_M  # user29: 0.03 to 15 read as "no difference"
-    if wide and not scale_dependent:
-        text += f" (the interval holds 1 and spans {mid.upper / mid.lower:.0f}x: these runs cannot tell them apart)"
-    elif holds_one and not scale_dependent:
-        text += " (the interval holds 1: consistent with no difference between them)"
-    elif not holds_one and not mid.unidentified and mid.value < 1:
-        text += " (m < 1: the candidate is worse, it needs more compute than the baseline)"
-    return text
-
-
-def drift_cause(diffs: dict, intervals: bool) -> str:
-    """What makes m(C) change with scale, as far as the intervals say: m is constant only when the frontier exponent
-    γ and the floor E agree (`multiplier.DIFFERENCES`), so the differences named are those whose intervals exclude 0
-    (a Δγ consistent with 0 beside an E that differs read as the cause: t06, where only E differed). A difference
-    that is unidentified (`multiplier.differences` keeps its interval) says nothing: then the cause cannot be said."""
-    said = {
-        name: f"{what} Δ{symbol} "
-        + (
-            f"is unidentified ({d['unidentified']})"
-            if d.get("unidentified")
-            else f"= {_interval(d['value'], d['lower'], d['upper'])}"
-        )
-        for name, what, symbol, d in (
-            ("gamma", "frontier exponent difference", "γ", diffs["gamma"]),
-            ("E", "irreducible-loss difference", "E", diffs["E"]),
-        )
-    }
-    if not intervals:
-        return f"{said['gamma']}, {said['E']}; no intervals"
-    unknown = [name for name in said if diffs[name].get("unidentified")]
-    differ = [
-        name
-        for name in said
-        if name not in unknown
-        and diffs[name]["lower"] is not None
-        and not diffs[name]["lower"] <= 0 <= diffs[name]["upper"]
-    ]
-    if unknown:
-        known = [
-            f"; {said[name]} {'excludes' if name in differ else 'is consistent with'} 0"
-            for name in said
-            if name not in unknown
-        ]
-        return f"the cause cannot be said: {' and '.join(said[name] for name in unknown)}{''.join(known)}"
-    if differ == ["gamma"]:
-        return said["gamma"]
-    if differ == ["E"]:
-        return f"{said['E']}, with {said['gamma']} consistent with 0"
-    if differ:
-        return f"{said['gamma']} and {said['E']}"
-    return f"neither the {said['gamma']} nor the {said['E']} excludes 0 alone; m is constant only when both agree"
-
-
-def _vague(ends: dict) -> bool:
-    """Whether m at both ends of the shared range says nothing of which recipe is better (`_uninformative`)."""
-    return all(_uninformative(_estimate(ends["multiplier"], i, pairs=int(ends["pairs"]))) for i in (0, 2))
-
-
-def _uninformative(e: Estimate) -> bool:
-    """An m that says nothing of which recipe is better: unidentified, or an interval holding 1 over `WIDE_M`."""
-    return bool(e.unidentified) or (e.lower is not None and e.lower <= 1.0 <= e.upper and e.upper / e.lower > WIDE_M)
-
-
-def _m(e: Estimate) -> str:
-    return f"unidentified ({e.unidentified})" if e.unidentified else _interval(e.value, e.lower, e.upper)
-
-
-def _interval(value: float, lower: float | None, upper: float | None) -> str:
-    if lower is None:
-        return f"{value:.3g}"
-    return f"{value:.3g} [{lower:.3g}, {upper:.3g}]"

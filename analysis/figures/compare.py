@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.compare.multiplier import evaluate
-from analysis.compare.result import Comparison
+from analysis.compare.result import Comparison, floor_sides
 from analysis.describe.numbers import flops_label, plain_label
 from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, OKABE_ITO, legend, log_axes, loss_label, style
 from scaling.flops import flops_6nd
@@ -41,6 +41,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         finite = np.isfinite(m["value"])
         # user29: a solid m(C) line ran on where the text called m unidentified (its interval unbounded above)
         unbounded = np.zeros(len(compute), bool) if m["lower"] is None else ~np.isfinite(m["upper"])
+        unbounded |= _on_floor(c, compute, m["value"], reads=True)  # as the table's rows (`floor_sides`)
         label, style_ = (f"{_name(c.candidate.source)} (m(C) unidentified)", "--") if c.unidentified else (None, "-")
         solid = np.where(finite & ~unbounded, m["value"], np.nan)
         right.plot(
@@ -53,7 +54,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
             loose = np.where(finite & edges, m["value"], np.nan)
             right.plot(compute, loose, color=colour, linewidth=1.2, linestyle="--", label=said)
         if m["lower"] is not None:
-            upper = np.where(np.isfinite(m["upper"]), m["upper"], np.nan)
+            upper = np.where(np.isfinite(m["upper"]) & ~unbounded, m["upper"], np.nan)
             right.fill_between(compute, m["lower"], upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
     right.axhline(1.0, color="0.3", linestyle=":", linewidth=1.0)
     lo, hi = first.shared_range if first.overlap else (compute[-1], compute[-1])  # no overlap: all extrapolated
@@ -84,9 +85,27 @@ def _frontier(ax, side, comparison: Comparison, compute, key: str, colour) -> di
     values = evaluate(comparison.baseline.fit, comparison.candidate.fit, compute, comparison.level)
     curve = values[key]
     role = "baseline" if key == "baseline_loss" else "candidate"
-    ax.plot(compute, curve["value"], color=colour, linewidth=1.6, label=f"{role}: {_name(side.source)}")
+    floor = _on_floor(comparison, compute, values["multiplier"]["value"], role=role)  # dotted, no band: unidentified
+    ax.plot(
+        compute,
+        np.where(floor, np.nan, curve["value"]),
+        color=colour,
+        linewidth=1.6,
+        label=f"{role}: {_name(side.source)}",
+    )
+    if floor.any():
+        edges = floor | np.r_[floor[1:], False] | np.r_[False, floor[:-1]]
+        ax.plot(
+            compute,
+            np.where(edges, curve["value"], np.nan),
+            color=colour,
+            linewidth=1.2,
+            linestyle=":",
+            label=None if SAID in ax.get_legend_handles_labels()[1] else SAID,
+        )
     if curve["lower"] is not None:
-        ax.fill_between(compute, curve["lower"], curve["upper"], color=colour, alpha=BAND_ALPHA, linewidth=0)
+        lower, upper = (np.where(floor, np.nan, curve[b]) for b in ("lower", "upper"))
+        ax.fill_between(compute, lower, upper, color=colour, alpha=BAND_ALPHA, linewidth=0)
     fit = side.fit
     c = flops_6nd(np.asarray(fit.n), np.asarray(fit.d))
     best = {}
@@ -96,6 +115,15 @@ def _frontier(ax, side, comparison: Comparison, compute, key: str, colour) -> di
         list(best), list(best.values()), color=colour, s=22, marker="o", edgecolors="black", linewidths=0.4, zorder=3
     )
     return values
+
+
+SAID = "loss unidentified here (rests on an unidentified E)"
+
+
+def _on_floor(c: Comparison, compute, m, role: str = "", reads: bool = False) -> np.ndarray:
+    """Where a side's loss (``role``'s), or m(C) (``reads``), rests on an unidentified E (`floor_sides`)."""
+    sides = [floor_sides(c.baseline, c.candidate, float(x), float(mx)) for x, mx in zip(compute, m)]
+    return np.array([bool(read) if reads else role in losses for losses, read in sides], dtype=bool)
 
 
 def _nearest_budget(compute, budgets) -> np.ndarray:

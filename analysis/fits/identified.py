@@ -77,6 +77,14 @@ def within_fitted(compute: float, smallest: float | None, largest: float | None)
     return largest is not None and not below_fitted(compute, smallest) and compute <= largest * (1.0 + BUDGET_TOLERANCE)
 
 
+def rests_on_floor(compute: float, floor_unidentified: str, smallest: float | None, largest: float | None) -> bool:
+    """Whether a law's loss at ``compute`` rests on an irreducible loss E that its fit leaves unidentified
+    (``floor_unidentified`` says why, "" when E is identified): outside its fitted budgets (`within_fitted`), where no
+    run measured the loss, E sets it (a one-budget fit with E at 0 gave 3.909 [3.577, 4.118] at 1/100 of its budget,
+    truth 3.51; `scaling compare` read m = 79 [30, 540] three decades below a candidate's budgets, its E at 0)."""
+    return bool(floor_unidentified) and not within_fitted(compute, smallest, largest)
+
+
 def below_fitted(compute: float, smallest_fitted_budget: float | None) -> bool:
     """A budget below the smallest fitted one, and not the same budget by the clustering rule (within
     `BUDGET_TOLERANCE`: approach 3's smallest is a run's 6·N·D, which rounding steps up puts just above its

@@ -269,8 +269,7 @@ class Law(abc.ABC):
     def rests_on_floor(self, compute: float) -> bool:
         """Whether a loss this law predicts at ``compute`` rests on an unidentified E: outside the fitted
         budgets (from the smallest fitted run's 6·N·D to the largest: `within_fitted`) of a fit whose E is unidentified."""
-        inside = ident.within_fitted(compute, self.fitted_compute_min, self.fitted_compute_max)
-        return bool(self.floor_unidentified) and not inside
+        return ident.rests_on_floor(compute, self.floor_unidentified, self.fitted_compute_min, self.fitted_compute_max)
 
     def _sample_count(self) -> int:
         return len(next(iter(self.samples.values())))
