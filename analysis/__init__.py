@@ -8,7 +8,7 @@ Packages (data flows top to bottom; a package imports only from those above it; 
              --group-by, the experiment guard), hparams (a hyperparameter sweep: one point per
              (N, budget)), files, wandb
   fits/      laws (pure functions), envelope (approach 1), isoflop (2), parametric (3, Huber on
-             log-loss; lbfgs_batch), bootstrap, powerlaws, validation (hold out the largest budget),
+             log-loss; bfgs_batch), bootstrap, powerlaws, validation (hold out the largest budget),
              fit (all approaches -> FitReport), results (result objects + JSON), optimal (N, D for a budget),
              hplaws (the optimal LR and batch size as power laws of N, D or C, with intervals)
   synthetic  runs drawn from a known law (fits.laws), to check a fitting setup

@@ -75,7 +75,7 @@ def test_bootstrap_samples_carry_every_parameter_and_the_count_of_failures():
 
 
 def test_batched_lbfgs_solves_many_rosenbrock_problems_at_once():
-    from analysis.fits.lbfgs_batch import minimize_batch
+    from analysis.fits.bfgs_batch import minimize_batch
 
     shifts = np.linspace(0.5, 2.0, 7)  # problem k: minimum at (s_k, s_k^2)
 

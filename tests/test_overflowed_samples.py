@@ -93,7 +93,7 @@ def test_samples_keep_their_overflow_through_json():
 
 
 def test_a_real_fit_whose_resamples_overflow_keeps_them_in_the_interval(tmp_path):
-    """Approach 3 on 12 sizes at 3 D with the loss x1.02 at each larger D: 2 of 198 refitted resamples
+    """Approach 3 on 12 sizes at 3 D with the loss x1.02 at each larger D: 2 of 200 refitted resamples
     send B beyond floating point (measured), inside the 2.5% tail (the form's rule keeps them). B's
     upper bound is now their order statistic (before: taken with them dropped, narrower); spanning 33
     decades, the interval does not identify B (`coefficient_identification`) but is kept. FIT.json
@@ -101,7 +101,7 @@ def test_a_real_fit_whose_resamples_overflow_keeps_them_in_the_interval(tmp_path
     report = fit_all(table_from_frame(d_ladder(0, 1.02), "level"), (3,), resamples=200)
     fit = report.parametric
     b = np.asarray(fit.bootstrap.samples["B"], float)
-    assert int(np.isinf(b).sum()) == 2 and b.size == 198 and not np.isnan(b).any()
+    assert int(np.isinf(b).sum()) == 2 and b.size == 200 and not np.isnan(b).any()
     e = fit.estimates["B"]
     assert e.unidentified.startswith("interval spans 33.4 orders of magnitude, an exponent uncertain by 3.07")
     assert [e.lower, e.upper] == list(np.percentile(as_order_statistics(b), TAILS))
@@ -165,12 +165,12 @@ def test_an_allocation_from_samples_whose_b_overflowed_is_unidentified():
 
 
 def test_a_real_fit_whose_resamples_overflow_beyond_the_tail_allocates_without_an_interval():
-    """Seed 2 of the same design: 7 of 196 resamples send B beyond floating point, more than the tail.
+    """Seed 2 of the same design: 7 of 200 resamples send B beyond floating point, more than the tail.
     B has no interval (unbounded above), and the form's rule flags it; `optimal` (and the report, which
     crashed on this table with a ZeroDivisionError) allocates; those 7 have no value for N_opt or a loss."""
     fit = fit_all(table_from_frame(d_ladder(2, 1.02), "level"), (3,), resamples=200).parametric
     assert int(np.isinf(fit.bootstrap.samples["B"]).sum()) == 7 and fit.estimates["B"].interval is None
-    assert fit.estimates["B"].unidentified.startswith("7 of 196 refitted resamples gave beta <= 0 or B beyond")
+    assert fit.estimates["B"].unidentified.startswith("7 of 200 refitted resamples gave beta <= 0 or B beyond")
     report = FitReport("level", "total", len(fit.n), [], [], parametric=fit)
     a = law_from_fit(report, "x", approach=3).allocate(1e21)
     assert a.n.interval is None and a.d.interval is None and a.d.unidentified == "as the fit's a"
@@ -178,7 +178,7 @@ def test_a_real_fit_whose_resamples_overflow_beyond_the_tail_allocates_without_a
     # those 7 (3.6%, beyond the 2.5% tail) have no value: the budget for a loss is unidentified, not
     # [9.7e19, 8.4e20] as when their loss, inf/inf = NaN, was dropped silently as a failed sample
     b = law_from_fit(report, "x", approach=3).budget_for_loss(2.45)
-    lost = "7 of 196 resamples have A or B beyond floating point: their law has no value here"
+    lost = "7 of 200 resamples have A or B beyond floating point: their law has no value here"
     assert b.budget.unidentified == lost and b.loss.interval is None
     assert b.loss.value == 2.45 and not b.loss.unidentified  # the loss is the target asked for
 

@@ -120,7 +120,8 @@ def test_resamples_that_drop_a_token_count_cannot_narrow_the_intervals():
     assert fit.bootstrap.notes == [f"{why}, so beta, B, E, a, b and G are unidentified"]
 
 
-# Recorded with the code before this rule (commit 472ecdf), 100 resamples, seed 0: unchanged to 1e-9.
+# Recorded with the code before this rule (commit 472ecdf), 100 resamples, seed 0: unchanged to 1e-9 until the batched
+# refits' optimizer changed (L-BFGS to BFGS, 2026-11-28: 1e-7 apart), now to 1e-5, the fits' convergence tolerance.
 BEFORE = {
     "chinchilla": {
         "E": (1.6642135078473268, 1.5676673801183763, 1.8204970159114884),
@@ -151,7 +152,7 @@ def test_clean_tables_keep_their_numbers(name):
     fit = fit_parametric(table_from_frame(frame, name), resamples=100, seed=0)
     for key, expected in BEFORE[name].items():
         e = fit.estimates[key]
-        assert (e.value, e.lower, e.upper) == pytest.approx(expected, rel=1e-9), key
+        assert (e.value, e.lower, e.upper) == pytest.approx(expected, rel=1e-5), key
         assert not e.unidentified
     assert fit.bootstrap.notes == [] and "warning" not in fit.convergence
 
@@ -290,12 +291,16 @@ def test_exponents_fitted_at_e_zero_that_a_floor_fits_as_well_are_unidentified(t
     assert not kept.estimates["a"].unidentified and abs(kept.estimates["a"].value - 0.4516) < 0.02
 
 
-def test_a_best_fit_at_e_zero_outside_its_own_interval_is_unidentified():
+def test_a_narrow_ladder_reaches_its_optimum_and_no_identified_value_lies_outside_its_interval():
     # user31: 4 budgets x 7 sizes within 10^±0.1 printed A = 8.994 [9.248, 1063] and alpha = 0.0699 [0.0751, 0.404]
+    # (`flag_held_floors` then called them unidentified). That best fit at E = 0 was the batched L-BFGS stopping short
+    # (objective 1.614e-4): BFGS reaches 1.503e-4 at E = 1.24 (truth 1.69), its values inside their intervals
     runs = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 7, spread_decades=0.1, noise=0.01, seed=8)
     fit = fit_parametric(table_from_frame(runs, "narrow"), resamples=200, seed=0)
-    assert fit.estimates["E"].unidentified.startswith("the best fit puts E at 0")
-    for estimate in fit.estimates.values():
+    assert fit.objective < 1.51e-4 and fit.estimates["E"].value == pytest.approx(1.24, abs=0.01)
+    noisier = isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19, 1e20, 1e21], 7, spread_decades=0.1, noise=0.02, seed=8)
+    at_zero = fit_parametric(table_from_frame(noisier, "narrow"), resamples=200, seed=0)
+    assert at_zero.estimates["E"].unidentified.startswith("the best fit puts E at 0")
+    for estimate in [*fit.estimates.values(), *at_zero.estimates.values()]:
         if estimate.lower is not None and not estimate.unidentified:
             assert estimate.lower <= estimate.value <= estimate.upper
-    assert fit.estimates["alpha"].unidentified.startswith("the best fit, at E = 0, lies outside its own interval [")

@@ -5,7 +5,7 @@ The objective is approach 3's (`analysis.fits.parametric`): the Huber loss (δ =
 minus observed log-loss, summed over runs, over θ = (ln E, ln A, ln B, α, β, ln R*_D[, ln R*_N]).
 The law has no closed-form gradient worth keeping (U_N moves with A, B, α, β), so the gradient is a
 central difference, evaluated for many θ at once. As for approach 3: a grid of starts, the best
-refined together by the vectorised L-BFGS (`analysis.fits.lbfgs_batch`), scipy's L-BFGS-B polishes
+refined together by the vectorised BFGS (`analysis.fits.bfgs_batch`), scipy's L-BFGS-B polishes
 the best; bootstrap resamples (`analysis.fits.bootstrap`) all refit together from the optimum in
 coordinates whitened by the inverse Hessian there, a resample that does not converge again from its
 own best grid point; one that still does not is counted failed.
@@ -26,6 +26,7 @@ from scipy.optimize import minimize
 
 from analysis.fits import muennighoff as mf
 from analysis.fits import parametric_form as form
+from analysis.fits.bfgs_batch import minimize_batch
 from analysis.fits.bootstrap import (
     estimates_from_samples,
     flag_unresponsive,
@@ -35,7 +36,6 @@ from analysis.fits.bootstrap import (
     summarize,
     unit_draws,
 )
-from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.parametric import HUBER_DELTA
 from analysis.fits.results import Estimate, MuennighoffFit
 from analysis.sources.schema import RunTable
@@ -121,7 +121,7 @@ def _grid(dim: int) -> np.ndarray:
 
 
 def _refine(objective: RepeatObjective, starts: np.ndarray, weights=None, basis=None):
-    """Vectorised L-BFGS from each row of ``starts`` (in z, θ = start + L·z with ``basis`` L):
+    """Vectorised BFGS from each row of ``starts`` (in z, θ = start + L·z with ``basis`` L):
     θ (K, dim), F (K,), converged (K,)."""
     basis = np.eye(starts.shape[1]) if basis is None else basis
 
@@ -294,7 +294,7 @@ def _one_stage(n, d, u, loss, delta: float):
         (theta, value, message, grad), grid, _ = _best_fit(free, starts)
         objective = free
     optimizer = (
-        f"L-BFGS from the {REFINED_STARTS} best of {len(grid)} grid points, then scipy L-BFGS-B "
+        f"BFGS from the {REFINED_STARTS} best of {len(grid)} grid points, then scipy L-BFGS-B "
         "(central-difference gradient)"
     )
     return objective, theta, (value, message, grad), why, optimizer

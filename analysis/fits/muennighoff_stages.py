@@ -111,7 +111,7 @@ def fit_two_stages(n, d, u, loss, delta: float):
         starts = np.array([[*base, r, s] for r, s in itertools.product(GRID["log_R_D"], GRID["log_R_N"])])
         (theta, value, message, grad), _, _ = _best_fit(second, grid=starts)
     optimizer = (
-        f"two stages: L-BFGS from the {REFINED_STARTS} best of {len(grid1)} grid points on the runs that repeat "
+        f"two stages: BFGS from the {REFINED_STARTS} best of {len(grid1)} grid points on the runs that repeat "
         "nothing, then from a grid of R_D (and R_N) on all runs; scipy L-BFGS-B polishes each (central differences)"
     )
     return second, theta, (value, message, grad), why, optimizer

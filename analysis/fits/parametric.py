@@ -12,8 +12,8 @@ mean-reduced objective with default tolerances stops far from the optimum.
 How the optimum is found fast and reliably:
   1. the objective is evaluated, vectorised, on the 4,500-point grid of starts of Besiroglu et al.
      (their code: α, β ∈ {0, .5, …, 2}, e ∈ {−1, −.5, …, 1}, a, b ∈ {0, 5, …, 25});
-  2. L-BFGS with the analytic gradient refines the `REFINED_STARTS` best grid points, all at once
-     (`analysis.fits.lbfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances;
+  2. BFGS with the analytic gradient refines the `REFINED_STARTS` best grid points, all at once
+     (`analysis.fits.bfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances;
   3. ln N and ln D are centred (a' = a − α·mean ln N), an exact linear change of variables that
      removes most of the ill-conditioning between A and α, and between B and β.
 Bootstrap refits (`_bootstrap`) run all resamples together from the full-sample optimum, in
@@ -31,8 +31,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from analysis.fits import parametric_form as form
+from analysis.fits.bfgs_batch import minimize_batch
 from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
-from analysis.fits.lbfgs_batch import minimize_batch
 from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
 from analysis.sources.curverows import curves_hint
 from analysis.sources.schema import RunTable
@@ -47,9 +47,9 @@ START_GRID = {
     "alpha": np.arange(0.0, 2.5, 0.5),
     "beta": np.arange(0.0, 2.5, 0.5),
 }
-REFINED_STARTS = 16  # the best grid points that L-BFGS refines (all at once), before scipy polishes the best
+REFINED_STARTS = 16  # the best grid points that BFGS refines (all at once), before scipy polishes the best
 LBFGS_OPTIONS = {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000, "maxfun": 20_000}  # the final polish
-BATCH_MAX_ITER = 3000  # iterations of the vectorised L-BFGS (flat valleys of small, noisy data need many)
+BATCH_MAX_ITER = 3000  # iterations of the vectorised BFGS (flat valleys of small, noisy data need many)
 AGREE_RTOL = 1e-6  # starts whose optimum is within this relative distance of the best "agree"
 MIN_RUNS = len(PARAMETRIC_NAMES) + 1
 GRAD_TOL = 1e-6  # converged when max |gradient| <= GRAD_TOL · δ · runs (see _converged)
@@ -167,7 +167,7 @@ def _minimize(objective: HuberLogLoss, theta_c: np.ndarray):
 def _refine_batch(
     objective: HuberLogLoss, starts_c: np.ndarray, weights: np.ndarray | None = None, basis: np.ndarray | None = None
 ):
-    """Vectorised L-BFGS from each row of ``starts_c`` (θc), row k weighted by ``weights[k]`` (or
+    """Vectorised BFGS from each row of ``starts_c`` (θc), row k weighted by ``weights[k]`` (or
     unweighted); with ``basis`` L the search runs in z, θc = start + L·z. Returns θc (K, 5), F (K,)
     and whether each converged (`_converged`)."""
     basis = np.eye(starts_c.shape[1]) if basis is None else basis
@@ -284,7 +284,7 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         "converged": converged,
         "message": str(res.message),
         "gradient_max_abs": grad_norm,
-        "optimizer": f"L-BFGS from the {len(starts)} best of {len(grid)} grid points, then scipy L-BFGS-B "
+        "optimizer": f"BFGS from the {len(starts)} best of {len(grid)} grid points, then scipy L-BFGS-B "
         "(analytic gradient)",
         "grid_starts": len(grid),
         "refined_starts": len(starts),
