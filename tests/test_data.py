@@ -61,7 +61,7 @@ def test_vocab_size_is_known_from_the_config_alone(tmp_path):
 # ---------------------------------------------------------------- stdlib
 def test_stdlib_split_is_file_level_disjoint_and_near_the_fraction(stdlib_corpus):
     root = Path(sysconfig.get_paths()["stdlib"]).resolve()
-    files = data._python_files(root, DEFAULTS["stdlib"]["exclude"])
+    files = data._python_files(root, tuple(DEFAULTS["stdlib"]["exclude"]))
     val_names = data._file_level_split(files, DEFAULTS["stdlib"]["val_fraction"])
     train_names = {name for name, *_ in files} - val_names
     assert val_names and train_names and not (val_names & train_names)
@@ -96,6 +96,7 @@ def test_stdlib_fingerprint_follows_the_content_read(tmp_path, monkeypatch):
     target = tree / "pkg" / "m07.py"
     target.write_text(target.read_text().replace("x", "z"))  # same size, new content
     os.utime(target, ns=(1, 1))
+    data._python_files.cache_clear()  # the walk is once per process (`_python_files`): a new process walks again
     after = load_corpus({"source": "stdlib", "val_fraction": 0.1})
     assert after.fingerprint != before.fingerprint
     assert b"z = 7\n" * 50 in after.train.tobytes() + after.val.tobytes()
