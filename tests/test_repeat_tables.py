@@ -175,3 +175,45 @@ def test_an_epochs_column_under_another_name_gives_u():
     warnings = []
     assert list(unique_tokens_of(frame, None, frame["D"].to_numpy(), warnings)) == [1e9, 1e9]
     assert "U read as D / 'Num Epochs'" in warnings[0]
+
+
+def test_a_repetition_table_of_two_experiments_is_refused_as_the_other_fits_refuse_it(tmp_path, capsys):
+    # user36: `fit --approach muennighoff` pooled a baseline and an ablation (0.1 higher) without a word, and
+    # `optimal` then printed 2.528 [2.476, 2.583] for the baseline's true 2.462
+    runs = table([0.5, 1, 2, 4, 8, 16])
+    both = pd.concat([runs.assign(experiment="main"), runs.assign(experiment="ablation", val_loss=runs.val_loss + 0.1)])
+    both.to_csv(tmp_path / "both.csv", index=False)
+    args = ("fit", tmp_path / "both.csv", "--approach", "muennighoff", "--bootstrap", "0")
+    assert_one_line_error(run_main(capsys, *args), "mixes runs from 2 experiments (experiment: 'main'")
+    one = run_main(capsys, *args, "--where", "experiment==main", "--json", check=True)
+    assert json.loads(one.stdout)["runs"] == len(runs)
+    pooled = run_main(capsys, *args, "--allow-mixed", "--json", check=True)  # said, and pooled
+    said = json.loads(pooled.stdout)
+    assert said["runs"] == 2 * len(runs) and any(n.startswith("pooling runs from 2 experiments") for n in said["notes"])
+
+
+def test_repeated_runs_at_one_budget_leave_e_unidentified_as_approach_3_does():
+    # user36: 7 sizes at one budget, 0.5 to 64 epochs, printed E = 2.597 [2.52, 2.662] for a true 1.87
+    from analysis.fits.muennighoff_fit import fit_muennighoff
+    from analysis.fits.parametric_form import ONE_BUDGET
+
+    rows, rng = [], np.random.default_rng(3)
+    for n in np.geomspace(3e8, 5e9, 7):
+        d = 1e20 / (6 * n)
+        for epochs in (0.5, 2, 8, 64):
+            loss = mf.loss(n, d, d / epochs, **TRUTH) * np.exp(0.01 * rng.standard_normal())
+            rows.append({"params": n, "tokens": d, "unique_tokens": d / epochs, "val_loss": float(loss)})
+    fit = fit_muennighoff(table_from_frame(pd.DataFrame(rows), "one.csv"), resamples=40)
+    assert fit.estimates["E"].unidentified == ONE_BUDGET
+
+
+def test_sizes_at_several_unique_token_counts_are_no_near_duplicates():
+    # user36: a budget's sizes at 4 U each (D off by a few % between them) had 73 runs flagged "near duplicate
+    # size", and --exclude-outliers kept only the most repeated runs
+    from analysis.fits.outliers import near_duplicate_sizes
+
+    runs = table([2]).assign(budget_flops=1e19)  # each size at 3 U, 2 epochs of each: D differs with U
+    assert near_duplicate_sizes(table_from_frame(runs, "u.csv")) == []
+    twice = runs.assign(tokens=runs.tokens * 1.02)  # the same sizes and U again, D 2% off: those are flagged
+    flagged = near_duplicate_sizes(table_from_frame(pd.concat([runs, twice], ignore_index=True), "twice.csv"))
+    assert len(flagged) == len(runs)

@@ -21,8 +21,9 @@ def fit_repeat(args) -> int:
     if args.group_by:
         raise UserError("--approach muennighoff fits one table; use --where COLUMN==VALUE instead of --group-by")
     # Runs on cuts of one corpus (data.max_train_tokens) have different fingerprints by design: pooled,
-    # as long as they name one corpus.
-    source = read_source(args.source, column_map(args), allow_mixed_corpora=True)
+    # as long as they name one corpus; experiments are not, unless --allow-mixed (user36)
+    pooled = True if args.allow_mixed_corpora else "corpora"
+    source = read_source(args.source, column_map(args), allow_mixed_corpora=pooled)
     names = source.frame["corpus"].dropna().unique() if "corpus" in source.frame else []
     if len(names) > 1 and not args.allow_mixed_corpora:
         raise UserError(

@@ -13,7 +13,7 @@ own best grid point; one that still does not is counted failed.
 Identification: R*_D needs runs that repeat their data (epochs D/U > 1, at least 2 distinct values);
 without them the fit is refused. R*_N needs runs larger than twice the compute-optimal size N_opt(U) of their U
 (`RN_MIN_RUNS` of them, 2 distinct N); otherwise it is held at the published value (`analysis.published.MUENNIGHOFF`)
-and the fit says so. E, A and α need 3 distinct N, as in approach 3 (`_flag_design`).
+and the fit says so. E, A and α need 3 distinct N, as in approach 3, and E 2 budgets (`_flag_design`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,8 @@ from scaling.errors import DataError
 
 GRID = {
     "e": (-1.0, -0.5, 0.0, 0.5, 1.0),
-    "a": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
-    "b": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
-    "alpha": (0.1, 0.3, 0.6, 1.0),
-    "beta": (0.1, 0.3, 0.6, 1.0),
+    **dict.fromkeys(("a", "b"), (0.0, 5.0, 10.0, 15.0, 20.0, 25.0)),
+    **dict.fromkeys(("alpha", "beta"), (0.1, 0.3, 0.6, 1.0)),
     "log_R_D": tuple(np.log([1.0, 4.0, 16.0, 64.0])),
     "log_R_N": tuple(np.log([1.0, 5.0, 25.0])),
 }
@@ -276,11 +274,13 @@ def _flag_bounds(estimates: dict[str, Estimate], convergence: dict) -> None:
 
 
 def _flag_design(estimates: dict[str, Estimate], log_n: np.ndarray, log_d: np.ndarray) -> None:
-    """Approach 3's design rule (`parametric_form.design_reasons`): a term of too few distinct values, and E, are
-    unidentified (user33: 2 sizes printed alpha = 0.582 [0.580, 0.586] for 0.353, resamples stuck at a start)."""
+    """Approach 3's design rules: a term of too few distinct values (`parametric_form.design_reasons`; user33: 2 sizes
+    gave alpha = 0.582 [0.580, 0.586] for 0.353) leaves it and E unidentified, and runs at one budget E (user36)."""
     for exponent, why in form.design_reasons(log_n, log_d).items():
         for name in {exponent, form.TERMS[exponent][0], "E"} & estimates.keys():
             estimates[name].unidentified = estimates[name].unidentified or why
+    if form.at_one_budget(log_n, log_d):
+        estimates["E"].unidentified = estimates["E"].unidentified or form.ONE_BUDGET
 
 
 def _one_stage(n, d, u, loss, delta: float):

@@ -151,6 +151,11 @@ def contradicted(values: dict) -> dict[str, np.ndarray]:
 ONE_BUDGET_SPREAD = float(np.log1p(BUDGET_TOLERANCE))  # ln(N·D) spanning less: C within the clustering's gap
 
 
+def at_one_budget(log_n: np.ndarray, log_d: np.ndarray) -> bool:
+    """Whether every run is at one compute budget: ln(N·D) spans less than the budget clustering's gap."""
+    return len(log_n) > 0 and float(np.ptp(np.asarray(log_n) + np.asarray(log_d))) < ONE_BUDGET_SPREAD
+
+
 def best_fit_reasons(
     point: dict[str, float], log_n: np.ndarray, log_d: np.ndarray, collinear: str = ""
 ) -> dict[str, str]:
@@ -159,9 +164,8 @@ def best_fit_reasons(
     (``collinear``, `collinear_reason`) that line is the reason a term is contradicted."""
     out = design_reasons(log_n, log_d)
     # user30: one IsoFLOP budget's U-shaped profile was refused as "the loss does not fall with N ... with D"
-    one_budget = len(log_n) > 0 and float(np.ptp(np.asarray(log_n) + np.asarray(log_d))) < ONE_BUDGET_SPREAD
     for exponent, bad in contradicted(point).items():
-        if bad and (collinear or one_budget):
+        if bad and (collinear or at_one_budget(log_n, log_d)):
             out[exponent] = collinear or (
                 "every run is at one compute budget (N·D the same): along one IsoFLOP profile the N and D terms trade "
                 "off, and the best fit gives up one of them; runs at 2 or more budgets identify both"

@@ -67,7 +67,7 @@ def table_from_frame(
     *,
     curves: pd.DataFrame | None = None,
     warnings: list[str] | None = None,
-    allow_mixed_corpora: bool = False,
+    allow_mixed_corpora: bool | str = False,  # "corpora": pool corpora, not experiments (`check_one_experiment`)
 ) -> RunTable:
     """Check a DataFrame of runs and build the `RunTable` (see the module docstring for the rules).
     Row numbers in messages are the frame's index + 1 (its rows as the source holds them)."""

@@ -162,12 +162,13 @@ def check_one_experiment(
     frame: pd.DataFrame,
     source: str,
     named: str | None,
-    allow_mixed: bool,
+    allow_mixed: bool | str,
     notes: list[str],
     eval_fingerprint: str | None = None,
     run_ids: pd.Series | None = None,
 ) -> None:
-    """Refuse rows of several experiments (see the module docstring) unless ``allow_mixed``. With
+    """Refuse rows of several experiments (the module docstring) unless ``allow_mixed`` (True; "corpora": corpora only,
+    as the data-constrained fit pools cuts of one; user36: it pooled two experiments unsaid). With
     ``eval_fingerprint`` (--eval NAME: the set's column), that column is checked, not the corpus. ``run_ids``
     (each row's run): runs are counted, not rows (user25: 15 runs of 8 curve rows read "120 runs")."""
     extra = () if named is None else (_existing(frame, named, f"--experiment-column {named!r}", source),)
@@ -188,7 +189,7 @@ def check_one_experiment(
             for name, k in runs.items()
         )
         counts = runs
-        if allow_mixed:
+        if allow_mixed is True or allow_mixed == what:
             notes.append(f"pooling runs from {len(counts)} {what} as asked ({column}: {shown})")
             continue
         named_one = next(n for n in counts.index if n != MISSING)
@@ -266,7 +267,7 @@ def warn_separating_columns(frame: pd.DataFrame, runs: pd.DataFrame, skip, warni
 
 # Words of a numeric column that differs between repeated seeds of one point (not a setting swept)
 MEASURED_WORDS = {"seed", "time", "runtime", "duration", "timestamp", "step", "steps", "epoch", "epochs", "unique"}
-MEASURED_WORDS |= {"throughput", "speed", "mfu", "memory", "mem", "rank", "wall", "elapsed", "per"}  # tokens_per_s
+MEASURED_WORDS |= {"throughput", "speed", "mfu", "memory", "mem", "rank", "wall", "elapsed", "per", "hours"}  # _per_s
 
 
 def _warn_numeric_sweep(column, values: pd.Series, point: np.ndarray, warnings: list[str]) -> bool:

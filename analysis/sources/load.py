@@ -21,7 +21,7 @@ from analysis.sources.schema import ColumnMap, RunTable, Source
 from scaling.errors import DataError, UserError
 
 
-def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool = False) -> Source:
+def read_source(source: str, columns: ColumnMap = ColumnMap(), allow_mixed_corpora: bool | str = False) -> Source:
     """Read ``source`` once and check it (the rules of `analysis.sources.check`); DataError (one
     line naming the file, column, row and value) when nothing usable is there. ``Source.frame``
     holds the rows that pass ``columns.where`` (failed runs included)."""
@@ -103,7 +103,7 @@ def _read_raw(source: str) -> dict:
     return raw
 
 
-def _checked(raw: dict, source: str, frame: pd.DataFrame, columns: ColumnMap, allow_mixed: bool) -> Source:
+def _checked(raw: dict, source: str, frame: pd.DataFrame, columns: ColumnMap, allow_mixed: bool | str) -> Source:
     table = table_from_frame(
         frame,
         source,
