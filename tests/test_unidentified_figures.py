@@ -145,6 +145,11 @@ def test_the_lr_laws_ticks_are_dotted_when_an_exponent_is_unidentified(tmp_path,
     report = FitReport(source="x", n_kind="total", runs=len(table), warnings=[], notes=[], hyperparameter_laws=laws)
     law = laws["lr"]
     assert (WITHOUT_TERM in law["d_exponent"].get("unidentified", "")) == (len(budgets) == 1)
+    if len(budgets) == 1:  # N's exponent is then η*'s along the budget's line, a - b: unidentified as N's, drawn dotted
+        assert law["n_exponent"]["unidentified"].startswith("ln D = -1·ln N") and law["coefficient"]["unidentified"]
+        ticks = [line for ax in lr_sweep(table, report).axes for line in ax.lines if line.get_gid() == "lr-law"]
+        assert ticks and {line.get_linestyle() for line in ticks} == {":"}
+        law["coefficient"]["unidentified"] = ""  # below: the left-out term alone
     for planted, style in (("", "--"), ("planted: its 95% interval is wider than 2", ":")):
         law["n_exponent"]["unidentified"] = planted
         ticks = [line for ax in lr_sweep(table, report).axes for line in ax.lines if line.get_gid() == "lr-law"]

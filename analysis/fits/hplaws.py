@@ -131,6 +131,7 @@ def fit_law(points, form: str, target: str, *, resamples: int, seed: int, level:
             estimate.unidentified = (
                 f"best {EDGE_WHAT[target]} at the grid's edge at {int(edge.sum())} of {len(y)} points"
             )
+        estimate.unidentified = estimate.unidentified or _along_line(key, why, logs, estimate.value)
         law[key] = estimate.as_json()
     if (loose := [k for k in fitted if law[k].get("unidentified")]) and not law["coefficient"].get("unidentified"):
         # user22: c = 2.108e-05 [1.622e-12, inf] beside unidentified exponents; its inf end, saved as null, crashed
@@ -183,6 +184,21 @@ def _unidentified(key: str, logs: dict, sizes: np.ndarray) -> str:
     if key == "d_exponent" and "n_exponent" in logs and _on_one_line(logs["n_exponent"], x):
         return "ln D a linear function of ln N over the points (one budget, or one D/N): D's effect cannot be told from N's"
     return ""
+
+
+def _along_line(key: str, why: dict[str, str], logs: dict, value: float) -> str:
+    """Why N's exponent is not N's ("" when it is): with D's term left out because ln D = k·ln N + const over the
+    points (`_unidentified`), k ≠ 0, the fitted exponent is η*'s along that line, a + k·b, D's share included
+    (user36: 20 tokens per parameter gave a = -0.353 [-0.52, -0.22] for the Step Law's -0.713, its b 0.307 unsaid)."""
+    if key != "n_exponent" or not why.get("d_exponent", "").startswith("ln D a linear function"):
+        return ""
+    slope = float(np.polyfit(logs["n_exponent"], logs["d_exponent"], 1)[0])
+    if abs(slope) < 1e-3:
+        return ""
+    return (
+        f"ln D = {slope:.3g}·ln N + const over the points: {value:.4g} is η*'s exponent along that line, "
+        f"a + {slope:.3g}·b, D's share included, not N's alone; points off that line tell them apart"
+    )
 
 
 def _on_one_line(log_n: np.ndarray, log_d: np.ndarray) -> bool:
