@@ -44,7 +44,7 @@ def main() -> int:
     from scaling.prepare.tokenizer import train_bpe
 
     root = Path(sysconfig.get_paths()["stdlib"]).resolve()
-    files = _python_files(root, DEFAULTS["stdlib"]["exclude"])
+    files = _python_files(root, tuple(DEFAULTS["stdlib"]["exclude"]))
     texts = [path.read_text() for _, path, _, _ in files]
     megabytes = sum(size for _, _, size, _ in files) / 1e6
     print(f"data: {len(files)} .py files under {root}, {megabytes:.1f} MB; {cores()} cores")

@@ -3,6 +3,7 @@ lines that pass through the points they were fitted to (synthetic runs from a kn
 `scaling plot` end to end and its bad input. (~20 s on 2 idle cores: one fit with 100 resamples,
 six figures drawn and rendered, one `scaling plot` subprocess.)"""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -332,3 +333,20 @@ def test_captions_name_what_an_unfitted_approach_would_show_before_saying_it_was
     assert captions["loss_landscape"].startswith(
         "Approach 3's L(N, D) (filled contours) (not fitted: no fit), the runs"
     )
+
+
+def test_a_one_budget_table_draws_its_profile_and_the_minimum_fit_gives(tmp_path):
+    # user34: one IsoFLOP budget (often a researcher's first sweep) drew no profile: approach 2 refuses a law across
+    # one budget, while `scaling fit` gives that budget's minimum in its refusal; the figure now draws it, the same N
+    path = tmp_path / "one.csv"
+    isoflop_runs(CHINCHILLA_LAW, [1e20], 9, noise=0.01, seed=3).to_csv(path, index=False)
+    table = load_runs(str(path))
+    report = fit_all(table, (2, 3), resamples=60)
+    said = re.search(r"alone has its least loss at N = (\S+) \[(\S+), (\S+)\]", report.skipped["2"])
+    drawn, missing = make_figures(table, report)
+    assert "isoflop_profiles" in drawn and "isoflop_profiles" not in missing
+    ax = drawn["isoflop_profiles"].axes[0]
+    assert ax.get_title().startswith("IsoFLOP profile of one budget: no law across budgets")
+    (star,) = [c for c in ax.collections if hasattr(c, "get_sizes") and len(c.get_sizes()) and c.get_sizes()[0] == 160]
+    assert float(star.get_offsets()[0, 0]) == pytest.approx(float(said.group(1)), rel=1e-2)
+    assert "One budget only: its parabola and minimum" in figure_caption("isoflop_profiles", report)

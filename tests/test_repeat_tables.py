@@ -205,6 +205,11 @@ def test_repeated_runs_at_one_budget_leave_e_unidentified_as_approach_3_does():
             rows.append({"params": n, "tokens": d, "unique_tokens": d / epochs, "val_loss": float(loss)})
     fit = fit_muennighoff(table_from_frame(pd.DataFrame(rows), "one.csv"), resamples=40)
     assert fit.estimates["E"].unidentified == ONE_BUDGET
+    # review23: one budget by its column, as approach 3 counts budgets, D rounded up 5% a size (C spans 34%)
+    labelled = pd.DataFrame(rows).assign(budget_flops=1e20)
+    labelled["tokens"] *= 1.05 ** np.repeat(np.arange(7), 4)
+    fit = fit_muennighoff(table_from_frame(labelled, "labelled.csv"), resamples=0)
+    assert fit.estimates["E"].unidentified == ONE_BUDGET
 
 
 def test_sizes_at_several_unique_token_counts_are_no_near_duplicates():
@@ -217,3 +222,7 @@ def test_sizes_at_several_unique_token_counts_are_no_near_duplicates():
     twice = runs.assign(tokens=runs.tokens * 1.02)  # the same sizes and U again, D 2% off: those are flagged
     flagged = near_duplicate_sizes(table_from_frame(pd.concat([runs, twice], ignore_index=True), "twice.csv"))
     assert len(flagged) == len(runs)
+    # review23: where no run repeats (U = D, an epochs column of 1), U follows D and says nothing: sizes 0.5% apart
+    fresh = pd.DataFrame({"params": [1e8, 1.005e8], "tokens": [2e10, 2e10 / 1.005], "val_loss": [3.0, 3.01]})
+    for u in ({"unique_tokens": fresh.tokens}, {"epochs": 1.0}):
+        assert near_duplicate_sizes(table_from_frame(fresh.assign(budget_flops=1.2e19, **u), "fresh.csv")) == [(1, 0)]

@@ -204,10 +204,8 @@ def floor_sides(baseline: Side, candidate: Side, compute: float, m: float) -> tu
         return E is not None and rests_on_floor(at, E.unidentified, *side.fitted_range)
 
     losses = [role for role, side in (("baseline", baseline), ("candidate", candidate)) if rests(side, compute)]
-    return losses, [
-        *(["candidate"] if "candidate" in losses else []),
-        *(["baseline"] if rests(baseline, m * compute) else []),
-    ]
+    at_baseline = not np.isnan(m) and rests(baseline, m * compute)  # m = inf: the baseline's floor is why (review23)
+    return losses, [*(["candidate"] if "candidate" in losses else []), *(["baseline"] if at_baseline else [])]
 
 
 def _on_floors(baseline: Side, candidate: Side, compute: float, row: Row) -> set[str]:

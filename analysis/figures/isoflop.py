@@ -29,11 +29,13 @@ from analysis.figures.axes import (
     ring_outliers,
     style,
 )
-from analysis.fits.isoflop import in_law
-from analysis.fits.results import FitReport
+from analysis.fits.isoflop import budget_profile, in_law
+from analysis.fits.results import FitReport, Parabola
+from analysis.fits.vertex_intervals import VERTEX_DRAWS, n_opt_intervals
 from analysis.sources.schema import RunTable
 from scaling.flops import tokens_6nd
 
+LONE = "no law across budgets (approach 2 needs 2 or more)"
 PARABOLA_REACH = 30.0  # a parabola is drawn out to its minimum only within this factor of the trained sizes
 
 
@@ -48,6 +50,11 @@ def caption(report: FitReport | None) -> str:
         f"with the bootstrap interval of N_opt ({band_phrase(report, 2).removeprefix('its ')}; a triangle marks "
         f"an interval that runs off the axes; none where the fit calls N_opt unidentified). Dashed: {drawn_phrase(report, 3, 'L(N, C/6N) at the same budget')}{floor_phrase(report)}. "
         "Grey crosses: runs of budgets without a parabola."
+        + (
+            f" One budget only: its parabola and minimum, {LONE}."
+            if report is not None and report.isoflop is None
+            else ""
+        )
     )
 
 
@@ -58,22 +65,23 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
     L(N, C/(6N)) at the same budget, dashed. Budgets without a parabola are drawn as grey crosses;
     runs flagged as outliers are ringed in red."""
     fit = report.isoflop
-    if fit is None:
+    profiles = fit.profiles if fit is not None else [p for p in [_lone_profile(report, table)] if p is not None]
+    if not profiles:
         raise FigureUnavailable(
             "approach 2 (IsoFLOP parabolas) was not fitted: " + report.skipped.get("2", "not asked for")
         )
     fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")
     ax = fig.subplots()
-    colours = budget_colours(p.budget for p in fit.profiles)
+    colours = budget_colours(p.budget for p in profiles)
     many = many_budgets(colours)  # then a colour bar names the budgets, not a legend entry each
     shown_n, shown_loss = [], []
     parametric = drawable(report.parametric)
-    for p in fit.profiles:
+    for p in profiles:
         _profile(ax, p, colours[p.budget], parametric, shown_n, shown_loss, named=not many)
     if many:
         _budget_key(fig, ax, list(colours))
     if table is not None:
-        _other_runs(ax, table, fit, shown_n, shown_loss)
+        _other_runs(ax, table, profiles, shown_n, shown_loss)
     ring_outliers(ax, report, {o.run_id: (o.n, o.loss) for o in report.outliers})
     shown_n += [o.n for o in report.outliers]
     shown_loss += [o.loss for o in report.outliers]
@@ -84,14 +92,13 @@ def isoflop_profiles(report: FitReport, table: RunTable | None = None) -> Figure
         ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label=label)
     ax.set_xscale("log")
     ax.set_xlim(*limits(shown_n, 1.5))
-    _mark_cut_intervals(
-        ax, [p for p in fit.profiles if p.n_opt_interval is not None and not p.n_opt_unidentified], colours
-    )
+    _mark_cut_intervals(ax, [p for p in profiles if p.n_opt_interval is not None and not p.n_opt_unidentified], colours)
     lo, hi = min(shown_loss), max(shown_loss)
     ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
     ax.set_xlabel("parameters N")
     ax.set_ylabel(loss_label(report.loss_unit))
-    style(ax, "IsoFLOP profiles (approach 2): loss against model size at fixed compute")
+    title = "IsoFLOP profiles (approach 2): loss against model size at fixed compute"
+    style(ax, title if fit is not None else f"IsoFLOP profile of one budget: {LONE}")
     handles, labels = ax.get_legend_handles_labels()  # beside the axes: inside, any place hid some run
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
@@ -154,9 +161,23 @@ def _profile(ax, p, colour, parametric, shown_n: list, shown_loss: list, named: 
         )
 
 
-def _other_runs(ax, table: RunTable, fit, shown_n: list, shown_loss: list) -> None:
+def _lone_profile(report: FitReport, table: RunTable | None) -> Parabola | None:
+    """The parabola of a table's only budget, which approach 2 refuses (no law across one budget) while `scaling fit`
+    gives its minimum in the refusal (`isoflop._lone_minimum`: the same parabola and intervals, at the default seed;
+    user34: a one-budget table, often a researcher's first IsoFLOP, drew no profile)."""
+    if table is None or len(table.budgets) != 1:
+        return None
+    budget = table.budgets[0]
+    profile, _ = budget_profile(table, budget, np.flatnonzero(table.runs["budget"].to_numpy() == budget))
+    if profile is not None:
+        boot = report.parametric.bootstrap if report.parametric is not None else None
+        n_opt_intervals([profile], VERTEX_DRAWS, 0, boot.level if boot is not None else 0.95)
+    return profile
+
+
+def _other_runs(ax, table: RunTable, profiles: list[Parabola], shown_n: list, shown_loss: list) -> None:
     """The runs of budgets without a parabola, as grey crosses."""
-    fitted = {p.budget for p in fit.profiles}
+    fitted = {p.budget for p in profiles}
     other = table.runs[~table.runs["budget"].isin(fitted)]
     if len(other):
         ax.scatter(

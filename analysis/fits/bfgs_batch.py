@@ -42,7 +42,7 @@ def minimize_batch(fg, x0: np.ndarray, gtol: float, max_iter: int = 300):
         g_rows = g[rows]
         direction = np.where(scaled[rows, None], -np.einsum("kij,kj->ki", inverse[rows], g_rows), -g_rows)
         slope = _dot(direction, g_rows)
-        uphill = slope >= 0
+        uphill = ~(slope < 0)  # NaN too (an H that overflowed): steepest descent
         direction[uphill] = -g_rows[uphill]
         slope[uphill] = -_dot(g_rows[uphill], g_rows[uphill])
         step, f_new, g_new, moved = _backtrack(fg, x[rows], f[rows], slope, direction, rows)

@@ -203,7 +203,7 @@ def _profiles(table: RunTable, seed: int, level: float) -> tuple[list[np.ndarray
     groups, profiles, dropped = [], [], []
     for budget in table.budgets:
         idx = np.flatnonzero(runs["budget"].to_numpy() == budget)
-        profile, why = _profile(table, budget, idx)
+        profile, why = budget_profile(table, budget, idx)
         if profile is None:
             dropped.append(why)
         else:
@@ -297,7 +297,7 @@ def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | No
     return coefficients
 
 
-def _profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola | None, str]:
+def budget_profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola | None, str]:
     runs = table.runs.iloc[idx]
     n, loss = runs["N"].to_numpy(), runs["loss"].to_numpy()
     sizes = len(np.unique(n))

@@ -210,7 +210,7 @@ def fit_muennighoff(
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
             estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta, boot.failed)
         _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
-        _flag_design(estimates, np.log(n), np.log(d))
+        _flag_design(estimates, np.log(n), np.log(d), one_budget=len(table.budgets) < 2)  # approach 3's rule
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -273,13 +273,13 @@ def _flag_bounds(estimates: dict[str, Estimate], convergence: dict) -> None:
         convergence["warning"] = "; ".join(filter(None, [convergence.get("warning"), caution]))
 
 
-def _flag_design(estimates: dict[str, Estimate], log_n: np.ndarray, log_d: np.ndarray) -> None:
+def _flag_design(estimates: dict[str, Estimate], log_n: np.ndarray, log_d: np.ndarray, one_budget: bool) -> None:
     """Approach 3's design rules: a term of too few distinct values (`parametric_form.design_reasons`; user33: 2 sizes
     gave alpha = 0.582 [0.580, 0.586] for 0.353) leaves it and E unidentified, and runs at one budget E (user36)."""
     for exponent, why in form.design_reasons(log_n, log_d).items():
         for name in {exponent, form.TERMS[exponent][0], "E"} & estimates.keys():
             estimates[name].unidentified = estimates[name].unidentified or why
-    if form.at_one_budget(log_n, log_d):
+    if one_budget:
         estimates["E"].unidentified = estimates["E"].unidentified or form.ONE_BUDGET
 
 

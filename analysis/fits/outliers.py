@@ -20,7 +20,7 @@ Two tests, each naming the run it flags:
     (tests/test_outliers.py). A run at an edge of the design (h near 1) can hide an outlier: the law
     bends to it. Not applied when approach 3 cannot be fitted (said in the notes).
   * near-duplicate size: within one budget, a run whose N is within `NEAR` (1%) of an earlier run's
-    N while not the same (N, D) point (repeated seeds of a point are kept), nor at other unique tokens U. The later run in the table is flagged; the earlier one is kept.
+    N while not the same (N, D) point (repeated seeds of a point are kept), nor at other unique tokens U where data repeat. The later run in the table is flagged; the earlier one is kept.
     Two sizes 1% apart give a parabola no extra reach, only double weight at one place (often the
     same point digitised twice).
   * off budget: a run whose C = 6·N·D is off its budget by a factor r = C/budget that its size does not
@@ -167,14 +167,17 @@ def _scale(r: np.ndarray) -> float:
 
 def near_duplicate_sizes(table: RunTable) -> list[tuple[int, int]]:
     """(later, earlier) row pairs of one budget with N within `NEAR` that are not one (N, D) point, nor runs on
-    different unique tokens U (user36: a repetition table's sizes at 4 U each, 73 runs flagged)."""
+    unique tokens U more than `NEAR` apart, one repeating its data (user36: a repetition table's sizes at 4 U each,
+    73 runs flagged)."""
     runs = table.runs
     log_n, d, budget = np.log(runs["N"].to_numpy()), runs["D"].to_numpy(), runs["budget"].to_numpy()
-    u = runs["U"].to_numpy(dtype=float) if "U" in runs else np.full(len(runs), np.nan)
+    log_u = np.log(runs["U"].to_numpy(dtype=float)) if "U" in runs else np.full(len(runs), np.nan)
+    repeats = d > np.exp(log_u) * (1.0 + 1e-9)  # False where U is unknown; U = D (epochs 1) repeats nothing
     pairs = []
     for i in range(len(runs)):
         for j in range(i):
-            same_point = (log_n[i] == log_n[j] and d[i] == d[j]) or abs(u[i] - u[j]) > 0  # False where U unknown
+            other_u = (repeats[i] or repeats[j]) and abs(log_u[i] - log_u[j]) > np.log1p(NEAR)  # review23: not U = D
+            same_point = (log_n[i] == log_n[j] and d[i] == d[j]) or other_u
             if budget[i] == budget[j] and abs(log_n[i] - log_n[j]) < np.log1p(NEAR) and not same_point:
                 pairs.append((i, j))
                 break
