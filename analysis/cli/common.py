@@ -8,6 +8,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from analysis.cli.argtypes import count, level, whole
@@ -313,6 +314,13 @@ def check_output_dir(directory: Path, option: str) -> None:
         raise UserError(f"{option}: {str(path)!r} is a file, not a directory; give a directory path")
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserError(f"{option}: directory {str(path)!r} is not writable; give a directory you can write to")
+    try:  # os.access says yes to root where nothing can be made (/proc): try, before any figure is drawn
+        os.rmdir(tempfile.mkdtemp(prefix=".scaling-probe-", dir=path))
+    except OSError as err:
+        raise UserError(
+            f"{option}: nothing can be created in {str(path)!r} ({err.strerror or err}); give a directory you can "
+            "write to"
+        ) from None
 
 
 def source_and_fit(args: argparse.Namespace, verb: str):
