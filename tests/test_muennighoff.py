@@ -2,15 +2,18 @@
 synthetic repeated-data runs, `scaling optimal --unique-tokens`, and the corpus cut that repetition
 sweeps train on (data.max_train_tokens)."""
 
+import itertools
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import assert_one_line_error, run_cli, run_main
 
 from analysis.fits import laws
 from analysis.fits import muennighoff as mf
 from analysis.fits.muennighoff_optimal import published
+from analysis.sources.check import table_from_frame
 from analysis.synthetic import repeated_runs
 from scaling import data as data_lib
 from scaling.plan import plan_run
@@ -282,3 +285,26 @@ def test_two_sizes_leave_e_a_and_alpha_unidentified_as_in_approach_3(tmp_path, c
     for name in ("E", "A", "alpha"):
         assert got[name]["unidentified"] == "alpha, A: only 2 distinct N values (need 3 with E)", (name, got[name])
     assert not got["R_D"].get("unidentified") and not got["beta"].get("unidentified")
+
+
+def test_auto_fits_one_stage_where_two_leave_the_base_law_unpinned():
+    # user36: 3 U x 5 budgets x 5 sizes, 2% noise: the 12-15 runs that repeat nothing (small D, one side of each
+    # budget) gave stage 1 beta = 0.101 [0.084, 0.152] and B = 23 for 0.353 and 1488, with alpha unidentified beside
+    # them; one stage recovers them. auto now sees the base law left unpinned and fits one stage, saying why
+    from analysis.fits.muennighoff_fit import fit_muennighoff
+
+    rng, rows = np.random.default_rng(7), []
+    for u, c in itertools.product((1e9, 4e9, 1.6e10), (1e19, 3e19, 1e20, 3e20, 1e21)):
+        for n in np.sqrt(c / 120) * np.logspace(-0.6, 0.6, 5):
+            d = c / (6 * n)
+            loss = mf.loss(n, d, u, **TRUTH) * np.exp(0.02 * rng.standard_normal())
+            rows.append({"params": n, "tokens": d, "unique_tokens": u, "budget_flops": c, "val_loss": float(loss)})
+    table = table_from_frame(pd.DataFrame(rows), "three_u.csv")
+    two = fit_muennighoff(table, resamples=60, stages="2")
+    assert [k for k in ("E", "A", "B", "alpha", "beta") if two.estimates[k].unidentified]
+    auto = fit_muennighoff(table, resamples=60)
+    assert auto.convergence["stages"] == 1
+    assert auto.convergence["method"].startswith("one-stage fit: all parameters at once (two stages left the base law")
+    for name in ("alpha", "beta"):
+        e = auto.estimates[name]
+        assert not e.unidentified and e.lower <= TRUTH[name] <= e.upper, (name, e)

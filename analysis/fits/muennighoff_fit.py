@@ -166,23 +166,29 @@ def _best_fit(objective: RepeatObjective, extra_starts: np.ndarray | None = None
     return _polish(objective, refined[int(np.nanargmin(refined_values))]), grid, values
 
 
-def fit_muennighoff(
-    table: RunTable,
-    *,
-    resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    delta: float = HUBER_DELTA,
-    stages: str = "auto",
-) -> MuennighoffFit:
+def fit_muennighoff(table: RunTable, *, resamples=1000, seed=0, level=0.95, delta=HUBER_DELTA, stages="auto"):
     """Fit L(N, D, U) to the runs of ``table`` that carry U, and bootstrap it (``resamples`` = 0: no
     intervals). ``stages``: "1" fits all seven parameters at once, "2" the paper's two stages
-    (`analysis.fits.muennighoff_stages`), "auto" two when the runs that repeat nothing support them."""
+    (`analysis.fits.muennighoff_stages`), "auto" two when the runs that repeat nothing support them and pin the base
+    law, else one where that pins more of it (`muennighoff_stages.base_unpinned`)."""
+    from analysis.fits import muennighoff_stages
+
+    fit = _fit(table, resamples, seed, level, delta, stages)
+    if stages == "auto" and (why := muennighoff_stages.base_unpinned(fit)):
+        one = _fit(table, resamples, seed, level, delta, "1", instead=why)
+        pins_more = len(muennighoff_stages.loose_base(one)) < len(muennighoff_stages.loose_base(fit))
+        fit = one if pins_more else fit  # else two stages stand, said as they are (a non-converged one says so)
+    return fit
+
+
+def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float, stages: str, instead: str = ""):
+    """`fit_muennighoff` with ``stages`` as given; ``instead``: why one stage was fitted in place of two."""
     from analysis.fits import muennighoff_stages
 
     runs, notes = _repeat_runs(table)
     n, d, u, loss = (runs[k].to_numpy(dtype=float) for k in ("N", "D", "U", "loss"))
     two, why_not = muennighoff_stages.choose(stages, d, u, n)
+    why_not = instead or why_not
     with one_blas_thread(), np.errstate(all="ignore"):
         fitted = (muennighoff_stages.fit_two_stages if two else _one_stage)(n, d, u, loss, delta)
         objective, theta, (value, message, grad), why, optimizer = fitted
@@ -210,7 +216,7 @@ def fit_muennighoff(
             samples, boot = two_stages(objective, theta, d, u, *draw) if two else _bootstrap(objective, theta, *draw)
             estimates = _with_intervals(point, samples, level, convergence["fixed"], objective, theta, boot.failed)
         _flag_bounds(estimates, convergence)  # after the narrowness rule: the bound is the reason to give
-        _flag_design(estimates, np.log(n), np.log(d), one_budget=len(table.budgets) < 2)  # approach 3's rule
+        form.flag_design(estimates, np.log(n), np.log(d), one_budget=len(table.budgets) < 2)  # approach 3's rules
     return MuennighoffFit(
         source=table.source,
         n=n.tolist(),
@@ -271,16 +277,6 @@ def _flag_bounds(estimates: dict[str, Estimate], convergence: dict) -> None:
             "are conditional on that value"
         )
         convergence["warning"] = "; ".join(filter(None, [convergence.get("warning"), caution]))
-
-
-def _flag_design(estimates: dict[str, Estimate], log_n: np.ndarray, log_d: np.ndarray, one_budget: bool) -> None:
-    """Approach 3's design rules: a term of too few distinct values (`parametric_form.design_reasons`; user33: 2 sizes
-    gave alpha = 0.582 [0.580, 0.586] for 0.353) leaves it and E unidentified, and runs at one budget E (user36)."""
-    for exponent, why in form.design_reasons(log_n, log_d).items():
-        for name in {exponent, form.TERMS[exponent][0], "E"} & estimates.keys():
-            estimates[name].unidentified = estimates[name].unidentified or why
-    if one_budget:
-        estimates["E"].unidentified = estimates["E"].unidentified or form.ONE_BUDGET
 
 
 def _one_stage(n, d, u, loss, delta: float):

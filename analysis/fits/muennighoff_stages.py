@@ -11,7 +11,8 @@ its draws with that resample's E, A, B, α, β held; a resample failing either s
 
 `scaling fit --approach muennighoff --muennighoff-stages auto|1|2`: auto (the default) fits two
 stages when at least `MIN_RUNS` runs repeat nothing, at `MIN_DISTINCT` or more distinct N and D each
-(five parameters need that spread), else one; 2 without such runs is refused.
+(five parameters need that spread), and their base law comes out pinned, or one stage pins no more of it
+(`base_unpinned`); else one. 2 without such runs is refused.
 """
 
 from __future__ import annotations
@@ -80,6 +81,30 @@ def choose(stages: str, d: np.ndarray, u: np.ndarray, n: np.ndarray) -> tuple[bo
     if stages == "2" and why:
         raise DataError(f"--muennighoff-stages 2: {why}")
     return (stages != "1" and not why), why
+
+
+BASE_NAMES = ("E", "A", "B", "alpha", "beta")  # the base law, stage 1's
+
+
+def base_unpinned(fit) -> str:
+    """Why a two-stage `MuennighoffFit` leaves its base law unpinned ("" when it does not, or was fitted in one
+    stage): one of E, A, B, α, β unidentified. Then "auto" fits one stage: the runs that repeat nothing were too few
+    or too one-sided for five parameters, and stage 2 conditions on what they gave (user36: 12-15 such runs gave
+    beta = 0.101 [0.084, 0.152] and B = 23 for 0.353 and 1488, alpha unidentified beside them; one stage: 0.351
+    [0.148, 0.523], 1435, alpha 0.342 [0.132, 0.566], for 0.353)."""
+    if fit.convergence.get("stages") != 2:
+        return ""
+    loose = loose_base(fit)
+    return (
+        f"two stages left the base law's {', '.join(loose)} unidentified ({fit.estimates[loose[0]].unidentified})"
+        if loose
+        else ""
+    )
+
+
+def loose_base(fit) -> list[str]:
+    """The base law's parameters (`BASE_NAMES`) a `MuennighoffFit` leaves unidentified."""
+    return [name for name in BASE_NAMES if fit.estimates[name].unidentified]
 
 
 def stages_note(two: bool, why_not: str, d: np.ndarray, u: np.ndarray) -> str:

@@ -329,3 +329,14 @@ def flag_absorbed(estimates: dict[str, Estimate], withheld: list[str], log_n: np
         for name in (kept, TERMS[kept][0]):
             if name in estimates and not estimates[name].unidentified:
                 estimates[name].unidentified = why
+
+
+def flag_design(estimates: dict[str, Estimate], log_n: np.ndarray, log_d: np.ndarray, one_budget: bool) -> None:
+    """Approach 3's design rules on another law's estimates (the data-constrained fit's): a term of too few distinct
+    values (`design_reasons`; user33: 2 sizes gave alpha = 0.582 [0.580, 0.586] for 0.353) leaves it and E
+    unidentified, and runs at one budget E (user36: E = 2.597 [2.52, 2.662] for 1.87)."""
+    for exponent, why in design_reasons(log_n, log_d).items():
+        for name in {exponent, TERMS[exponent][0], "E"} & estimates.keys():
+            estimates[name].unidentified = estimates[name].unidentified or why
+    if one_budget:
+        estimates["E"].unidentified = estimates["E"].unidentified or ONE_BUDGET
