@@ -38,7 +38,7 @@ EXPERIMENT_COLUMNS = ("dataset", "source", "experiment", "recipe", "variant", "a
 # is warned about in its own words (`warn_mixed_runs`).
 RUN_METADATA = frozenset(
     {"run_id", "sweep", "status", "failure", "error_type", "reason", "shape", "branch_of", "device"}
-    | {"code_version", "started_at", "finished_at", "pack_job", "param_count"}
+    | {"code_version", "started_at", "finished_at", "pack_job", "param_count", "gpu", "host", "hostname", "node"}
     # what a run's execution measured (two executions of one run differ in it; user26: a rerun kept as a seed)
     | {"wall_time_s", "tokens_per_s", "flops_per_s", "pack_tokens_per_s", "threads"}
 )
