@@ -226,3 +226,9 @@ def test_sizes_at_several_unique_token_counts_are_no_near_duplicates():
     fresh = pd.DataFrame({"params": [1e8, 1.005e8], "tokens": [2e10, 2e10 / 1.005], "val_loss": [3.0, 3.01]})
     for u in ({"unique_tokens": fresh.tokens}, {"epochs": 1.0}):
         assert near_duplicate_sizes(table_from_frame(fresh.assign(budget_flops=1.2e19, **u), "fresh.csv")) == [(1, 0)]
+
+
+def test_exclude_outliers_with_the_data_constrained_fit_is_one_line(repeated, capsys):
+    # user36: accepted, and nothing left out nor said (the outlier rule is approaches 1-3's)
+    args = ("fit", repeated / "repeated.csv", "--approach", "muennighoff", "--exclude-outliers")
+    assert_one_line_error(run_main(capsys, *args), "--exclude-outliers: the outlier rule is approaches 1-3's")

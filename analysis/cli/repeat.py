@@ -20,6 +20,11 @@ def fit_repeat(args) -> int:
 
     if args.group_by:
         raise UserError("--approach muennighoff fits one table; use --where COLUMN==VALUE instead of --group-by")
+    if args.exclude_outliers:  # user36: accepted, and nothing left out nor said
+        raise UserError(
+            "--exclude-outliers: the outlier rule is approaches 1-3's; the data-constrained fit flags none (its Huber "
+            "loss weighs a far run down); leave a run out with --where, e.g. --where 'run_id!=ID'"
+        )
     # Runs on cuts of one corpus (data.max_train_tokens) have different fingerprints by design: pooled,
     # as long as they name one corpus; experiments are not, unless --allow-mixed (user36)
     pooled = True if args.allow_mixed_corpora else "corpora"
