@@ -170,6 +170,7 @@ def differences(baseline: ParametricFit, candidate: ParametricFit, level: float)
         inputs = ("alpha", "beta") if name == "gamma" else (name,)  # γ = αβ/(α+β) (review21: γ held beside them)
         known = Estimate(0.0)  # a quantity a side's fit does not report is not unidentified by it
         unset = [side for side, fit in sides.items() if any(fit.estimates.get(k, known).unidentified for k in inputs)]
+        entry["sides_unidentified"] = unset  # whose own value is no number (the text's "(a -> b)"; not in the JSON)
         if stuck:  # a difference is no better pinned down than either side
             entry["unidentified"] = stuck
         elif unset and (name == "a" or not failed):  # a failed bootstrap is the first reason, but for a

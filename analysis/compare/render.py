@@ -77,18 +77,13 @@ def render_comparison(comparison: Comparison) -> str:
         diff = _with_interval(Estimate(d["value"], d["lower"], d["upper"], d.get("unidentified", "")), signed=True)
         diff = "unidentified (as m(C), above)" if c.unidentified and d.get("unidentified") == c.unidentified else diff
         in_unit = f" {unit}" if name == "E" else ""  # the other differences are exponents
-        sides = (_side_value(c.baseline, name, d["baseline"]), _side_value(c.candidate, name, d["candidate"]))
+        # user37: "E ... (0.6875 -> 2.924e-09 nats/token)" beside an unidentified difference, the truth 1.69 on both
+        sides = [
+            "unidentified" if role in d["sides_unidentified"] else _g(d[role]) for role in ("baseline", "candidate")
+        ]
         lines.append(f"  {LABELS[name]:<27} {diff:<32} ({sides[0]} -> {sides[1]}{in_unit})")
     lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)
-
-
-def _side_value(side, name: str, value: float) -> str:
-    """A side's own value of a difference's quantity, or "unidentified" where its fit calls it so (γ: α's or β's;
-    user37: "E ... (0.6875 -> 2.924e-09 nats/token)" beside an unidentified difference, the truth 1.69 on both)."""
-    inputs = ("alpha", "beta") if name == "gamma" else (name,)
-    known = Estimate(0.0)
-    return "unidentified" if any(side.fit.estimates.get(k, known).unidentified for k in inputs) else _g(value)
 
 
 def _outliers_line(side) -> list[str]:
