@@ -333,6 +333,26 @@ def test_report_with_two_sources_has_a_comparison(pair, tmp_path, capsys):
     assert (tmp_path / "r-figures" / "compare.png").exists()
 
 
+def test_report_group_by_reports_the_baseline_group_and_compares_the_others(pair, tmp_path, capsys):
+    """Several experiments in one file: `report --group-by` is `report BASELINE CANDIDATE` with the groups
+    as sources (before: refused, the only way a table of two recipes was two files or two --where)."""
+    table = tmp_path / "two.csv"
+    frames = [pd.read_csv(pair[k]).assign(recipe=r) for k, r in (("base", "A"), ("constant", "B"))]
+    pd.concat(frames, ignore_index=True).to_csv(table, index=False)
+    out = tmp_path / "g.html"
+    args = ["report", table, "--group-by", "recipe", "--out", out, "--bootstrap", 50]
+    run_main(capsys, *args, "--baseline", "A", check=True)
+    md = (tmp_path / "g.md").read_text()
+    assert md.startswith("# Scaling-law report: two.csv [recipe=A]"), md[:200]
+    assert "### Candidate: " in md and "[recipe=B] (36 runs)" in md, md
+    assert (tmp_path / "g-figures" / "compare.png").exists()
+    before = out.read_bytes()
+    assert_one_line_error(run_main(capsys, *args, "--baseline", "C"), "no group 'C'", "A, B")
+    assert_one_line_error(run_main(capsys, "report", table, pair["base"], *args[2:]), "one SOURCE and no CANDIDATE")
+    assert_one_line_error(run_main(capsys, "report", table, "--candidate", "B", "--out", out), "--group-by")
+    assert out.read_bytes() == before  # nothing written is changed by a refused call
+
+
 def test_compare_intervals_are_the_fits_percentiles_with_their_infinity_rule():
     """One percentile rule: compare's intervals are `percentile_bounds` (linear, as every FIT.json
     interval) of each column, NaNs left out; before, numpy's inverted_cdf (an order statistic)."""

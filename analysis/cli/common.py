@@ -323,14 +323,16 @@ def check_output_dir(directory: Path, option: str) -> None:
         ) from None
 
 
-def source_and_fit(args: argparse.Namespace, verb: str):
-    """(Source, FitReport or None, how it was fitted, warnings about the fit) for `plot` and `report`."""
+def source_and_fit(args: argparse.Namespace, verb: str, source=None):
+    """(Source, FitReport or None, how it was fitted, warnings about the fit) for `plot` and `report`:
+    ``source`` (a `Source` already read, e.g. one group of a table) or ``args.source`` read."""
     from analysis.fits.fit import fit_all
     from analysis.report import fit_matches_source
     from analysis.sources.load import read_source
     from scaling.errors import DataError
 
-    source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
+    if source is None:
+        source = read_source(args.source, column_map(args), allow_mixed_corpora=args.allow_mixed_corpora)
     fit = FitReport.load(args.fit) if args.fit else None
     tell(source.table.lines(plain=fit is None or bool(fit.fits))[0], "warning")  # a data-constrained fit: not theirs
     if fit is not None:

@@ -36,14 +36,7 @@ def compare_parser() -> argparse.ArgumentParser:
         help="BASELINE CANDIDATE [CANDIDATE ...]: results store directories, .csv/.tsv/.parquet/.json/.jsonl tables or "
         "wandb:ENTITY/PROJECT; with --group-by, one table",
     )
-    p.add_argument("--group-by", metavar="COLUMN", help="compare the groups of one table by the values of COLUMN")
-    p.add_argument("--baseline", metavar="GROUP", help="with --group-by: the baseline group (default: the first)")
-    p.add_argument(
-        "--candidate",
-        action="append",
-        metavar="GROUP",
-        help="with --group-by: a candidate group (repeatable; default: every other group)",
-    )
+    add_group_options(p)
     p.add_argument(
         "--eval-column",
         metavar="COLUMN",
@@ -73,17 +66,37 @@ def compare_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_arguments(args: argparse.Namespace) -> None:
-    if args.group_by:
-        if len(args.sources) != 1:
-            raise UserError(
-                f"--group-by {args.group_by!r} compares the groups of one table; give one SOURCE, not "
-                f"{len(args.sources)}"
-            )
-    elif len(args.sources) < 2:
-        raise UserError("give at least two sources (BASELINE CANDIDATE), or one table with --group-by COLUMN")
-    elif args.baseline or args.candidate:
+def add_group_options(p: argparse.ArgumentParser) -> None:
+    """--group-by, --baseline and --candidate: the groups of one table as the sources (compare, report)."""
+    p.add_argument(
+        "--group-by",
+        metavar="COLUMN",
+        help="the groups of one table by the values of COLUMN as the sources: the baseline, then the candidates "
+        "compared with it",
+    )
+    p.add_argument("--baseline", metavar="GROUP", help="with --group-by: the baseline group (default: the first)")
+    p.add_argument(
+        "--candidate",
+        action="append",
+        metavar="GROUP",
+        help="with --group-by: a candidate group (repeatable; default: every other group)",
+    )
+
+
+def check_group_options(args: argparse.Namespace, sources: int, what: str) -> None:
+    """--group-by takes one table (``sources`` given in all); --baseline and --candidate need it."""
+    if args.group_by and sources != 1:
+        raise UserError(
+            f"--group-by {args.group_by!r} compares the groups of one table; give one {what}, not {sources}"
+        )
+    if not args.group_by and (args.baseline or args.candidate):
         raise UserError("--baseline and --candidate name groups and need --group-by COLUMN")
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    check_group_options(args, len(args.sources), "SOURCE")
+    if not args.group_by and len(args.sources) < 2:
+        raise UserError("give at least two sources (BASELINE CANDIDATE), or one table with --group-by COLUMN")
     if args.out_figure:
         suffix = Path(args.out_figure).suffix.lower().lstrip(".")
         if suffix not in FIGURE_FORMATS:
@@ -168,14 +181,16 @@ def _write_outputs(args: argparse.Namespace, comparisons, payload: dict) -> None
         print(f"wrote {out / 'compare.png'} and {out / 'compare.json'}", file=sys.stderr)
 
 
-def report_comparison(args: argparse.Namespace, source, pngs: dict[str, bytes]) -> list:
-    """The comparison section of `scaling report SOURCE CANDIDATE ...` (its figure added to ``pngs``)."""
+def report_comparison(args: argparse.Namespace, source, pngs: dict[str, bytes], groups=()) -> list:
+    """The comparison section of `scaling report SOURCE CANDIDATE ...` (its figure added to ``pngs``), or
+    of `scaling report TABLE --group-by COLUMN`: ``source`` the baseline group, ``groups`` the candidates."""
     from analysis.compare import Input, compare_inputs, read_inputs
     from analysis.figures import figure_bytes
     from analysis.figures.compare import compare_figure
     from analysis.report.compare import FIGURE_NAME, comparison_blocks
 
-    inputs = [Input(args.source, source.table, source.frame)]
+    inputs = [Input(source.table.source, source.table, source.frame)]
+    inputs += [Input(g.table.source, g.table, g.frame.reset_index(drop=True)) for g in groups]
     inputs += read_inputs(args.candidates, column_map(args), args.allow_mixed_corpora)
     eval_notes = _check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None}))
     tell(eval_notes, "note")

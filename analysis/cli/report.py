@@ -13,6 +13,7 @@ from analysis.cli.common import (
     source_options,
     tell,
 )
+from analysis.cli.compare import add_group_options, check_group_options
 from scaling.errors import Parser, UserError
 
 
@@ -36,6 +37,7 @@ def report_parser() -> argparse.ArgumentParser:
         metavar="CANDIDATE",
         help="further sources: the report adds a comparison of each with the first (as `scaling compare`)",
     )
+    add_group_options(p)
     p.add_argument(
         "--allow-different-eval",
         action="store_true",
@@ -58,6 +60,7 @@ def report_main(argv: list[str]) -> int:
     args = parse(report_parser(), argv)
     if isinstance(args, int):
         return args
+    check_group_options(args, 1 + len(args.candidates), "SOURCE and no CANDIDATE")
     out = Path(args.out)
     check_output_dir(out.parent, f"--out {args.out!r}")
     from analysis.figures import figure_bytes
@@ -66,15 +69,16 @@ def report_main(argv: list[str]) -> int:
 
     guard_twin(out, f"--out {args.out!r}")
 
-    source, fit, how, problems = source_and_fit(args, "report")
+    groups = _groups(args)
+    source, fit, how, problems = source_and_fit(args, "report", groups[0] if groups else None)
     tell(problems, "warning")
     figures, missing = draw_figures(source, fit)
     pngs = {name: figure_bytes(fig, "png") for name, fig in figures.items()}
     blocks = report_blocks(source, fit, pngs, missing, how_fitted=how, fit_problems=problems)
-    if args.candidates:
+    if args.candidates or groups:
         from analysis.cli.compare import report_comparison
 
-        blocks += report_comparison(args, source, pngs)
+        blocks += report_comparison(args, source, pngs, groups[1:])
     try:
         written = write_report(out, blocks, pngs)
     except OSError as err:
@@ -86,3 +90,15 @@ def report_main(argv: list[str]) -> int:
         f"(figures in {written[0].parent}/)"
     )
     return 0
+
+
+def _groups(args: argparse.Namespace) -> list:
+    """With --group-by: the baseline group, then the candidates (`analysis.compare.inputs.select_groups`)."""
+    if not args.group_by:
+        return []
+    from analysis.cli.common import column_map
+    from analysis.compare.inputs import select_groups
+
+    return select_groups(
+        args.source, args.group_by, column_map(args), args.baseline, args.candidate, args.allow_mixed_corpora
+    )

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.sources.load import read_groups as read_source_groups
 from analysis.sources.load import read_source
-from analysis.sources.schema import ColumnMap, RunTable
+from analysis.sources.schema import ColumnMap, RunTable, Source
 from scaling.errors import DataError, UserError
 
 EVAL_COLUMN = "corpus_fingerprint"  # the store's record of the data each run was evaluated on
@@ -51,6 +51,19 @@ def read_groups(
     candidates: list[str] | None = None,
     allow_mixed_corpora: bool = False,
 ) -> list[Input]:
+    """The groups of one table by the values of ``column``, baseline first (`select_groups`), as inputs."""
+    chosen = select_groups(source, column, columns, baseline, candidates, allow_mixed_corpora)
+    return [Input(group.table.source, group.table, group.frame.reset_index(drop=True)) for group in chosen]
+
+
+def select_groups(
+    source: str,
+    column: str,
+    columns: ColumnMap,
+    baseline: str | None = None,
+    candidates: list[str] | None = None,
+    allow_mixed_corpora: bool = False,
+) -> list[Source]:
     """The groups of one table by the values of ``column``, read as `scaling fit --group-by` reads
     them (`analysis.sources.load.read_groups`: ``columns.where`` filters, each group checked on its
     own): ``baseline`` (default: the first value in the table) then ``candidates`` (default: every
@@ -67,7 +80,7 @@ def read_groups(
         )
     if len(wanted) < 2:
         raise UserError(f"--group-by {column!r}: {source!r} has one group ({present[0]!r}); a comparison needs two")
-    return [Input(groups[g].table.source, groups[g].table, groups[g].frame.reset_index(drop=True)) for g in wanted]
+    return [groups[g] for g in wanted]
 
 
 def check_same_eval(
