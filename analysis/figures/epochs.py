@@ -21,6 +21,7 @@ from analysis.figures.axes import (
     size_norm,
     style,
 )
+from analysis.fits.muennighoff import any_repeats
 from analysis.fits.results import FitReport, MuennighoffFit
 from analysis.sources.schema import RunTable
 
@@ -55,7 +56,7 @@ def _value(estimate) -> str:
 
 def loss_vs_epochs(table: RunTable, report: FitReport | None) -> Figure:
     runs = table.runs
-    if "U" not in runs or not (runs["D"] / runs["U"] > 1.0 + 1e-9).any():
+    if not any_repeats(runs):
         raise FigureUnavailable(f"no run of {table.source!r} repeats its data (epochs D/U > 1)")
     runs = runs[runs["U"].notna()].assign(epochs=lambda f: f["D"] / f["U"])
     fig = Figure(figsize=WIDE, dpi=DPI, layout="constrained")

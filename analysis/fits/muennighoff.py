@@ -48,6 +48,17 @@ def published_params() -> dict[str, float]:
     }
 
 
+def repeats(tokens, unique_tokens) -> np.ndarray:
+    """Which runs repeat their data: D > U beyond rounding (1e-9); False where U is unknown (NaN) and where
+    U = D (one epoch repeats nothing). The one rule the fit, its stages, the outlier rule and the figure use."""
+    return np.asarray(tokens, dtype=float) > np.asarray(unique_tokens, dtype=float) * (1.0 + 1e-9)
+
+
+def any_repeats(runs) -> bool:
+    """A table's runs (a frame with D and maybe U) hold one that repeats its data."""
+    return "U" in runs and bool(repeats(runs["D"], runs["U"]).any())
+
+
 def effective(amount, unique, r_star):
     """U + U·R*·(1 − exp(−R/R*)) with R = amount/unique − 1, and ``amount`` itself when it is <= unique."""
     amount, unique = np.asarray(amount, float), np.asarray(unique, float)

@@ -320,7 +320,7 @@ def _repeat_runs(table: RunTable):
         )
     runs = runs[known].reset_index(drop=True)
     epochs = runs["D"] / runs["U"]
-    repeating = epochs[epochs > 1.0 + 1e-9]
+    repeating = epochs[mf.repeats(runs["D"], runs["U"])]
     if repeating.nunique() < 2:
         raise DataError(
             f"the data-constrained fit needs runs that repeat their data (epochs D/U > 1) at 2 or more distinct epochs "
@@ -388,7 +388,7 @@ def refit(objective: RepeatObjective, starts: np.ndarray, weights: np.ndarray, b
 
 def fit_if_repeating(table: RunTable, resamples: int, seed: int, level: float) -> MuennighoffFit | None:
     """The data-constrained fit when ``table``'s runs repeat their data and support it, else None."""
-    if "U" not in table.runs or not (table.runs["D"] / table.runs["U"] > 1.0 + 1e-9).any():
+    if not mf.any_repeats(table.runs):
         return None
     try:
         return fit_muennighoff(table, resamples=resamples, seed=seed, level=level)

@@ -55,8 +55,8 @@ class StageObjective(RepeatObjective):
 
 
 def no_repeats(d: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Which runs repeat nothing (D <= U)."""
-    return d <= u * (1.0 + 1e-9)
+    """Which runs repeat nothing (D <= U, `muennighoff.repeats`; U is known here)."""
+    return ~mf.repeats(d, u)
 
 
 def _support(d: np.ndarray, u: np.ndarray, n: np.ndarray) -> str:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
+from analysis.fits.muennighoff import repeats as repeating_data
 from analysis.fits.results import Outlier, ParametricFit, no_law
 from analysis.fits.robust import SIGMA_TEXT, robust_sigma
 from scaling.errors import DataError
@@ -172,7 +173,7 @@ def near_duplicate_sizes(table: RunTable) -> list[tuple[int, int]]:
     runs = table.runs
     log_n, d, budget = np.log(runs["N"].to_numpy()), runs["D"].to_numpy(), runs["budget"].to_numpy()
     log_u = np.log(runs["U"].to_numpy(dtype=float)) if "U" in runs else np.full(len(runs), np.nan)
-    repeats = d > np.exp(log_u) * (1.0 + 1e-9)  # False where U is unknown; U = D (epochs 1) repeats nothing
+    repeats = repeating_data(d, np.exp(log_u))  # False where U is unknown; U = D (epochs 1) repeats nothing
     pairs = []
     for i in range(len(runs)):
         for j in range(i):
