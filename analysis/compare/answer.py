@@ -3,9 +3,19 @@ shared fitted range's low end, middle and high end, whether it changes with scal
 
 from __future__ import annotations
 
+import numpy as np
+
 from analysis.fits.results import Estimate
 
 WIDE_M = 10.0  # an m interval wider than this factor, holding 1, tells nothing of which recipe is better
+
+
+def holds_one_widely(lower, upper):
+    """Where an m interval [lower, upper] (numbers or arrays) holds 1 over more than `WIDE_M`: it tells nothing of
+    which recipe is better (the answer's text, `_uninformative`, and the figure's dashes read this one rule)."""
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    with np.errstate(all="ignore"):
+        return (lower <= 1.0) & (upper >= 1.0) & (upper / lower > WIDE_M)
 
 
 def summary_text(
@@ -50,7 +60,7 @@ def summary_text(
         )
     mid = at[1]  # a copy of the baseline printed "m ≈ 1 [0.85, 1.19] (m < 1: the candidate is worse ...)"
     holds_one = mid.lower is not None and not mid.unidentified and mid.lower <= 1.0 <= mid.upper
-    wide = holds_one and mid.upper / mid.lower > WIDE_M  # user29: 0.03 to 15 read as "no difference"
+    wide = holds_one and bool(holds_one_widely(mid.lower, mid.upper))  # user29: 0.03 to 15 read "no difference"
     if wide and not scale_dependent:
         text += f" (the interval holds 1 and spans {mid.upper / mid.lower:.0f}x: these runs cannot tell them apart)"
     elif holds_one and not scale_dependent:
@@ -110,7 +120,7 @@ def vague(at: list[Estimate]) -> bool:
 
 def _uninformative(e: Estimate) -> bool:
     """An m that says nothing of which recipe is better: unidentified, or an interval holding 1 over `WIDE_M`."""
-    return bool(e.unidentified) or (e.lower is not None and e.lower <= 1.0 <= e.upper and e.upper / e.lower > WIDE_M)
+    return bool(e.unidentified) or (e.lower is not None and bool(holds_one_widely(e.lower, e.upper)))
 
 
 def _m(e: Estimate) -> str:

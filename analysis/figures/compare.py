@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.compare.answer import WIDE_M
+from analysis.compare.answer import holds_one_widely
 from analysis.compare.multiplier import evaluate
 from analysis.compare.result import Comparison, floor_sides
 from analysis.describe.numbers import flops_label, plain_label
@@ -43,9 +43,10 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         # user29: a solid m(C) line ran on where the text called m unidentified (its interval unbounded above)
         unbounded = np.zeros(len(compute), bool) if m["lower"] is None else ~np.isfinite(m["upper"])
         unbounded |= _on_floor(c, compute, m["value"], reads=True)  # as the table's rows (`floor_sides`)
-        if m["lower"] is not None:  # an interval holding 1 over more than WIDE_M: no finding, as the answer says
-            with np.errstate(all="ignore"):  # (user37: drawn solid with its band where the text said unidentified)
-                unbounded |= (m["lower"] <= 1.0) & (m["upper"] >= 1.0) & (m["upper"] / m["lower"] > WIDE_M)
+        if m["lower"] is not None:  # an interval holding 1 widely: no finding, as the answer says (user37: drawn
+            unbounded |= holds_one_widely(
+                m["lower"], m["upper"]
+            )  # solid with its band where the text said unidentified)
         label, style_ = (f"{_name(c.candidate.source)} (m(C) unidentified)", "--") if c.unidentified else (None, "-")
         solid = np.where(finite & ~unbounded, m["value"], np.nan)
         right.plot(
