@@ -7,12 +7,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
-from conftest import run_cli, run_main
+from conftest import assert_one_line_error, run_cli, run_main
 from matplotlib import image as mpimg
 from matplotlib.colors import to_rgba
 from synthetic_store import QUICK_BUDGETS, SMALL_LAW, write_store
 
+from analysis.cli.plot import group_folders
 from analysis.describe.numbers import count_label, flops_label
 from analysis.figures import (
     FIGURES,
@@ -244,6 +246,27 @@ def test_scaling_plot_writes_each_drawable_figure_in_every_format_and_notes_the_
     assert len(notes) == len(FIGURES) - len(drawn) and all("no law could be fitted" in n for n in notes)
     assert (out / "loss_vs_compute.png").stat().st_mode & 0o044 == 0o044  # readable by others, like any new file
     assert (out / "loss_vs_compute.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_plot_group_by_draws_each_recipe_of_one_file_into_its_own_folder(tmp_path, capsys):
+    """Several recipes in one file (refused by plot before, --where one at a time): a folder per group, named
+    COLUMN=VALUE with a value's slash made safe; a saved fit, which is one table's, is refused with it."""
+    frames = [isoflop_runs(CHINCHILLA_LAW, [1e18, 1e19], 5, seed=s).assign(recipe=r) for s, r in ((1, "a/b"), (2, "c"))]
+    table = tmp_path / "two.csv"
+    frames[1]["run_id"] = "c" + frames[1]["run_id"]
+    pd.concat(frames, ignore_index=True).to_csv(table, index=False)
+    out = tmp_path / "figs"
+    proc = run_main(capsys, "plot", table, "--group-by", "recipe", "--out", out, "--bootstrap", 0, check=True)
+    assert sorted(p.name for p in out.iterdir()) == ["recipe=a_b", "recipe=c"]
+    for folder in out.iterdir():
+        assert (folder / "isoflop_profiles.png").stat().st_size > 10_000 and (folder / "captions.md").exists()
+    assert "== recipe = a/b ==" in proc.stdout and "== recipe = c ==" in proc.stdout
+    assert group_folders("r", ["x y", "x/y", "z"]) == ["r=x_y-1", "r=x_y-2", "r=z"]
+    fit = tmp_path / "fit.json"
+    fit.write_text("{}")
+    assert_one_line_error(
+        run_main(capsys, "plot", table, "--group-by", "recipe", "--out", out, "--fit", fit), "--where"
+    )
 
 
 @pytest.mark.parametrize(

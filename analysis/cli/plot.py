@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from analysis.cli.common import (
     check_output_dir,
+    column_map,
     draw_figures,
     formats,
     parse,
@@ -16,7 +18,7 @@ from analysis.cli.common import (
     tell,
     write_output,
 )
-from scaling.errors import Parser
+from scaling.errors import Parser, UserError
 
 CAPTIONS_FILE = "captions.md"  # beside the figures: each file with its caption
 
@@ -36,6 +38,11 @@ def plot_parser() -> argparse.ArgumentParser:
         help="comma-separated, from png, svg, pdf (default png)",
     )
     source_options(p)
+    p.add_argument(
+        "--group-by",
+        metavar="COLUMN",
+        help="draw the runs of each value of COLUMN apart (several recipes in one file), each into DIR/COLUMN=VALUE/",
+    )
     return p
 
 
@@ -45,9 +52,35 @@ def plot_main(argv: list[str]) -> int:
         return args
     out = Path(args.out)
     check_output_dir(out, f"--out {args.out!r}")
+    if not args.group_by:
+        _plot(args, out, None)
+        return 0
+    if args.fit:
+        raise UserError(
+            f"--fit is the fit of one table, --group-by {args.group_by!r} draws one per group; draw a group with its "
+            f"saved fit by --where {args.group_by}==VALUE --fit FIT.json"
+        )
+    from analysis.sources.load import read_groups
+
+    groups = read_groups(args.source, column_map(args), args.group_by, allow_mixed_corpora=args.allow_mixed_corpora)
+    for (value, source), folder in zip(groups, group_folders(args.group_by, [v for v, _ in groups]), strict=True):
+        print(f"== {args.group_by} = {value} ==")
+        _plot(args, out / folder, source)
+    return 0
+
+
+def group_folders(column: str, values: list) -> list[str]:
+    """A folder name per group, COLUMN=VALUE with characters other than letters, digits and ``._=-`` as ``_``
+    (a value may hold a slash), numbered where two groups would share one."""
+    names = [re.sub(r"[^A-Za-z0-9._=-]", "_", f"{column}={value}") for value in values]
+    return [f"{name}-{i + 1}" if names.count(name) > 1 else name for i, name in enumerate(names)]
+
+
+def _plot(args: argparse.Namespace, out: Path, source) -> None:
+    """The figures of ``source`` (None: ``args.source`` read) and their captions, written into ``out``."""
     from analysis.figures import ALL_FIGURES, figure_bytes, figure_caption
 
-    source, fit, _how, problems = source_and_fit(args, "plot")
+    source, fit, _how, problems = source_and_fit(args, "plot", source)
     tell(problems, "warning")
     if fit is not None and fit.muennighoff is None:  # runs that repeat data: the law of loss against epochs
         from analysis.fits.muennighoff_fit import fit_if_repeating
@@ -67,4 +100,3 @@ def plot_main(argv: list[str]) -> int:
     ]
     write_output(out / CAPTIONS_FILE, "\n".join(listing).encode(), f"--out {args.out!r}")
     print(out / CAPTIONS_FILE)
-    return 0

@@ -196,8 +196,8 @@ def check_one_experiment(
         outside = _outside_the_largest(frame, labels, counts) if "run_id" in frame.columns and what == "corpora" else ""
         raise DataError(
             f"{source!r} mixes runs from {len(counts)} {what} ({column}: {shown}{outside}); fit each with "
-            f"`scaling fit --group-by {column}` (or compare them: `scaling compare|report --group-by {column}`), pick one "
-            f"with --where {column}=={named_one} (plot), or pass "
+            f"`scaling fit|plot --group-by {column}` (or compare them: `scaling compare|report --group-by {column}`), pick "
+            f"one with --where {column}=={named_one}, or pass "
             f"--allow-mixed{'-corpora' if what == 'corpora' else ''} if they are meant to be pooled"
         )
 
