@@ -14,7 +14,14 @@ import pandas as pd
 import pytest
 
 from analysis.fits.laws import chinchilla_loss
-from analysis.fits.outliers import fit_flagged, flag_outliers, leverages, residual_outliers, standardized_residuals
+from analysis.fits.outliers import (
+    fit_flagged,
+    flag_outliers,
+    leverages,
+    residual_outliers,
+    residual_test,
+    standardized_residuals,
+)
 from analysis.fits.parametric import fit_parametric, refit_huber
 from analysis.sources.check import table_from_frame
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs
@@ -49,8 +56,9 @@ def nominal_per_ladder(runs: int, draws: int = 4000) -> float:
 def test_clean_ladders_are_flagged_at_the_nominal_rate(ladder, count, old_fault):
     flagged = old = 0
     for seed in range(count):
-        fit = fit_parametric(table_from_frame(ladder(1000 + seed), "clean"), resamples=0)
-        flagged += len(residual_outliers(standardized_residuals(fit, [])))
+        table = table_from_frame(ladder(1000 + seed), "clean")
+        fit = fit_parametric(table, resamples=0)
+        flagged += len(residual_test(table, fit, [])[0])  # the test as applied: edge runs by deletion
         old += len(residual_outliers(-np.asarray(fit.residuals)))  # the rule before: approach 3's raw residuals
     expected = count * nominal_per_ladder(len(fit.n))
     # Flags are rare and nearly independent, so their count is about Poisson(expected): 3.3 standard
@@ -61,6 +69,22 @@ def test_clean_ladders_are_flagged_at_the_nominal_rate(ladder, count, old_fault)
     assert expected - band <= flagged <= expected + band, (flagged, expected)
     if old_fault:  # the fault this rule fixes, on the same ladders
         assert old > expected + 2 * band, (old, expected)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_diverged_run_at_an_edge_that_bends_the_law_is_flagged_and_alone(seed):
+    """User38: a diverged loss at a budget's largest N (its smallest D) bent approach 3 to itself (leverage 1):
+    the residual test passed it at 2-6x its truth (flagged at 1.3x). Scored against the law fitted without it."""
+    base = isoflop_runs(CHINCHILLA_LAW, [1e19, 3e19, 1e20, 3e20], 6, spread_decades=0.7, noise=0.01, seed=seed)
+    edge = int(base[base["budget_flops"] == 1e19]["params"].idxmax())
+    for factor in (1.3, 2.0, 2.5, 6.0):
+        frame = base.copy()
+        frame.loc[edge, "val_loss"] *= factor
+        table = table_from_frame(frame, "diverged")
+        fit = fit_parametric(table, resamples=0)
+        assert set(residual_test(table, fit, [])[0]) == {edge}, (seed, factor)
+        if factor >= 2.0 and seed == 1:  # the rule before: its internal residual alone
+            assert edge not in dict(residual_outliers(standardized_residuals(fit, [])))
 
 
 def _residual_flags(frame: pd.DataFrame, planted: int, factor: float) -> tuple[str, set[str]]:

@@ -187,6 +187,18 @@ def test_a_budget_column_named_in_pf_days_is_found_and_scaled():
     assert given.budgets.max() < 2 and any("6·N·D is 8.64e+19x the column" in w for w in given.lines()[0])
 
 
+@pytest.mark.parametrize("header", ["Budget", "BUDGET", "Budget (FLOPs)", "compute_budget [flops]"])
+def test_a_budget_column_with_a_spreadsheets_capitals_or_its_unit_is_found(header):
+    # Before (user38): a `Budget` or `Budget (FLOPs)` header was passed over unsaid, and C clustered instead: budgets
+    # 1.5x apart with C drifting +-15% ran together (4 budgets for 7, the widest spanning 89% of C, no warning).
+    runs = ladder(seed=13).drop(columns="flops")
+    runs = runs.rename(columns={"budget_flops": header})
+    table = table_from_frame(runs, "b.csv")
+    np.testing.assert_allclose(table.budgets, BUDGETS, rtol=1e-9)
+    assert any(f"budget column {header!r}" in n for n in table.lines()[1]) and not table.budgets_clustered
+    assert not any("x 1 " in n or "is in flops" in n.lower() for n in table.lines()[1])  # FLOPs are no unit to apply
+
+
 def test_published_capitalised_headers_are_read_and_a_compute_column_6x_off_is_named_by_its_factor():
     # Before: Parameters, Tokens, Loss were refused ("no column for N"); and DeepSeek's C = M·D beside
     # M named as N was "differs from 6·N·D by up to 83%", read as rounding.

@@ -17,8 +17,11 @@ Two tests, each naming the run it flags:
     taken below `MIN_SCALE` (0.1% of the loss), so noise-free data flag nothing. Nominal rate: on n
     independent normal residuals the rule flags 0.14 runs at n = 16 and 0.11 at n = 45 (the MAD of
     few values is noisy; 5e-4 per run as n → ∞); clean ladders of those sizes match it
-    (tests/test_outliers.py). A run at an edge of the design (h near 1) can hide an outlier: the law
-    bends to it. Not applied when approach 3 cannot be fitted (said in the notes).
+    (tests/test_outliers.py). A run at an edge of the design (h near 1) could hide an outlier: the law
+    bends to it (user38: a diverged loss 2.4x its truth passed at a budget's largest N). So a run of
+    least-squares leverage above `HIGH_LEVERAGE`·p/n is scored by its deletion residual, against approach 3
+    fitted without it (`deletion_residuals`); where that flags one, the others are tested again without it
+    (`residual_test`). Not applied when approach 3 cannot be fitted (said in the notes).
   * near-duplicate size: within one budget, a run whose N is within `NEAR` (1%) of an earlier run's
     N while not the same (N, D) point (repeated seeds of a point are kept), nor at other unique tokens U where data repeat. The later run in the table is flagged; the earlier one is kept.
     Two sizes 1% apart give a parabola no extra reach, only double weight at one place (often the
@@ -41,7 +44,7 @@ Two tests, each naming the run it flags:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
@@ -61,10 +64,13 @@ MIN_SCALE = 1e-3  # the residual scale never goes below this (log-loss): approac
 NEAR = 0.01  # sizes within 1% of each other in one budget are near-duplicates
 OFF_BUDGET = 1.5  # a run's C/budget this many times off that of its size is not on the budget's profile
 TREND_SIZES = 4  # the trend of C/budget against N is a line over this many nearest sizes (it follows a bend)
+HIGH_LEVERAGE = 2.0  # a run of least-squares leverage above this x p/n is tested by deletion (Hoaglin & Welsch 1978)
+MAX_DELETIONS = 8  # at most this many runs, the highest leverage first, are refitted without (one fit each)
 RULE = (
     f"residual: observed minus predicted log-loss of approach 3's law refitted with Huber δ = {HUBER_K:g}·σ̂, "
     f"each divided by √(1 − leverage); σ̂ = {SIGMA_TEXT} of these (iterated from least squares); flagged beyond "
-    f"{K:g}·{SIGMA_TEXT} of them (modified z-score > {K:g}); near-duplicate size: a later run of a budget with N "
+    f"{K:g}·{SIGMA_TEXT} of them (modified z-score > {K:g}), a run of high leverage by its residual against the "
+    "law fitted without it (then the others again without the farthest); near-duplicate size: a later run of a budget with N "
     f"within {NEAR:.0%} of another's (not the same (N, D) point); off budget: C/budget over {OFF_BUDGET:g}x off "
     "the median of its size's runs in other budgets (2 or more), else off the line of C/budget against N over "
     f"the {TREND_SIZES} nearest sizes (log-log, Theil-Sen); not where budgets were clustered from C"
@@ -93,9 +99,8 @@ def _flag(table: RunTable, parametric: ParametricFit | None) -> tuple[list[Outli
     if parametric is not None and no_law(parametric):  # no law to refit (`analysis.fits.parametric_form`)
         notes.append(f"outlier residual test not applied: approach 3's law is unidentified ({no_law(parametric)})")
     elif parametric is not None:
-        standardized = standardized_residuals(parametric, notes)
-        sigma = _scale(standardized)
-        for i, z in residual_outliers(standardized):
+        hits, sigma = residual_test(table, parametric, notes)
+        for i, z in hits.items():
             flagged[i] = ("residual", f"modified z-score {z:+.1f} (loss {'above' if z > 0 else 'below'} approach 3)")
     for i, j in near_duplicate_sizes(table):
         flagged.setdefault(i, ("near_duplicate_size", f"N within {NEAR:.0%} of run {table.runs['run_id'].iloc[j]}"))
@@ -141,6 +146,64 @@ def standardized_residuals(parametric: ParametricFit, notes: list[str]) -> np.nd
             f"outlier residual test: run(s) {', '.join(untested)} alone fix the refitted law (leverage 1): not tested"
         )
     return standardized
+
+
+def residual_test(table: RunTable, parametric: ParametricFit, notes: list[str]) -> tuple[dict[int, float], float]:
+    """The residual test: {run index: modified z-score} of the runs it flags, and σ̂. A run flagged by its
+    deletion residual (`deletion_residuals`) had bent the law, which then misses other runs: the others are
+    tested again on the table without the farthest such run (user38: a clean run at -3.8 beside a diverged one)."""
+    from analysis.fits.parametric import fit_parametric
+
+    standardized = standardized_residuals(parametric, notes)
+    tested = deletion_residuals(table, parametric, standardized)
+    hits = dict(residual_outliers(tested))
+    bent = [i for i in hits if tested[i] != standardized[i]]
+    if not bent:
+        return hits, _scale(tested)
+    bent = [max(bent, key=lambda i: abs(hits[i]))]  # the farthest first: the others may be its bend
+    rest = replace(table, runs=table.runs.drop(index=table.runs.index[bent]).reset_index(drop=True))
+    try:
+        refit = fit_parametric(rest, resamples=0)
+    except DataError:
+        return hits, _scale(tested)
+    if no_law(refit):
+        return hits, _scale(tested)
+    kept = [i for i in range(len(table.runs)) if i not in bent]
+    again, sigma = residual_test(rest, refit, [])
+    return {**{i: hits[i] for i in bent}, **{kept[j]: z for j, z in again.items()}}, sigma
+
+
+def deletion_residuals(table: RunTable, parametric: ParametricFit, standardized: np.ndarray) -> np.ndarray:
+    """``standardized`` with each high-leverage run's residual (`HIGH_LEVERAGE`, `MAX_DELETIONS`) replaced by its
+    deletion residual: observed minus predicted log-loss of approach 3 fitted without it (grid and all), over
+    √(1 + h̃), h̃ = jᵀ(JᵀJ)⁺j its leverage against the other runs' Jacobian J there (the variance of a prediction
+    at a run left out: σ²(1 + h̃); in a linear model this equals r/√(1 − h)). User38: a diverged run (loss 7.5 for
+    3.08) at a budget's largest N bent the law to it (β -> 4.9, leverage 1) and passed the test at 5x its loss,
+    flagged at 3.5 and 4.5 only; fitted without it, the law misses it by 0.89 in log-loss."""
+    from analysis.fits.parametric import HuberLogLoss, fit_parametric, point_theta
+
+    objective = HuberLogLoss(np.asarray(parametric.n), np.asarray(parametric.d), np.asarray(parametric.loss), np.inf)
+    n, p = len(standardized), 5
+    h = leverages(objective.jacobian(point_theta(parametric, objective)), np.ones(n, bool))
+    out = np.array(standardized, dtype=float)
+    for i in np.argsort(-h)[:MAX_DELETIONS]:
+        if h[i] <= HIGH_LEVERAGE * p / n or n - 1 < p + 1:
+            break
+        try:
+            without = fit_parametric(replace(table, runs=table.runs.drop(index=table.runs.index[i])), resamples=0)
+        except DataError:
+            continue
+        if no_law(without):
+            continue
+        theta = point_theta(without, objective)
+        jacobian = objective.jacobian(theta)
+        _, singular, vt = np.linalg.svd(jacobian[np.arange(n) != i], full_matrices=False)
+        rank = singular > singular[0] * 1e-10
+        along = vt[rank] @ jacobian[i]  # a direction the others leave free moves its prediction: untestable
+        if np.linalg.norm(jacobian[i] - vt[rank].T @ along) > 1e-6 * np.linalg.norm(jacobian[i]):
+            continue
+        out[i] = -objective.residuals(theta)[i] / np.sqrt(1.0 + np.sum((along / singular[rank]) ** 2))
+    return out
 
 
 def leverages(jacobian: np.ndarray, inside: np.ndarray) -> np.ndarray:

@@ -199,14 +199,8 @@ def _converged(objective: HuberLogLoss, grad_norm: float, value: float) -> bool:
 def _whitening_basis(objective: HuberLogLoss, theta_c: np.ndarray) -> np.ndarray | None:
     """L with L·Lᵀ = H⁻¹ (H the Hessian at the optimum, by central differences of the analytic
     gradient), or None when H is not positive definite there."""
-    step = 1e-5
-    hessian = np.empty((5, 5))
-    for j in range(5):
-        dz = np.zeros(5)
-        dz[j] = step
-        hessian[:, j] = (objective.value_and_grad(theta_c + dz)[1] - objective.value_and_grad(theta_c - dz)[1]) / (
-            2 * step
-        )
+    step, grad = 1e-5, lambda theta: objective.value_and_grad(theta)[1]
+    hessian = np.stack([grad(theta_c + dz) - grad(theta_c - dz) for dz in np.eye(5) * step], axis=1) / (2 * step)
     hessian = 0.5 * (hessian + hessian.T)
     try:
         return np.linalg.cholesky(np.linalg.inv(hessian))
@@ -219,12 +213,17 @@ def refit_huber(fit: ParametricFit, delta: float) -> tuple[np.ndarray, np.ndarra
     from ``fit``'s optimum): the predicted minus observed log-loss per run there, and the Jacobian
     of the predicted log-loss (`HuberLogLoss.jacobian`)."""
     objective = HuberLogLoss(np.asarray(fit.n), np.asarray(fit.d), np.asarray(fit.loss), delta)
-    point = {k: fit.estimates[k].value for k in PARAMETRIC_NAMES}
-    e = np.log(point["E"]) if point["E"] > 0 else objective.e_floor  # E underflowed to 0: no irreducible loss
-    start = np.array([e, np.log(point["A"]), np.log(point["B"]), point["alpha"], point["beta"]])
+    start = point_theta(fit, objective)
     with one_blas_thread():
         theta = objective.from_centered(_minimize(objective, objective.to_centered(start))[0])
     return objective.residuals(theta), objective.jacobian(theta)
+
+
+def point_theta(fit: ParametricFit, objective: HuberLogLoss) -> np.ndarray:
+    """``fit``'s optimum as θ = (ln E, ln A, ln B, α, β); an E underflowed to 0 (no floor) at ``objective``'s."""
+    point = {k: fit.estimates[k].value for k in PARAMETRIC_NAMES}
+    e = np.log(point["E"]) if point["E"] > 0 else objective.e_floor
+    return np.array([e, np.log(point["A"]), np.log(point["B"]), point["alpha"], point["beta"]])
 
 
 def _check_runs(table: RunTable) -> None:

@@ -57,10 +57,9 @@ def budget_column_of(frame: pd.DataFrame, named: str | None, source: str) -> str
                 f"{', '.join(map(str, frame.columns))} (or --budget-column none to cluster C = 6·N·D)"
             )
         return named
-    from analysis.sources.colunits import split_unit
+    from analysis.sources.colunits import find_usual
 
-    found = next((c for c in BUDGET_COLUMNS if c in frame.columns), None)  # else a usual name with its unit:
-    return found or next((c for c in frame.columns if (u := split_unit(str(c), "c")) and u[0] in BUDGET_COLUMNS), None)
+    return find_usual(frame.columns, BUDGET_COLUMNS, "c")  # any case, or with a unit: budget_pfdays, "Budget (FLOPs)"
 
 
 def budget_as_c_offer(frame: pd.DataFrame, named: str | None, source: str) -> str:

@@ -30,9 +30,9 @@ from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_c
 from analysis.sources.colunits import (
     apply_column_units,
     budget_kind_note,
+    find_usual,
     logged_name,
     refuse_perplexity,
-    split_unit,
     warn_implausible_counts,
     warn_loss_range,
     warn_tokens_per_parameter,
@@ -304,17 +304,11 @@ def _pick_column(
     candidates = _n_names(n_kind) if role == "n" else FALLBACK_COLUMNS[role]
     # "model_size" is often a label ("s0", "small"): such a column is not N (the error then names --n-column)
     candidates = tuple(c for c in candidates if not (c in LABEL_PRONE and _labels(frame, c)))
-    found = next((c for c in candidates if c in frame.columns), None)
-    if found is None:  # a published table's capitals: Parameters, Tokens, Loss (one column per name only)
-        lower = {}
-        for c in frame.columns:
-            lower.setdefault(str(c).lower(), []).append(c)
-        found = next((lower[c.lower()][0] for c in candidates if len(lower.get(c.lower(), ())) == 1), None)
-    if found is None and role != "loss":  # params_M, tokens_B, compute_pfdays, "Params (M)": a usual name, its unit
-        usual = {c.lower() for c in candidates}  # user21: "Params (M)" and "Tokens (B)" were not found
-        found = next((c for c in frame.columns if (u := split_unit(str(c), role)) and u[0].lower() in usual), None)
-        # user31: log10_params, as the implausible-counts warning advises, had "no column for N"
-        found = found or next((c for c in frame.columns if str(logged_name(c)).lower() in usual), None)
+    # as written, a published table's capitals (Parameters, Tokens, Loss), a usual name with its unit (params_M)
+    found = find_usual(frame.columns, candidates, None if role == "loss" else role)
+    if found is None and role != "loss":  # user31: log10_params, as the implausible-counts warning advises, had
+        usual = {c.lower() for c in candidates}  # "no column for N"
+        found = next((c for c in frame.columns if str(logged_name(c)).lower() in usual), None)
     if found is not None and f"{found}.1" in frame.columns:  # pandas' name for a header's second column of one name
         raise DataError(  # user23: a second 'params' column, half the first, was passed over without a word
             f"column {found!r} appears more than once in the header of {source!r} (the second read as {found + '.1'!r}):"

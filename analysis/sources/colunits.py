@@ -35,7 +35,7 @@ _COUNT_UNITS = {
     "trillion": 1e12,
     "trillions": 1e12,
 }
-_COMPUTE_UNITS = {"pfdays": PF_DAY, "pfday": PF_DAY, "petaflopdays": PF_DAY, "petaflopsdays": PF_DAY}
+_COMPUTE_UNITS = {"pfdays": PF_DAY, "pfday": PF_DAY, "petaflopdays": PF_DAY, "petaflopsdays": PF_DAY, "flops": 1.0}
 _PERPLEXITY = re.compile(r"(^|[^a-z])(ppl|perplexity)([^a-z]|$)", re.IGNORECASE)
 _LOG_WORDS = {"log", "ln", "nll", "logppl", "lnppl", "log2", "loge"}  # log_ppl, ln_perplexity: a loss
 
@@ -52,6 +52,22 @@ def split_unit(name: str, role: str) -> tuple[str, str, float] | None:
         if base and re.sub(r"[\s_-]", "", unit).lower() in units:
             return base, unit, units[re.sub(r"[\s_-]", "", unit).lower()]
     return None
+
+
+def find_usual(columns, usual, role: str | None):
+    """The column of ``columns`` named one of ``usual`` (tried in order): as written, else in any case where one
+    column has that name, else a usual name in any case followed by a unit for ``role`` (`split_unit`: params_M,
+    "Budget (FLOPs)", compute_pfdays; not for ``role`` None); None if none is (user38: `Budget` passed over unsaid)."""
+    columns = list(columns)
+    found = next((c for c in usual if c in columns), None)
+    lower: dict[str, list] = {}
+    for c in columns:
+        lower.setdefault(str(c).lower(), []).append(c)
+    found = found or next((lower[c.lower()][0] for c in usual if len(lower.get(c.lower(), ())) == 1), None)
+    if found is not None or role is None:
+        return found
+    folded = {c.lower() for c in usual}  # user21: "Params (M)" and "Tokens (B)" were not found
+    return next((c for c in columns if (u := split_unit(str(c), role)) and u[0].lower() in folded), None)
 
 
 AS_GIVEN = "--as-given"  # the option naming columns whose names' units are not applied (`apply_column_units`)
@@ -72,7 +88,7 @@ def apply_column_units(
     frame = _budget_in_flops(frame, budget_col, picked, notes, as_given)
     picked = {r: c for r, c in picked.items() if c is not None}
     frame = _from_logs(frame, picked, notes)
-    found = {r: u for r, c in picked.items() if (u := split_unit(str(c), r)) is not None}
+    found = {r: u for r, c in picked.items() if (u := split_unit(str(c), r)) is not None and u[2] != 1.0}
     raw = {r: numeric(frame, c, "d" if r == "u" else r)[0] for r, c in picked.items()}
     out, scaled = frame, []
     unscaled = _budget_says_unscaled(frame, budget_col, raw, found)
@@ -152,7 +168,7 @@ def _budget_in_flops(frame: pd.DataFrame, budget_col, picked: dict, notes: list[
     """``frame`` with its budget column scaled to FLOPs when its name carries a unit (budget_pfdays): the
     budgets of approaches 1 and 2 (N_opt per budget, k_N) were in PF-days, and optimal's N_opt 1e18x off."""
     unit = None if budget_col is None or budget_col in picked.values() else split_unit(str(budget_col), "c")
-    if unit is None:
+    if unit is None or unit[2] == 1.0:  # "Budget (FLOPs)": already FLOPs
         return frame
     if budget_col in as_given:
         notes.append(f"budget column {budget_col!r} is named in {unit[1]} but read as given ({AS_GIVEN} {budget_col})")
