@@ -274,10 +274,12 @@ def test_approach1_within_budgets_covers_the_truth_with_narrower_intervals(monke
             failed += fit.bootstrap.failed
             widths[draws].append(a.upper - a.lower)
         assert covered == 20 and identified >= 19 and failed <= 40, (draws, covered, identified, failed)
-    assert np.median(widths["within budgets"]) < 0.8 * np.median(widths["over all runs"]), widths  # 0.24 vs 0.39
-    # Still conservative: a calibrated 95% interval is about 4 seed-to-seed spreads wide (4 × 0.0196 =
-    # 0.078); within budgets it is 3.1 times that (README, Approach 1's bootstrap, for why it stays).
-    assert np.median(widths["within budgets"]) < 3.5 * 4 * np.std(values, ddof=1), (widths, np.std(values, ddof=1))
+    # 0.29 vs 0.33 (N_opt through the bracketed envelope points; through all of them 0.24 vs 0.39)
+    assert np.median(widths["within budgets"]) < 0.9 * np.median(widths["over all runs"]), widths
+    # Still conservative: a calibrated 95% interval is about 4 seed-to-seed spreads wide (4 × 0.018 =
+    # 0.072); within budgets it is 4.0 times that (3.1 through every envelope point, not only the bracketed ones;
+    # README, Approach 1's bootstrap, for why it stays).
+    assert np.median(widths["within budgets"]) < 4.5 * 4 * np.std(values, ddof=1), (widths, np.std(values, ddof=1))
 
 
 def test_approach1_draws_units_spanning_budgets_whole(tmp_path):
@@ -374,20 +376,20 @@ def test_a_law_that_is_not_there_is_null_in_fit_json_and_unidentified_everywhere
 
 def test_approach1_on_the_quick_sweeps_design_is_biased_and_says_unidentified():
     """With these sizes (none between 25k and 75k) over one decade of compute, the envelope's a is
-    0.723 without any noise, against the law's 0.490 (the demo reads 0.72 too): a bias no redraw of
-    the noise can see. Drawing the runs, the intervals still cover the truth in 18 of 20 seeds and
-    are wider than 0.5, so a is printed unidentified every time. A bootstrap that kept the runs and
+    0.235 without any noise, against the law's 0.490 (through its bracketed points; through all of them it was
+    0.723, as the demo read 0.72): a bias no redraw of the noise can see. Drawing the runs, the intervals
+    still cover the truth in 20 of 20 seeds and are wider than 0.5 in 19, so a is printed unidentified. A bootstrap that kept the runs and
     redrew their losses (a residual bootstrap; README) gave intervals 0.43 wide that covered the truth
     in 0 of 40 seeds (200 resamples), a printed as identified in 32."""
     true_a = QUICK_LAW["beta"] / (QUICK_LAW["alpha"] + QUICK_LAW["beta"])
     noiseless = fit_envelope(quick_design(0, noise=0.0, shift=0.0), resamples=0).estimates["a"].value
-    assert noiseless == pytest.approx(0.723, abs=0.001) and noiseless - true_a > 0.2
+    assert noiseless == pytest.approx(0.235, abs=0.001) and abs(noiseless - true_a) > 0.2
     covered = unidentified = 0
     for seed in range(20):
         a = fit_envelope(quick_design(seed), resamples=100, seed=seed).estimates["a"]
         covered += a.lower <= true_a <= a.upper
         unidentified += a.unidentified.startswith("interval") and "wider than 0.5" in a.unidentified
-    assert covered >= 18 and unidentified == 20, (covered, unidentified)
+    assert covered >= 18 and unidentified >= 18, (covered, unidentified)  # measured: 20 and 19 (20 and 20 before)
 
 
 def test_a_budget_with_an_unbounded_n_opt_is_left_out_of_the_law_and_its_validation(tmp_path):
@@ -425,3 +427,34 @@ def test_a_budget_with_an_unbounded_n_opt_is_left_out_of_the_law_and_its_validat
     )
     hollow = [line for line in figure.axes[0].lines if line.get_gid() == "minima:outside"][0]
     assert list(hollow.get_xdata()) == [1e21]
+
+
+def test_approach1_on_a_pythia_style_ladder_fits_n_opt_through_bracketed_points_and_says_a_is_unidentified():
+    """User38: 8 sizes, each stopped at the same 300B tokens, checkpoints as rows. Above the small sizes' last
+    compute only the large ones compete, so the envelope's winner there is the smallest size left, not the optimum:
+    a = 0.771 [0.463, 0.908] for a true 0.452, headlined. Only 4 of 20 envelope points are bracketed by a smaller and a
+    larger size: N_opt(C) goes through them, and a's interval, which now holds the truth, is too wide to be a finding."""
+    from analysis.sources.check import table_from_frame
+
+    law = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+    sizes, steps = (
+        [70e6, 160e6, 410e6, 1e9, 1.4e9, 2.8e9, 6.9e9, 12e9],
+        [1000, 5000, 13000, 33000, 71000, 100000, 143000],
+    )
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": f"pythia-{n:.3g}", "params": n, "step": s, "tokens": s * 2.097152e6}
+        | {
+            "loss": (law["E"] + law["A"] / n ** law["alpha"] + law["B"] / (s * 2.097152e6) ** law["beta"])
+            * rng.lognormal(0, 0.002)
+        }
+        for n in sizes
+        for s in steps
+    ]
+    table = table_from_frame(pd.DataFrame(rows), "pythia")
+    assert table.curves is not None and len(table.runs) == 8
+    fit = fit_envelope(table, resamples=200)
+    a, true_a = fit.estimates["a"], law["beta"] / (law["alpha"] + law["beta"])
+    assert fit.diagnostics["bracketed"] == 4 and len(fit.compute) == 20
+    assert a.unidentified.startswith("interval") and a.lower <= true_a <= a.upper, a
+    assert abs(a.value - true_a) < abs(0.771 - true_a)  # through the bracketed points: 0.568 (0.771 through all)

@@ -156,6 +156,7 @@ def envelope_text(fit) -> str:
         f"{d['envelope_points']} envelope points from {d['points_used']} ({d['bins_per_decade']} bins per "
         f"decade, compute {flops_label(d['compute_range'][0])} to {flops_label(d['compute_range'][1])} "
         f"FLOPs); the law with a floor: {d['loss_law_with_floor']}"
+        + (f"; N_opt bracketed by a smaller and a larger size at {d['bracketed']} of them" if "bracketed" in d else "")
     )
 
 

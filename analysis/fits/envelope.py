@@ -10,10 +10,12 @@ Fitted through the envelope (least squares on logs):
 (Published: a = 0.50, b = 0.50.) Only the compute range the runs' final points span is used (below it: warm-up points
 of the smallest runs). A WSD run (schedule wsd) gives its final point only: before its cooldown its loss is no run's
 end (user23: such points set the loss at 1e21 at 2.353 [2.348, 2.381] for 2.329).
-Without curves (a table of final losses), each run's final point is its only point, and an
-envelope point's N_opt is a measurement only where its compute bin holds a smaller and a larger
-size than the winner (bracketed); with fewer than `MIN_POINTS` such points, a and b are reported
-as unidentified: N_opt(C) then follows the sizes chosen for each budget, not the loss.
+An envelope point's N_opt is a measurement only where its compute bin holds a smaller and a larger size than the
+winner (bracketed): N_opt(C) is fitted through those (`_through`); with fewer than `MIN_POINTS`, through all, and a
+and b are unidentified: N_opt(C) then follows the sizes trained, not the loss. Without curves (final losses only),
+each run's final point is its only point, and the loss laws are then unidentified too. With curves this matters
+where sizes stop at one D (a Pythia-style ladder of checkpoints: above the small sizes' last compute only the
+large ones compete; user38: a = 0.771 [0.463, 0.908] for 0.452, now 0.568, unidentified, 0.15 to 0.91).
 
 The bootstrap draws runs, with their whole curves, within each budget: each budget keeps as many
 units (runs; repeated seeds of one (N, D) drawn together) as it has. This is a stratified bootstrap
@@ -55,6 +57,7 @@ from analysis.fits.bootstrap import (
     unit_draws,
     unit_weights,
 )
+from analysis.fits.envelope_grid import EnvelopeGrid
 from analysis.fits.parametric import E_FLOOR_FRACTION
 from analysis.fits.parametric_form import FLOOR_REASON
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
@@ -110,7 +113,7 @@ def fit_envelope(
     """Fit approach 1 to ``table`` and bootstrap it over runs (``resamples`` = 0: no intervals)."""
     if bins_per_decade < 1:
         raise DataError(f"--bins-per-decade {bins_per_decade} is not valid; give an integer >= 1")
-    grid = _EnvelopeGrid(table, bins_per_decade)
+    grid = EnvelopeGrid(table, bins_per_decade)
     present = np.ones((1, grid.n_runs), bool)
     compute, loss, winner = (v[0] for v in grid.envelope(present))
     keep = np.isfinite(loss)
@@ -119,7 +122,7 @@ def fit_envelope(
             f"approach 1 needs at least {MIN_POINTS} envelope points (compute bins with a curve point); "
             f"{table.source!r} gives {int(keep.sum())}: the runs span too little compute"
         )
-    bracketed = grid.bracketed(np.flatnonzero(keep), winner[keep].astype(int))
+    bracketed = grid.bracketed(present, winner[None])[0][keep]
     compute, loss, winner = compute[keep], loss[keep], winner[keep].astype(int)
     n = grid.run_n[winner]
     if len(np.unique(n)) < 2:
@@ -127,7 +130,7 @@ def fit_envelope(
             f"approach 1: one model size (N = {n[0]:.4g}) is lowest at every compute, so N_opt(C) cannot "
             "be fitted; train sizes that win at different budgets"
         )
-    laws = _fit_laws(compute, loss, n)
+    laws = _fit_laws(compute, loss, n, _through(bracketed, n))
     with_floor = fit_power_law_with_floor(compute, loss) if len(compute) > MIN_POINTS else None
     point = _named(laws, with_floor)
     boot = None
@@ -140,7 +143,7 @@ def fit_envelope(
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     _floor_on_boundary(estimates, with_floor, float(loss.min()))
-    _identification(estimates, None if grid.from_curves else bracketed, compute)
+    _identification(estimates, int(bracketed.sum()), compute, grid.from_curves)
     return EnvelopeFit(
         compute=compute.tolist(),
         loss=loss.tolist(),
@@ -153,7 +156,7 @@ def fit_envelope(
         d_opt_law=laws["d_opt"],
         estimates=estimates,
         residuals=_residuals(laws, with_floor, compute, loss, n),
-        diagnostics=_diagnostics(grid, bins_per_decade, len(compute), with_floor),
+        diagnostics=_diagnostics(grid, bins_per_decade, len(compute), with_floor, int(bracketed.sum())),
         fitted_compute_max=float(table.runs["C"].max()),
         bootstrap=boot,
     )
@@ -169,12 +172,11 @@ def _residuals(laws: dict[str, PowerLaw], with_floor: PowerLaw | None, compute, 
     return residuals
 
 
-def _identification(estimates: dict[str, Estimate], bracketed: int | None, compute: np.ndarray) -> None:
-    """The rules after the bootstrap's: from final points only (``bracketed``: how many envelope points are; None
-    with curves), `_unidentified_unless_bracketed`; the loss laws' terms as approach 3's (`flag_wide_terms`, over
-    the envelope's ``compute``); the coefficients with a (`follows_exponent`)."""
-    if bracketed is not None:
-        _unidentified_unless_bracketed(estimates, bracketed, len(compute))
+def _identification(estimates: dict[str, Estimate], bracketed: int, compute: np.ndarray, curves: bool) -> None:
+    """The rules after the bootstrap's: `_unidentified_unless_bracketed` (``bracketed``: how many envelope points
+    are); the loss laws' terms as approach 3's (`flag_wide_terms`, over the envelope's ``compute``); the
+    coefficients with a (`follows_exponent`)."""
+    _unidentified_unless_bracketed(estimates, bracketed, len(compute), curves)
     _unidentified_if_rising(estimates)
     flag_wide_terms(estimates, LOSS_TERMS, {"C": float(compute.max())})
     follows_exponent(estimates, COEFFICIENTS)
@@ -194,19 +196,20 @@ def _unidentified_if_rising(estimates: dict[str, Estimate]) -> None:
                 )
 
 
-def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int) -> None:
-    """From final points only: a and b are unidentified unless `MIN_POINTS` envelope points are
-    bracketed (module docstring), and so are the loss laws: the envelope is then the loss of the sizes
-    trained at each budget, above the lowest loss there (t06, a 5x5 grid: 2.347 [2.341, 2.347] at 1e21
-    FLOPs, truth 2.329; t10, 4 runs: 1.301 at 1e24, below the true floor 1.69)."""
+def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int, curves: bool) -> None:
+    """a and b are unidentified unless `MIN_POINTS` envelope points are bracketed (module docstring); from final
+    points only, so are the loss laws: the envelope is then the loss of the sizes trained at each budget, above
+    the lowest loss there (t06, a 5x5 grid: 2.347 [2.341, 2.347] at 1e21 FLOPs, truth 2.329; t10, 4 runs: 1.301
+    at 1e24, below the true floor 1.69)."""
     if bracketed >= MIN_POINTS:
         return
     for name in ("a", "b"):
         estimates[name].unidentified = (
-            f"final points only, and N_opt is bracketed by a smaller and a larger size at the same compute at "
-            f"{bracketed} of {points} envelope points: N_opt(C) follows the sizes trained, not the loss"
+            f"{'curves' if curves else 'final points only'}, and N_opt is bracketed by a smaller and a larger size at "
+            f"the same compute at {bracketed} of {points} envelope points: N_opt(C) follows the sizes trained, not the "
+            "loss"
         )
-    for name in LOSS_NAMES + FLOOR_NAMES:
+    for name in (LOSS_NAMES + FLOOR_NAMES) * (not curves):
         if name in estimates:
             estimates[name].unidentified = (
                 f"{AS_A}: N_opt is not bracketed, so the envelope is the loss of the sizes trained, not the lowest "
@@ -233,8 +236,9 @@ def _floor_on_boundary(estimates: dict[str, Estimate], with_floor: PowerLaw | No
         estimates["floor_E"].unidentified = FLOOR_REASON
 
 
-def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:
+def _diagnostics(grid, bins_per_decade: int, points: int, with_floor, bracketed: int) -> dict:
     return {
+        "bracketed": bracketed,
         "bins_per_decade": bins_per_decade,
         "envelope_points": int(points),
         "curve_points": grid.n_points,
@@ -249,60 +253,17 @@ def _diagnostics(grid, bins_per_decade: int, points: int, with_floor) -> dict:
     }
 
 
-class _EnvelopeGrid:
-    """Per run and compute bin, the lowest loss the run reached in the bin (∞ where none)."""
-
-    def __init__(self, table: RunTable, bins_per_decade: int):
-        runs = table.runs
-        self.from_curves = table.curves is not None
-        points = table.curves if self.from_curves else runs[["run_id", "N", "C", "loss"]]
-        wsd = runs.loc[runs.get("schedule", pd.Series("", runs.index)).astype(str).str.lower() == "wsd"]  # module doc
-        if self.from_curves and len(wsd):  # before its cooldown a WSD run's curve is no run's end
-            points = pd.concat([points[~points["run_id"].isin(wsd["run_id"])], wsd[points.columns]], ignore_index=True)
-        self.wsd = f" ({len(wsd)} WSD runs' final points only)" if self.from_curves and len(wsd) else ""
-        self.lowest, self.highest = float(runs["C"].min()), float(runs["C"].max())
-        span = (points["C"] >= self.lowest * (1 - 1e-9)) & (points["C"] <= self.highest * (1 + 1e-9))
-        points = points[span]
-        self.n_points = int(len(points))
-        self.run_ids = runs["run_id"].tolist()
-        self.n_runs = len(self.run_ids)
-        self.run_n = runs["N"].to_numpy()
-        self.units = runs["unit"].to_numpy() if "unit" in runs.columns else np.arange(self.n_runs)
-        self.budgets = runs["budget"].to_numpy()
-        row = pd.Series(np.arange(self.n_runs), index=runs["run_id"]).reindex(points["run_id"]).to_numpy()
-        if self.from_curves:
-            bins = np.floor(np.log10(points["C"].to_numpy()) * bins_per_decade).astype(int)
-            bins -= bins.min()
-        else:  # a run's final point is its budget's: a bin per budget (a grid edge split 1e21's runs, and the bin
-            # holding only a diverged run at 9.998e20 made it an envelope point: floor_alpha -5.2, user15's t4)
-            bins = np.searchsorted(np.unique(self.budgets), self.budgets[row])
-        n_bins = int(bins.max()) + 1
-        self.loss = np.full((self.n_runs, n_bins), np.inf)
-        self.compute = np.full((self.n_runs, n_bins), np.nan)
-        cells = pd.DataFrame({"row": row, "bin": bins, "loss": points["loss"].to_numpy(), "C": points["C"].to_numpy()})
-        lowest = cells.loc[cells.groupby(["row", "bin"])["loss"].idxmin()]
-        self.loss[lowest["row"], lowest["bin"]] = lowest["loss"]
-        self.compute[lowest["row"], lowest["bin"]] = lowest["C"]
-
-    def bracketed(self, bins: np.ndarray, winner: np.ndarray) -> int:
-        """How many of the envelope points (bin, winning run) have a run of a smaller and one of a
-        larger N than the winner with a point in the same bin."""
-        sizes = [self.run_n[np.isfinite(self.loss[:, b])] for b in bins]
-        return sum(bool((n < self.run_n[w]).any() and (n > self.run_n[w]).any()) for n, w in zip(sizes, winner))
-
-    def envelope(self, present: np.ndarray):
-        """For each row of ``present`` (resamples × runs, bool): per bin the envelope's compute,
-        loss (NaN for bins no drawn run reaches) and the index of the winning run."""
-        masked = np.where(present[:, :, None], self.loss[None], np.inf)
-        winner = np.argmin(masked, axis=1)
-        loss = np.take_along_axis(masked, winner[:, None, :], axis=1)[:, 0, :]
-        compute = self.compute[winner, np.arange(self.loss.shape[1])[None, :]]
-        empty = ~np.isfinite(loss)
-        return np.where(empty, np.nan, compute), np.where(empty, np.nan, loss), np.where(empty, -1, winner)
+def _through(bracketed: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The envelope points N_opt(C) is fitted through: the ``bracketed`` ones where `MIN_POINTS` are, of 2+ sizes,
+    else every one (a and b then unidentified: `_unidentified_unless_bracketed`)."""
+    enough = bracketed.sum() >= MIN_POINTS and len(np.unique(n[bracketed])) > 1
+    return bracketed if enough else np.ones(len(n), bool)
 
 
-def _fit_laws(compute, loss, n) -> dict[str, PowerLaw]:
-    (k_loss, p_loss), (k_n, a) = (log_linear_fit(np.log(compute), np.log(y)) for y in (loss, n))
+def _fit_laws(compute, loss, n, through) -> dict[str, PowerLaw]:
+    """The loss law through every envelope point; N_opt(C) through those of ``through`` (`_through`)."""
+    k_loss, p_loss = log_linear_fit(np.log(compute), np.log(loss))
+    k_n, a = log_linear_fit(np.log(compute[through]), np.log(n[through]))
     n_law = PowerLaw(float(np.exp(k_n)), float(a))
     d_law = PowerLaw(tokens_6nd(1.0, n_law.coefficient), 1.0 - n_law.exponent)
     return {"loss": PowerLaw(float(np.exp(k_loss)), float(p_loss)), "n_opt": n_law, "d_opt": d_law}
@@ -330,7 +291,7 @@ def _log_residuals(law: PowerLaw, x, y) -> list[float]:
     return (np.log(y) - np.log(law(x))).tolist()
 
 
-def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int, seed: int, level: float):
+def _bootstrap(grid: EnvelopeGrid, with_floor: PowerLaw | None, resamples: int, seed: int, level: float):
     """Resample runs (their whole curves) within each budget (`_draws`), rebuild the envelope and
     refit every law. A resample fails when its envelope cannot give a and b; one in which only the
     law with a floor does not converge keeps its other laws and has NaN floor samples (`_floor_samples`)."""
@@ -341,13 +302,14 @@ def _bootstrap(grid: _EnvelopeGrid, with_floor: PowerLaw | None, resamples: int,
     failed = 0
     for lo in range(0, resamples, CHUNK):
         compute, loss, winner = grid.envelope(present[lo : lo + CHUNK])
-        for c_row, l_row, w_row in zip(compute, loss, winner):
+        bracketed = grid.bracketed(present[lo : lo + CHUNK], winner)
+        for c_row, l_row, w_row, b_row in zip(compute, loss, winner, bracketed):
             keep = np.isfinite(l_row)
             compute, loss, n = c_row[keep], l_row[keep], grid.run_n[w_row[keep]]
             if keep.sum() < MIN_POINTS or len(np.unique(n)) < 2:
                 failed += 1
                 continue
-            values = _named(_fit_laws(compute, loss, n), None)
+            values = _named(_fit_laws(compute, loss, n, _through(b_row[keep], n)), None)  # as the point fit's
             if with_floor is not None:  # NaN where it alone gives no fit
                 floor_law = fit_power_law_with_floor(compute, loss, start=with_floor)
                 values.update(_floor_named(floor_law) if floor_law else dict.fromkeys(FLOOR_NAMES, np.nan))
@@ -379,7 +341,7 @@ def _floor_samples(samples: dict[str, np.ndarray], resamples: int, notes: list[s
     return why
 
 
-def _draws(grid: _EnvelopeGrid, rng: np.random.Generator, resamples: int) -> tuple[np.ndarray, list[str]]:
+def _draws(grid: EnvelopeGrid, rng: np.random.Generator, resamples: int) -> tuple[np.ndarray, list[str]]:
     """(resamples, runs) integer weights: units drawn with replacement within each budget, as many as
     it holds (stratified, module docstring); units spanning budgets (a WSD trunk with branches at
     several), or budgets mostly of one unit (no IsoFLOP design), are drawn over all runs instead, said in a note."""
