@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources import evalsets
+from analysis.sources.budget_drift import drift_warning
 from analysis.sources.budgets import NOMINAL_FACTOR, budget_as_c_offer, budget_column_of, budgets_of_frame
 from analysis.sources.colunits import (
     apply_column_units,
@@ -155,7 +156,9 @@ def _budgets(frame: pd.DataFrame, runs: pd.DataFrame, budget_col, columns: Colum
     if budget_col is not None and not clustered:
         n_col = _pick_column(frame, "n", columns.n, source, columns.n_kind)
         if made := budget_kind_note(frame, n_col, columns.n_kind, np.asarray(budgets, float), runs):
-            notes.append(made)
+            notes.append(made)  # its remedy (--n-kind) ends a drift too
+        elif drift := drift_warning(runs, np.asarray(budgets, float)):
+            warnings.append(drift)
     return budgets, clustered, (notes, warnings)
 
 
