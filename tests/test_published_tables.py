@@ -218,7 +218,9 @@ def test_deepseek_budgets_of_m_times_d_warn_that_approach_2_profiles_another_com
             rows.append({"budget": budget, "non_embedding_params": n, "tokens": budget / m, "loss": loss})
     deepseek = table_from_frame(pd.DataFrame(rows), "ds.csv", ColumnMap(n_kind="non_embedding"))
     (drift,) = [w for w in deepseek.lines()[0] if "moves with N" in w]
-    assert "from 0.39x" in drift and "to 0.84x" in drift and "approach 2's profiles are at fixed column compute" in drift, drift
+    assert (
+        "from 0.39x" in drift and "to 0.84x" in drift and "approach 2's profiles are at fixed column compute" in drift
+    ), drift
     runs = ladder(seed=3)
     rounded = runs.assign(budget_flops=runs["flops"] * rng.uniform(0.98, 1.02, len(runs)))
     assert not [w for w in table_from_frame(rounded, "r.csv").lines()[0] if "moves with N" in w]

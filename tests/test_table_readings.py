@@ -238,3 +238,41 @@ def test_approach_1_takes_a_wsd_runs_final_point_only():
     cosine = fit_envelope(table_from_frame(frame.assign(schedule="cosine"), "cos.csv", ColumnMap()), resamples=0)
     assert wsd.diagnostics["curve_points"] == len(runs) < cosine.diagnostics["curve_points"]
     assert wsd.diagnostics["points_used"] == "training curves (15 WSD runs' final points only)"
+
+
+def test_a_wandb_jsonl_export_with_config_and_summary_objects_is_read_as_the_wandb_reader_reads_runs(tmp_path):
+    """User38: `config` and `summary` as nested objects were refused ("no column for N", columns config, summary);
+    flattened as `config.model.n_params`, `summary.val/loss`, the names were not found. Now the objects' keys are
+    columns (nested keys joined with '.'), a count under a namespace is found by its last name (one column only,
+    not a one-letter `model.d`), and a loss only under summary. (not `train/loss`)."""
+    runs = isoflop_runs(CHINCHILLA_APPROACH3, [1e19, 1e20], 5, seed=4)
+    lines = [
+        {
+            "name": r.run_id,
+            "state": "finished",
+            "config": {
+                "model": {"n_params": r.params, "d": 512},
+                "train": {"tokens": r.tokens},
+                "budget": r.budget_flops,
+            },
+            "summary": {"val/loss": r.val_loss, "train/loss": r.val_loss * 0.97, "_step": 1000},
+        }
+        for r in runs.itertuples()
+    ]
+    nested = tmp_path / "export.jsonl"
+    nested.write_text("\n".join(json.dumps(line) for line in lines))
+    proc = run_cli("fit", nested, "--approach", "2", "--bootstrap", "0", check=True)
+    assert "N = column 'model.n_params' (total), loss = column 'val/loss'" in proc.stderr, proc.stderr
+    assert "budget column 'budget': 2 budgets; 6·N·D agrees with it within 2%" in proc.stderr, proc.stderr
+    flat = tmp_path / "flat.jsonl"
+    flat.write_text(
+        "\n".join(
+            json.dumps(
+                {"name": x["name"], **{f"config.{k}": v for k, v in x["config"].items()}}
+                | {f"summary.{k}": v for k, v in x["summary"].items()}
+            )
+            for x in lines
+        )
+    )
+    proc = run_cli("fit", flat, "--approach", "2", "--bootstrap", "0", check=True)
+    assert "loss = column 'summary.val/loss'" in proc.stderr, proc.stderr

@@ -32,6 +32,7 @@ from analysis.sources.colunits import (
     apply_column_units,
     budget_kind_note,
     find_usual,
+    leaf_name,
     logged_name,
     refuse_perplexity,
     warn_implausible_counts,
@@ -227,7 +228,7 @@ def _runs(frame: pd.DataFrame, run_ids: pd.Series, picked: tuple, n_kind: str, n
     if c_given is not None and d_col is not None:
         _note_compute_mismatch(c_given, compute, c_col, notes)
     notes.append(
-        f"N = column {n_col!r} ({n_kind if str(n_col).lower() in map(str.lower, _n_names(n_kind)) else 'as named'}),"
+        f"N = column {n_col!r} ({n_kind if leaf_name(n_col) in map(str.lower, _n_names(n_kind)) else 'as named'}),"
         f" loss = column {loss_col!r}, C = 6·N·D"
     )
     from analysis.sources.rows import text_cells

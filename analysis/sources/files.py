@@ -49,12 +49,14 @@ def _read(path: Path, kind: str, suffix: str) -> pd.DataFrame:
         if kind == "JSON" and (nested := _nested_records(path)) is not None:
             return nested
         if kind.startswith("JSON"):
-            return pd.read_json(  # exact floats (as the CSV's), ids kept as written ("007" stays text)
-                path,
-                lines=kind == "JSON Lines",
-                orient=None if kind == "JSON Lines" else _orient(path),
-                precise_float=True,
-                dtype=False,  # no conversion of columns: dates included
+            return _spread_objects(
+                pd.read_json(  # exact floats (as the CSV's), ids kept as written ("007" stays text)
+                    path,
+                    lines=kind == "JSON Lines",
+                    orient=None if kind == "JSON Lines" else _orient(path),
+                    precise_float=True,
+                    dtype=False,  # no conversion of columns: dates included
+                )
             )
         frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
         header = str(frame.columns[0]) if len(frame.columns) == 1 else ""
@@ -174,3 +176,26 @@ def _nested_records(path: Path) -> pd.DataFrame | None:
         return None
     lists = [v for v in document.values() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
     return pd.DataFrame.from_records(lists[0]) if len(lists) == 1 else None
+
+
+SPREAD_BARE = ("summary", "config")  # a wandb export's objects: their keys are columns as they are (summary's first)
+
+
+def _spread_objects(frame: pd.DataFrame) -> pd.DataFrame:
+    """A JSON table whose cells hold objects (a wandb export's ``config`` and ``summary``) with each object's keys as
+    columns, nested keys joined with '.' as the wandb reader joins them (`analysis.sources.wandb`): `SPREAD_BARE`'s
+    keys as they are (``val/loss``, ``model.n_params``), another's under its name (``meta.gpu``); a name twice
+    keeps the first (the row's own, then summary's, then config's). User38: such a file was refused, its columns
+    listed as 'config' and 'summary'."""
+    from analysis.sources.settings import flatten
+
+    objects = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, dict)).any()]
+    if not objects:
+        return frame
+    parts = [frame.drop(columns=objects)]
+    for column in sorted(objects, key=lambda c: SPREAD_BARE.index(c) if c in SPREAD_BARE else -1):
+        rows = [flatten(v) if isinstance(v, dict) and v else {} for v in frame[column]]
+        part = pd.DataFrame.from_records(rows, index=frame.index)
+        parts.append(part if column in SPREAD_BARE else part.add_prefix(f"{column}."))
+    spread = pd.concat(parts, axis=1)
+    return spread.loc[:, ~spread.columns.duplicated()]

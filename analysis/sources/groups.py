@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.sources.budgets import cluster_budgets
+from analysis.sources.colunits import leaf_name
 from analysis.sources.hparams import SEQ_LEN_NAMES
 from analysis.sources.rows import count_value, listing, text_cells
 from analysis.sources.schema import LOSS_NAME, LOSS_UNIT_COLUMN
@@ -307,14 +308,9 @@ def _named_as(column, names: tuple) -> bool:
     return str(column).strip().lower() in names
 
 
-def _leaf(column) -> str:
-    """A column's name without an exporter's namespace, lower case: `optim.weight_decay`, `config/wd` -> the last."""
-    return str(column).strip().lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1]
-
-
 def _names_a_setting(column) -> bool:
     """Whether a column is named as a training setting (`SETTING_NAMES`; in a namespace: optim.weight_decay)."""
-    return _leaf(column) in SETTING_NAMES
+    return leaf_name(column) in SETTING_NAMES
 
 
 # Words that name an experiment in a column of numeric codes (user21: experiment_id 0/1, two recipes, one worth 2x
@@ -336,7 +332,7 @@ def _names_an_experiment(column) -> bool:
     `model_family`), or one of `RECIPE_NUMBERS` (in a namespace: `train.seq_len`); not `group_size` (review17:
     GQA's group size changes with N) nor `exp_decay`."""
     name = str(column).strip().lower()
-    if _leaf(column) in RECIPE_NUMBERS:
+    if leaf_name(column) in RECIPE_NUMBERS:
         return True
     words = {w for w in re.split(r"[^a-z]+", name) if w}
     return bool(words & EXPERIMENT_WORDS) and words <= EXPERIMENT_WORDS | CODE_WORDS
