@@ -14,6 +14,8 @@ import pytest
 import analysis.fits.envelope as envelope
 import analysis.fits.isoflop as isoflop
 from analysis.cli.fit import fit_summary, render_fit
+from analysis.describe.fit import describe_fit
+from analysis.fits.bent_profiles import bent
 from analysis.fits.bootstrap import AS_E, AS_LOSS_LAW, unit_draws
 from analysis.fits.codec import to_jsonable
 from analysis.fits.envelope import fit_envelope
@@ -101,14 +103,34 @@ def test_a_left_out_budget_is_outside_the_laws_fitted_range(tmp_path):
 
 def test_a_profile_bent_by_a_diverged_run_with_a_finite_loss_is_warned_about(tmp_path):
     # user20: a loss of 7.5 among 2.3s put 1e21's minimum at 1.585, below every run, and said nothing
-    from analysis.fits.isoflop import bent
-
     runs = _runs(np.random.default_rng(1), budgets=BUDGETS[:4])
     assert bent(fit_isoflop(_table(runs, tmp_path), resamples=0).profiles) == []
     runs.loc[runs.index[-1], "loss"] = 7.5  # the largest size at 1e21
     said = bent(fit_isoflop(_table(runs, tmp_path), resamples=0).profiles)
     assert len(said) == 1 and said[0].startswith("budget 1e+21: its parabola's minimum loss") and "bends it" in said[0]
     assert "(most, " in said[0] and ", loss 7.5;" in said[0], said  # review16: the run named
+    # user38: the bent budget's N_opt is no measurement: unidentified and out of the law (it printed a confident one)
+    bent_fit = fit_isoflop(_table(runs, tmp_path), resamples=0)
+    last = bent_fit.profiles[-1]
+    assert last.n_opt_unidentified.startswith("bent") and not isoflop.in_law(last), last.n_opt_unidentified
+    assert bent_fit.diagnostics["budgets_in_law"] == 3
+
+
+def test_a_three_size_budget_with_a_diverged_run_names_that_run_and_leaves_its_n_opt_unidentified(tmp_path):
+    """User38: a 3-size budget holding a diverged loss (7.5 among 2.9s at its largest N): the parabola through the
+    three printed N_opt 4.849e8 [4.818e8, 4.869e8] for a true 2.6e8, the warning named the first run (with 3 sizes
+    no run can be left out with a parabola remaining); now it names the run the outlier rule flagged, else the run
+    farthest above the line through the others, and the N_opt is unidentified."""
+    runs = _runs(np.random.default_rng(2), budgets=BUDGETS[:4])
+    first = runs.index[runs["budget_flops"] == BUDGETS[0]]
+    runs = runs.drop(index=first[[0, 1, 2]])  # 3 sizes left at 1e18 (of 6)
+    runs.loc[first[-1], "loss"] *= 2.4
+    report = fit_all(_table(runs, tmp_path), (2, 3), resamples=50)
+    (said,) = [w for d in describe_fit(report) for w in d.warnings if "bends it" in w]
+    diverged = str(report.isoflop.profiles[0].run_id[-1])
+    assert f"({diverged}, loss" in said and "flagged by the outlier rule" in said, said
+    assert report.isoflop.profiles[0].n_opt_unidentified.startswith("bent")
+    assert "(most, " + diverged in bent(report.isoflop.profiles)[0]  # unflagged: farthest above the others' line
 
 
 def test_the_fitted_range_is_where_the_law_places_its_budgets(tmp_path):

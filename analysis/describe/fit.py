@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analysis.describe.numbers import count_label, flops_label, interval_text, num, times, two
+from analysis.fits.bent_profiles import bent, is_bent
 from analysis.fits.envelope import envelope_law
 from analysis.fits.identified import EXTRAPOLATION_FACTOR
-from analysis.fits.isoflop import bent, in_law, left_out_of_law
+from analysis.fits.isoflop import in_law, left_out_of_law
 from analysis.fits.percentiles import level_text
 from analysis.fits.results import UNBOUNDED, Estimate, FitReport, no_law
 from analysis.fits.vertex_intervals import LAW_LEVEL, VERTEX_DRAWS
@@ -90,11 +91,14 @@ class ApproachDescription:
 
 def describe_fit(report: FitReport, compact: bool = True) -> list[ApproachDescription]:
     """Each fitted approach described; ``compact`` counts read 67.2k, else 6.721e+04 (4 digits, for the CLI)."""
-    return [describe_approach(f, compact, report.loss_unit) for f in report.fits]
+    flagged = frozenset(o.run_id for o in report.outliers)
+    return [describe_approach(f, compact, report.loss_unit, flagged) for f in report.fits]
 
 
-def describe_approach(fit, compact: bool = True, unit: str = DEFAULT_LOSS_UNIT) -> ApproachDescription:
-    """One approach described; ``unit``: the loss's unit, for the meanings of E."""
+def describe_approach(
+    fit, compact: bool = True, unit: str = DEFAULT_LOSS_UNIT, flagged=frozenset()
+) -> ApproachDescription:
+    """One approach described; ``unit``: the loss's unit, for the meanings of E; ``flagged``: the outlier rule's runs."""
     count = count_label if compact else num
     d = ApproachDescription(
         approach=fit.approach,
@@ -111,7 +115,7 @@ def describe_approach(fit, compact: bool = True, unit: str = DEFAULT_LOSS_UNIT) 
     elif fit.approach == 2:
         d.lines.append(Line("profiles", profiles_text(fit)))
         d.minima = [describe_minimum(p, count) for p in fit.profiles]
-        d.warnings += bent(fit.profiles)
+        d.warnings += bent(fit.profiles, flagged)
         d.dropped = [f"budget without a parabola: {why}" for why in fit.dropped]
         d.dropped += [
             f"budget left out of the law N_opt ∝ C^a: C = {flops_label(x['budget'])}: {x['why']}"
@@ -187,7 +191,7 @@ def law_test_text(p) -> str:
     """Where a budget's printed N_opt interval (at --level, --seed, --bootstrap) and the law's own test
     (`in_law`: `LAW_LEVEL`, `VERTEX_DRAWS` fixed draws) disagree on whether it is bounded, which one the law took."""
     printed = p.n_opt_unidentified.startswith(UNBOUNDED)
-    if not p.inside_range or printed != in_law(p):
+    if not p.inside_range or printed != in_law(p) or is_bent(p):  # a bent profile says so itself
         return ""
     test = (
         f"the law's own test ({VERTEX_DRAWS} fixed draws at {LAW_LEVEL:.0%}, whatever --level, --seed and --bootstrap)"

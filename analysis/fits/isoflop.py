@@ -48,11 +48,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.bent_profiles import BENT_REASON, bent, is_bent
 from analysis.fits.bootstrap import estimates_from_samples, follows_exponent, summarize, unit_weights
 from analysis.fits.percentiles import level_text
 from analysis.fits.powerlaws import log_linear_fit
 from analysis.fits.results import UNBOUNDED, Estimate, IsoFLOPFit, Parabola, PowerLaw
-from analysis.fits.vertex_intervals import LAW_LEVEL, MINIMUM_REACH, VERTEX_DRAWS, n_opt_intervals, usable_minimum
+from analysis.fits.vertex_intervals import (
+    LAW_LEVEL,
+    MINIMUM_REACH,
+    VERTEX_DRAWS,
+    n_opt_intervals,
+    parabola_coefficients,
+    usable_minimum,
+)
 from analysis.sources.budgets import PARABOLA_BUDGETS as MIN_BUDGETS
 from analysis.sources.budgets import PARABOLA_SIZES as MIN_SIZES
 from analysis.sources.budgets import cluster_budgets
@@ -94,27 +102,6 @@ def _law_test(profile: Parabola) -> str:
     return f"at the law's fixed {LAW_LEVEL:.0%}, the same whatever --level, --seed and --bootstrap"
 
 
-BENT_SHARE = 0.1  # a parabola's minimum loss this share below its budget's lowest run: bent by a run off it
-
-
-def bent(profiles: list[Parabola]) -> list[str]:
-    """A line per budget whose parabola's minimum loss lies more than `BENT_SHARE` below its every run's: a run off
-    the profile bends it (user20: a finite 7.5 among 2.3s put N_opt at 1.225e9 [8.28e8, 1.504e9] for 1.824e9)."""
-    bent_ones = [(p, _bends_most(p)) for p in profiles if p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss)]
-    return [
-        f"budget {p.budget:.3g}: its parabola's minimum loss {p.loss_opt:.4g} lies {1 - p.loss_opt / min(p.loss):.0%} "
-        f"below its lowest run's ({min(p.loss):.4g}): a run off the profile bends it, and its N_opt with it (most, "
-        f"{p.run_id[k]}, loss {p.loss[k]:.4g}; --exclude-outliers drops it if the outlier rule flagged it)"
-        for p, k in bent_ones
-    ]
-
-
-def _bends_most(p: Parabola) -> int:
-    """The run whose leaving out raises the parabola's minimum most (review16: name it, not only the outliers)."""
-    c0, c1, c2 = parabola_coefficients(np.log(p.n)[None] - p.center, np.asarray(p.loss)[None], 1.0 - np.eye(len(p.n))).T
-    return int(np.nanargmax(np.where(c2 > 0, c0 - c1 * c1 / (4 * c2), -np.inf)))
-
-
 def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
     """The budgets left out of the law (`in_law`), each with why."""
     return [
@@ -123,6 +110,8 @@ def left_out_of_law(profiles: list[Parabola]) -> list[dict]:
             "why": f"its minimum N = {p.n_opt:.3g} lies outside its trained sizes ({min(p.n):.3g} to {max(p.n):.3g}): "
             "the parabola's vertex extrapolated, biased by how far the sizes sit from the optimum"
             if not p.inside_range
+            else f"its minimum N = {p.n_opt:.3g} is a run's off the profile, not the loss's ({BENT_REASON})"
+            if p.law_unbounded == BENT_REASON
             else f"its minimum N = {p.n_opt:.3g} has no bounded N_opt interval {_law_test(p)} ({_law_unbounded(p)}): a "
             "vertex its runs do not hold within its sizes, which the law would follow instead of the loss",
         }
@@ -138,6 +127,8 @@ def fit_isoflop(table: RunTable, *, resamples: int = 1000, seed: int = 0, level:
     groups, profiles, dropped = _profiles(table, seed, level)
     # at least the law's VERTEX_DRAWS: at the defaults the printed intervals are the law's test (`in_law`)
     interval_note = n_opt_intervals(profiles, max(resamples, VERTEX_DRAWS), seed, level)
+    for p in filter(is_bent, profiles):  # user38: a 3-size budget with a diverged run gave 4.849e8 [4.818e8, 4.869e8]
+        p.n_opt_unidentified = p.law_unbounded = BENT_REASON  # for 2.6e8, the law through it
     members = np.array([in_law(p) for p in profiles])
     law_unidentified = _law_unidentified(profiles)
     log_c = np.log([p.compute for p in profiles])
@@ -277,24 +268,6 @@ def _law_unidentified(profiles: list[Parabola]) -> str:
             else ": through extrapolated vertices it would follow where the sizes were put, not the loss"
         )
     )
-
-
-def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """Least-squares (c0, c1, c2) of y ≈ c0 + c1·u + c2·u² for each row of (K, m) arrays → (K, 3),
-    each point weighted by ``weights`` (K, m) (None: 1). Rows whose normal equations are singular
-    (fewer than 3 distinct u of positive weight) get NaN."""
-    w = np.ones(np.broadcast_shapes(np.shape(u), np.shape(y))) if weights is None else weights
-    u = np.broadcast_to(u, w.shape)
-    powers = (np.ones_like(u), u, u * u)
-    gram = np.stack([np.stack([(w * p * q).sum(axis=-1) for q in powers], axis=-1) for p in powers], axis=-2)
-    rhs = np.stack([(w * p * y).sum(axis=-1) for p in powers], axis=-1)
-    drawn = np.sort(np.where(w > 0, u, np.nan), axis=-1)  # NaNs sort last; their differences never count
-    distinct = 1 + (np.diff(drawn, axis=-1) > 1e-12).sum(axis=-1)
-    singular = distinct < 3
-    gram[singular] = np.eye(3)
-    coefficients = np.linalg.solve(gram, rhs[..., None])[..., 0]
-    coefficients[singular] = np.nan
-    return coefficients
 
 
 def budget_profile(table: RunTable, budget: float, idx: np.ndarray) -> tuple[Parabola | None, str]:

@@ -162,4 +162,9 @@ def lack_of_fit(report) -> str:
         f"about their budgets' parabolas (rms {np.sqrt(spread2):.2%}; an F test, p < {MISFIT_P:g}): the loss does not "
         "follow L = E + A/N^α + B/D^β over these runs, and its intervals leave that misfit out; approach 2's N_opt "
         "needs no such form"
+        + (
+            f" (or the {len(flagged)} run(s) the outlier rule flagged, kept in the fit, bend the law: --exclude-outliers)"
+            if flagged and not any("--exclude-outliers: fitted without" in n for n in report.notes)
+            else ""
+        )
     )

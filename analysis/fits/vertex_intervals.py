@@ -153,3 +153,21 @@ def _unbounded(log_n_opt: np.ndarray, level: float, shift: float) -> str:
             f"{MINIMUM_REACH:g}x of its sizes, so the parabola's shape error is not measured"
         )
     return ""
+
+
+def parabola_coefficients(u: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares (c0, c1, c2) of y ≈ c0 + c1·u + c2·u² for each row of (K, m) arrays → (K, 3),
+    each point weighted by ``weights`` (K, m) (None: 1). Rows whose normal equations are singular
+    (fewer than 3 distinct u of positive weight) get NaN."""
+    w = np.ones(np.broadcast_shapes(np.shape(u), np.shape(y))) if weights is None else weights
+    u = np.broadcast_to(u, w.shape)
+    powers = (np.ones_like(u), u, u * u)
+    gram = np.stack([np.stack([(w * p * q).sum(axis=-1) for q in powers], axis=-1) for p in powers], axis=-2)
+    rhs = np.stack([(w * p * y).sum(axis=-1) for p in powers], axis=-1)
+    drawn = np.sort(np.where(w > 0, u, np.nan), axis=-1)  # NaNs sort last; their differences never count
+    distinct = 1 + (np.diff(drawn, axis=-1) > 1e-12).sum(axis=-1)
+    singular = distinct < 3
+    gram[singular] = np.eye(3)
+    coefficients = np.linalg.solve(gram, rhs[..., None])[..., 0]
+    coefficients[singular] = np.nan
+    return coefficients
