@@ -120,7 +120,7 @@ def test_a_three_size_budget_with_a_diverged_run_names_that_run_and_leaves_its_n
     """User38: a 3-size budget holding a diverged loss (7.5 among 2.9s at its largest N): the parabola through the
     three printed N_opt 4.849e8 [4.818e8, 4.869e8] for a true 2.6e8, the warning named the first run (with 3 sizes
     no run can be left out with a parabola remaining); now it names the run the outlier rule flagged, else the run
-    farthest above the line through the others, and the N_opt is unidentified."""
+    of the highest loss, and the N_opt is unidentified."""
     runs = _runs(np.random.default_rng(2), budgets=BUDGETS[:4])
     first = runs.index[runs["budget_flops"] == BUDGETS[0]]
     runs = runs.drop(index=first[[0, 1, 2]])  # 3 sizes left at 1e18 (of 6)
@@ -130,7 +130,7 @@ def test_a_three_size_budget_with_a_diverged_run_names_that_run_and_leaves_its_n
     diverged = str(report.isoflop.profiles[0].run_id[-1])
     assert f"({diverged}, loss" in said and "flagged by the outlier rule" in said, said
     assert report.isoflop.profiles[0].n_opt_unidentified.startswith("bent")
-    assert "(most, " + diverged in bent(report.isoflop.profiles)[0]  # unflagged: farthest above the others' line
+    assert "(most, " + diverged in bent(report.isoflop.profiles)[0]  # unflagged, of 3 sizes: the highest loss
 
 
 def test_the_fitted_range_is_where_the_law_places_its_budgets(tmp_path):

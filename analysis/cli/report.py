@@ -61,6 +61,11 @@ def report_main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     check_group_options(args, 1 + len(args.candidates), "SOURCE and no CANDIDATE")
+    if args.group_by and args.fit:  # as plot refuses it (review24: a group's fit read as another's, a warning only)
+        raise UserError(
+            f"--fit is the fit of one table, --group-by {args.group_by!r} reports the baseline group and fits each "
+            f"group; report a group with its saved fit by --where {args.group_by}==VALUE --fit FIT.json"
+        )
     out = Path(args.out)
     check_output_dir(out.parent, f"--out {args.out!r}")
     from analysis.figures import figure_bytes

@@ -150,6 +150,7 @@ def profiles_text(fit) -> str:
         if inside == len(fit.profiles)
         else f"N_opt ∝ C^a through the {inside} whose minimum lies inside their trained sizes"
         + (f" and whose N_opt interval is bounded at the law's {LAW_LEVEL:.0%}" if unidentified else "")
+        + (", not bent by a run off the profile" if any(map(is_bent, fit.profiles)) else "")
     )
     return f"{len(fit.profiles)} budgets; a parabola of loss in ln N per budget; {law}"
 

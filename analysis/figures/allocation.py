@@ -21,6 +21,7 @@ from analysis.figures.axes import (
     log_axes,
     style,
 )
+from analysis.fits.bent_profiles import is_bent
 from analysis.fits.identified import EXTRAPOLATION_FACTOR
 from analysis.fits.isoflop import in_law
 from analysis.fits.presets import PRESETS
@@ -145,8 +146,9 @@ def _isoflop_minima(axes, fit, shown) -> None:
         n_err = np.maximum([n_opt - lower, upper - n_opt], 0.0)
         # D = C/(6N): the upper end of N's interval is the lower end of D's
         d_err = np.maximum([d_opt - tokens_6nd(compute, upper), tokens_6nd(compute, lower) - d_opt], 0.0)
-        # left out of the law: outside their sizes, or inside them with an unbounded N_opt (`in_law`)
+        # left out of the law: outside their sizes, or inside them with an unbounded N_opt or bent (`in_law`)
         left_out = " outside the trained sizes" + (" or unbounded" if any(p.inside_range for p in profiles) else "")
+        left_out += " or bent" * any(map(is_bent, profiles))
         label = "approach 2: parabola minima" + ("" if inside else f"{left_out} (not in its law)")
         for ax, y, err, key in ((axes[0], n_opt, n_err, "n"), (axes[1], d_opt, d_err, "d")):
             bars = ax.errorbar(

@@ -13,8 +13,10 @@ BENT_REASON = f"bent: the parabola's minimum loss lies more than {BENT_SHARE:.0%
 
 
 def is_bent(p: Parabola) -> bool:
-    """Whether a run off the profile bends ``p`` (`BENT_SHARE`): its vertex is then that run's, not the loss's."""
-    return bool(p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss))
+    """Whether a run off the profile bends ``p`` (`BENT_SHARE`), its minimum inside its sizes: its vertex is then that
+    run's, not the loss's (outside them it is an extrapolation, said as such; review24: clean sizes at 0.001-0.01x
+    N_opt were called bent)."""
+    return bool(p.inside_range and p.loss_opt < (1.0 - BENT_SHARE) * min(p.loss))
 
 
 def bent(profiles: list[Parabola], flagged=frozenset()) -> list[str]:
@@ -38,17 +40,12 @@ def bent(profiles: list[Parabola], flagged=frozenset()) -> list[str]:
 
 
 def _bends_most(p: Parabola) -> int:
-    """The run whose leaving out raises the parabola's minimum most (review16: name it, not only the outliers); where
-    no run can be left out with a parabola remaining (3 sizes), the run farthest above the line through the others
+    """The run whose leaving out (with its size's other seeds) raises the parabola's minimum most (review16: name it,
+    not only the outliers); where no size can be left out with a parabola remaining (3 sizes), the run of the highest
+    loss: each of 3 points lies as far off the line through the other two, so only the loss tells a diverged run
     (user38: the first run was named, a good one, beside a diverged loss of 7.5 among 2.9s)."""
     u, y = np.log(p.n) - p.center, np.asarray(p.loss)
-    c0, c1, c2 = parabola_coefficients(u[None], y[None], 1.0 - np.eye(len(u))).T
+    others = u[None, :] != u[:, None]  # each run left out with its size's other seeds (review24: a seed's twin stayed)
+    c0, c1, c2 = parabola_coefficients(u[None], y[None], others.astype(float)).T
     raised = np.where(c2 > 0, c0 - c1 * c1 / (4 * c2), -np.inf)
-    if np.isfinite(raised).any():
-        return int(np.nanargmax(raised))
-    above = []
-    for k in range(len(u)):
-        others = np.arange(len(u)) != k
-        line = np.polyfit(u[others], y[others], 1) if len(np.unique(u[others])) > 1 else (0.0, y[others].mean())
-        above.append(y[k] - np.polyval(line, u[k]))
-    return int(np.argmax(above))
+    return int(np.nanargmax(raised)) if np.isfinite(raised).any() else int(np.argmax(y))

@@ -143,7 +143,7 @@ def fit_envelope(
     else:
         estimates = {k: Estimate(v) for k, v in point.items()}
     _floor_on_boundary(estimates, with_floor, float(loss.min()))
-    _identification(estimates, int(bracketed.sum()), compute, grid.from_curves)
+    _identification(estimates, bracketed, n, compute, grid.from_curves)
     return EnvelopeFit(
         compute=compute.tolist(),
         loss=loss.tolist(),
@@ -172,11 +172,11 @@ def _residuals(laws: dict[str, PowerLaw], with_floor: PowerLaw | None, compute, 
     return residuals
 
 
-def _identification(estimates: dict[str, Estimate], bracketed: int, compute: np.ndarray, curves: bool) -> None:
+def _identification(estimates: dict[str, Estimate], bracketed, n, compute: np.ndarray, curves: bool) -> None:
     """The rules after the bootstrap's: `_unidentified_unless_bracketed` (``bracketed``: how many envelope points
     are); the loss laws' terms as approach 3's (`flag_wide_terms`, over the envelope's ``compute``); the
     coefficients with a (`follows_exponent`)."""
-    _unidentified_unless_bracketed(estimates, bracketed, len(compute), curves)
+    _unidentified_unless_bracketed(estimates, bracketed, n, curves)
     _unidentified_if_rising(estimates)
     flag_wide_terms(estimates, LOSS_TERMS, {"C": float(compute.max())})
     follows_exponent(estimates, COEFFICIENTS)
@@ -196,18 +196,19 @@ def _unidentified_if_rising(estimates: dict[str, Estimate]) -> None:
                 )
 
 
-def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed: int, points: int, curves: bool) -> None:
-    """a and b are unidentified unless `MIN_POINTS` envelope points are bracketed (module docstring); from final
+def _unidentified_unless_bracketed(estimates: dict[str, Estimate], bracketed, n, curves: bool) -> None:
+    """a and b are unidentified unless N_opt(C) goes through the ``bracketed`` points (`_enough`); from final
     points only, so are the loss laws: the envelope is then the loss of the sizes trained at each budget, above
     the lowest loss there (t06, a 5x5 grid: 2.347 [2.341, 2.347] at 1e21 FLOPs, truth 2.329; t10, 4 runs: 1.301
     at 1e24, below the true floor 1.69)."""
-    if bracketed >= MIN_POINTS:
+    if _enough(bracketed, n):
         return
+    one_size = " (all won by one size)" * bool(bracketed.sum() >= MIN_POINTS)  # review24: a fit through all, called a
     for name in ("a", "b"):
         estimates[name].unidentified = (
             f"{'curves' if curves else 'final points only'}, and N_opt is bracketed by a smaller and a larger size at "
-            f"the same compute at {bracketed} of {points} envelope points: N_opt(C) follows the sizes trained, not the "
-            "loss"
+            f"the same compute at {int(bracketed.sum())} of {len(n)} envelope points{one_size}: N_opt(C) follows the "
+            "sizes trained, not the loss"
         )
     for name in (LOSS_NAMES + FLOOR_NAMES) * (not curves):
         if name in estimates:
@@ -253,11 +254,15 @@ def _diagnostics(grid, bins_per_decade: int, points: int, with_floor, bracketed:
     }
 
 
+def _enough(bracketed: np.ndarray, n: np.ndarray) -> bool:
+    """Whether N_opt(C) can go through the ``bracketed`` envelope points: `MIN_POINTS` of them, won by 2+ sizes."""
+    return bool(bracketed.sum() >= MIN_POINTS and len(np.unique(n[bracketed])) > 1)
+
+
 def _through(bracketed: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The envelope points N_opt(C) is fitted through: the ``bracketed`` ones where `MIN_POINTS` are, of 2+ sizes,
-    else every one (a and b then unidentified: `_unidentified_unless_bracketed`)."""
-    enough = bracketed.sum() >= MIN_POINTS and len(np.unique(n[bracketed])) > 1
-    return bracketed if enough else np.ones(len(n), bool)
+    """The envelope points N_opt(C) is fitted through: the ``bracketed`` ones where `_enough`, else every one (a and b
+    then unidentified: `_unidentified_unless_bracketed`)."""
+    return bracketed if _enough(bracketed, n) else np.ones(len(n), bool)
 
 
 def _fit_laws(compute, loss, n, through) -> dict[str, PowerLaw]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.bent_profiles import bent
 from analysis.fits.bootstrap import too_few
 from analysis.fits.envelope import BINS_PER_DECADE, envelope_law, fit_envelope
 from analysis.fits.hplaws import fit_hyperparameter_laws
@@ -68,6 +69,8 @@ def fit_all(
         report.notes += flagged.notes
         if not exclude_outliers:
             report.notes += outliers_in_dropped_budgets(report, table)
+        if report.isoflop is not None:  # the run the outlier rule flagged, named as the text names it (review24)
+            report.isoflop.diagnostics["bent"] = bent(report.isoflop.profiles, {o.run_id for o in report.outliers})
         if table.hparams is not None:
             report.hyperparameter_fit = fit_hyperparameter_laws(
                 table.hparams, resamples=resamples, seed=seed, level=level

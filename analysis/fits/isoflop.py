@@ -84,7 +84,8 @@ def in_law(profile: Parabola) -> bool:
     """Whether a budget enters the law N_opt ∝ C^a and its validation: its minimum `bracketed` by its
     sizes and its N_opt bounded by the law's test (`Parabola.law_unbounded`: `LAW_LEVEL`, `VERTEX_DRAWS` of a fixed
     stream, whatever --level, --seed and --bootstrap; a vertex whose draws pass its sizes' reach sits where the
-    sizes end, not where the loss turns: t12's 6e20, all sizes above the optimum, put 2.27e9 there)."""
+    sizes end, not where the loss turns: t12's 6e20, all sizes above the optimum, put 2.27e9 there; a profile bent by
+    a run off it takes `bent_profiles.BENT_REASON` as that test's answer)."""
     return profile.inside_range and not _law_unbounded(profile)
 
 

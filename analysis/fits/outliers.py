@@ -69,8 +69,9 @@ MAX_DELETIONS = 8  # at most this many runs, the highest leverage first, are ref
 RULE = (
     f"residual: observed minus predicted log-loss of approach 3's law refitted with Huber δ = {HUBER_K:g}·σ̂, "
     f"each divided by √(1 − leverage); σ̂ = {SIGMA_TEXT} of these (iterated from least squares); flagged beyond "
-    f"{K:g}·{SIGMA_TEXT} of them (modified z-score > {K:g}), a run of high leverage by its residual against the "
-    "law fitted without it (then the others again without the farthest); near-duplicate size: a later run of a budget with N "
+    f"{K:g}·{SIGMA_TEXT} of them (modified z-score > {K:g}), a run of high leverage (the {MAX_DELETIONS} highest above "
+    f"{HIGH_LEVERAGE:g}·p/n) by its residual against the law fitted without it (then the others again without the "
+    "farthest); near-duplicate size: a later run of a budget with N "
     f"within {NEAR:.0%} of another's (not the same (N, D) point); off budget: C/budget over {OFF_BUDGET:g}x off "
     "the median of its size's runs in other budgets (2 or more), else off the line of C/budget against N over "
     f"the {TREND_SIZES} nearest sizes (log-log, Theil-Sen); not where budgets were clustered from C"
@@ -292,7 +293,8 @@ class Flagged(Generic[T]):
     outliers: list[Outlier]
     notes: list[str]
     # σ̂ of the residual test (module docstring): the noise of the runs in log-loss, as the rule measured it on the
-    # input table (the fit's own table unless runs were excluded: its MAD is robust to them); approach 3's own
+    # input table (the fit's own table unless runs were excluded: its MAD is robust to them; where a run that bent
+    # the law was flagged, on the table without it, `residual_test`); approach 3's own
     # residuals understate it (its fit passes through about as many runs as it has parameters). None where the
     # test did not run (approach 3 could not be fitted, or has no law).
     noise_scale: float | None = None

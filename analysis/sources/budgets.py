@@ -68,7 +68,7 @@ def budget_as_c_offer(frame: pd.DataFrame, named: str | None, source: str) -> st
     from analysis.sources.colunits import split_unit
 
     budget = budget_column_of(frame, named, source)
-    if budget is None or split_unit(str(budget), "c") is not None:
+    if budget is None or (split_unit(str(budget), "c") or (0, 0, 1.0))[2] != 1.0:  # a unit to apply: not as C
         return ""
     return f" (column {budget!r} holds budgets: --c-column {shlex.quote(str(budget))} if it is each run's own C)"
 

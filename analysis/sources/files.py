@@ -47,7 +47,7 @@ def _read(path: Path, kind: str, suffix: str) -> pd.DataFrame:
         if kind == "Parquet":
             return pd.read_parquet(path)
         if kind == "JSON" and (nested := _nested_records(path)) is not None:
-            return nested
+            return _spread_objects(nested)
         if kind.startswith("JSON"):
             return _spread_objects(
                 pd.read_json(  # exact floats (as the CSV's), ids kept as written ("007" stays text)
