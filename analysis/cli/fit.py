@@ -14,7 +14,7 @@ from analysis.cli.common import (
     parse,
     tell,
 )
-from analysis.describe.fit import law_test_text
+from analysis.describe.fit import describe_fit, law_test_text
 from analysis.describe.numbers import num
 from analysis.fits.bootstrap import unchecked
 from analysis.fits.codec import to_jsonable
@@ -202,7 +202,8 @@ def fit_summary(report: FitReport, single: bool) -> dict:
     """The ``--json`` object: one object per approach under approach_1/2/3; for one approach its keys at the top
     level too; for several, approach 3's E, A, B, alpha, beta, a, b repeated at the top level as the headline law
     (``headline_approach``: 3; user25: a script reading the top-level a got approach 2's under --approach 2). ``warnings`` and ``notes``: the lines `scaling fit`
-    prints on stderr as "warning:" and "note:" (how the input was read, the outlier rule's notes)."""
+    prints on stderr as "warning:" and "note:" (how the input was read, the outlier rule's notes); each approach's
+    ``approach_warnings``: those it prints under its estimates."""
     head = {"source": report.source, "runs": report.runs, "n_kind": report.n_kind, "loss_unit": report.loss_unit}
     head.update(warnings=report.warnings, notes=report.notes)
     head["outliers"] = {
@@ -216,6 +217,8 @@ def fit_summary(report: FitReport, single: bool) -> dict:
     if report.hyperparameter_fit:
         head.update(hyperparameter_laws=report.hyperparameter_laws, hyperparameter_fit=report.hyperparameter_fit)
     parts = {f"approach_{f.approach}": _approach_summary(f) for f in report.fits}
+    for d in describe_fit(report):  # the lines printed under each approach as "warning:" (user40: bent ones unsaid)
+        parts[f"approach_{d.approach}"]["approach_warnings"] = d.warnings
     if single:  # review18: the key the top level names its approach by, as with several
         only = next(iter(parts.values()))
         return {**head, **only, **parts, "headline_approach": only["approach"]}

@@ -115,7 +115,7 @@ def describe_approach(
     elif fit.approach == 2:
         d.lines.append(Line("profiles", profiles_text(fit)))
         d.minima = [describe_minimum(p, count) for p in fit.profiles]
-        d.warnings += bent(fit.profiles, flagged)
+        d.warnings += bent(fit.profiles, flagged) + fit.diagnostics.get("flagged_kept", [])
         d.dropped = [f"budget without a parabola: {why}" for why in fit.dropped]
         d.dropped += [
             f"budget left out of the law N_opt ∝ C^a: C = {flops_label(x['budget'])}: {x['why']}"

@@ -19,6 +19,7 @@ import numpy as np
 from analysis.fits.bent_profiles import bent
 from analysis.fits.bootstrap import too_few
 from analysis.fits.envelope import BINS_PER_DECADE, envelope_law, fit_envelope
+from analysis.fits.flagged_profiles import widen_for_flagged
 from analysis.fits.hplaws import fit_hyperparameter_laws
 from analysis.fits.isoflop import fit_isoflop, in_law
 from analysis.fits.outliers import RULE, fit_flagged
@@ -70,7 +71,12 @@ def fit_all(
         if not exclude_outliers:
             report.notes += outliers_in_dropped_budgets(report, table)
         if report.isoflop is not None:  # the run the outlier rule flagged, named as the text names it (review24)
-            report.isoflop.diagnostics["bent"] = bent(report.isoflop.profiles, {o.run_id for o in report.outliers})
+            ids, profiles = {o.run_id for o in report.outliers}, report.isoflop.profiles
+            report.isoflop.diagnostics["bent"] = bent(profiles, ids)
+            if not exclude_outliers:  # a budget's N_opt with and without a flagged run it keeps (user40)
+                report.isoflop.diagnostics["flagged_kept"] = widen_for_flagged(
+                    table, profiles, ids, resamples, seed, level
+                )
         if table.hparams is not None:
             report.hyperparameter_fit = fit_hyperparameter_laws(
                 table.hparams, resamples=resamples, seed=seed, level=level
