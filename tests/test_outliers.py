@@ -87,6 +87,20 @@ def test_a_diverged_run_at_an_edge_that_bends_the_law_is_flagged_and_alone(seed)
             assert edge not in dict(residual_outliers(standardized_residuals(fit, [])))
 
 
+def test_a_clean_run_is_not_flagged_by_a_law_another_run_bent():
+    """User40: a clean run of high leverage (the largest N of a 3-size budget) was flagged at z -52 by its deletion
+    residual (the law fitted without it bent to a diverged run, loss x2, at the next budget's largest N, whose plain
+    residual the test flagged at +77); its re-test removed the clean run as "the farthest" of the deletion flags. The
+    farthest of all flags goes first: the clean run passes, the diverged one alone is flagged."""
+    small = isoflop_runs(CHINCHILLA_LAW, [1e19], 3, spread_decades=0.5, noise=0.01, seed=104)
+    rest = isoflop_runs(CHINCHILLA_LAW, [3e19, 1e20, 3e20], 6, spread_decades=0.7, noise=0.01, seed=4)
+    frame = pd.concat([small, rest], ignore_index=True)
+    frame["run_id"] = [f"r{i:02d}" for i in range(len(frame))]
+    frame.loc[8, "val_loss"] *= 2.0
+    table = table_from_frame(frame, "swamped")
+    assert set(residual_test(table, fit_parametric(table, resamples=0), [])[0]) == {8}
+
+
 def _residual_flags(frame: pd.DataFrame, planted: int, factor: float) -> tuple[str, set[str]]:
     """The planted run's id and the runs the residual test flags once its loss is multiplied by ``factor``."""
     frame.loc[planted, "val_loss"] *= factor
