@@ -271,6 +271,20 @@ def test_group_by_compare_cli_json_and_figure(pair, tmp_path, capsys):
     assert all(r.multiplier.value == pytest.approx(1.0, rel=1e-9) for r in c.rows)
 
 
+def test_group_by_default_baseline_is_a_value_and_an_unfittable_baseline_says_how_to_choose(pair, tmp_path, capsys):
+    """User40: rows without a recipe (the "(missing)" group) led the table, so the default baseline was that group,
+    and its refusal (too few runs to fit) did not say that --baseline chooses another."""
+    table = tmp_path / "missing.csv"
+    base = pd.read_csv(pair["base"])
+    frames = [base.head(2).assign(recipe=np.nan), base.assign(recipe="cosine lr"), pd.read_csv(pair["constant"])]
+    pd.concat([frames[0], frames[1], frames[2].assign(recipe="wsd lr")]).to_csv(table, index=False)
+    labels = [item.label for item in read_groups(str(table), "recipe", ColumnMap())]
+    assert labels[0].endswith("[recipe=cosine lr]") and labels[1].endswith("[recipe=(missing)]"), labels
+    proc = run_main(capsys, "compare", table, "--group-by", "recipe", "--baseline", "(missing)", "--bootstrap", "20")
+    assert_one_line_error(proc, "needs at least 6 runs")
+    assert "--baseline GROUP names another" in proc.stderr
+
+
 def test_group_by_reads_the_table_as_fit_does_with_where_budget_and_experiment_options(pair, tmp_path):
     """The groups come from the shared reader (`analysis.sources.load.read_groups`): --where filters
     before grouping, the budget options apply, and the experiment guard holds within a group."""

@@ -93,6 +93,11 @@ def check_group_options(args: argparse.Namespace, sources: int, what: str) -> No
         raise UserError("--baseline and --candidate name groups and need --group-by COLUMN")
 
 
+def _another_baseline(args: argparse.Namespace) -> str:
+    """How to choose another baseline, for the error of one that cannot be fitted."""
+    return "--baseline GROUP names another of the groups" if args.group_by else "give another source first"
+
+
 def _check_arguments(args: argparse.Namespace) -> None:
     check_group_options(args, len(args.sources), "SOURCE")
     if not args.group_by and len(args.sources) < 2:
@@ -149,7 +154,12 @@ def compare_main(argv: list[str]) -> int:
 
     inputs, eval_notes = _inputs(args)
     comparisons = compare_inputs(
-        inputs, resamples=args.bootstrap, seed=args.seed, level=args.level, exclude_outliers=args.exclude_outliers
+        inputs,
+        resamples=args.bootstrap,
+        seed=args.seed,
+        level=args.level,
+        exclude_outliers=args.exclude_outliers,
+        another_baseline=_another_baseline(args),
     )
     for side in [comparisons[0].baseline, *(c.candidate for c in comparisons)]:
         tell(side.outlier_notes, f"note [{side.source}]")  # as `scaling fit` tells them
@@ -194,6 +204,8 @@ def report_comparison(args: argparse.Namespace, source, pngs: dict[str, bytes], 
     inputs += read_inputs(args.candidates, column_map(args), args.allow_mixed_corpora)
     eval_notes = _check_same_eval(inputs, argparse.Namespace(**{**vars(args), "eval_column": None}))
     tell(eval_notes, "note")
-    comparisons = compare_inputs(inputs, resamples=args.bootstrap, seed=args.seed, level=args.level)
+    comparisons = compare_inputs(
+        inputs, resamples=args.bootstrap, seed=args.seed, level=args.level, another_baseline=_another_baseline(args)
+    )
     pngs[FIGURE_NAME] = figure_bytes(compare_figure(comparisons), "png")
     return comparison_blocks(comparisons, has_figure=True, notes=eval_notes)

@@ -60,11 +60,18 @@ def fit_side(item: Input, resamples: int, seed: int, level: float, exclude_outli
 
 
 def compare_inputs(
-    inputs: list[Input], *, resamples: int = 1000, seed: int = 0, level: float = 0.95, exclude_outliers: bool = False
+    inputs: list[Input],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    exclude_outliers: bool = False,
+    another_baseline: str = "give another source first",
 ) -> list[Comparison]:
     """Each of ``inputs[1:]`` (candidates) compared with ``inputs[0]`` (the baseline); UserError when
     their losses are in different units (a loss difference across units means nothing). A candidate that cannot be
-    fitted is left out, said in every comparison's notes (DataError when none can, or the baseline cannot).
+    fitted is left out, said in every comparison's notes (DataError when none can, or the baseline cannot: then
+    ``another_baseline`` says how to choose another).
     ``exclude_outliers``: fit each side without the runs the outlier rule flags (`fit_side`)."""
     units = {item.label: item.table.loss_unit for item in inputs}
     if len(set(units.values())) > 1:
@@ -77,7 +84,10 @@ def compare_inputs(
         )
     # the baseline from seed, every candidate from seed + 1: a candidate's answer does not hang on which others are
     # listed (candidate k drew from seed + k: 'same' read m ≈ 0.997 [0.816, 1.09] listed third, [0.811, 1.08] alone)
-    baseline = fit_side(inputs[0], resamples, seed, level, exclude_outliers)
+    try:
+        baseline = fit_side(inputs[0], resamples, seed, level, exclude_outliers)
+    except DataError as err:  # user40: the baseline unfittable, with no word of how to choose another
+        raise DataError(f"{err}; every candidate is measured against the baseline: {another_baseline}") from None
     sides, left_out = [], []
     for item in inputs[1:]:  # user30: one group of five that could not be fitted ended the comparison of all
         try:

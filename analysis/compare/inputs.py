@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.sources.groups import MISSING
 from analysis.sources.load import read_groups as read_source_groups
 from analysis.sources.load import read_source
 from analysis.sources.schema import ColumnMap, RunTable, Source
@@ -66,12 +67,13 @@ def select_groups(
 ) -> list[Source]:
     """The groups of one table by the values of ``column``, read as `scaling fit --group-by` reads
     them (`analysis.sources.load.read_groups`: ``columns.where`` filters, each group checked on its
-    own): ``baseline`` (default: the first value in the table) then ``candidates`` (default: every
+    own): ``baseline`` (default: the first value in the table, not `MISSING`) then ``candidates`` (default: every
     other value, in order of first appearance). Values that differ only in case are refused unless
     ``baseline`` is named (`analysis.sources.groups.split_groups`): the default baseline would be a guess."""
     groups = dict(read_source_groups(source, columns, column, allow_mixed_corpora, distinct_case=baseline is not None))
     present = list(groups)
-    first = baseline if baseline is not None else present[0]
+    # the first value held by rows (user40: the group of rows without one led a report as its baseline)
+    first = baseline if baseline is not None else next((g for g in present if g != MISSING), present[0])
     wanted = [first, *(candidates or [g for g in present if g != first])]
     missing = [g for g in wanted if g not in groups]
     if missing:
