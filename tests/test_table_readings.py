@@ -276,3 +276,10 @@ def test_a_wandb_jsonl_export_with_config_and_summary_objects_is_read_as_the_wan
     )
     proc = run_cli("fit", flat, "--approach", "2", "--bootstrap", "0", check=True)
     assert "loss = column 'summary.val/loss'" in proc.stderr, proc.stderr
+    # user40: a summary nested as {"eval": {"loss": ...}, "train": {"loss": ...}} is read as eval/loss
+    for line in lines:
+        line["summary"] = {"eval": {"loss": line["summary"]["val/loss"]}, "train": {"loss": 9.0}}
+    deeper = tmp_path / "deeper.jsonl"
+    deeper.write_text("\n".join(json.dumps(line) for line in lines))
+    proc = run_cli("fit", deeper, "--approach", "2", "--bootstrap", "0", check=True)
+    assert "loss = column 'eval.loss'" in proc.stderr, proc.stderr

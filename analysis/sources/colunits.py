@@ -61,7 +61,7 @@ def leaf_name(column) -> str:
 
 def find_usual(columns, usual, role: str | None):
     """The column of ``columns`` named one of ``usual`` (tried in order): as written, else in any case where one
-    column has that name, else a usual name in any case followed by a unit for ``role`` (`split_unit`: params_M,
+    column has that name (for a loss, one `_namespaced` so), else a usual name in any case followed by a unit for ``role`` (`split_unit`: params_M,
     "Budget (FLOPs)", compute_pfdays), else one column whose `leaf_name` is a usual name (`model.n_params` of a wandb
     export: user38); the last two not for ``role`` None (a loss: `train/loss` is no `loss`); None if none is."""
     columns = list(columns)
@@ -71,13 +71,20 @@ def find_usual(columns, usual, role: str | None):
         lower.setdefault(str(c).lower(), []).append(c)
     found = found or next((lower[c.lower()][0] for c in usual if len(lower.get(c.lower(), ())) == 1), None)
     folded = {c.lower() for c in usual}
-    if found is not None or role is None:  # a loss under a wandb export's summary. only (`train/loss` is no loss)
-        summary = [c for c in columns if str(c).lower().startswith("summary.") and str(c)[8:].lower() in folded]
+    if found is not None or role is None:  # a loss under a wandb export's summary. only (`train/loss` is no loss),
+        summary = [c for c in columns if _namespaced(c) in folded]  # its namespaces joined by '.' as by '/' (user40)
         return found if found is not None or len(summary) != 1 else summary[0]
     # user21: "Params (M)" and "Tokens (B)" were not found
     found = next((c for c in columns if (u := split_unit(str(c), role)) and u[0].lower() in folded), None)
     leaves = [c for c in columns if leaf_name(c) in folded and len(leaf_name(c)) > 1]  # `model.d` is d_model
     return found if found is not None or len(leaves) != 1 else leaves[0]
+
+
+def _namespaced(column) -> str:
+    """A column's name in lower case without a leading ``summary.``, its '.' read as '/' (``summary.eval.loss`` of a
+    nested summary is ``eval/loss``)."""
+    name = str(column).lower()
+    return name.removeprefix("summary.").replace(".", "/")
 
 
 AS_GIVEN = "--as-given"  # the option naming columns whose names' units are not applied (`apply_column_units`)
