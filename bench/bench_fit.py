@@ -33,7 +33,8 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.fits.bootstrap import one_blas_thread  # noqa: E402
-from analysis.fits.parametric import HuberLogLoss, fit_parametric, start_grid  # noqa: E402
+from analysis.fits.huber_objective import HuberLogLoss  # noqa: E402
+from analysis.fits.parametric import fit_parametric, start_grid  # noqa: E402
 from analysis.sources.check import table_from_frame  # noqa: E402
 from analysis.synthetic import CHINCHILLA_LAW, isoflop_runs  # noqa: E402
 

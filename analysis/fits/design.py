@@ -45,7 +45,8 @@ import numpy as np
 from analysis.fits import laws
 from analysis.fits.bfgs_batch import minimize_batch
 from analysis.fits.bootstrap import one_blas_thread
-from analysis.fits.parametric import BATCH_MAX_ITER, GRAD_TOL, HUBER_DELTA, HuberLogLoss
+from analysis.fits.huber_objective import HUBER_DELTA, HuberLogLoss
+from analysis.fits.parametric import BATCH_MAX_ITER, GRAD_TOL
 from analysis.fits.robust import robust_sigmas
 from scaling.errors import DataError
 

@@ -58,7 +58,7 @@ from analysis.fits.bootstrap import (
     unit_weights,
 )
 from analysis.fits.envelope_grid import EnvelopeGrid
-from analysis.fits.parametric import E_FLOOR_FRACTION
+from analysis.fits.huber_objective import E_FLOOR_FRACTION
 from analysis.fits.parametric_form import FLOOR_REASON
 from analysis.fits.powerlaws import fit_power_law_with_floor, log_linear_fit
 from analysis.fits.results import EnvelopeFit, Estimate, PowerLaw

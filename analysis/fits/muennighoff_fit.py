@@ -36,7 +36,7 @@ from analysis.fits.bootstrap import (
     summarize,
     unit_draws,
 )
-from analysis.fits.parametric import HUBER_DELTA
+from analysis.fits.huber_objective import HUBER_DELTA
 from analysis.fits.results import Estimate, MuennighoffFit
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError

@@ -182,7 +182,8 @@ def deletion_residuals(table: RunTable, parametric: ParametricFit, standardized:
     at a run left out: σ²(1 + h̃); in a linear model this equals r/√(1 − h)). User38: a diverged run (loss 7.5 for
     3.08) at a budget's largest N bent the law to it (β -> 4.9, leverage 1) and passed the test at 5x its loss,
     flagged at 3.5 and 4.5 only; fitted without it, the law misses it by 0.89 in log-loss."""
-    from analysis.fits.parametric import HuberLogLoss, fit_parametric, point_theta
+    from analysis.fits.huber_objective import HuberLogLoss
+    from analysis.fits.parametric import fit_parametric, point_theta
 
     objective = HuberLogLoss(np.asarray(parametric.n), np.asarray(parametric.d), np.asarray(parametric.loss), np.inf)
     n, p = len(standardized), 5

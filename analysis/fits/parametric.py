@@ -13,7 +13,9 @@ How the optimum is found fast and reliably:
   1. the objective is evaluated, vectorised, on the 4,500-point grid of starts of Besiroglu et al.
      (their code: α, β ∈ {0, .5, …, 2}, e ∈ {−1, −.5, …, 1}, a, b ∈ {0, 5, …, 25});
   2. BFGS with the analytic gradient refines the `REFINED_STARTS` best grid points, all at once
-     (`analysis.fits.bfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances;
+     (`analysis.fits.bfgs_batch`), and scipy's L-BFGS-B polishes the best to tight tolerances; where runs lie
+     far off that optimum, the grid is searched again with each point's farthest runs left out of its score,
+     and the lower optimum kept (`analysis.fits.far_restart`: a diverged run led every start astray);
   3. ln N and ln D are centred (a' = a − α·mean ln N), an exact linear change of variables that
      removes most of the ill-conditioning between A and α, and between B and β.
 Bootstrap refits (`_bootstrap`) run all resamples together from the full-sample optimum, in
@@ -33,12 +35,13 @@ from scipy.optimize import minimize
 from analysis.fits import parametric_form as form
 from analysis.fits.bfgs_batch import minimize_batch
 from analysis.fits.bootstrap import estimates_from_samples, one_blas_thread, summarize, unit_draws
+from analysis.fits.far_restart import restart_without_far_runs
+from analysis.fits.huber_objective import HUBER_DELTA, HuberLogLoss
 from analysis.fits.results import PARAMETRIC_NAMES, Bootstrap, Estimate, ParametricFit
 from analysis.sources.curverows import curves_hint
 from analysis.sources.schema import RunTable
 from scaling.errors import DataError
 
-HUBER_DELTA = 1e-3  # Hoffmann et al. 2022, App. D.2
 # Starts of Besiroglu et al. 2024 (code of "Chinchilla scaling: a replication attempt"), in θ order.
 START_GRID = {
     "e": np.arange(-1.0, 1.5, 0.5),
@@ -53,10 +56,6 @@ BATCH_MAX_ITER = 3000  # iterations of the vectorised BFGS (flat valleys of smal
 AGREE_RTOL = 1e-6  # starts whose optimum is within this relative distance of the best "agree"
 MIN_RUNS = len(PARAMETRIC_NAMES) + 1
 GRAD_TOL = 1e-6  # converged when max |gradient| <= GRAD_TOL · δ · runs (see _converged)
-# When the data show no irreducible loss the optimum runs off to E → 0 (e → −∞), where ∂F/∂e
-# vanishes. Bootstrap refits start with e no lower than ln(this fraction × smallest loss), so a
-# resample that does show a floor can still climb to it; estimates below it are reported as E ≈ 0.
-E_FLOOR_FRACTION = 1e-4
 
 
 @functools.cache
@@ -65,95 +64,6 @@ def start_grid() -> np.ndarray:
     grid = np.array(list(itertools.product(*START_GRID.values())))
     grid.flags.writeable = False
     return grid
-
-
-class HuberLogLoss:
-    """F(θ) = Σ_i w_i·Huber_δ(LSE(a − α·ln N_i, b − β·ln D_i, e) − ln L_i), for fixed data.
-
-    ``value_and_grad`` works in centred coordinates θc = (e, a − α·x̄, b − β·ȳ, α, β) with
-    x̄ = mean ln N, ȳ = mean ln D; `to_centered` / `from_centered` convert. ``weights`` are
-    per-run multiplicities (bootstrap draws); None means each run once.
-    """
-
-    def __init__(self, n, d, loss, delta: float = HUBER_DELTA):
-        self.delta = delta
-        x, y = np.log(n), np.log(d)
-        self.log_loss = np.log(loss)
-        self.x_mean, self.y_mean = float(x.mean()), float(y.mean())
-        self.xc, self.yc = x - self.x_mean, y - self.y_mean
-        self.e_floor = float(self.log_loss.min() + np.log(E_FLOOR_FRACTION))  # below: E indistinguishable from 0
-
-    def to_centered(self, theta: np.ndarray) -> np.ndarray:
-        theta = np.array(theta, dtype=float)
-        theta[..., 1] = theta[..., 1] - theta[..., 3] * self.x_mean
-        theta[..., 2] = theta[..., 2] - theta[..., 4] * self.y_mean
-        return theta
-
-    def from_centered(self, theta_c: np.ndarray) -> np.ndarray:
-        theta = np.array(theta_c, dtype=float)
-        theta[..., 1] = theta[..., 1] + theta[..., 3] * self.x_mean
-        theta[..., 2] = theta[..., 2] + theta[..., 4] * self.y_mean
-        return theta
-
-    def _predicted(self, thetas_c: np.ndarray):
-        """For rows θc (K, 5): the softmax weights p1, p2, p3 of the three LSE terms, their
-        normaliser and the predicted log-loss, each (K, runs)."""
-        e, a, b, alpha, beta = (col[:, None] for col in thetas_c.T)
-        u1 = a - alpha * self.xc
-        u2 = b - beta * self.yc
-        top = np.maximum(np.maximum(u1, u2), e)
-        p1, p2, p3 = np.exp(u1 - top), np.exp(u2 - top), np.exp(e - top)
-        total = p1 + p2 + p3
-        return p1, p2, p3, total, top + np.log(total)
-
-    def _huber(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Huber_δ(r) and its derivative clip(r, −δ, δ)."""
-        size = np.abs(r)
-        clipped = np.minimum(size, self.delta)
-        return clipped * (size - 0.5 * clipped), np.copysign(clipped, r)
-
-    def values_and_grads(self, thetas_c: np.ndarray, weights: np.ndarray | None = None):
-        """F and ∂F/∂θc for rows θc (K, 5), with per-row weights (K, runs) or None: (K,), (K, 5).
-
-        With p_k the softmax weights of the three LSE terms and h' = clip(r, −δ, δ):
-        ∂F/∂(e, a', b', α, β) = Σ_i w_i·h'(r_i)·(p3, p1, p2, −p1·xc, −p2·yc)_i / (p1 + p2 + p3)_i.
-        """
-        p1, p2, p3, total, predicted = self._predicted(thetas_c)
-        h, dh = self._huber(predicted - self.log_loss)
-        slope = dh / total
-        if weights is not None:
-            h, slope = h * weights, slope * weights
-        g1, g2 = slope * p1, slope * p2
-        grad = np.stack(
-            [(slope * p3).sum(axis=1), g1.sum(axis=1), g2.sum(axis=1), -(g1 @ self.xc), -(g2 @ self.yc)], axis=1
-        )
-        return h.sum(axis=1), grad
-
-    def value_and_grad(self, theta_c: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, np.ndarray]:
-        """F and ∂F/∂θc at one θc (the form scipy's minimize takes)."""
-        f, g = self.values_and_grads(np.asarray(theta_c, float)[None], None if weights is None else weights[None])
-        return float(f[0]), g[0]
-
-    def grid_values(self, thetas: np.ndarray, weights: np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
-        """F at many θ (rows, original coordinates), vectorised in chunks of rows: shape (len(thetas),),
-        or (len(thetas), len(weights)) for a stack of weight vectors (one per bootstrap resample)."""
-        thetas_c = self.to_centered(np.atleast_2d(thetas))
-        parts = []
-        for lo in range(0, len(thetas_c), chunk):
-            huber = self._huber(self._predicted(thetas_c[lo : lo + chunk])[4] - self.log_loss)[0]
-            parts.append(huber.sum(axis=1) if weights is None else huber @ weights.T)
-        return np.concatenate(parts)
-
-    def residuals(self, theta: np.ndarray) -> np.ndarray:
-        """Predicted minus observed log-loss per run, at θ (original coordinates)."""
-        return self._predicted(self.to_centered(np.asarray(theta, float)[None]))[4][0] - self.log_loss
-
-    def jacobian(self, theta: np.ndarray) -> np.ndarray:
-        """∂(predicted log-loss)/∂θc per run at θ (original coordinates), shape (runs, 5): the rows
-        (p3, p1, p2, −p1·xc, −p2·yc)/(p1 + p2 + p3) of `values_and_grads`. Taken in the centred
-        coordinates θc, a linear change of θ: the span of its columns (and so any hat matrix) is the same."""
-        p1, p2, p3, total, _ = (v[0] for v in self._predicted(self.to_centered(np.asarray(theta, float)[None])))
-        return np.stack([p3, p1, p2, -p1 * self.xc, -p2 * self.yc], axis=1) / total[:, None]
 
 
 def _minimize(objective: HuberLogLoss, theta_c: np.ndarray):
@@ -276,6 +186,8 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     starts = objective.to_centered(grid[np.argsort(grid_values)[:refined_starts]])
     refined, values, _ = _refine_batch(objective, starts)
     theta_c, value, res, grad_norm = _minimize(objective, refined[int(np.nanargmin(values))])  # the polish
+    if again := restart_without_far_runs(objective, theta_c, value, grid, refined_starts, _refine_batch, _minimize):
+        theta_c, value, res, grad_norm, far = again  # user40: a diverged run led every grid start astray
     converged = _converged(objective, grad_norm, value)
     agreeing = int(np.sum(np.abs(values - value) <= AGREE_RTOL * max(value, delta**2)))
     theta = objective.from_centered(theta_c)
@@ -284,7 +196,12 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         "message": str(res.message),
         "gradient_max_abs": grad_norm,
         "optimizer": f"BFGS from the {len(starts)} best of {len(grid)} grid points, then scipy L-BFGS-B "
-        "(analytic gradient)",
+        "(analytic gradient)"
+        + (
+            f"; found again from the grid without the {far} run(s) far off the first optimum, which it beats"
+            if again
+            else ""
+        ),
         "grid_starts": len(grid),
         "refined_starts": len(starts),
         "starts_agreeing": agreeing,
