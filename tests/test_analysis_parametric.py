@@ -158,5 +158,5 @@ def test_a_diverged_run_does_not_lead_every_start_away_from_the_losss_own_optimu
     law = CHINCHILLA_LAW
     truth = np.log([law["E"], law["A"], law["B"]]).tolist() + [law["alpha"], law["beta"]]
     assert fit.objective <= objective.value_and_grad(objective.to_centered(np.array(truth)))[0]
-    assert "found again from the grid" in fit.convergence["optimizer"]
+    assert "beaten by a second search" in fit.convergence["optimizer"] and fit.convergence["starts_agreeing"] >= 1
     assert fit.estimates["alpha"].value < 1.0  # no cliff (4.26 before)

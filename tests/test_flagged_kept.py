@@ -59,10 +59,13 @@ def test_a_flagged_kept_run_at_a_budget_edge_widens_its_n_opt_to_cover_both_read
     assert lower <= truth <= upper
 
 
-def test_clean_ladders_keep_their_intervals():
-    for seed in range(3):
+def test_clean_runs_flagged_by_chance_change_nothing():
+    """Seeds 0, 2 and 3 of the clean ladder have runs flagged by chance (5 in all, 2 at the budget of 3e19): the
+    minimum without each lies inside the interval with it, so no interval is widened and nothing is said."""
+    chance = 0
+    for seed in range(4):
         table, _ = ladder(seed)
         report = fit_all(table, (2,), resamples=0, validate=False)
-        widened = report.isoflop.diagnostics["flagged_kept"]
-        flagged = {o.run_id for o in report.outliers}
-        assert not widened or flagged, widened  # a line only where a run was flagged
+        chance += len(report.outliers)
+        assert report.isoflop.diagnostics["flagged_kept"] == [], seed
+    assert chance >= 4  # the ladders do hold such runs

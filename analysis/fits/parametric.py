@@ -187,7 +187,7 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
     refined, values, _ = _refine_batch(objective, starts)
     theta_c, value, res, grad_norm = _minimize(objective, refined[int(np.nanargmin(values))])  # the polish
     if again := restart_without_far_runs(objective, theta_c, value, grid, refined_starts, _refine_batch, _minimize):
-        theta_c, value, res, grad_norm, far = again  # user40: a diverged run led every grid start astray
+        theta_c, value, res, grad_norm, values, far = again  # user40: a diverged run led every grid start astray
     converged = _converged(objective, grad_norm, value)
     agreeing = int(np.sum(np.abs(values - value) <= AGREE_RTOL * max(value, delta**2)))
     theta = objective.from_centered(theta_c)
@@ -198,7 +198,8 @@ def _fit(table: RunTable, resamples: int, seed: int, level: float, delta: float,
         "optimizer": f"BFGS from the {len(starts)} best of {len(grid)} grid points, then scipy L-BFGS-B "
         "(analytic gradient)"
         + (
-            f"; found again from the grid without the {far} run(s) far off the first optimum, which it beats"
+            f"; its optimum beaten by a second search, each grid point scored without its own {far} farthest "
+            "run(s) as many lay far off the first (the starts below are the second search's)"
             if again
             else ""
         ),
