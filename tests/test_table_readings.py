@@ -124,6 +124,11 @@ def test_a_state_column_holding_no_run_states_excludes_nothing():
     states = runs.drop(columns="status").assign(State=FINISHED)
     states.loc[[2, 9], "State"] = ["Crashed", "running"]
     assert len(table_from_frame(states, "t").runs) == 26 and {"crashed", "running"} <= RUN_STATES
+    # user41: a wandb JSON export's lowercase `state`, and a spreadsheet's `Status`, were not read: crashed runs fitted
+    assert len(table_from_frame(states.rename(columns={"State": "state"}), "t").runs) == 26
+    spreadsheet = runs.drop(columns="status").assign(Status="completed")
+    spreadsheet.loc[[2, 9], "Status"] = ["diverged", "OOM"]
+    assert len(table_from_frame(spreadsheet, "t").runs) == 26
 
 
 def test_rows_are_runs_says_when_a_run_id_column_decides():

@@ -19,13 +19,23 @@ DONE = frozenset({"completed", FINISHED, "complete", "done", "success", "succeed
 
 
 def status_column(frame: pd.DataFrame, notes: list[str] | None = None) -> str | None:
-    """The column of ``frame`` holding its runs' states (`STATUS_COLUMNS`), or None."""
-    status = next((c for c in STATUS_COLUMNS if c in frame.columns), None)
-    if status is None or (
-        status == STATE_COLUMN and not holds_run_states(frame[status], [] if notes is None else notes)
-    ):
-        return None
-    return status
+    """The column of ``frame`` holding its runs' states (`STATUS_COLUMNS`, as written, else the one column of such a
+    name in any case: user41, a wandb JSON export's ``state`` with its crashed runs was not read), or None. A column
+    other than ``status`` counts only where it holds a word of `DONE` or wandb's run states (`holds_run_states`)."""
+    folded: dict[str, list] = {}
+    for c in frame.columns:
+        folded.setdefault(str(c).strip().lower(), []).append(c)
+    named = [c for c in STATUS_COLUMNS if c in frame.columns]
+    named += [found[0] for c in STATUS_COLUMNS if len(found := folded.get(c.lower(), [])) == 1]
+    status = named[0] if named else None
+    if status is None or status == "status" or _says_done(frame[status]):
+        return status
+    return status if holds_run_states(frame[status], [] if notes is None else notes) else None
+
+
+def _says_done(states: pd.Series) -> bool:
+    """Whether any of ``states`` is one of `DONE` (a spreadsheet's ``Status`` of completed and diverged runs)."""
+    return bool(states.dropna().astype(str).str.strip().str.lower().isin(DONE).any())
 
 
 def completed(states: pd.Series) -> pd.Series:
