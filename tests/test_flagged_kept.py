@@ -59,13 +59,16 @@ def test_a_flagged_kept_run_at_a_budget_edge_widens_its_n_opt_to_cover_both_read
     assert lower <= truth <= upper
 
 
-def test_clean_runs_flagged_by_chance_change_nothing():
-    """Seeds 0, 2 and 3 of the clean ladder have runs flagged by chance (5 in all, 2 at the budget of 3e19): the
-    minimum without each lies inside the interval with it, so no interval is widened and nothing is said."""
-    chance = 0
+def test_clean_runs_flagged_by_chance_widen_nothing():
+    """Seeds 0, 2 and 3 of the clean ladder have runs flagged by chance (5 in all): the minimum without each lies
+    inside the interval with it, so no interval is widened. One budget (seed 3's 1e19, 6 sizes) has no bounded
+    minimum without its flagged run: its warning says the minimum rests on that run, its interval unchanged."""
+    chance, rests = 0, []
     for seed in range(4):
         table, _ = ladder(seed)
         report = fit_all(table, (2,), resamples=0, validate=False)
         chance += len(report.outliers)
-        assert report.isoflop.diagnostics["flagged_kept"] == [], seed
-    assert chance >= 4  # the ladders do hold such runs
+        lines = report.isoflop.diagnostics["flagged_kept"]
+        assert not any("spans both" in line for line in lines), lines
+        rests += lines
+    assert chance >= 4 and len(rests) <= 1 and all("rests on" in line for line in rests), rests

@@ -25,8 +25,8 @@ def widen_for_flagged(
 ) -> list[str]:
     """Widen in place the N_opt interval of each of ``profiles`` holding runs of ``flagged`` (run ids the outlier rule
     flagged, kept in ``table``) whose minimum refitted without them lies outside it, to span both readings; where the
-    refit's interval is unbounded, or no parabola is left, the interval stays and a line says the minimum rests on
-    those runs. Returns a warning line per budget so. Where the refit's minimum lies inside the interval (a clean run
+    refit's N_opt is unidentified, or no parabola is left, the interval stays and a line says the budget's minimum
+    rests on those runs. Returns a warning line per budget so. Where the refit's minimum lies inside the interval (a clean run
     flagged by chance) nothing changes. A bent profile (`is_bent`) says so itself; one unidentified stays as it is.
     The budget keeps its place in the law (`in_law`): the law's bootstrap resamples its runs, these among them."""
     lines = []
@@ -36,12 +36,13 @@ def widen_for_flagged(
             continue
         alt, why = _without(table, profiles, k, set(marked), resamples, seed, level)
         lower, upper = p.n_opt_interval
-        if alt is not None and lower <= alt.n_opt <= upper:
+        bounded = alt is not None and alt.n_opt_interval is not None and not alt.n_opt_unidentified
+        if bounded and lower <= alt.n_opt <= upper:
             continue
         them = "it" if len(marked) == 1 else "them"
         who = f"{', '.join(marked)}, flagged {'an outlier' if len(marked) == 1 else 'outliers'} and kept"
         remedy = f" (--exclude-outliers drops {them} from every fit)"
-        if alt is None or alt.n_opt_interval is None or alt.n_opt_unidentified:
+        if not bounded:  # user41: a budget unidentified without a run 15% high was identified, off, by it
             without = why or f"its N_opt is {alt.n_opt:.4g}, unidentified ({alt.n_opt_unidentified})"
             lines.append(f"budget {p.budget:.3g}: its N_opt rests on {who}: without {them} {without}{remedy}")
             continue
