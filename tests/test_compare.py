@@ -586,3 +586,27 @@ def test_a_sides_loss_keeps_its_interval_when_the_other_sides_resamples_fail(pai
             r.baseline_loss.lower < r.baseline_loss.value < r.baseline_loss.upper and not r.baseline_loss.unidentified
         )
         assert r.candidate_loss.unidentified and r.multiplier.unidentified
+
+
+def test_a_frontier_bent_by_a_diverged_run_leaves_its_budgets_numbers_unidentified():
+    """User41: a candidate worth m = 2 at every C (A and B scaled), its smallest size at 1e18 diverged (loss x5), was
+    fitted with a law through that run (alpha 5.98): its frontier lay 10% below every run at 1e18, and the loss
+    difference there printed -0.5863 [-0.6937, -0.1661] (m 11.7). Such budgets' numbers are unidentified, said in a
+    note naming the flagged run; on the clean candidate nothing is."""
+    from analysis.sources.check import table_from_frame
+
+    law = CHINCHILLA_LAW
+    budgets = [1e18, 3e18, 1e19, 3e19, 1e20]
+    scaled = {**law, "A": law["A"] / 2 ** (0.5 * law["alpha"]), "B": law["B"] / 2 ** (0.5 * law["beta"])}
+    base = isoflop_runs(law, budgets, 7, spread_decades=0.7, noise=0.01, seed=1)
+    new = isoflop_runs(scaled, budgets, 7, spread_decades=0.7, noise=0.01, seed=2)
+    new["run_id"] = "b" + new["run_id"]
+    inputs = [Input("base", table_from_frame(base, "base"), base)]
+    clean = compare_inputs([*inputs, Input("new", table_from_frame(new, "new"), new)], resamples=50)[0]
+    assert not any("far below every run" in note for note in clean.notes)
+    new.loc[new.index[new["budget_flops"] == 1e18][0], "val_loss"] *= 5
+    bent = compare_inputs([*inputs, Input("new", table_from_frame(new, "new"), new)], resamples=50)[0]
+    (note,) = [note for note in bent.notes if "far below every run" in note]
+    assert "1e+18 FLOPs" in note and "br0000" in note and "--exclude-outliers" in note
+    first = bent.rows[0]
+    assert first.compute == pytest.approx(1e18) and first.multiplier.unidentified and first.loss_difference.unidentified

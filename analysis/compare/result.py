@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.compare.answer import summary_text, vague
+from analysis.compare.bent import mark_bent
 from analysis.compare.multiplier import (
     differences,
     evaluate,
@@ -132,13 +133,17 @@ def compare(baseline: Side, candidate: Side, level: float) -> Comparison:
     lo, hi = (lo, hi) if lo <= hi else (hi, lo)  # no shared range: the gap between them
     ends = evaluate(baseline.fit, candidate.fit, [lo, math.sqrt(lo * hi), hi], level)
     m_at = [_estimate(ends["multiplier"], i, why["multiplier"], int(ends["pairs"])) for i in range(3)]
-    for c, m in zip([lo, math.sqrt(lo * hi), hi], m_at):
-        _on_floors(baseline, candidate, c, Row(c, False, m, Estimate(0.0), Estimate(0.0), Estimate(0.0)))
+    end_rows = [
+        Row(c, False, m, *(Estimate(0.0) for _ in range(3))) for c, m in zip([lo, math.sqrt(lo * hi), hi], m_at)
+    ]
+    for row in end_rows:
+        _on_floors(baseline, candidate, row.compute, row)
+    bent = mark_bent(rows + end_rows, {"baseline": baseline, "candidate": candidate})  # user41: a diverged run
     scale_dependent = _drifts(baseline, candidate, lo, hi, level, diffs["gamma"])
     unknown = diffs["gamma"].get("unidentified") or diffs["E"].get("unidentified")  # user35: E at its bound
     if unknown or (scale_dependent and vague(m_at)):
         scale_dependent = None  # whether m(C) changes with scale cannot be said (review21: "consistent with 0")
-    notes = _notes(baseline, candidate, rows, floors, values)
+    notes = _notes(baseline, candidate, rows, floors, values) + bent
     return Comparison(
         baseline=baseline,
         candidate=candidate,

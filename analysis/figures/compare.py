@@ -7,6 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.compare.answer import holds_one_widely
+from analysis.compare.bent import bent_at
 from analysis.compare.multiplier import evaluate
 from analysis.compare.result import Comparison, floor_sides
 from analysis.describe.numbers import flops_label, plain_label
@@ -43,6 +44,7 @@ def compare_figure(comparisons: list[Comparison]) -> Figure:
         # user29: a solid m(C) line ran on where the text called m unidentified (its interval unbounded above)
         unbounded = np.zeros(len(compute), bool) if m["lower"] is None else ~np.isfinite(m["upper"])
         unbounded |= _on_floor(c, compute, m["value"], reads=True)  # as the table's rows (`floor_sides`)
+        unbounded |= bent_at(c.baseline, compute) | bent_at(c.candidate, compute)  # and `mark_bent`'s
         if m["lower"] is not None:  # an interval holding 1 widely: no finding, as the answer says (user37: drawn
             unbounded |= holds_one_widely(
                 m["lower"], m["upper"]
@@ -91,6 +93,7 @@ def _frontier(ax, side, comparison: Comparison, compute, key: str, colour) -> di
     curve = values[key]
     role = "baseline" if key == "baseline_loss" else "candidate"
     floor = _on_floor(comparison, compute, values["multiplier"]["value"], role=role)  # dotted, no band: unidentified
+    floor |= bent_at(side, compute)
     ax.plot(
         compute,
         np.where(floor, np.nan, curve["value"]),
@@ -122,7 +125,7 @@ def _frontier(ax, side, comparison: Comparison, compute, key: str, colour) -> di
     return values
 
 
-SAID = "loss unidentified here (rests on an unidentified E)"
+SAID = "loss unidentified here (rests on an unidentified E, or a run off the law bends it)"
 
 
 def _on_floor(c: Comparison, compute, m, role: str = "", reads: bool = False) -> np.ndarray:
