@@ -610,3 +610,9 @@ def test_a_frontier_bent_by_a_diverged_run_leaves_its_budgets_numbers_unidentifi
     assert "1e+18 FLOPs" in note and "br0000" in note and "--exclude-outliers" in note
     first = bent.rows[0]
     assert first.compute == pytest.approx(1e18) and first.multiplier.unidentified and first.loss_difference.unidentified
+    # `scaling fit` warns of it too (`optimal` repeats it): user41's loss at 1e21 was 2.583 [2.19, 2.87] for 2.329
+    warned = fit_all(table_from_frame(new, "new"), (3,), resamples=0, validate=False).parametric.convergence
+    assert "far below every run" in warned["bent"] and "br0000" in warned["bent"]
+    assert (
+        "bent" not in fit_all(table_from_frame(base, "base"), (3,), resamples=0, validate=False).parametric.convergence
+    )

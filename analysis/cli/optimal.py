@@ -169,6 +169,8 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
     law.notes += [f"the fit warned: {warning}" for warning in report.warnings]  # units, swapped columns, exclusions
     if fit.approach == 3 and (misfit := fit.convergence.get("misfit")):  # user25: a loss 0.09 off, the warning dropped
         law.notes.append(f"the fit warned: {misfit}; --approach 2 allocates without that form (but predicts no loss)")
+    if fit.approach == 3 and (bent := fit.convergence.get("bent")):  # user41: 2.583 [2.19, 2.87] for 2.329, unsaid
+        law.notes.append(f"the fit warned: {bent}")
     # a nominal column: the --budget given is 6·N·D, not one of its values; in a fit saved before, approach 2's was
     law.notes += [f"the fit's {note}" for note in report.notes if NOMINAL_BUDGETS in note or NOMINAL_BEFORE in note]
     if fit.approach == 2 and any(NOMINAL_BEFORE in note for note in report.notes):

@@ -111,7 +111,9 @@ def describe_approach(
     )
     if fit.approach == 3:
         d.lines.append(Line("optimizer", optimizer_text(fit)))
-        d.warnings += [fit.convergence[key] for key in ("warning", "note", "misfit") if fit.convergence.get(key)]
+        d.warnings += [
+            fit.convergence[key] for key in ("warning", "note", "misfit", "bent") if fit.convergence.get(key)
+        ]
     elif fit.approach == 2:
         d.lines.append(Line("profiles", profiles_text(fit)))
         d.minima = [describe_minimum(p, count) for p in fit.profiles]

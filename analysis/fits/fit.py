@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.fits.bent_frontier import bent_budgets, bent_text
 from analysis.fits.bent_profiles import bent
 from analysis.fits.bootstrap import too_few
 from analysis.fits.envelope import BINS_PER_DECADE, envelope_law, fit_envelope
@@ -86,6 +87,12 @@ def fit_all(
         _refuse(report, "no approach could be fitted")
     if misfit := lack_of_fit(report):  # said with approach 3's own warnings, and kept in its FIT.json
         report.parametric.convergence["misfit"] = misfit
+    if report.parametric is not None:  # user41: a law through a diverged run, its frontier below every run, unsaid
+        flagged = [] if exclude_outliers else [o.run_id for o in report.outliers]
+        if far_below := bent_text(bent_budgets(report.parametric, table.budget_compute), flagged):
+            report.parametric.convergence["bent"] = (
+                far_below + "; its loss and allocation there and beyond follow that run"
+            )
     return report
 
 
