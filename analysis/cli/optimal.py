@@ -117,6 +117,21 @@ def optimal_main(argv: list[str]) -> int:
     return 0
 
 
+def _law_warnings(fit) -> list[str]:
+    """Approach 3's warnings on its own law, repeated where it allocates: a misfit (user25: a loss 0.09 off, the
+    warning dropped), a frontier bent by a run off it (user41: 2.583 [2.19, 2.87] at 1e21 for 2.329, unsaid)."""
+    if fit.approach != 3:
+        return []
+    misfit, bent = fit.convergence.get("misfit"), fit.convergence.get("bent")
+    return [
+        *(
+            [f"the fit warned: {misfit}; --approach 2 allocates without that form (but predicts no loss)"]
+            * bool(misfit)
+        ),
+        *([f"the fit warned: {bent}"] * bool(bent)),
+    ]
+
+
 def resolve_law(name: str, approach: int | None = None, level: float | None = None, max_tokens: float | None = None):
     """A preset by name, or the law of a FIT.json file (of a data-constrained fit alone: with unlimited unique data,
     `fresh_data_law`; ``max_tokens``, a cap on D that does not repeat, is refused there)."""
@@ -167,10 +182,7 @@ def resolve_law(name: str, approach: int | None = None, level: float | None = No
         raise UserError(f"--law {name!r}: {what}, so it cannot allocate compute; {hint}")
     law.notes += [left_out[f.approach] for f in report.fits if no_law(f)]
     law.notes += [f"the fit warned: {warning}" for warning in report.warnings]  # units, swapped columns, exclusions
-    if fit.approach == 3 and (misfit := fit.convergence.get("misfit")):  # user25: a loss 0.09 off, the warning dropped
-        law.notes.append(f"the fit warned: {misfit}; --approach 2 allocates without that form (but predicts no loss)")
-    if fit.approach == 3 and (bent := fit.convergence.get("bent")):  # user41: 2.583 [2.19, 2.87] for 2.329, unsaid
-        law.notes.append(f"the fit warned: {bent}")
+    law.notes += _law_warnings(fit)
     # a nominal column: the --budget given is 6·N·D, not one of its values; in a fit saved before, approach 2's was
     law.notes += [f"the fit's {note}" for note in report.notes if NOMINAL_BUDGETS in note or NOMINAL_BEFORE in note]
     if fit.approach == 2 and any(NOMINAL_BEFORE in note for note in report.notes):

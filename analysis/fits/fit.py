@@ -88,12 +88,15 @@ def fit_all(
     if misfit := lack_of_fit(report):  # said with approach 3's own warnings, and kept in its FIT.json
         report.parametric.convergence["misfit"] = misfit
     if report.parametric is not None:  # user41: a law through a diverged run, its frontier below every run, unsaid
-        flagged = [] if exclude_outliers else [o.run_id for o in report.outliers]
-        if far_below := bent_text(bent_budgets(report.parametric, table.budget_compute), flagged):
-            report.parametric.convergence["bent"] = (
-                far_below + "; its loss and allocation there and beyond follow that run"
-            )
+        _bent_law(report, table, exclude_outliers)
     return report
+
+
+def _bent_law(report: FitReport, table: RunTable, exclude_outliers: bool) -> None:
+    """Approach 3's warning where its law gives a least loss far below every run of a budget (`bent_budgets`)."""
+    flagged = [] if exclude_outliers else [o.run_id for o in report.outliers]
+    if far_below := bent_text(bent_budgets(report.parametric, table.budget_compute), flagged):
+        report.parametric.convergence["bent"] = far_below + "; its loss and allocation there and beyond follow that run"
 
 
 def require_headline(report: FitReport, approaches) -> None:
