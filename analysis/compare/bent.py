@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.fits.bent_frontier import bent_budgets, bent_text
+from analysis.fits.bent_frontier import bent_budgets, bent_text, nearest_budget
 from analysis.sources.budgets import BUDGET_TOLERANCE
 
 
@@ -23,8 +23,7 @@ def bent_at(side, compute) -> np.ndarray:
     bent = bent_budgets(side.fit, side.budgets)
     if not bent:
         return np.zeros(compute.shape, bool)
-    budgets = np.asarray(side.budgets, dtype=float)
-    nearest = budgets[np.argmin(np.abs(np.log(compute)[:, None] - np.log(budgets)[None, :]), axis=1)]
+    nearest = np.asarray(side.budgets, dtype=float)[nearest_budget(compute, side.budgets)]
     return np.isin(nearest, list(bent))
 
 

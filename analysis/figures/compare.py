@@ -12,6 +12,7 @@ from analysis.compare.multiplier import evaluate
 from analysis.compare.result import Comparison, floor_sides
 from analysis.describe.numbers import flops_label, plain_label
 from analysis.figures.axes import BAND_ALPHA, DPI, LABEL_COMPUTE, OKABE_ITO, legend, log_axes, loss_label, style
+from analysis.fits.bent_frontier import nearest_budget
 from scaling.flops import flops_6nd
 
 CANDIDATE_COLOURS = [OKABE_ITO[k] for k in ("vermillion", "blue", "green", "orange", "purple", "sky_blue")]
@@ -135,8 +136,7 @@ def _on_floor(c: Comparison, compute, m, role: str = "", reads: bool = False) ->
 
 
 def _nearest_budget(compute, budgets) -> np.ndarray:
-    budgets = np.asarray(budgets, dtype=float)
-    return budgets[np.argmin(np.abs(np.log(compute)[:, None] - np.log(budgets)[None, :]), axis=1)]
+    return np.asarray(budgets, dtype=float)[nearest_budget(compute, budgets)]
 
 
 def _name(source: str, width: int = 40) -> str:

@@ -32,8 +32,7 @@ def bent_budgets(fit, budgets) -> dict[float, tuple[float, float]]:
     with np.errstate(all="ignore"):
         n, d = laws.chinchilla_allocation(budgets, params["A"], params["B"], params["alpha"], params["beta"])
         frontier = laws.chinchilla_loss(n, d, **params)
-    compute = 6.0 * np.asarray(fit.n) * np.asarray(fit.d)
-    nearest = np.argmin(np.abs(np.log(compute)[:, None] - np.log(budgets)[None, :]), axis=1)
+    nearest = nearest_budget(6.0 * np.asarray(fit.n) * np.asarray(fit.d), budgets)
     loss = np.asarray(fit.loss, dtype=float)
     out = {}
     for k, budget in enumerate(budgets):
@@ -41,6 +40,13 @@ def bent_budgets(fit, budgets) -> dict[float, tuple[float, float]]:
         if np.isfinite(lowest) and frontier[k] < (1.0 - BENT_SHARE) * lowest:
             out[float(budget)] = (float(frontier[k]), float(lowest))
     return out
+
+
+def nearest_budget(compute, budgets) -> np.ndarray:
+    """The index into ``budgets`` of each of ``compute``'s nearest budget in log C: where a run, or a point of a
+    figure, belongs."""
+    compute, budgets = np.asarray(compute, dtype=float), np.asarray(budgets, dtype=float)
+    return np.argmin(np.abs(np.log(compute)[:, None] - np.log(budgets)[None, :]), axis=1)
 
 
 def bent_text(bent: dict, flagged: list[str], whose: str = "approach 3's law") -> str:

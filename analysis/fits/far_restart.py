@@ -32,8 +32,9 @@ def restart_without_far_runs(
     objective, theta_c: np.ndarray, value: float, grid: np.ndarray, starts: int, refine: Callable, polish: Callable
 ):
     """The optimum of ``objective`` searched again where ``theta_c`` leaves runs far off it (`residual_outliers`:
-    the outlier rule's cut, on the residuals themselves, one of them more than `FAR_LOSS` off): from the ``starts`` points of ``grid`` best when each
-    point's own farthest runs, as many, are left out of its score, refined (``refine``: the batched BFGS) and the best
+    the outlier rule's cut, on the residuals themselves, one of them more than `FAR_LOSS` off): from the ``starts``
+    points of ``grid`` best when each point's own farthest runs, as many, are left out of its score, refined
+    (``refine``: the batched BFGS) and the best
     polished (``polish``: θc → (θc, F, result, max |gradient|)) on all runs. None where no run lies that far, too
     many do (`MAX_SHARE`), or the polish does not beat ``value``; else the polish's tuple, the refined starts'
     objectives (for how many agree) and the count of far runs."""
@@ -42,7 +43,7 @@ def restart_without_far_runs(
     if not flagged or np.abs(residuals[flagged]).max() <= FAR_LOSS:
         return None  # noise: a chance flag of a few percent does not lead the grid astray
     far = len(flagged)
-    if not far or far > MAX_SHARE * len(residuals):
+    if far > MAX_SHARE * len(residuals):
         return None
     kept = len(residuals) - far  # each grid point scored by its best-fitted runs: a trimmed sum
     scores = np.concatenate([np.sort(terms, axis=1)[:, :kept].sum(axis=1) for terms in objective.grid_terms(grid)])
